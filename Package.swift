@@ -1,0 +1,76 @@
+// swift-tools-version: 6.1
+//
+// swift-outbox: a durable on-device outbox for server-bound writes, on its own
+// segmented, CRC-framed append-only log.
+//
+// Dependencies flow one way:  CLI → Outbox → OutboxLog → CZlib.
+
+import PackageDescription
+
+let package = Package(
+    name: "swift-outbox",
+    platforms: [.macOS(.v15), .iOS(.v18), .tvOS(.v18), .watchOS(.v11), .visionOS(.v2)],
+    products: [
+        .library(name: "OutboxLog", targets: ["OutboxLog"]),
+        .library(name: "OutboxLogTesting", targets: ["OutboxLogTesting"]),
+        .executable(name: "outbox", targets: ["OutboxCLI"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+        .package(url: "https://github.com/apple/swift-system", from: "1.8.1"),
+        .package(url: "https://github.com/apple/swift-collections", from: "1.6.0"),
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+    ],
+    targets: [
+        // zlib's crc32 checksums every record and header.
+        .systemLibrary(
+            name: "CZlib",
+            path: "Sources/CZlib",
+            pkgConfig: "zlib",
+            providers: [.apt(["zlib1g-dev"]), .brew(["zlib"])]
+        ),
+
+        // The storage engine: segments, framing, recovery, group commit,
+        // compaction. Knows nothing about outbox entries.
+        .target(
+            name: "OutboxLog",
+            dependencies: [
+                "CZlib",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "SystemPackage", package: "swift-system"),
+                .product(name: "DequeModule", package: "swift-collections"),
+            ]
+        ),
+
+        // An in-memory file system that models what survives a crash, with
+        // fault injection: the engine's tests and `outbox torture` use it.
+        .target(
+            name: "OutboxLogTesting",
+            dependencies: [
+                "OutboxLog",
+                .product(name: "SystemPackage", package: "swift-system"),
+            ]
+        ),
+
+        // The `outbox` command-line tool.
+        .executableTarget(
+            name: "OutboxCLI",
+            dependencies: [
+                "OutboxLog",
+                "OutboxLogTesting",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+
+        .testTarget(
+            name: "OutboxLogTests",
+            dependencies: [
+                "OutboxLog",
+                "OutboxLogTesting",
+                .product(name: "SystemPackage", package: "swift-system"),
+            ]
+        ),
+    ],
+    swiftLanguageModes: [.v6]
+)

@@ -1,0 +1,95 @@
+import Logging
+
+extension OutboxLog {
+    /// How a log is opened and how it behaves.
+    ///
+    /// The defaults suit an app's outbox: small segments (so a mostly-drained
+    /// queue stays small on disk), strict recovery, automatic compaction.
+    public struct Configuration: Sendable {
+        /// What an open does when it finds damage other than a torn tail.
+        public enum RecoveryMode: String, Sendable, Hashable {
+            /// Fail the open with a ``OutboxLogError/Code/corruption`` error
+            /// naming the file, offset and reason; modify nothing.
+            case strict
+            /// Keep every intact record, move each damaged file into the
+            /// `damaged/` subdirectory, and list what was skipped in the
+            /// ``RecoveryReport``.
+            case salvage
+        }
+
+        /// When a segment reaches this size, the next append starts a new one.
+        /// Default 8 MiB.
+        public var segmentSize: Int = 8 << 20
+
+        /// The largest record (frame header + key + payload) an append
+        /// accepts; larger ones fail with ``OutboxLogError/Code/recordTooLarge``
+        /// and write nothing. Default 16 MiB, at most ``absoluteMaximumRecordSize``.
+        public var maximumRecordSize: Int = 16 << 20
+
+        /// The format's upper bound on a record: 1 GiB.
+        public static let absoluteMaximumRecordSize = 1 << 30
+
+        /// Strict (the default) or salvage; see ``RecoveryMode``.
+        public var recoveryMode: RecoveryMode = .strict
+
+        /// Create the directory if it does not exist. Default `true`.
+        public var createIfMissing: Bool = true
+
+        /// Open for reading only: recovery reports what it *would* repair but
+        /// changes nothing on disk, and every write fails. Used by
+        /// `outbox log verify` and `outbox log dump`.
+        public var readOnly: Bool = false
+
+        /// Compact automatically when dead bytes make up at least this share
+        /// of the sealed segments. `nil` disables automatic compaction.
+        /// Default 0.5.
+        public var automaticCompactionRatio: Double? = 0.5
+
+        /// Automatic compaction waits until the sealed segments hold at least
+        /// this many bytes. Default: one segment.
+        public var automaticCompactionMinimumBytes: Int? = nil
+
+        /// The most bytes one group commit writes and syncs together; the
+        /// rest waits for the next group. Default 1 MiB.
+        public var groupCommitLimit: Int = 1 << 20
+
+        /// Buffered appends are handed to the writer thread once this many
+        /// bytes are waiting. Default 256 KiB.
+        public var bufferedFlushThreshold: Int = 256 << 10
+
+        /// Appends wait for the writer once this many bytes are waiting to be
+        /// written (back-pressure). Default 32 MiB.
+        public var maximumPendingBytes: Int = 32 << 20
+
+        /// Threads that serve reads; blocking reads never run on Swift's
+        /// cooperative pool. Default 2.
+        public var readerThreads: Int = 2
+
+        /// The file system under the log; replace it to inject faults.
+        public var fileSystem: any FileSystem = PosixFileSystem()
+
+        /// Where the log reports recovery, compaction and failures.
+        public var logger: Logger = Logger(label: "outbox.log")
+
+        public init() {}
+
+        /// Checks every value; throws ``OutboxLogError/Code/invalidArgument``
+        /// naming the first bad one.
+        func validate() throws(OutboxLogError) {
+            func require(_ condition: Bool, _ message: String) throws(OutboxLogError) {
+                if !condition { throw OutboxLogError(.invalidArgument, message) }
+            }
+            try require(segmentSize >= 4096 && segmentSize <= 2 << 30, "segmentSize must be in 4 KiB...2 GiB")
+            try require(
+                maximumRecordSize >= RecordFrame.headerSize + 1 && maximumRecordSize <= Self.absoluteMaximumRecordSize,
+                "maximumRecordSize must be in \(RecordFrame.headerSize + 1)...\(Self.absoluteMaximumRecordSize)")
+            if let ratio = automaticCompactionRatio {
+                try require(ratio > 0 && ratio <= 1, "automaticCompactionRatio must be in (0, 1]")
+            }
+            try require(groupCommitLimit >= 4096, "groupCommitLimit must be at least 4 KiB")
+            try require(bufferedFlushThreshold >= 1, "bufferedFlushThreshold must be positive")
+            try require(maximumPendingBytes >= groupCommitLimit, "maximumPendingBytes must be at least groupCommitLimit")
+            try require(readerThreads >= 1 && readerThreads <= 64, "readerThreads must be in 1...64")
+        }
+    }
+}

@@ -1,0 +1,81 @@
+/// The key of a record: up to ``maximumLength`` arbitrary bytes.
+///
+/// The index keeps one entry per live key, so keys are stored compactly:
+/// keys of up to 23 bytes (a UUID plus a one-byte prefix, say) live inline
+/// in the 32-byte value and cost no allocation; longer keys are kept in a
+/// heap array.
+public struct LogKey: Hashable, Sendable, Comparable, CustomStringConvertible, ExpressibleByStringLiteral {
+    /// The longest key accepted by an append, in bytes.
+    public static let maximumLength = 1024
+
+    /// Keys of up to this many bytes are stored inline.
+    static let inlineCapacity = 23
+
+    // Inline storage: up to 23 bytes in w0...w2, the length in the top byte
+    // of w2. Long keys: `heap` holds the bytes, and the words are zero.
+    private var w0: UInt64 = 0
+    private var w1: UInt64 = 0
+    private var w2: UInt64 = 0
+    private var heap: [UInt8]? = nil
+
+    /// A key made of `bytes`.
+    public init<Bytes: Sequence<UInt8>>(_ bytes: Bytes) {
+        let array = Array(bytes)
+        if array.count <= Self.inlineCapacity {
+            var words: (UInt64, UInt64, UInt64) = (0, 0, 0)
+            withUnsafeMutableBytes(of: &words) { raw in
+                raw.copyBytes(from: array)
+                raw[23] = UInt8(array.count)
+            }
+            (w0, w1, w2) = words
+        } else {
+            heap = array
+        }
+    }
+
+    /// A key made of the UTF-8 bytes of `string`.
+    public init(_ string: String) { self.init(Array(string.utf8)) }
+
+    public init(stringLiteral value: String) { self.init(value) }
+
+    /// The number of bytes in the key.
+    public var count: Int {
+        if let heap { return heap.count }
+        return Int(w2 >> 56)
+    }
+
+    /// The key's bytes.
+    public var bytes: [UInt8] {
+        if let heap { return heap }
+        return withUnsafeBytes { Array($0) }
+    }
+
+    /// Calls `body` with the key's bytes.
+    public func withUnsafeBytes<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
+        if let heap { return try heap.withUnsafeBytes(body) }
+        var words = (w0, w1, w2)
+        let length = count
+        return try Swift.withUnsafeBytes(of: &words) { raw in
+            try body(UnsafeRawBufferPointer(rebasing: raw[..<length]))
+        }
+    }
+
+    /// The key as a string if it is printable UTF-8, else as hexadecimal.
+    public var description: String {
+        let raw = bytes
+        if let text = String(validating: raw, as: UTF8.self),
+            text.unicodeScalars.allSatisfy({ $0.value >= 0x20 && $0.value != 0x7F })
+        {
+            return text
+        }
+        return "0x" + raw.map { byte in
+            let digits = String(byte, radix: 16)
+            return digits.count == 1 ? "0" + digits : digits
+        }.joined()
+    }
+
+    /// Byte-wise lexicographic order.
+    public static func < (lhs: LogKey, rhs: LogKey) -> Bool {
+        lhs.bytes.lexicographicallyPrecedes(rhs.bytes)
+    }
+}

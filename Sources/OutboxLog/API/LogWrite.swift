@@ -1,0 +1,77 @@
+/// One record of an append: a value, an annotation or a tombstone for a key.
+///
+/// Pass several to ``OutboxLog/append(_:durability:)`` to write them as one
+/// atomic batch: after a crash, recovery finds all of them or none.
+public struct LogWrite: Sendable, Hashable {
+    public var kind: RecordKind
+    public var key: LogKey
+    public var payload: [UInt8]
+
+    public init(kind: RecordKind, key: LogKey, payload: [UInt8] = []) {
+        self.kind = kind
+        self.key = key
+        self.payload = payload
+    }
+
+    /// Sets `key`'s value (and clears its annotation).
+    public static func value(_ key: LogKey, _ payload: [UInt8]) -> LogWrite {
+        LogWrite(kind: .value, key: key, payload: payload)
+    }
+
+    /// Replaces the annotation of `key`'s current value. The key must have a
+    /// value (now, or earlier in the same batch).
+    public static func annotation(_ key: LogKey, _ payload: [UInt8]) -> LogWrite {
+        LogWrite(kind: .annotation, key: key, payload: payload)
+    }
+
+    /// Deletes `key`.
+    public static func tombstone(_ key: LogKey) -> LogWrite {
+        LogWrite(kind: .tombstone, key: key)
+    }
+
+    /// The bytes this record takes in a segment.
+    public var frameSize: Int { RecordFrame.size(keyCount: key.count, payloadCount: payload.count) }
+}
+
+/// A live key read back from the log: its value and, if it has one, its
+/// current annotation. Every byte was verified against its CRC.
+public struct LogEntry: Sendable, Hashable {
+    public var key: LogKey
+    /// The sequence number of the value's record.
+    public var sequence: UInt64
+    public var value: [UInt8]
+    /// The current annotation, if any.
+    public var annotation: Annotation?
+
+    public struct Annotation: Sendable, Hashable {
+        /// The sequence number of the annotation's record.
+        public var sequence: UInt64
+        public var payload: [UInt8]
+    }
+}
+
+/// A point-in-time view of a log's size and progress.
+public struct LogStatistics: Sendable, Hashable {
+    /// Segment files, the active one included.
+    public var segments: Int
+    /// Bytes in all segment files, headers included.
+    public var totalBytes: Int64
+    /// Bytes of records the index points at.
+    public var liveBytes: Int64
+    /// Bytes of superseded records and tombstones: what compaction reclaims.
+    public var deadBytes: Int64
+    /// Keys with a live value.
+    public var liveKeys: Int
+    /// The sequence number the next append receives.
+    public var nextSequence: UInt64
+    /// Every record up to this sequence number has been written to the OS.
+    public var writtenSequence: UInt64
+    /// Every record up to this sequence number is on stable storage.
+    public var durableSequence: UInt64
+    /// Bytes appended but not yet written.
+    public var pendingBytes: Int
+    /// Group commits (syncs) performed since open.
+    public var syncs: Int
+    /// Compactions finished since open.
+    public var compactions: Int
+}

@@ -1,0 +1,167 @@
+import SystemPackage
+
+/// A segmented, CRC-framed, append-only log of keyed records: an embeddable
+/// durable queue and key-value log that never hands back a corrupted record
+/// and never loses an acknowledged one.
+///
+/// ```swift
+/// let log = try await OutboxLog.open(at: "/var/lib/app/queue")
+/// let sequence = try await log.put("order-42", Array(json.utf8), durability: .durable)
+/// if let entry = try await log.get("order-42") { ... }
+/// try await log.delete("order-42", durability: .durable)
+/// try await log.close()
+/// ```
+///
+/// ## Records
+/// Every record has a key, a kind (``RecordKind/value``,
+/// ``RecordKind/annotation`` or ``RecordKind/tombstone``), a payload, and a
+/// sequence number that increases across the whole log. A key's *value* is
+/// its latest value record; its *annotation* is a small side record that
+/// changes without rewriting the value (a queue entry's delivery state, say).
+/// ``append(_:durability:)`` writes several records as one atomic batch.
+///
+/// ## Durability
+/// Chosen per append with ``Durability``: `buffered`, `written` or
+/// `durable`. Concurrent `durable` appends share one sync (group commit).
+/// If a write or sync fails, the log is *poisoned*: every later call throws
+/// ``OutboxLogError/Code/poisoned`` until it is closed and reopened, because
+/// what reached the disk is unknown; a failed sync is never retried.
+///
+/// ## Recovery
+/// ``open(at:configuration:)`` verifies every record's CRC and rebuilds the
+/// in-memory index. A torn tail left by a crash is cut and reported; any
+/// other damage fails the open with the file, offset and reason, unless the
+/// configuration asks to salvage. See ``recoveryReport``.
+///
+/// ## Concurrency
+/// `OutboxLog` is `Sendable`; call it from any task. Blocking I/O and
+/// syncs run on the log's own threads, never on Swift's cooperative pool.
+/// Only one `OutboxLog` may have a directory open at a time, in this process
+/// or another (`flock`); a second open throws ``OutboxLogError/Code/locked``.
+public final class OutboxLog: Sendable {
+    let core: LogCore
+
+    private init(core: LogCore) { self.core = core }
+
+    deinit { core.closeInBackground() }
+
+    /// Opens the log in `directory`, creating it if the configuration allows,
+    /// and recovers it.
+    ///
+    /// - Throws: ``OutboxLogError`` — `.locked` if the log is open elsewhere,
+    ///   `.corruption` for damage beyond a torn tail (strict mode),
+    ///   `.unsupportedFormat` for a newer format (nothing is modified),
+    ///   `.notFound`, `.io`.
+    public static func open(
+        at directory: FilePath, configuration: Configuration = Configuration()
+    ) async throws(OutboxLogError) -> OutboxLog {
+        OutboxLog(core: try await LogCore.open(at: directory, configuration: configuration))
+    }
+
+    /// What the open found and repaired.
+    public var recoveryReport: RecoveryReport { core.recoveryReport }
+
+    /// The directory of the log.
+    public var directory: FilePath { core.layout.directory }
+
+    // MARK: Writing
+
+    /// Appends `writes` as one atomic batch: after a crash, recovery finds
+    /// all of them or none. Returns the sequence number of the last record.
+    ///
+    /// Nothing is written if the batch is invalid: an empty batch, a key
+    /// longer than ``LogKey/maximumLength``, a record larger than
+    /// ``Configuration/maximumRecordSize`` (`.recordTooLarge`), or an
+    /// annotation of a key with no value (`.invalidArgument`).
+    @discardableResult
+    public func append(_ writes: [LogWrite], durability: Durability) async throws(OutboxLogError) -> UInt64 {
+        try await core.append(writes, durability: durability)
+    }
+
+    /// Sets the value of `key`. Returns the record's sequence number.
+    @discardableResult
+    public func put(_ key: LogKey, _ value: [UInt8], durability: Durability) async throws(OutboxLogError) -> UInt64 {
+        try await core.append([.value(key, value)], durability: durability)
+    }
+
+    /// Replaces the annotation of `key`'s value. The key must have a value.
+    @discardableResult
+    public func annotate(_ key: LogKey, _ annotation: [UInt8], durability: Durability) async throws(OutboxLogError)
+        -> UInt64
+    {
+        try await core.append([.annotation(key, annotation)], durability: durability)
+    }
+
+    /// Deletes `key`. Returns the tombstone's sequence number, or `nil` (and
+    /// writes nothing) if the key had no value.
+    @discardableResult
+    public func delete(_ key: LogKey, durability: Durability) async throws(OutboxLogError) -> UInt64? {
+        guard core.contains(key) else { return nil }
+        return try await core.append([.tombstone(key)], durability: durability)
+    }
+
+    /// Writes every buffered record to the OS (survives an app kill).
+    public func flush() async throws(OutboxLogError) { try await core.flush(durable: false) }
+
+    /// Makes every record appended so far durable (survives power loss).
+    public func sync() async throws(OutboxLogError) { try await core.flush(durable: true) }
+
+    // MARK: Reading
+
+    /// The live value and annotation of `key`, verified against their CRCs,
+    /// or `nil` if the key has no value. Reads the disk (never the cooperative
+    /// pool); a record still buffered in memory is written out first.
+    public func get(_ key: LogKey) async throws(OutboxLogError) -> LogEntry? { try await core.get(key) }
+
+    /// Whether `key` has a value. Answers from memory.
+    public func contains(_ key: LogKey) -> Bool { core.contains(key) }
+
+    /// Every live key, in no particular order. Answers from memory.
+    public var keys: [LogKey] { core.keys() }
+
+    /// Live entries in sequence order whose value's sequence number is
+    /// greater than `after`, at most `limit`: one page of a scan.
+    public func entries(after sequence: UInt64 = 0, limit: Int = 1024) async throws(OutboxLogError) -> [LogEntry] {
+        try await core.entries(after: sequence, limit: max(1, limit)).entries
+    }
+
+    /// All live entries in sequence order, read page by page.
+    public func allEntries(pageSize: Int = 1024) -> AsyncThrowingStream<LogEntry, any Error> {
+        let core = self.core
+        return AsyncThrowingStream { continuation in
+            let task = Task {
+                var after: UInt64 = 0
+                do {
+                    while true {
+                        let page = try await core.entries(after: after, limit: max(1, pageSize))
+                        for entry in page.entries { continuation.yield(entry) }
+                        guard let next = page.resumeAfter, !Task.isCancelled else { break }
+                        after = next
+                    }
+                    continuation.finish()
+                } catch {
+                    continuation.finish(throwing: error)
+                }
+            }
+            continuation.onTermination = { _ in task.cancel() }
+        }
+    }
+
+    /// Sizes and progress.
+    public var statistics: LogStatistics { core.statistics }
+
+    // MARK: Maintenance
+
+    /// Compacts now: seals the active segment, then rewrites every sealed
+    /// segment from the first one with dead records on, keeping only live
+    /// records. Appends continue meanwhile. Waits for a running automatic
+    /// compaction first.
+    @discardableResult
+    public func compact() async throws(OutboxLogError) -> CompactionReport {
+        try await core.compact(sealActive: true)
+    }
+
+    /// Writes and syncs everything, then releases the files and the lock.
+    /// Every later call throws ``OutboxLogError/Code/closed``. Idempotent.
+    public func close() async throws(OutboxLogError) { try await core.close() }
+}

@@ -1,0 +1,92 @@
+/// What an open found on disk and what it did about it.
+///
+/// Every open produces one, clean or not: ``OutboxLog/recoveryReport``.
+/// Nothing is ever dropped without appearing here.
+public struct RecoveryReport: Sendable, Hashable, CustomStringConvertible {
+    /// Bytes cut from the end of the newest segment: the records a crash
+    /// interrupted (never acknowledged as `durable`).
+    public struct TruncatedTail: Sendable, Hashable {
+        /// The segment's file name.
+        public var file: String
+        /// Where the valid data ends and the file was cut.
+        public var offset: Int64
+        /// How many bytes were cut.
+        public var bytes: Int64
+        /// Why the bytes were not records (e.g. "incomplete frame", "CRC mismatch").
+        public var reason: String
+        /// Complete, verified records found *after* the damage and dropped
+        /// with it, because a crash lost unsynced bytes before them and
+        /// keeping them would leave a hole in the history.
+        public var unreachableRecords: Int
+    }
+
+    /// A damaged range skipped by salvage.
+    public struct SkippedRange: Sendable, Hashable {
+        public var file: String
+        public var offset: Int64
+        public var bytes: Int64
+        public var reason: String
+    }
+
+    /// What happened to a compaction a crash interrupted.
+    public enum InterruptedCompaction: String, Sendable, Hashable {
+        /// Its outputs were committed: recovery finished the swap.
+        case completed
+        /// It had not committed: recovery deleted its partial outputs.
+        case rolledBack
+    }
+
+    /// The log's directory.
+    public var directory: String
+    /// Segment files in the log after recovery.
+    public var segments = 0
+    /// Records (frames) that verified.
+    public var records = 0
+    /// Keys with a live value after recovery.
+    public var liveKeys = 0
+    /// Bytes scanned.
+    public var bytes: Int64 = 0
+    /// The sequence number the next append receives.
+    public var nextSequence: UInt64 = 1
+    /// The torn tail that was cut, if any.
+    public var truncatedTail: TruncatedTail?
+    /// Damaged ranges skipped by salvage.
+    public var skipped: [SkippedRange] = []
+    /// Files moved into `damaged/` by salvage.
+    public var quarantinedFiles: [String] = []
+    /// A compaction interrupted by a crash, and what recovery did with it.
+    public var interruptedCompaction: InterruptedCompaction?
+    /// Leftover temporary files that were deleted.
+    public var removedTemporaryFiles: [String] = []
+    /// `true` if the log was opened read-only: the repairs above were *not*
+    /// applied on disk.
+    public var readOnly = false
+    /// How long the open took.
+    public var duration: Duration = .zero
+
+    /// `true` if nothing was damaged: no torn tail, nothing skipped.
+    public var isClean: Bool { truncatedTail == nil && skipped.isEmpty && quarantinedFiles.isEmpty }
+
+    public init(directory: String) { self.directory = directory }
+
+    public var description: String {
+        var lines = [
+            "\(directory): \(segments) segment(s), \(records) record(s), \(liveKeys) live key(s), \(bytes) bytes"
+                + ", next sequence \(nextSequence)"
+        ]
+        if let tail = truncatedTail {
+            lines.append(
+                "torn tail: \(tail.file) cut at offset \(tail.offset), \(tail.bytes) bytes (\(tail.reason))"
+                    + (tail.unreachableRecords > 0 ? ", \(tail.unreachableRecords) unreachable record(s)" : ""))
+        }
+        for range in skipped {
+            lines.append("skipped: \(range.file) offset \(range.offset), \(range.bytes) bytes (\(range.reason))")
+        }
+        for file in quarantinedFiles { lines.append("moved aside: damaged/\(file)") }
+        if let interruptedCompaction { lines.append("interrupted compaction: \(interruptedCompaction.rawValue)") }
+        for file in removedTemporaryFiles { lines.append("removed temporary file: \(file)") }
+        if readOnly && !isClean { lines.append("(read-only: nothing was changed on disk)") }
+        lines.append(isClean ? "clean" : "damage found")
+        return lines.joined(separator: "\n")
+    }
+}

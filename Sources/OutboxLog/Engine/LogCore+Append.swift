@@ -1,0 +1,152 @@
+/// Appends: validated outside the lock, encoded and indexed under it, then
+/// (for `written` and `durable`) parked until the writer thread reports.
+extension LogCore {
+    /// Appends `writes` as one atomic batch; returns the sequence number of
+    /// the last record.
+    func append(_ writes: [LogWrite], durability: Durability) async throws(OutboxLogError) -> UInt64 {
+        try validate(writes)
+        switch durability {
+        case .buffered:
+            let (sequence, wake, overfull) = try state.withLock { state throws(OutboxLogError) -> (UInt64, Bool, Bool) in
+                let sequence = try encode(writes, into: &state)
+                let overfull = state.pendingBytes > configuration.maximumPendingBytes
+                let due = overfull || state.pendingBytes >= configuration.bufferedFlushThreshold
+                return (sequence, due && state.claimWriterWakeup(), overfull)
+            }
+            wakeWriter(wake)
+            // Back-pressure: never let buffered bytes pile up without bound.
+            if overfull { try await waitFor(sequence, durable: false) }
+            return sequence
+        case .written, .durable:
+            var sequence: UInt64 = 0
+            let result = await withCheckedContinuation {
+                (continuation: CheckedContinuation<Result<Void, OutboxLogError>, Never>) in
+                let outcome = state.withLock { state -> Result<Bool, OutboxLogError> in
+                    do throws(OutboxLogError) {
+                        sequence = try encode(writes, into: &state)
+                    } catch {
+                        return .failure(error)
+                    }
+                    state.waiters.append(
+                        Waiter(sequence: sequence, durable: durability == .durable, continuation: continuation))
+                    return .success(state.claimWriterWakeup())
+                }
+                switch outcome {
+                case .success(let wake): wakeWriter(wake)
+                case .failure(let error): continuation.resume(returning: .failure(error))
+                }
+            }
+            try result.get()
+            return sequence
+        }
+    }
+
+    /// Waits until every record up to `sequence` is written (or durable).
+    func waitFor(_ sequence: UInt64, durable: Bool) async throws(OutboxLogError) {
+        let result = await withCheckedContinuation {
+            (continuation: CheckedContinuation<Result<Void, OutboxLogError>, Never>) in
+            let action = state.withLock { state -> Result<Bool, OutboxLogError>? in
+                if durable ? sequence <= state.durableSequence : sequence <= state.writtenSequence { return nil }
+                if case .poisoned(let error) = state.phase { return .failure(.poisoned(by: error)) }
+                if case .closed = state.phase { return .failure(.closed()) }
+                state.waiters.append(Waiter(sequence: sequence, durable: durable, continuation: continuation))
+                return .success(state.claimWriterWakeup())
+            }
+            switch action {
+            case nil: continuation.resume(returning: .success(()))
+            case .success(let wake): wakeWriter(wake)
+            case .failure(let error): continuation.resume(returning: .failure(error))
+            }
+        }
+        try result.get()
+    }
+
+    /// Writes (or syncs) everything appended so far.
+    func flush(durable: Bool) async throws(OutboxLogError) {
+        let last = try state.withLock { state throws(OutboxLogError) -> UInt64 in
+            if let error = state.isAcceptingWrites { throw error }
+            return state.nextSequence - 1
+        }
+        try await waitFor(last, durable: durable)
+    }
+
+    /// Rejects a bad batch before anything is encoded: nothing is written.
+    private func validate(_ writes: [LogWrite]) throws(OutboxLogError) {
+        if configuration.readOnly { throw OutboxLogError(.invalidArgument, "the log was opened read-only") }
+        if writes.isEmpty { throw OutboxLogError(.invalidArgument, "an append needs at least one record") }
+        for write in writes {
+            if write.key.count > LogKey.maximumLength {
+                throw OutboxLogError(
+                    .invalidArgument, "key of \(write.key.count) bytes exceeds the maximum of \(LogKey.maximumLength)")
+            }
+            if write.kind == .tombstone && !write.payload.isEmpty {
+                throw OutboxLogError(.invalidArgument, "a tombstone carries no payload")
+            }
+            if write.frameSize > configuration.maximumRecordSize {
+                throw OutboxLogError(
+                    .recordTooLarge,
+                    "record of \(write.frameSize) bytes exceeds the maximum of \(configuration.maximumRecordSize)")
+            }
+        }
+    }
+
+    /// Encodes a batch into the open chunk and indexes it. Either the whole
+    /// batch is encoded or (on error) nothing is.
+    private func encode(_ writes: [LogWrite], into state: inout LogState) throws(OutboxLogError) -> UInt64 {
+        if let error = state.isAcceptingWrites { throw error }
+        if writes.contains(where: { $0.kind == .annotation }) { try checkAnnotations(writes, in: state.index) }
+
+        var total = 0
+        for write in writes { total += write.frameSize }
+        if state.activeID == nil
+            || (state.activeSize > Int64(SegmentHeader.size)
+                && state.activeSize + Int64(total) > Int64(configuration.segmentSize))
+        {
+            state.startSegment()
+        }
+        if state.openChunk == nil {
+            var data: [UInt8] = []
+            data.reserveCapacity(min(configuration.groupCommitLimit, max(total, 4096)))
+            state.openChunk = (offset: state.activeSize, data: data, lastSequence: 0)
+        }
+        let segment = state.activeID!
+        let seed = state.activeCRCSeed
+        let watermark = state.durableSequence
+        var sequence: UInt64 = 0
+        for (position, write) in writes.enumerated() {
+            sequence = state.nextSequence
+            state.nextSequence += 1
+            write.payload.withUnsafeBytes { payload in
+                RecordFrame.append(
+                    to: &state.openChunk!.data, crcSeed: seed, kind: write.kind,
+                    batchContinues: position < writes.count - 1, batchContinuation: position > 0,
+                    sequence: sequence, durableWatermark: watermark, key: write.key, payload: payload)
+            }
+            let length = write.frameSize
+            state.index.apply(
+                write.kind, key: write.key,
+                at: Location(segment: segment, offset: UInt32(state.activeSize), length: UInt32(length)))
+            state.activeSize += Int64(length)
+        }
+        state.openChunk!.lastSequence = sequence
+        state.pendingBytes += total
+        if state.openChunk!.data.count >= configuration.groupCommitLimit { state.sealOpenChunk() }
+        return sequence
+    }
+
+    /// An annotation needs a live value: in the index, or earlier in the batch.
+    private func checkAnnotations(_ writes: [LogWrite], in index: LogIndex) throws(OutboxLogError) {
+        var liveInBatch: [LogKey: Bool] = [:]
+        for write in writes {
+            switch write.kind {
+            case .value: liveInBatch[write.key] = true
+            case .tombstone: liveInBatch[write.key] = false
+            case .annotation:
+                let live = liveInBatch[write.key] ?? (index.entries[write.key] != nil)
+                if !live {
+                    throw OutboxLogError(.invalidArgument, "cannot annotate key \(write.key): it has no value")
+                }
+            }
+        }
+    }
+}

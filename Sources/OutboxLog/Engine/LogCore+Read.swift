@@ -1,0 +1,155 @@
+import SystemPackage
+
+/// Reads: the index says where, a pool thread reads and verifies.
+extension LogCore {
+    private enum Lookup {
+        case absent
+        /// The record is still in memory: write it out, then look again.
+        case flush(UInt64)
+        case found(IndexEntry, SegmentFile, SegmentFile?)
+    }
+
+    /// The live value (and annotation) of `key`, verified, or `nil`.
+    func get(_ key: LogKey) async throws(OutboxLogError) -> LogEntry? {
+        while true {
+            let lookup = try state.withLock { state throws(OutboxLogError) -> Lookup in
+                try state.checkReadable()
+                guard let entry = state.index.entries[key] else { return .absent }
+                guard let valueFile = state.readableFile(for: entry.value) else { return .flush(state.nextSequence - 1) }
+                guard entry.annotation.exists else { return .found(entry, valueFile, nil) }
+                guard let annotationFile = state.readableFile(for: entry.annotation) else {
+                    return .flush(state.nextSequence - 1)
+                }
+                return .found(entry, valueFile, annotationFile)
+            }
+            switch lookup {
+            case .absent:
+                return nil
+            case .flush(let sequence):
+                try await waitFor(sequence, durable: false)
+            case .found(let entry, let valueFile, let annotationFile):
+                return try await readers.run { () throws(OutboxLogError) -> LogEntry in
+                    let value = try valueFile.readRecord(
+                        at: Int64(entry.value.offset), length: Int(entry.value.length), expecting: key)
+                    var result = LogEntry(key: key, sequence: value.sequence, value: value.payload, annotation: nil)
+                    if let annotationFile {
+                        let annotation = try annotationFile.readRecord(
+                            at: Int64(entry.annotation.offset), length: Int(entry.annotation.length), expecting: key)
+                        result.annotation = .init(sequence: annotation.sequence, payload: annotation.payload)
+                    }
+                    return result
+                }
+            }
+        }
+    }
+
+    /// Whether `key` has a live value. Answers from memory.
+    func contains(_ key: LogKey) -> Bool {
+        state.withLock { $0.index.entries[key] != nil }
+    }
+
+    /// Every live key, in no particular order. Answers from memory.
+    func keys() -> [LogKey] {
+        state.withLock { Array($0.index.entries.keys) }
+    }
+
+    /// Live entries whose value has a sequence number greater than `after`,
+    /// in sequence order, at most `limit` of them. Scans the segments from
+    /// the one holding `after`; dead records are skipped, never returned.
+    /// Returns the entries and the sequence number to continue after.
+    func entries(after: UInt64, limit: Int) async throws(OutboxLogError) -> (entries: [LogEntry], resumeAfter: UInt64?) {
+        try await flushIfPending()
+        let snapshot = try state.withLock { state throws(OutboxLogError) -> [(SegmentFile, Int64)] in
+            try state.checkReadable()
+            var files: [(SegmentFile, Int64)] = []
+            for (position, id) in state.order.enumerated() {
+                guard let slot = state.slots[id], let file = slot.file else { continue }
+                // Skip segments that end at or before `after`.
+                if position + 1 < state.order.count, let next = state.slots[state.order[position + 1]],
+                    next.header.baseSequence <= after + 1
+                {
+                    continue
+                }
+                files.append((file, slot.writtenSize))
+            }
+            return files
+        }
+        return try await readers.run { () throws(OutboxLogError) -> ([LogEntry], UInt64?) in
+            try self.scanEntries(snapshot, after: after, limit: limit)
+        }
+    }
+
+    /// The blocking part of `entries`: scan, filter by the index, read.
+    private func scanEntries(
+        _ snapshot: [(SegmentFile, Int64)], after: UInt64, limit: Int
+    ) throws(OutboxLogError) -> ([LogEntry], UInt64?) {
+            var result: [LogEntry] = []
+            var lastScanned = after
+            for (file, writtenSize) in snapshot {
+                let size: Int64
+                do throws(Errno) { size = try fileSystem.size(of: file.descriptor) } catch {
+                    throw .io("cannot read segment size", error, file: file.path)
+                }
+                let reader = ChunkedFileReader(
+                    fileSystem: fileSystem, descriptor: file.descriptor, path: file.path,
+                    fileSize: min(size, writtenSize))
+                let scanner = SegmentScanner(reader: reader, header: file.header)
+                var candidates: [ScannedRecord] = []
+                let run = try scanner.scanRun(
+                    from: Int64(SegmentHeader.size), previous: nil, resumingAfterDamage: false,
+                    visit: { record in if record.sequence > after { candidates.append(record) } })
+                if let stop = run.stop {
+                    throw .corruption("segment no longer verifies: \(stop.reason)", file: file.path, offset: stop.offset)
+                }
+                // Keep the records the index still points at.
+                let live = state.withLock { state -> [(ScannedRecord, IndexEntry)] in
+                    candidates.compactMap { record in
+                        guard record.kind == .value, let entry = state.index.entries[record.key],
+                            entry.value
+                                == Location(segment: file.id, offset: UInt32(record.offset), length: UInt32(record.length))
+                        else { return nil }
+                        return (record, entry)
+                    }
+                }
+                var annotationFiles: [UInt32: SegmentFile] = [:]
+                if live.contains(where: { $0.1.annotation.exists }) {
+                    annotationFiles = state.withLock { state in state.slots.compactMapValues(\.file) }
+                }
+                for (record, entry) in live {
+                    let frame = try reader.window(at: record.offset, count: record.length)
+                    let keyEnd = RecordFrame.headerSize + record.key.count
+                    var item = LogEntry(
+                        key: record.key, sequence: record.sequence, value: Array(frame[keyEnd...]), annotation: nil)
+                    if entry.annotation.exists, let annotationFile = annotationFiles[entry.annotation.segment] {
+                        let annotation = try annotationFile.readRecord(
+                            at: Int64(entry.annotation.offset), length: Int(entry.annotation.length),
+                            expecting: record.key)
+                        item.annotation = .init(sequence: annotation.sequence, payload: annotation.payload)
+                    }
+                    result.append(item)
+                    lastScanned = record.sequence
+                    if result.count == limit { return (result, lastScanned) }
+                }
+                if let last = run.lastSequence { lastScanned = max(lastScanned, last) }
+            }
+            return (result, nil)
+    }
+
+    /// Writes out buffered records so scans of the files see them.
+    private func flushIfPending() async throws(OutboxLogError) {
+        let last = state.withLock { state -> UInt64? in
+            state.writtenSequence < state.nextSequence - 1 ? state.nextSequence - 1 : nil
+        }
+        if let last { try await waitFor(last, durable: false) }
+    }
+}
+
+extension LogState {
+    func checkReadable() throws(OutboxLogError) {
+        switch phase {
+        case .open: return
+        case .poisoned(let error): throw .poisoned(by: error)
+        case .closing, .closed: throw .closed()
+        }
+    }
+}

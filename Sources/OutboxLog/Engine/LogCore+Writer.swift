@@ -1,0 +1,207 @@
+import Foundation
+import SystemPackage
+
+/// The writer thread: the only code that writes segment bytes or syncs.
+///
+/// Group commit falls out of the design. While the writer is inside one
+/// `fdatasync`, appends keep encoding into the next chunk; when it comes
+/// back it takes everything that arrived (up to `groupCommitLimit` bytes),
+/// writes it with one `pwrite`, and makes it durable with one sync. Every
+/// waiter in the group gets that sync's result — success or the error.
+extension LogCore {
+    private struct Work {
+        var chunks: [WriteChunk] = []
+        var bytes = 0
+        /// The last record in `chunks`, if they hold any.
+        var lastSequence: UInt64?
+        /// Everything up to here was written before this work was taken.
+        var writtenBefore: UInt64 = 0
+        var sync = false
+        var stopping = false
+    }
+
+    func startWriter() {
+        let thread = Thread { [self] in self.writerLoop() }
+        thread.name = "outbox-log-writer"
+        thread.start()
+    }
+
+    private func writerLoop() {
+        var target: SegmentFile? = state.withLock { state in state.activeID.flatMap { state.slots[$0]?.file } }
+        while true {
+            guard let work = state.withLock({ takeWork(&$0) }) else {
+                writerWakeup.wait()
+                continue
+            }
+            let outcome = perform(work, target: &target)
+            var finished: [(Waiter, Result<Void, OutboxLogError>)] = []
+            var exit: CheckedContinuation<Result<Void, OutboxLogError>, Never>?
+            let rolled = state.withLock { state -> Bool in
+                switch outcome {
+                case .success(let done):
+                    for (id, file) in done.created { state.slots[id]?.file = file }
+                    for (id, size) in done.writtenSizes { state.slots[id]?.writtenSize = size }
+                    if let last = work.lastSequence { state.writtenSequence = max(state.writtenSequence, last) }
+                    if let synced = done.syncedThrough {
+                        state.durableSequence = max(state.durableSequence, synced)
+                        state.syncs += 1
+                    }
+                    state.pendingBytes -= work.bytes
+                    var remaining: [Waiter] = []
+                    for waiter in state.waiters {
+                        if waiter.isSatisfied(written: state.writtenSequence, durable: state.durableSequence) {
+                            finished.append((waiter, .success(())))
+                        } else {
+                            remaining.append(waiter)
+                        }
+                    }
+                    state.waiters = remaining
+                case .failure(let error):
+                    finished = poison(error, in: &state).map { ($0, .failure(error)) }
+                }
+                if work.stopping {
+                    exit = state.writerExit
+                    state.writerExit = nil
+                }
+                if case .success(let done) = outcome { return !done.created.isEmpty }
+                return false
+            }
+            for (waiter, result) in finished { waiter.continuation.resume(returning: result) }
+            if work.stopping {
+                if case .failure(let error) = outcome { exit?.resume(returning: .failure(error)) } else {
+                    exit?.resume(returning: .success(()))
+                }
+                return
+            }
+            if rolled { startAutomaticCompactionIfDue() }
+        }
+    }
+
+    /// Decides under the lock what the writer does next; `nil` means sleep.
+    private func takeWork(_ state: inout LogState) -> Work? {
+        let stopping = state.stopRequested
+        if case .poisoned = state.phase {
+            if stopping { return Work(stopping: true) }
+            state.writerSleeping = true
+            return nil
+        }
+        var needsWrite = false
+        var needsDurable = false
+        for waiter in state.waiters {
+            if waiter.durable {
+                if waiter.sequence > state.durableSequence { needsDurable = true }
+            } else if waiter.sequence > state.writtenSequence {
+                needsWrite = true
+            }
+        }
+        let hasPending = !state.queue.isEmpty || state.openChunk != nil
+        let writeNow =
+            hasPending
+            && (needsWrite || needsDurable || stopping || state.flushRequested
+                || state.pendingBytes >= configuration.bufferedFlushThreshold)
+        if !writeNow && !needsDurable && !stopping {
+            state.writerSleeping = true
+            return nil
+        }
+        var work = Work(writtenBefore: state.writtenSequence, stopping: stopping)
+        if writeNow {
+            let limit = stopping ? Int.max : configuration.groupCommitLimit
+            while work.bytes < limit {
+                if state.queue.isEmpty { state.sealOpenChunk() }
+                guard let chunk = state.queue.popFirst() else { break }
+                if case .bytes(_, _, _, let last) = chunk { work.lastSequence = last }
+                work.bytes += chunk.byteCount
+                work.chunks.append(chunk)
+            }
+            if state.queue.isEmpty && state.openChunk == nil { state.flushRequested = false }
+        }
+        let coveredThrough = work.lastSequence ?? state.writtenSequence
+        if stopping {
+            work.sync = coveredThrough > state.durableSequence
+        } else {
+            work.sync = state.waiters.contains {
+                $0.durable && $0.sequence > state.durableSequence && $0.sequence <= coveredThrough
+            }
+        }
+        if work.chunks.isEmpty && !work.sync && !stopping {
+            state.writerSleeping = true
+            return nil
+        }
+        return work
+    }
+
+    private struct Done {
+        var created: [(UInt32, SegmentFile)] = []
+        var writtenSizes: [UInt32: Int64] = [:]
+        var syncedThrough: UInt64?
+    }
+
+    /// Does the I/O of one work item, without the lock.
+    private func perform(_ work: Work, target: inout SegmentFile?) -> Result<Done, OutboxLogError> {
+        var done = Done()
+        var writtenThrough = work.writtenBefore
+        do throws(OutboxLogError) {
+            for chunk in work.chunks {
+                switch chunk {
+                case .create(let id, let header):
+                    // Seal the previous segment: it is synced before the new
+                    // one exists, so only the newest segment can ever have a
+                    // torn tail.
+                    if let previous = target {
+                        try sync(previous)
+                        done.syncedThrough = writtenThrough
+                    }
+                    let descriptor = try fileSystem.createSegment(header, layout: layout)
+                    let file = SegmentFile(
+                        id: id, header: header, path: layout.segmentFile(base: header.baseSequence),
+                        descriptor: descriptor, fileSystem: fileSystem)
+                    done.created.append((id, file))
+                    done.writtenSizes[id] = Int64(SegmentHeader.size)
+                    target = file
+                case .bytes(let segment, let offset, let data, let lastSequence):
+                    guard let file = target, file.id == segment else {
+                        throw OutboxLogError(.io, "internal error: bytes for segment \(segment) with no file to write them to")
+                    }
+                    do {
+                        try fileSystem.writeFully(file.descriptor, data, at: offset)
+                    } catch {
+                        throw .io("write failed", error, file: file.path, offset: offset)
+                    }
+                    done.writtenSizes[segment] = offset + Int64(data.count)
+                    writtenThrough = lastSequence
+                }
+            }
+            if work.sync {
+                if let file = target { try sync(file) }
+                done.syncedThrough = writtenThrough
+            }
+            return .success(done)
+        } catch {
+            return .failure(error)
+        }
+    }
+
+    /// One flush to stable storage. Never retried: after a failure the
+    /// kernel may have dropped the dirty pages and a retry would lie.
+    private func sync(_ file: SegmentFile) throws(OutboxLogError) {
+        do {
+            try fileSystem.synchronize(file.descriptor)
+        } catch {
+            throw .io("sync failed; the data may not be on disk", error, file: file.path)
+        }
+    }
+
+    /// Wakes the writer if it sleeps. Call after changing state it reads.
+    func wakeWriter(_ shouldWake: Bool) {
+        if shouldWake { writerWakeup.signal() }
+    }
+}
+
+extension LogState {
+    /// Marks the writer awake; returns whether the caller must signal it.
+    mutating func claimWriterWakeup() -> Bool {
+        guard writerSleeping else { return false }
+        writerSleeping = false
+        return true
+    }
+}

@@ -1,0 +1,228 @@
+import Dispatch
+import Foundation
+import Logging
+import Synchronization
+import SystemPackage
+
+/// The engine behind ``OutboxLog``: one lock over the state, one writer
+/// thread that does every write and sync, and a small pool for reads.
+final class LogCore: Sendable {
+    let layout: DirectoryLayout
+    let configuration: OutboxLog.Configuration
+    let recoveryReport: RecoveryReport
+    let state: Mutex<LogState>
+    /// Signalled when the writer thread sleeps and work arrives.
+    let writerWakeup = DispatchSemaphore(value: 0)
+    let readers: BlockingThreadPool
+    private let lockDescriptor: FileDescriptor
+
+    var fileSystem: any FileSystem { configuration.fileSystem }
+    var logger: Logger { configuration.logger }
+
+    private init(
+        layout: DirectoryLayout, configuration: OutboxLog.Configuration, recovered: RecoveredLog,
+        readers: BlockingThreadPool, lockDescriptor: FileDescriptor
+    ) {
+        self.layout = layout
+        self.configuration = configuration
+        self.recoveryReport = recovered.report
+        self.readers = readers
+        self.lockDescriptor = lockDescriptor
+        var slots: [UInt32: SegmentSlot] = [:]
+        for file in recovered.segments {
+            // Sealed segments are entirely on disk.
+            slots[file.id] = SegmentSlot(header: file.header, file: file, writtenSize: .max)
+        }
+        let last = recovered.nextSequence - 1
+        var initial = LogState(
+            index: recovered.index, slots: slots, order: recovered.segments.map(\.id),
+            nextSegmentID: recovered.nextSegmentID, nextSequence: recovered.nextSequence,
+            writtenSequence: last, durableSequence: last)
+        if let active = recovered.active {
+            initial.activeID = active.id
+            initial.activeSize = recovered.activeSize
+            initial.activeCRCSeed = active.crcSeed
+            initial.slots[active.id]!.writtenSize = recovered.activeSize
+        }
+        state = Mutex(initial)
+    }
+
+    /// Opens (creating if allowed) and recovers the log in `directory`.
+    static func open(at directory: FilePath, configuration: OutboxLog.Configuration) async throws(OutboxLogError)
+        -> LogCore
+    {
+        try configuration.validate()
+        let readers = BlockingThreadPool(threads: configuration.readerThreads, name: "outbox-log-io")
+        do {
+            let core = try await readers.run { () throws(OutboxLogError) -> LogCore in
+                try openBlocking(at: directory, configuration: configuration, readers: readers)
+            }
+            core.startWriter()
+            return core
+        } catch {
+            readers.shutdown()
+            throw error
+        }
+    }
+
+    private static func openBlocking(
+        at directory: FilePath, configuration: OutboxLog.Configuration, readers: BlockingThreadPool
+    ) throws(OutboxLogError) -> LogCore {
+        let fileSystem = configuration.fileSystem
+        let layout = DirectoryLayout(directory: directory)
+        let kind: FileItemKind?
+        do { kind = try fileSystem.itemKind(at: directory) } catch {
+            throw .io("cannot inspect the log directory", error, file: directory)
+        }
+        switch kind {
+        case .file:
+            throw OutboxLogError(.invalidArgument, "not a directory", file: directory)
+        case nil:
+            guard configuration.createIfMissing && !configuration.readOnly else {
+                throw OutboxLogError(.notFound, "the log directory does not exist", file: directory)
+            }
+            do {
+                try fileSystem.createDirectory(directory)
+                try fileSystem.synchronizeDirectory(directory.removingLastComponent())
+            } catch where error == .fileExists {
+                // Created concurrently: fine, the lock decides who owns it.
+            } catch where error == .noSuchFileOrDirectory {
+                throw OutboxLogError(.notFound, "the log directory's parent does not exist", file: directory, errno: error)
+            } catch {
+                throw .io("cannot create the log directory", error, file: directory)
+            }
+        case .directory:
+            break
+        }
+
+        let lockDescriptor: FileDescriptor
+        do { lockDescriptor = try fileSystem.openFile(layout.lockFile, mode: .createOrOpen) } catch {
+            throw .io("cannot open the lock file", error, file: layout.lockFile)
+        }
+        do {
+            try fileSystem.lockExclusively(lockDescriptor)
+        } catch {
+            try? fileSystem.close(lockDescriptor)
+            if error == .wouldBlock || error == .resourceTemporarilyUnavailable {
+                throw OutboxLogError(
+                    .locked, "the log is open in another OutboxLog, in this process or another", file: directory,
+                    errno: error)
+            }
+            throw .io("cannot lock the log directory", error, file: layout.lockFile)
+        }
+        do {
+            let recovered = try Recovery(layout: layout, configuration: configuration).run()
+            configuration.logger.debug(
+                "opened log",
+                metadata: [
+                    "directory": "\(directory)", "segments": "\(recovered.report.segments)",
+                    "records": "\(recovered.report.records)", "clean": "\(recovered.report.isClean)",
+                ])
+            return LogCore(
+                layout: layout, configuration: configuration, recovered: recovered, readers: readers,
+                lockDescriptor: lockDescriptor)
+        } catch {
+            try? fileSystem.close(lockDescriptor)
+            throw error
+        }
+    }
+
+    // MARK: - Closing
+
+    /// Writes and syncs everything, stops the writer, and releases the files
+    /// and the directory lock. Idempotent.
+    func close() async throws(OutboxLogError) {
+        let alreadyClosing = state.withLock { state -> Bool in
+            switch state.phase {
+            case .closing, .closed: return true
+            case .open, .poisoned:
+                state.phase = .closing
+                state.compactionCancelled = true
+                return false
+            }
+        }
+        if alreadyClosing {
+            await waitUntilClosed()
+            return
+        }
+        await waitForCompaction()
+        let result = await withCheckedContinuation { continuation in
+            let wake = state.withLock { state -> Bool in
+                state.stopRequested = true
+                state.writerExit = continuation
+                defer { state.writerSleeping = false }
+                return state.writerSleeping
+            }
+            if wake { writerWakeup.signal() }
+        }
+        let waiting = state.withLock { state -> [CheckedContinuation<Void, Never>] in
+            state.phase = .closed
+            state.slots = [:]  // closes the segment files
+            state.index = LogIndex()
+            defer { state.closeWaiters = [] }
+            return state.closeWaiters
+        }
+        readers.shutdown()
+        try? fileSystem.close(lockDescriptor)
+        for waiter in waiting { waiter.resume() }
+        logger.debug("closed log", metadata: ["directory": "\(layout.directory)"])
+        try result.get()
+    }
+
+    /// Starts shutting down without waiting: used when the last reference
+    /// to an ``OutboxLog`` goes away without `close()`.
+    func closeInBackground() {
+        let core = self
+        Task.detached { try? await core.close() }
+    }
+
+    private func waitUntilClosed() async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let closed = state.withLock { state -> Bool in
+                if case .closed = state.phase { return true }
+                state.closeWaiters.append(continuation)
+                return false
+            }
+            if closed { continuation.resume() }
+        }
+    }
+
+    // MARK: - Poisoning
+
+    /// Records a failed write or sync: from now on every operation fails
+    /// until the log is reopened, because what reached the disk is unknown.
+    /// Returns the waiters to fail.
+    func poison(_ error: OutboxLogError, in state: inout LogState) -> [Waiter] {
+        if case .open = state.phase {
+            state.phase = .poisoned(error)
+            logger.critical(
+                "log poisoned: a write or sync failed; reopen to recover",
+                metadata: ["error": "\(error)", "directory": "\(layout.directory)"])
+        }
+        state.queue.removeAll()
+        state.openChunk = nil
+        state.pendingBytes = 0
+        defer { state.waiters.removeAll() }
+        return state.waiters
+    }
+
+    // MARK: - Statistics
+
+    var statistics: LogStatistics {
+        state.withLock { state in
+            var total: Int64 = 0
+            var live: Int64 = 0
+            for id in state.order {
+                let usage = state.index.usage[id] ?? SegmentUsage()
+                total += usage.totalBytes + Int64(SegmentHeader.size)
+                live += usage.liveBytes
+            }
+            return LogStatistics(
+                segments: state.order.count, totalBytes: total, liveBytes: live,
+                deadBytes: total - live - Int64(state.order.count * SegmentHeader.size),
+                liveKeys: state.index.entries.count, nextSequence: state.nextSequence,
+                writtenSequence: state.writtenSequence, durableSequence: state.durableSequence,
+                pendingBytes: state.pendingBytes, syncs: state.syncs, compactions: state.compactions)
+        }
+    }
+}

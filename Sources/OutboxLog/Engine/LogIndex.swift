@@ -1,0 +1,91 @@
+/// Where a record's frame is: 12 bytes.
+struct Location: Hashable, Sendable {
+    var segment: UInt32
+    var offset: UInt32
+    var length: UInt32
+
+    /// Marks "no annotation" without the byte an `Optional` would add.
+    static let none = Location(segment: 0, offset: 0, length: 0)
+    var exists: Bool { length != 0 }
+}
+
+/// The index's entry for a live key: where its value is and, if it has one,
+/// its current annotation. 24 bytes.
+struct IndexEntry: Hashable, Sendable {
+    var value: Location
+    var annotation: Location
+}
+
+/// Byte accounting for one segment, to pick what compaction should rewrite.
+struct SegmentUsage: Sendable, Hashable {
+    /// Bytes of all frames in the segment (header excluded).
+    var totalBytes: Int64 = 0
+    /// Bytes of frames the index still points at.
+    var liveBytes: Int64 = 0
+    /// Frames in the segment.
+    var records = 0
+    /// Frames the index still points at.
+    var liveRecords = 0
+
+    var deadBytes: Int64 { totalBytes - liveBytes }
+    /// A clean segment holds no superseded record and no tombstone: nothing
+    /// older can be shadowed by a tombstone that compaction drops.
+    var isClean: Bool { totalBytes == liveBytes }
+}
+
+/// Key → location of its live value and annotation, plus per-segment usage.
+///
+/// Rebuilt from the segments at every open; never written to disk. The same
+/// `apply` replays records at recovery and indexes them at append, so the
+/// two can never disagree.
+struct LogIndex: Sendable {
+    var entries: [LogKey: IndexEntry] = [:]
+    var usage: [UInt32: SegmentUsage] = [:]
+
+    /// Records `kind` for `key` at `location`, in sequence order.
+    mutating func apply(_ kind: RecordKind, key: LogKey, at location: Location) {
+        let length = Int64(location.length)
+        usage[location.segment, default: SegmentUsage()].totalBytes += length
+        usage[location.segment]!.records += 1
+        switch kind {
+        case .value:
+            if let old = entries.updateValue(IndexEntry(value: location, annotation: .none), forKey: key) {
+                release(old)
+            }
+            markLive(location)
+        case .annotation:
+            guard var entry = entries[key] else { return }  // annotates nothing: dead on arrival
+            if entry.annotation.exists { markDead(entry.annotation) }
+            entry.annotation = location
+            entries[key] = entry
+            markLive(location)
+        case .tombstone:
+            if let old = entries.removeValue(forKey: key) { release(old) }
+        }
+    }
+
+    /// Whether the frame at `location` is what the index holds for `key`.
+    func isLive(_ kind: RecordKind, key: LogKey, at location: Location) -> Bool {
+        guard let entry = entries[key] else { return false }
+        switch kind {
+        case .value: return entry.value == location
+        case .annotation: return entry.annotation == location
+        case .tombstone: return false
+        }
+    }
+
+    private mutating func release(_ entry: IndexEntry) {
+        markDead(entry.value)
+        if entry.annotation.exists { markDead(entry.annotation) }
+    }
+
+    private mutating func markLive(_ location: Location) {
+        usage[location.segment]!.liveBytes += Int64(location.length)
+        usage[location.segment]!.liveRecords += 1
+    }
+
+    private mutating func markDead(_ location: Location) {
+        usage[location.segment]?.liveBytes -= Int64(location.length)
+        usage[location.segment]?.liveRecords -= 1
+    }
+}

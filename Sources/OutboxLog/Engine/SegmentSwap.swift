@@ -1,0 +1,95 @@
+import SystemPackage
+
+/// Replaces segments crash-safely: the commit protocol shared by compaction
+/// and salvage.
+///
+/// 1. The outputs are written under `.compacting` names and synced.
+/// 2. ``commit(_:)``: the intent (inputs and outputs, each by base and salt)
+///    is written to `COMPACTION.tmp`, synced, renamed to `COMPACTION`, and
+///    the directory synced. This rename is the commit point.
+/// 3. ``finish(_:segmentSalts:)``: inputs are deleted (or moved to
+///    `damaged/`), outputs renamed into place, the directory synced, the
+///    intent removed, the directory synced again.
+///
+/// A crash before step 2 completes leaves no intent: recovery deletes the
+/// `.compacting` files and the inputs are untouched. A crash after it leaves
+/// the intent: recovery runs step 3 again, which is idempotent because each
+/// file is recognised by its salt.
+struct SegmentSwap {
+    let layout: DirectoryLayout
+    let fileSystem: any FileSystem
+
+    func remove(_ path: FilePath) throws(OutboxLogError) {
+        do { try fileSystem.removeFile(path) } catch where error == .noSuchFileOrDirectory {} catch {
+            throw .io("cannot remove", error, file: path)
+        }
+    }
+
+    /// Rolls a committed swap forward: inputs deleted (or moved aside),
+    /// outputs renamed into place, then the intent removed. Idempotent.
+    func finish(_ intent: CompactionIntent, segmentSalts: [UInt64: UInt64?]) throws(OutboxLogError) {
+        let outputSalts = Set(intent.outputs.map(\.salt))
+        for input in intent.inputs {
+            guard let salt = segmentSalts[input.base] else { continue }
+            if let salt, outputSalts.contains(salt) { continue }  // already replaced by an output
+            let path = layout.segmentFile(base: input.base)
+            if intent.quarantineInputs {
+                try moveAside(path)
+            } else {
+                try remove(path)
+            }
+        }
+        for output in intent.outputs {
+            let pending = layout.compactingSegmentFile(base: output.base)
+            do {
+                try fileSystem.rename(pending, to: layout.segmentFile(base: output.base))
+            } catch where error == .noSuchFileOrDirectory {
+                // Renamed before the crash.
+            } catch {
+                throw .io("cannot rename compaction output into place", error, file: pending)
+            }
+        }
+        try fileSystem.syncDirectory(layout.directory)
+        try remove(layout.intentFile)
+        try fileSystem.syncDirectory(layout.directory)
+    }
+
+    /// Moves a damaged file into `damaged/`, never overwriting an earlier one.
+    func moveAside(_ path: FilePath) throws(OutboxLogError) {
+        let damagedDirectory = layout.damagedDirectory
+        do {
+            if try fileSystem.itemKind(at: damagedDirectory) == nil {
+                try fileSystem.createDirectory(damagedDirectory)
+                try fileSystem.synchronizeDirectory(layout.directory)
+            }
+            let name = path.lastComponent?.string ?? "segment"
+            var target = damagedDirectory.appending(name)
+            var suffix = 1
+            while try fileSystem.itemKind(at: target) != nil {
+                target = damagedDirectory.appending("\(name).\(suffix)")
+                suffix += 1
+            }
+            try fileSystem.rename(path, to: target)
+            try fileSystem.synchronizeDirectory(damagedDirectory)
+        } catch where error == .noSuchFileOrDirectory {
+            // Moved before a crash.
+        } catch {
+            throw .io("cannot move damaged file aside", error, file: path)
+        }
+    }
+
+    /// Makes a swap durable: the intent is written, synced and renamed into
+    /// place, and the directory synced. After this, the swap will happen.
+    func commit(_ intent: CompactionIntent) throws(OutboxLogError) {
+        try fileSystem.syncDirectory(layout.directory)  // the outputs' names
+        let descriptor = try fileSystem.createFile(at: layout.temporaryIntentFile, contents: intent.encoded())
+        try? fileSystem.close(descriptor)
+        do {
+            try fileSystem.rename(layout.temporaryIntentFile, to: layout.intentFile)
+        } catch {
+            throw .io("cannot commit compaction record", error, file: layout.intentFile)
+        }
+        try fileSystem.syncDirectory(layout.directory)
+    }
+
+}

@@ -1,0 +1,193 @@
+import SystemPackage
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// The real file system: each method is one POSIX system call.
+///
+/// `synchronize` is `fdatasync(2)` on Linux and `fcntl(F_FULLFSYNC)` on
+/// Apple platforms (plain `fsync` there leaves data in the drive's cache).
+/// Where `F_FULLFSYNC` is not supported by the file system (some network and
+/// FAT volumes answer `ENOTSUP`/`EINVAL`), it falls back to `fsync`, as
+/// SQLite does; that is not a retry of a failed flush, because nothing was
+/// flushed.
+public struct PosixFileSystem: FileSystem {
+    public init() {}
+
+    public func openFile(_ path: FilePath, mode: FileOpenMode) throws(Errno) -> FileDescriptor {
+        let ownerOnly: FilePermissions = [.ownerRead, .ownerWrite]
+        return try retryOnInterrupt { () throws(Errno) -> FileDescriptor in
+            do {
+                switch mode {
+                case .readOnly:
+                    return try FileDescriptor.open(path, .readOnly, options: [.closeOnExec])
+                case .readWrite:
+                    return try FileDescriptor.open(path, .readWrite, options: [.closeOnExec])
+                case .createOrOpen:
+                    return try FileDescriptor.open(
+                        path, .readWrite, options: [.create, .closeOnExec], permissions: ownerOnly)
+                case .createNew:
+                    return try FileDescriptor.open(
+                        path, .readWrite, options: [.create, .exclusiveCreate, .closeOnExec], permissions: ownerOnly)
+                }
+            } catch let error as Errno {
+                throw error
+            } catch {
+                throw Errno.ioError
+            }
+        }
+    }
+
+    public func close(_ descriptor: FileDescriptor) throws(Errno) {
+        // close(2) must not be retried on EINTR: the descriptor is gone.
+        do { try descriptor.close() } catch let error as Errno { throw error } catch { throw Errno.ioError }
+    }
+
+    public func read(
+        _ descriptor: FileDescriptor, into buffer: UnsafeMutableRawBufferPointer, at offset: Int64
+    ) throws(Errno) -> Int {
+        try retryOnInterrupt { () throws(Errno) -> Int in
+            let n = pread(descriptor.rawValue, buffer.baseAddress, buffer.count, off_t(offset))
+            if n < 0 { throw Errno(rawValue: errno) }
+            return n
+        }
+    }
+
+    public func write(_ descriptor: FileDescriptor, _ bytes: UnsafeRawBufferPointer, at offset: Int64) throws(Errno)
+        -> Int
+    {
+        try retryOnInterrupt { () throws(Errno) -> Int in
+            let n = pwrite(descriptor.rawValue, bytes.baseAddress, bytes.count, off_t(offset))
+            if n < 0 { throw Errno(rawValue: errno) }
+            return n
+        }
+    }
+
+    public func size(of descriptor: FileDescriptor) throws(Errno) -> Int64 {
+        var info = stat()
+        if fstat(descriptor.rawValue, &info) != 0 { throw Errno(rawValue: errno) }
+        return Int64(info.st_size)
+    }
+
+    public func truncate(_ descriptor: FileDescriptor, to size: Int64) throws(Errno) {
+        try retryOnInterrupt { () throws(Errno) in
+            if ftruncate(descriptor.rawValue, off_t(size)) != 0 { throw Errno(rawValue: errno) }
+        }
+    }
+
+    public func synchronize(_ descriptor: FileDescriptor) throws(Errno) {
+        // Never retried, not even on EINTR: after a failed flush the kernel
+        // may have dropped the dirty pages, and a second call would report a
+        // success that means nothing (PostgreSQL's "fsyncgate").
+        #if canImport(Darwin)
+        if fcntl(descriptor.rawValue, F_FULLFSYNC) == 0 { return }
+        let failure = errno
+        guard failure == ENOTSUP || failure == EINVAL else { throw Errno(rawValue: failure) }
+        if fsync(descriptor.rawValue) != 0 { throw Errno(rawValue: errno) }
+        #else
+        if fdatasync(descriptor.rawValue) != 0 { throw Errno(rawValue: errno) }
+        #endif
+    }
+
+    public func synchronizeDirectory(_ path: FilePath) throws(Errno) {
+        let fd = path.withPlatformString { open($0, O_RDONLY | O_DIRECTORY | O_CLOEXEC) }
+        if fd < 0 { throw Errno(rawValue: errno) }
+        defer { _ = Glue.close(fd) }
+        #if canImport(Darwin)
+        if fcntl(fd, F_FULLFSYNC) == 0 { return }
+        let failure = errno
+        guard failure == ENOTSUP || failure == EINVAL else { throw Errno(rawValue: failure) }
+        #endif
+        if fsync(fd) != 0 { throw Errno(rawValue: errno) }
+    }
+
+    public func rename(_ source: FilePath, to destination: FilePath) throws(Errno) {
+        let result = source.withPlatformString { from in
+            destination.withPlatformString { to in Glue.rename(from, to) }
+        }
+        if result != 0 { throw Errno(rawValue: errno) }
+    }
+
+    public func removeFile(_ path: FilePath) throws(Errno) {
+        if path.withPlatformString({ unlink($0) }) != 0 { throw Errno(rawValue: errno) }
+    }
+
+    public func createDirectory(_ path: FilePath) throws(Errno) {
+        if path.withPlatformString({ mkdir($0, 0o700) }) != 0 { throw Errno(rawValue: errno) }
+    }
+
+    public func removeDirectory(_ path: FilePath) throws(Errno) {
+        if path.withPlatformString({ rmdir($0) }) != 0 { throw Errno(rawValue: errno) }
+    }
+
+    public func contentsOfDirectory(_ path: FilePath) throws(Errno) -> [String] {
+        guard let dir = path.withPlatformString({ opendir($0) }) else { throw Errno(rawValue: errno) }
+        defer { closedir(dir) }
+        var names: [String] = []
+        while true {
+            errno = 0
+            guard let entry = readdir(dir) else {
+                if errno != 0 { throw Errno(rawValue: errno) }
+                break
+            }
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw -> String in
+                let bytes = raw.bindMemory(to: UInt8.self)
+                let length = bytes.firstIndex(of: 0) ?? bytes.count
+                return String(decoding: UnsafeBufferPointer(rebasing: bytes[..<length]), as: UTF8.self)
+            }
+            if name != "." && name != ".." { names.append(name) }
+        }
+        return names
+    }
+
+    public func itemKind(at path: FilePath) throws(Errno) -> FileItemKind? {
+        var info = stat()
+        if path.withPlatformString({ stat($0, &info) }) != 0 {
+            let failure = errno
+            if failure == ENOENT || failure == ENOTDIR { return nil }
+            throw Errno(rawValue: failure)
+        }
+        return (info.st_mode & S_IFMT) == S_IFDIR ? .directory : .file
+    }
+
+    public func lockExclusively(_ descriptor: FileDescriptor) throws(Errno) {
+        try retryOnInterrupt { () throws(Errno) in
+            if flock(descriptor.rawValue, LOCK_EX | LOCK_NB) != 0 { throw Errno(rawValue: errno) }
+        }
+    }
+}
+
+/// Retries a system call interrupted by a signal before it did anything.
+private func retryOnInterrupt<T>(_ body: () throws(Errno) -> T) throws(Errno) -> T {
+    while true {
+        do { return try body() } catch where error == .interrupted { continue }
+    }
+}
+
+/// Names the C functions whose Swift names clash with our own methods.
+private enum Glue {
+    static func close(_ fd: CInt) -> CInt {
+        #if canImport(Darwin)
+        return Darwin.close(fd)
+        #elseif canImport(Glibc)
+        return Glibc.close(fd)
+        #else
+        return Musl.close(fd)
+        #endif
+    }
+
+    static func rename(_ from: UnsafePointer<CChar>, _ to: UnsafePointer<CChar>) -> CInt {
+        #if canImport(Darwin)
+        return Darwin.rename(from, to)
+        #elseif canImport(Glibc)
+        return Glibc.rename(from, to)
+        #else
+        return Musl.rename(from, to)
+        #endif
+    }
+}

@@ -1,0 +1,141 @@
+/// What a record means.
+public enum RecordKind: UInt8, Sendable, Hashable, CustomStringConvertible {
+    /// A key's value. Replaces any earlier value *and* annotation of the key.
+    case value = 1
+    /// A small mutable side record attached to the key's current value (its
+    /// delivery state, say): replaces the previous annotation, never the
+    /// value, and dies with the value.
+    case annotation = 2
+    /// Deletes the key's value and annotation.
+    case tombstone = 3
+
+    public var description: String {
+        switch self {
+        case .value: "value"
+        case .annotation: "annotation"
+        case .tombstone: "tombstone"
+        }
+    }
+}
+
+/// The framing of one record in a segment.
+///
+/// ```
+/// offset size field
+///      0    4 CRC-32 of bytes 4..<length, seeded with the segment's salt
+///      4    4 length of the whole frame, this header included
+///      8    1 kind: 1 value, 2 annotation, 3 tombstone
+///      9    1 flags: bit 0 = another record of the same atomic batch follows,
+///               bit 1 = this record continues a batch begun earlier
+///               (a lone record has neither; LevelDB's FULL/FIRST/MIDDLE/LAST)
+///     10    2 key length k
+///     12    8 sequence number
+///     20    8 durable watermark: every record with a smaller or equal
+///               sequence number was on stable storage before this one was
+///               written (lets recovery tell lost unsynced bytes from rot)
+///     28    k key
+///   28+k    … payload (length - 28 - k bytes)
+/// ```
+enum RecordFrame {
+    static let headerSize = 28
+    static let batchContinuesFlag: UInt8 = 1
+    static let batchContinuationFlag: UInt8 = 2
+    static let knownFlags = batchContinuesFlag | batchContinuationFlag
+
+    /// The frame size for a record with the given key and payload sizes.
+    @inline(__always)
+    static func size(keyCount: Int, payloadCount: Int) -> Int { headerSize + keyCount + payloadCount }
+
+    /// Appends the frame of one record to `buffer`.
+    static func append(
+        to buffer: inout [UInt8], crcSeed: UInt32, kind: RecordKind, batchContinues: Bool,
+        batchContinuation: Bool, sequence: UInt64, durableWatermark: UInt64, key: LogKey, payload: UnsafeRawBufferPointer
+    ) {
+        let start = buffer.count
+        let length = size(keyCount: key.count, payloadCount: payload.count)
+        buffer.appendLittleEndian(UInt32(0))  // CRC, patched below
+        buffer.appendLittleEndian(UInt32(length))
+        buffer.append(kind.rawValue)
+        buffer.append((batchContinues ? batchContinuesFlag : 0) | (batchContinuation ? batchContinuationFlag : 0))
+        buffer.appendLittleEndian(UInt16(key.count))
+        buffer.appendLittleEndian(sequence)
+        buffer.appendLittleEndian(durableWatermark)
+        key.withUnsafeBytes { buffer.append(contentsOf: $0) }
+        buffer.append(contentsOf: payload)
+        buffer.withUnsafeMutableBytes { raw in
+            var crc = CRC32(continuing: crcSeed)
+            crc.update(UnsafeRawBufferPointer(rebasing: raw[(start + 4)..<(start + length)]))
+            raw.storeLittleEndian(crc.value, at: start)
+        }
+    }
+
+    /// Recomputes the CRC of a frame in place for a new salt and makes it a
+    /// lone record (compaction copies committed records one by one).
+    static func reseal(_ frame: UnsafeMutableRawBufferPointer, crcSeed: UInt32) {
+        frame[9] &= ~knownFlags
+        var crc = CRC32(continuing: crcSeed)
+        crc.update(UnsafeRawBufferPointer(rebasing: frame[4...]))
+        frame.storeLittleEndian(crc.value, at: 0)
+    }
+
+    /// A frame that verified.
+    struct Decoded {
+        var length: Int
+        var kind: RecordKind
+        var batchContinues: Bool
+        var batchContinuation: Bool
+        var sequence: UInt64
+        var durableWatermark: UInt64
+        var keyRange: Range<Int>
+        var payloadRange: Range<Int>
+    }
+
+    enum DecodeFailure: Error, Equatable {
+        /// The bytes end before the frame does: a torn write, or the end of
+        /// the data read so far.
+        case incomplete
+        /// The bytes are not a valid frame; `reason` says why.
+        case invalid(String)
+    }
+
+    /// Decodes and verifies the frame starting at `offset` in `bytes`.
+    ///
+    /// The length field is trusted only to locate the CRC'd range; if the CRC
+    /// fails the frame is `invalid`, whatever its length says.
+    @inline(__always)
+    static func decode(
+        _ bytes: UnsafeRawBufferPointer, at offset: Int, crcSeed: UInt32, maximumLength: Int
+    ) -> Result<Decoded, DecodeFailure> {
+        let available = bytes.count - offset
+        guard available >= headerSize else { return .failure(.incomplete) }
+        let length = Int(bytes.loadLittleEndian(at: offset + 4, as: UInt32.self))
+        guard length >= headerSize, length <= maximumLength else {
+            return .failure(.invalid("implausible length \(length)"))
+        }
+        guard length <= available else { return .failure(.incomplete) }
+        var crc = CRC32(continuing: crcSeed)
+        crc.update(UnsafeRawBufferPointer(rebasing: bytes[(offset + 4)..<(offset + length)]))
+        guard crc.value == bytes.loadLittleEndian(at: offset, as: UInt32.self) else {
+            return .failure(.invalid("CRC mismatch"))
+        }
+        guard let kind = RecordKind(rawValue: bytes[offset + 8]) else {
+            return .failure(.invalid("unknown record kind \(bytes[offset + 8])"))
+        }
+        let flags = bytes[offset + 9]
+        guard flags & ~knownFlags == 0 else { return .failure(.invalid("unknown flags \(flags)")) }
+        let keyCount = Int(bytes.loadLittleEndian(at: offset + 10, as: UInt16.self))
+        guard headerSize + keyCount <= length else { return .failure(.invalid("key length \(keyCount) exceeds frame")) }
+        if kind == .tombstone && length != headerSize + keyCount {
+            return .failure(.invalid("tombstone with a payload"))
+        }
+        let keyStart = offset + headerSize
+        return .success(
+            Decoded(
+                length: length, kind: kind, batchContinues: flags & batchContinuesFlag != 0,
+                batchContinuation: flags & batchContinuationFlag != 0,
+                sequence: bytes.loadLittleEndian(at: offset + 12),
+                durableWatermark: bytes.loadLittleEndian(at: offset + 20),
+                keyRange: keyStart..<(keyStart + keyCount),
+                payloadRange: (keyStart + keyCount)..<(offset + length)))
+    }
+}

@@ -1,0 +1,94 @@
+/// The fixed header at the start of every segment file.
+///
+/// ```
+/// offset size field
+///      0    8 magic "OBXLOG\r\n"
+///      8    2 format version (1)
+///     10    2 header size in bytes (48)
+///     12    4 flags: bit 0 = the segment was rewritten (compaction or
+///               salvage) and `coverEnd` is set
+///     16    8 base sequence: no record in the file has a smaller sequence
+///     24    8 cover end: for a rewritten segment, the first sequence
+///               number it does *not* cover (the next segment's base);
+///               0 for a segment that was appended to directly
+///     32    8 salt: random per file; seeds every record's CRC, so bytes
+///               from another file or another log never verify here
+///     40    4 reserved, zero
+///     44    4 CRC-32 of bytes 0..<44
+/// ```
+/// All integers are little-endian. See Docs/FORMAT.md.
+struct SegmentHeader: Sendable, Hashable {
+    static let magic: [UInt8] = Array("OBXLOG\r\n".utf8)
+    static let currentVersion: UInt16 = 1
+    static let size = 48
+
+    static let rewrittenFlag: UInt32 = 1
+
+    var baseSequence: UInt64
+    var coverEnd: UInt64?
+    var salt: UInt64
+
+    /// The CRC state every record in this segment starts from.
+    var recordCRCSeed: UInt32 {
+        withUnsafeBytes(of: salt.littleEndian) { CRC32.checksum($0) }
+    }
+
+    func encoded() -> [UInt8] {
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(Self.size)
+        bytes.append(contentsOf: Self.magic)
+        bytes.appendLittleEndian(Self.currentVersion)
+        bytes.appendLittleEndian(UInt16(Self.size))
+        bytes.appendLittleEndian(coverEnd == nil ? UInt32(0) : Self.rewrittenFlag)
+        bytes.appendLittleEndian(baseSequence)
+        bytes.appendLittleEndian(coverEnd ?? 0)
+        bytes.appendLittleEndian(salt)
+        bytes.appendLittleEndian(UInt32(0))
+        bytes.appendLittleEndian(CRC32.checksum(bytes))
+        return bytes
+    }
+
+    enum DecodeError: Error, Equatable {
+        /// The file is shorter than a header.
+        case truncated
+        /// The first eight bytes are not the magic: not a segment, or damaged.
+        case badMagic
+        /// The header's checksum fails.
+        case badChecksum
+        /// The header verifies but was written by an unknown format version.
+        case unsupportedVersion(UInt16)
+        /// The header verifies but its fields are inconsistent.
+        case inconsistent(String)
+    }
+
+    /// Decodes a header from the first bytes of a file.
+    static func decode(_ bytes: UnsafeRawBufferPointer) -> Result<SegmentHeader, DecodeError> {
+        guard bytes.count >= 12 else { return .failure(.truncated) }
+        guard bytes.prefix(8).elementsEqual(magic) else { return .failure(.badMagic) }
+        let version: UInt16 = bytes.loadLittleEndian(at: 8)
+        let declaredSize = Int(bytes.loadLittleEndian(at: 10, as: UInt16.self))
+        if version != currentVersion {
+            // A newer writer may have grown the header: trust the version
+            // only if the header it declares verifies.
+            guard declaredSize >= 16, declaredSize <= bytes.count else { return .failure(.badChecksum) }
+            let stored: UInt32 = bytes.loadLittleEndian(at: declaredSize - 4)
+            let computed = CRC32.checksum(UnsafeRawBufferPointer(rebasing: bytes[..<(declaredSize - 4)]))
+            return .failure(stored == computed ? .unsupportedVersion(version) : .badChecksum)
+        }
+        guard bytes.count >= size else { return .failure(.truncated) }
+        let stored: UInt32 = bytes.loadLittleEndian(at: 44)
+        guard stored == CRC32.checksum(UnsafeRawBufferPointer(rebasing: bytes[..<44])) else {
+            return .failure(.badChecksum)
+        }
+        guard declaredSize == size else { return .failure(.inconsistent("header size \(declaredSize)")) }
+        let flags: UInt32 = bytes.loadLittleEndian(at: 12)
+        guard flags & ~rewrittenFlag == 0 else { return .failure(.inconsistent("unknown flags \(flags)")) }
+        let base: UInt64 = bytes.loadLittleEndian(at: 16)
+        let end: UInt64 = bytes.loadLittleEndian(at: 24)
+        let rewritten = flags & rewrittenFlag != 0
+        if rewritten && end < base { return .failure(.inconsistent("cover end \(end) before base \(base)")) }
+        if !rewritten && end != 0 { return .failure(.inconsistent("cover end set on an appended segment")) }
+        return .success(
+            SegmentHeader(baseSequence: base, coverEnd: rewritten ? end : nil, salt: bytes.loadLittleEndian(at: 32)))
+    }
+}

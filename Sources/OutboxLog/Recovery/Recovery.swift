@@ -1,0 +1,423 @@
+import Logging
+import SystemPackage
+
+/// What recovery hands to the engine.
+struct RecoveredLog {
+    /// Every segment, sorted by base sequence.
+    var segments: [SegmentFile]
+    var index: LogIndex
+    var nextSequence: UInt64
+    /// The newest segment, if appends continue in it; `nil` means the first
+    /// append starts a new segment.
+    var active: SegmentFile?
+    /// The active segment's size.
+    var activeSize: Int64
+    var nextSegmentID: UInt32
+    var report: RecoveryReport
+}
+
+/// Opens a log directory: verifies every segment, finishes or rolls back an
+/// interrupted compaction, cuts a torn tail, salvages if asked, and rebuilds
+/// the index.
+///
+/// The order matters:
+/// 1. read every header (an unknown format version fails *before* anything
+///    is modified);
+/// 2. finish or roll back an interrupted compaction;
+/// 3. scan every record and classify damage;
+/// 4. in strict mode, fail on any damage but a torn tail (nothing modified);
+///    in salvage mode, rewrite each damaged segment with its intact records,
+///    move the original to `damaged/`, and start again;
+/// 5. cut the torn tail and sync.
+struct Recovery {
+    let layout: DirectoryLayout
+    let configuration: OutboxLog.Configuration
+    var fileSystem: any FileSystem { configuration.fileSystem }
+    var logger: Logger { configuration.logger }
+    var swap: SegmentSwap { SegmentSwap(layout: layout, fileSystem: fileSystem) }
+
+    func run() throws(OutboxLogError) -> RecoveredLog {
+        let clock = ContinuousClock()
+        let start = clock.now
+        var report = RecoveryReport(directory: layout.directory.string)
+        report.readOnly = configuration.readOnly
+        var result = try attempt(report: &report, salvaged: false)
+        result.report.duration = clock.now - start
+        return result
+    }
+
+    // MARK: - One pass
+
+    /// A segment file found on disk, with its decoded header.
+    private struct Candidate {
+        var base: UInt64
+        var path: FilePath
+        var descriptor: FileDescriptor
+        var size: Int64
+        var header: Result<SegmentHeader, SegmentHeader.DecodeError>
+    }
+
+    private func attempt(report: inout RecoveryReport, salvaged: Bool) throws(OutboxLogError) -> RecoveredLog {
+        let names: [String]
+        do { names = try fileSystem.contentsOfDirectory(layout.directory) } catch {
+            throw .io("cannot list the log directory", error, file: layout.directory)
+        }
+        var segmentBases: [UInt64] = []
+        var compactingBases: [UInt64] = []
+        var temporaries: [String] = []
+        var hasIntent = false
+        for name in names {
+            switch DirectoryLayout.classify(name) {
+            case .segment(let base): segmentBases.append(base)
+            case .compactingSegment(let base): compactingBases.append(base)
+            case .temporarySegment, .temporaryIntent: temporaries.append(name)
+            case .intent: hasIntent = true
+            case .lock, .damagedDirectory: break
+            case .unknown: logger.debug("ignoring unknown file in log directory", metadata: ["file": "\(name)"])
+            }
+        }
+
+        // 1. Headers first: nothing is modified until every one is known.
+        var opened: [Candidate] = []
+        defer { for candidate in opened where candidate.descriptor.rawValue >= 0 { try? fileSystem.close(candidate.descriptor) } }
+        func open(_ path: FilePath, base: UInt64) throws(OutboxLogError) -> Candidate {
+            let descriptor: FileDescriptor
+            do { descriptor = try fileSystem.openFile(path, mode: .readOnly) } catch {
+                throw .io("cannot open segment", error, file: path)
+            }
+            do {
+                let (header, size) = try fileSystem.readSegmentHeader(descriptor)
+                let candidate = Candidate(base: base, path: path, descriptor: descriptor, size: size, header: header)
+                opened.append(candidate)
+                if case .failure(.unsupportedVersion(let version)) = header {
+                    throw OutboxLogError(
+                        .unsupportedFormat, "segment format version \(version) is newer than this library (1)",
+                        file: path, offset: 8)
+                }
+                return candidate
+            } catch let error as OutboxLogError {
+                throw error
+            } catch {
+                try? fileSystem.close(descriptor)
+                throw .io("cannot read segment header", error as? Errno ?? .ioError, file: path)
+            }
+        }
+        var segments: [UInt64: Candidate] = [:]
+        for base in segmentBases { segments[base] = try open(layout.segmentFile(base: base), base: base) }
+        var compacting: [UInt64: Candidate] = [:]
+        for base in compactingBases { compacting[base] = try open(layout.compactingSegmentFile(base: base), base: base) }
+
+        // 2. An interrupted compaction: the effective set of segments.
+        var intent: CompactionIntent?
+        if hasIntent {
+            switch CompactionIntent.decode(try fileSystem.readWholeFile(layout.intentFile)) {
+            case .success(let decoded): intent = decoded
+            case .failure(.unsupportedVersion(let version)):
+                throw OutboxLogError(
+                    .unsupportedFormat, "compaction record format version \(version) is unknown", file: layout.intentFile)
+            case .failure(.corrupt(let reason)):
+                throw .corruption("compaction record is damaged: \(reason)", file: layout.intentFile)
+            }
+        }
+        var effective = segments
+        if let intent {
+            let outputSalts = Set(intent.outputs.map(\.salt))
+            for input in intent.inputs {
+                if let existing = effective[input.base],
+                    !outputSalts.contains((try? existing.header.get())?.salt ?? 0)
+                {
+                    effective[input.base] = nil
+                }
+            }
+            for output in intent.outputs {
+                if let pending = compacting[output.base], (try? pending.header.get())?.salt == output.salt {
+                    effective[output.base] = pending
+                } else if (try? effective[output.base]?.header.get())?.salt != output.salt {
+                    throw .corruption(
+                        "a committed compaction's output is missing", file: layout.segmentFile(base: output.base))
+                }
+            }
+        }
+
+        if !configuration.readOnly {
+            if let intent {
+                try finishSwap(intent, segments: segments)
+                report.interruptedCompaction = .completed
+                for base in intent.outputs.map(\.base) {
+                    // Its descriptor stays valid across the rename; record the final name.
+                    effective[base]?.path = layout.segmentFile(base: base)
+                }
+            } else if !compacting.isEmpty {
+                for base in compactingBases { try swap.remove(layout.compactingSegmentFile(base: base)) }
+                report.interruptedCompaction = .rolledBack
+            }
+            for name in temporaries {
+                try swap.remove(layout.directory.appending(name))
+                report.removedTemporaryFiles.append(name)
+            }
+            if intent != nil || !compacting.isEmpty || !temporaries.isEmpty { try fileSystem.syncDirectory(layout.directory) }
+        } else {
+            if intent != nil { report.interruptedCompaction = .completed }
+            else if !compacting.isEmpty { report.interruptedCompaction = .rolledBack }
+            report.removedTemporaryFiles = temporaries
+        }
+
+        // 3. Scan every record, oldest segment first.
+        let ordered = effective.values.sorted { $0.base < $1.base }
+        var index = LogIndex()
+        var files: [SegmentFile] = []
+        var nextID: UInt32 = 1
+        var damaged: [DamagedSegment] = []
+        var tornTail: (candidate: Candidate, analysis: SegmentAnalysis)?
+        var previous: (header: SegmentHeader?, name: String, lastSequence: UInt64?)?
+        var highestSequence: UInt64 = 0
+        let tolerateGaps = salvaged || configuration.recoveryMode == .salvage
+
+        for (position, candidate) in ordered.enumerated() {
+            let earlier = previous
+            let name = candidate.path.lastComponent?.string ?? candidate.path.string
+            let isNewest = position == ordered.count - 1
+            report.bytes += candidate.size
+            guard case .success(let header) = candidate.header, header.baseSequence == candidate.base else {
+                let reason: String
+                switch candidate.header {
+                case .success(let header): reason = "header names base \(header.baseSequence), the file name \(candidate.base)"
+                case .failure(let failure): reason = "bad segment header (\(failure))"
+                }
+                damaged.append(DamagedSegment(candidate: candidate, header: nil, offset: 0, reason: reason))
+                previous = (nil, name, nil)
+                continue
+            }
+            // Sequence numbers must continue from the previous segment.
+            if let earlier, let previousHeader = earlier.header {
+                let expected: UInt64? = previousHeader.coverEnd ?? earlier.lastSequence.map { $0 + 1 }
+                if let expected, header.baseSequence != expected {
+                    let reason = header.baseSequence > expected
+                        ? "sequences \(expected)..<\(header.baseSequence) are missing before this segment (was a segment file deleted?)"
+                        : "segment starts at \(header.baseSequence), inside the previous segment's range"
+                    if header.baseSequence < expected || !tolerateGaps {
+                        damaged.append(DamagedSegment(candidate: candidate, header: header, offset: 0, reason: reason, minimumSequence: expected))
+                        previous = (header, name, max(earlier.lastSequence ?? 0, expected - 1))
+                        continue
+                    }
+                    report.skipped.append(.init(file: name, offset: 0, bytes: 0, reason: reason))
+                } else if expected == nil {
+                    damaged.append(
+                        DamagedSegment(
+                            candidate: candidate, header: header, offset: 0,
+                            reason: "the previous segment \(earlier.name) is empty but not the newest"))
+                    previous = (header, name, nil)
+                    continue
+                }
+            }
+
+            let file = SegmentFile(
+                id: nextID, header: header, path: candidate.path, descriptor: candidate.descriptor,
+                fileSystem: fileSystem)
+            // The SegmentFile owns the descriptor now.
+            if let at = opened.firstIndex(where: { $0.path == candidate.path }) { opened[at].descriptor = FileDescriptor(rawValue: -1) }
+            nextID += 1
+            let reader = ChunkedFileReader(
+                fileSystem: fileSystem, descriptor: candidate.descriptor, path: candidate.path, fileSize: candidate.size)
+            let scanner = SegmentScanner(reader: reader, header: header)
+            let id = file.id
+            index.usage[id] = SegmentUsage()
+            var recordCount = 0
+            // Read-only salvage serves the intact records past damage in place.
+            let indexLaterRuns = configuration.readOnly && tolerateGaps
+            let analysis = try SegmentAnalysis.analyze(
+                scanner, file: name,
+                visit: { record in
+                    recordCount += 1
+                    index.apply(
+                        record.kind, key: record.key,
+                        at: Location(segment: id, offset: UInt32(record.offset), length: UInt32(record.length)))
+                },
+                visitLater: { record in
+                    guard indexLaterRuns else { return }
+                    recordCount += 1
+                    index.apply(
+                        record.kind, key: record.key,
+                        at: Location(segment: id, offset: UInt32(record.offset), length: UInt32(record.length)))
+                })
+            report.records += recordCount
+            files.append(file)
+            if let last = analysis.leading.lastSequence { highestSequence = max(highestSequence, last) }
+            if let coverEnd = header.coverEnd { highestSequence = max(highestSequence, coverEnd - 1) }
+            if let damage = analysis.damage {
+                let firstLost = analysis.firstLostSequence(base: header.baseSequence)
+                let provablyUnsynced = damage.recordsAfter == 0 || damage.maximumWatermarkAfter < firstLost
+                if isNewest && header.coverEnd == nil && provablyUnsynced {
+                    tornTail = (candidate, analysis)
+                } else {
+                    if let after = damage.highestSequenceAfter { highestSequence = max(highestSequence, after) }
+                    let reason = damage.recordsAfter > 0
+                        ? "\(damage.reason), followed by \(damage.recordsAfter) valid record(s)"
+                        : "\(damage.reason) in a sealed segment"
+                    damaged.append(
+                        DamagedSegment(candidate: candidate, header: header, offset: damage.offset, reason: reason, analysis: analysis))
+                }
+            }
+            previous = (header, name, analysis.leading.lastSequence ?? (header.coverEnd.map { $0 - 1 }))
+        }
+
+        // 4. Damage other than a torn tail.
+        if let first = damaged.first {
+            if configuration.recoveryMode == .strict || salvaged {
+                throw OutboxLogError(
+                    .corruption,
+                    first.reason + (damaged.count > 1 ? " (and \(damaged.count - 1) more damaged segment(s))" : "")
+                        + "; open with recovery mode salvage to keep every intact record",
+                    file: first.candidate.path, offset: first.offset)
+            }
+            if configuration.readOnly {
+                for segment in damaged {
+                    report.skipped += segment.analysis?.damage?.skipped
+                        ?? [.init(file: segment.name, offset: segment.offset, bytes: segment.candidate.size - segment.offset, reason: segment.reason)]
+                }
+            } else {
+                try salvage(damaged, ordered: ordered, highestSequence: highestSequence, report: &report)
+                files.removeAll()
+                return try attempt(report: &report, salvaged: true)
+            }
+        }
+
+        // 5. The torn tail.
+        var active: SegmentFile? = nil
+        var activeSize: Int64 = 0
+        if let (candidate, analysis) = tornTail, let damage = analysis.damage {
+            let name = candidate.path.lastComponent?.string ?? candidate.path.string
+            report.truncatedTail = .init(
+                file: name, offset: damage.offset, bytes: candidate.size - damage.offset, reason: damage.reason,
+                unreachableRecords: damage.recordsAfter)
+            if !configuration.readOnly {
+                try cutTornTail(candidate, at: damage.offset, emptied: analysis.leading.records == 0, files: &files, index: &index)
+            }
+            logger.warning("cut a torn tail", metadata: ["file": "\(name)", "offset": "\(damage.offset)", "bytes": "\(candidate.size - damage.offset)"])
+        } else if let newest = files.last, newest.header.coverEnd == nil, !configuration.readOnly {
+            // Appends continue in the newest segment. Sync it once, so every
+            // record recovered is on stable storage before any new record
+            // claims so in its durable watermark.
+            let descriptor: FileDescriptor
+            do {
+                descriptor = try fileSystem.openFile(newest.path, mode: .readWrite)
+                try fileSystem.synchronize(descriptor)
+            } catch {
+                throw .io("cannot reopen the newest segment for appending", error, file: newest.path)
+            }
+            let writable = SegmentFile(
+                id: newest.id, header: newest.header, path: newest.path, descriptor: descriptor, fileSystem: fileSystem)
+            files[files.count - 1] = writable
+            active = writable
+            activeSize = ordered.last!.size
+        }
+
+        var nextSequence = highestSequence + 1
+        if let newest = files.last { nextSequence = max(nextSequence, newest.header.baseSequence) }
+        report.segments = files.count
+        report.liveKeys = index.entries.count
+        report.nextSequence = nextSequence
+        return RecoveredLog(
+            segments: files, index: index, nextSequence: nextSequence, active: active, activeSize: activeSize,
+            nextSegmentID: nextID, report: report)
+    }
+
+    // MARK: - Repairs
+
+    private struct DamagedSegment {
+        var candidate: Candidate
+        var header: SegmentHeader?
+        var offset: Int64
+        var reason: String
+        /// Records below this sequence overlap the previous segment and are dropped.
+        var minimumSequence: UInt64? = nil
+        var analysis: SegmentAnalysis? = nil
+        var name: String { candidate.path.lastComponent?.string ?? candidate.path.string }
+    }
+
+    private func finishSwap(_ intent: CompactionIntent, segments: [UInt64: Candidate]) throws(OutboxLogError) {
+        var salts: [UInt64: UInt64?] = [:]
+        for (base, candidate) in segments { salts[base] = (try? candidate.header.get())?.salt }
+        try swap.finish(intent, segmentSalts: salts)
+    }
+
+    /// Rewrites each damaged segment with its intact records and moves the
+    /// original into `damaged/`, through the same committed swap compaction
+    /// uses, so a crash midway is finished by the next open.
+    private func salvage(
+        _ damaged: [DamagedSegment], ordered: [Candidate], highestSequence: UInt64, report: inout RecoveryReport
+    ) throws(OutboxLogError) {
+        var inputs: [CompactionIntent.SegmentIdentity] = []
+        var outputs: [CompactionIntent.SegmentIdentity] = []
+        for segment in damaged {
+            inputs.append(.init(base: segment.candidate.base, salt: segment.header?.salt ?? 0))
+            report.quarantinedFiles.append(segment.name)
+            guard let header = segment.header else {
+                report.skipped.append(
+                    .init(file: segment.name, offset: 0, bytes: segment.candidate.size, reason: segment.reason))
+                continue
+            }
+            // Collect every intact record, past all damage.
+            var kept: [ScannedRecord] = []
+            let reader = ChunkedFileReader(
+                fileSystem: fileSystem, descriptor: segment.candidate.descriptor, path: segment.candidate.path,
+                fileSize: segment.candidate.size)
+            let scanner = SegmentScanner(reader: reader, header: header)
+            let minimum = segment.minimumSequence ?? 0
+            let analysis = try SegmentAnalysis.analyze(
+                scanner, file: segment.name,
+                visit: { if $0.sequence >= minimum { kept.append($0) } },
+                visitLater: { if $0.sequence >= minimum { kept.append($0) } })
+            report.skipped += analysis.damage?.skipped ?? []
+            if minimum > 0 {
+                report.skipped.append(.init(file: segment.name, offset: 0, bytes: 0, reason: segment.reason))
+            }
+            let position = ordered.firstIndex { $0.base == segment.candidate.base }!
+            let coverEnd = position + 1 < ordered.count ? ordered[position + 1].base : highestSequence + 1
+            let base = max(header.baseSequence, minimum)
+            let output = SegmentHeader(baseSequence: base, coverEnd: max(coverEnd, base), salt: UInt64.random(in: 1...UInt64.max))
+            var bytes = output.encoded()
+            for record in kept {
+                let frame = try reader.window(at: record.offset, count: record.length)
+                let start = bytes.count
+                bytes.append(contentsOf: frame)
+                bytes.withUnsafeMutableBytes { raw in
+                    RecordFrame.reseal(UnsafeMutableRawBufferPointer(rebasing: raw[start...]), crcSeed: output.recordCRCSeed)
+                }
+            }
+            let descriptor = try fileSystem.createFile(at: layout.compactingSegmentFile(base: base), contents: bytes)
+            try? fileSystem.close(descriptor)
+            outputs.append(.init(base: base, salt: output.salt))
+            logger.error(
+                "salvaged a damaged segment",
+                metadata: ["file": "\(segment.name)", "kept": "\(kept.count)", "reason": "\(segment.reason)"])
+        }
+        let intent = CompactionIntent(inputs: inputs, outputs: outputs, quarantineInputs: true)
+        try swap.commit(intent)
+        var salts: [UInt64: UInt64?] = [:]
+        for candidate in ordered { salts[candidate.base] = (try? candidate.header.get())?.salt }
+        try swap.finish(intent, segmentSalts: salts)
+    }
+
+    /// Cuts the torn tail of the newest segment and syncs the cut. Appends
+    /// then go to a new segment with a fresh salt, so bytes of the cut tail
+    /// can never resurface as records; a segment left empty is deleted.
+    private func cutTornTail(
+        _ candidate: Candidate, at offset: Int64, emptied: Bool, files: inout [SegmentFile], index: inout LogIndex
+    ) throws(OutboxLogError) {
+        if emptied {
+            if let last = files.popLast() { index.usage[last.id] = nil }
+            try swap.remove(candidate.path)
+            try fileSystem.syncDirectory(layout.directory)
+            return
+        }
+        do {
+            let descriptor = try fileSystem.openFile(candidate.path, mode: .readWrite)
+            defer { try? fileSystem.close(descriptor) }
+            try fileSystem.truncate(descriptor, to: offset)
+            try fileSystem.synchronize(descriptor)
+        } catch {
+            throw .io("cannot cut the torn tail", error, file: candidate.path, offset: offset)
+        }
+    }
+}

@@ -1,0 +1,69 @@
+/// Everything a scan learned about one segment file.
+struct SegmentAnalysis {
+    /// The valid records from the start of the file.
+    var leading: SegmentScanner.Run
+    /// What follows the first bad frame, if there is one.
+    var damage: Damage?
+
+    struct Damage {
+        /// Where the leading run ends: the truncation point of a torn tail.
+        var offset: Int64
+        var reason: String
+        /// Committed records that verified *after* the damage.
+        var recordsAfter = 0
+        /// The largest durable watermark among those records: if it reaches
+        /// the first lost sequence number, the damaged bytes had been synced
+        /// and this is rot, not a crash.
+        var maximumWatermarkAfter: UInt64 = 0
+        /// The highest sequence number of any verified frame after the damage.
+        var highestSequenceAfter: UInt64?
+        /// The damaged byte ranges.
+        var skipped: [RecoveryReport.SkippedRange] = []
+    }
+
+    /// The first sequence number the damage may have destroyed.
+    func firstLostSequence(base: UInt64) -> UInt64 {
+        (leading.lastSequence ?? (base &- 1)) &+ 1
+    }
+
+    /// Scans a whole segment: the leading run first (its records go to
+    /// `visit`), then, past any damage, every later run (their records go to
+    /// `visitLater`, if given), resynchronising after each bad stretch.
+    static func analyze(
+        _ scanner: SegmentScanner, file: String,
+        visit: (ScannedRecord) -> Void, visitLater: (ScannedRecord) -> Void = { _ in }
+    ) throws(OutboxLogError) -> SegmentAnalysis {
+        let leading = try scanner.scanRun(
+            from: Int64(SegmentHeader.size), previous: nil, resumingAfterDamage: false, visit: visit)
+        guard let stop = leading.stop else { return SegmentAnalysis(leading: leading, damage: nil) }
+
+        var damage = Damage(offset: stop.offset, reason: stop.reason)
+        var damagedFrom = stop.offset
+        var reason = stop.reason
+        var previous = leading.lastSequence
+        while true {
+            guard let next = try scanner.resynchronize(after: damagedFrom, previous: previous) else {
+                damage.skipped.append(
+                    RecoveryReport.SkippedRange(file: file, offset: damagedFrom, bytes: scanner.fileSize - damagedFrom, reason: reason))
+                break
+            }
+            damage.skipped.append(RecoveryReport.SkippedRange(file: file, offset: damagedFrom, bytes: next - damagedFrom, reason: reason))
+            let run = try scanner.scanRun(from: next, previous: previous, resumingAfterDamage: true, visit: visitLater)
+            if run.orphanBytes > 0 {
+                damage.skipped.append(
+                    RecoveryReport.SkippedRange(file: file, offset: next, bytes: run.orphanBytes, reason: "rest of a batch whose start was lost"))
+            }
+            damage.recordsAfter += run.records
+            damage.maximumWatermarkAfter = max(damage.maximumWatermarkAfter, run.maximumWatermark)
+            if let last = run.lastSequence {
+                damage.highestSequenceAfter = max(damage.highestSequenceAfter ?? 0, last)
+                previous = last
+            }
+            guard let nextStop = run.stop else { break }
+            // Never loop on the same bytes: a run always moves past `next`.
+            damagedFrom = max(nextStop.offset, next)
+            reason = nextStop.reason
+        }
+        return SegmentAnalysis(leading: leading, damage: damage)
+    }
+}

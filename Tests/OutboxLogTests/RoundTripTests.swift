@@ -1,0 +1,58 @@
+import OutboxLog
+import SystemPackage
+import Testing
+
+@Suite("Round trip")
+struct RoundTripTests {
+    @Test("values survive close and reopen across segment rolls, at every durability")
+    func roundTripAcrossRolls() async throws {
+        let directory = TemporaryDirectory()
+        let log = try await OutboxLog.open(at: directory.path, configuration: smallSegments())
+        var expected: [LogKey: [UInt8]] = [:]
+        for i in 0..<300 {
+            let key = LogKey("key-\(i % 120)")
+            let value = [UInt8].pattern(10 + i % 200, seed: i)
+            let durability = Durability.allCases[i % 3]
+            try await log.put(key, value, durability: durability)
+            expected[key] = value
+        }
+        for i in stride(from: 0, to: 120, by: 7) {
+            let key = LogKey("key-\(i)")
+            let sequence = try await log.delete(key, durability: .written)
+            #expect(sequence != nil)
+            expected[key] = nil
+        }
+        #expect(log.statistics.segments > 3)
+        for (key, value) in expected {
+            #expect(try await log.get(key)?.value == value)
+        }
+        try await log.close()
+
+        let reopened = try await OutboxLog.open(at: directory.path, configuration: smallSegments())
+        #expect(reopened.recoveryReport.isClean)
+        #expect(reopened.recoveryReport.liveKeys == expected.count)
+        #expect(Set(reopened.keys) == Set(expected.keys))
+        for (key, value) in expected {
+            #expect(try await reopened.get(key)?.value == value)
+        }
+        let scanned = try await reopened.entries(after: 0, limit: 10_000)
+        #expect(scanned.count == expected.count)
+        #expect(scanned.map(\.sequence) == scanned.map(\.sequence).sorted())
+        try await reopened.close()
+    }
+
+    @Test("sequence numbers increase across reopen")
+    func sequencesIncrease() async throws {
+        let directory = TemporaryDirectory()
+        var last: UInt64 = 0
+        for round in 0..<3 {
+            let log = try await OutboxLog.open(at: directory.path)
+            for i in 0..<10 {
+                let sequence = try await log.put(LogKey("k\(round)-\(i)"), [1, 2, 3], durability: .written)
+                #expect(sequence > last)
+                last = sequence
+            }
+            try await log.close()
+        }
+    }
+}
