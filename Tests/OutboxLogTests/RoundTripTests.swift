@@ -46,7 +46,7 @@ struct RoundTripTests {
         let directory = TemporaryDirectory()
         var last: UInt64 = 0
         for round in 0..<3 {
-            let log = try await OutboxLog.open(at: directory.path)
+            let log = try await OutboxLog.open(at: directory.path, configuration: testConfiguration())
             for i in 0..<10 {
                 let sequence = try await log.put(LogKey("k\(round)-\(i)"), [1, 2, 3], durability: .written)
                 #expect(sequence > last)

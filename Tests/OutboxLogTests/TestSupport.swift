@@ -1,4 +1,5 @@
 import Foundation
+import Logging
 import OutboxLog
 import SystemPackage
 import Testing
@@ -26,10 +27,65 @@ extension Array where Element == UInt8 {
     }
 }
 
+/// The default configuration, with logging silenced (tests provoke errors
+/// on purpose).
+func testConfiguration(_ mode: OutboxLog.Configuration.RecoveryMode = .strict) -> OutboxLog.Configuration {
+    var configuration = OutboxLog.Configuration()
+    configuration.logger = Logger(label: "outbox.log.test", factory: { _ in SwiftLogNoOpLogHandler() })
+    configuration.recoveryMode = mode
+    return configuration
+}
+
 /// A configuration with small segments so tests roll often.
 func smallSegments(_ size: Int = 4096) -> OutboxLog.Configuration {
-    var configuration = OutboxLog.Configuration()
+    var configuration = testConfiguration()
     configuration.segmentSize = size
     configuration.automaticCompactionRatio = nil
     return configuration
 }
+
+/// Byte-level access to a log directory, for damage tests.
+struct LogFiles {
+    let directory: FilePath
+
+    /// Segment file paths, oldest first.
+    var segments: [FilePath] {
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: directory.string)) ?? []
+        return names.filter { $0.hasSuffix(".seg") }.sorted().map { directory.appending($0) }
+    }
+
+    func read(_ path: FilePath) -> [UInt8] {
+        [UInt8](FileManager.default.contents(atPath: path.string) ?? Data())
+    }
+
+    func write(_ bytes: [UInt8], to path: FilePath) {
+        _ = FileManager.default.createFile(atPath: path.string, contents: Data(bytes))
+    }
+
+    /// Every regular file's name and bytes (to prove nothing changed).
+    func snapshot() -> [String: [UInt8]] {
+        var result: [String: [UInt8]] = [:]
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: directory.string)) ?? []
+        for name in names where name != "LOCK" {
+            var isDirectory: ObjCBool = false
+            _ = FileManager.default.fileExists(atPath: directory.appending(name).string, isDirectory: &isDirectory)
+            if !isDirectory.boolValue { result[name] = read(directory.appending(name)) }
+        }
+        return result
+    }
+
+    /// Copies the segment files (not the lock) into another directory.
+    func copy(to other: FilePath, transform: (String, [UInt8]) -> [UInt8]? = { $1 }) {
+        try? FileManager.default.createDirectory(atPath: other.string, withIntermediateDirectories: true)
+        for (name, bytes) in snapshot() {
+            if let changed = transform(name, bytes) {
+                _ = FileManager.default.createFile(atPath: other.appending(name).string, contents: Data(changed))
+            }
+        }
+    }
+}
+
+/// The frame size of a record, as Docs/FORMAT.md defines it.
+func frameSize(key: String, payload: Int) -> Int { 28 + key.utf8.count + payload }
+
+let segmentHeaderSize = 48

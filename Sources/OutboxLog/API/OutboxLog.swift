@@ -161,6 +161,10 @@ public final class OutboxLog: Sendable {
         try await core.compact(sealActive: true)
     }
 
+    /// Waits until a compaction running in the background (started
+    /// automatically after a segment roll) has finished.
+    public func waitForBackgroundCompaction() async { await core.waitForCompaction() }
+
     /// Writes and syncs everything, then releases the files and the lock.
     /// Every later call throws ``OutboxLogError/Code/closed``. Idempotent.
     public func close() async throws(OutboxLogError) { try await core.close() }

@@ -98,39 +98,14 @@ extension LogCore {
 
         var total = 0
         for write in writes { total += write.frameSize }
-        if state.activeID == nil
-            || (state.activeSize > Int64(SegmentHeader.size)
-                && state.activeSize + Int64(total) > Int64(configuration.segmentSize))
-        {
-            state.startSegment()
-        }
-        if state.openChunk == nil {
-            var data: [UInt8] = []
-            data.reserveCapacity(min(configuration.groupCommitLimit, max(total, 4096)))
-            state.openChunk = (offset: state.activeSize, data: data, lastSequence: 0)
-        }
-        let segment = state.activeID!
-        let seed = state.activeCRCSeed
-        let watermark = state.durableSequence
+        state.prepareActiveSegment(for: total, configuration: configuration)
         var sequence: UInt64 = 0
         for (position, write) in writes.enumerated() {
-            sequence = state.nextSequence
-            state.nextSequence += 1
-            write.payload.withUnsafeBytes { payload in
-                RecordFrame.append(
-                    to: &state.openChunk!.data, crcSeed: seed, kind: write.kind,
-                    batchContinues: position < writes.count - 1, batchContinuation: position > 0,
-                    sequence: sequence, durableWatermark: watermark, key: write.key, payload: payload)
-            }
-            let length = write.frameSize
-            state.index.apply(
-                write.kind, key: write.key,
-                at: Location(segment: segment, offset: UInt32(state.activeSize), length: UInt32(length)))
-            state.activeSize += Int64(length)
+            sequence = state.encodeFrame(
+                FrameKind(write.kind), key: write.key, payload: write.payload,
+                batchContinues: position < writes.count - 1, batchContinuation: position > 0)
         }
-        state.openChunk!.lastSequence = sequence
-        state.pendingBytes += total
-        if state.openChunk!.data.count >= configuration.groupCommitLimit { state.sealOpenChunk() }
+        state.finishEncoding(configuration: configuration)
         return sequence
     }
 

@@ -156,7 +156,7 @@ extension LogCore {
 
     private struct Moved {
         var key: LogKey
-        var kind: RecordKind
+        var kind: FrameKind
         var from: Location
         var to: Location
     }
@@ -315,7 +315,7 @@ extension LogCore {
         let run = try scanner.scanRun(
             from: Int64(SegmentHeader.size), previous: nil, resumingAfterDamage: false,
             visit: { record in
-                guard record.kind != .tombstone else { return }
+                guard record.kind == .value || record.kind == .annotation else { return }
                 batch.append(record)
                 if batch.count >= 512 { drain() }
             })

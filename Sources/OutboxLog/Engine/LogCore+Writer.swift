@@ -66,6 +66,9 @@ extension LogCore {
                 if case .success(let done) = outcome { return !done.created.isEmpty }
                 return false
             }
+            // Claim a due compaction before acknowledging, so a caller whose
+            // append returned can rely on it having been started.
+            if rolled && !work.stopping { startAutomaticCompactionIfDue() }
             for (waiter, result) in finished { waiter.continuation.resume(returning: result) }
             if work.stopping {
                 if case .failure(let error) = outcome { exit?.resume(returning: .failure(error)) } else {
@@ -73,7 +76,6 @@ extension LogCore {
                 }
                 return
             }
-            if rolled { startAutomaticCompactionIfDue() }
         }
     }
 

@@ -10,6 +10,8 @@ final class LogCore: Sendable {
     let layout: DirectoryLayout
     let configuration: OutboxLog.Configuration
     let recoveryReport: RecoveryReport
+    /// Recovery found the log ending with a marker (it was closed cleanly).
+    let recoveredWithMarker: Bool
     let state: Mutex<LogState>
     /// Signalled when the writer thread sleeps and work arrives.
     let writerWakeup = DispatchSemaphore(value: 0)
@@ -26,6 +28,7 @@ final class LogCore: Sendable {
         self.layout = layout
         self.configuration = configuration
         self.recoveryReport = recovered.report
+        self.recoveredWithMarker = recovered.endsWithMarker || recovered.nextSequence == 1
         self.readers = readers
         self.lockDescriptor = lockDescriptor
         var slots: [UInt32: SegmentSlot] = [:]
@@ -58,6 +61,7 @@ final class LogCore: Sendable {
                 try openBlocking(at: directory, configuration: configuration, readers: readers)
             }
             core.startWriter()
+            if !configuration.readOnly && !core.recoveredWithMarker { core.writeCheckpoint() }
             return core
         } catch {
             readers.shutdown()
@@ -146,6 +150,7 @@ final class LogCore: Sendable {
             return
         }
         await waitForCompaction()
+        let checkpoint = await closingCheckpoint()
         let result = await withCheckedContinuation { continuation in
             let wake = state.withLock { state -> Bool in
                 state.stopRequested = true
@@ -166,7 +171,38 @@ final class LogCore: Sendable {
         try? fileSystem.close(lockDescriptor)
         for waiter in waiting { waiter.resume() }
         logger.debug("closed log", metadata: ["directory": "\(layout.directory)"])
+        try checkpoint.get()
         try result.get()
+    }
+
+    /// At close: sync everything, then write a marker vouching for it and
+    /// sync that too, so a later bit flip anywhere before it is reported as
+    /// corruption, never cut as if it were a torn tail.
+    private func closingCheckpoint() async -> Result<Void, OutboxLogError> {
+        guard !configuration.readOnly else { return .success(()) }
+        do throws(OutboxLogError) {
+            let last = state.withLock { $0.nextSequence - 1 }
+            try await waitFor(last, durable: true)
+            let marker = state.withLock { state -> UInt64? in
+                guard case .closing = state.phase, !state.lastFrameIsMarker else { return nil }
+                return state.encodeMarker(configuration: configuration)
+            }
+            if let marker { try await waitFor(marker, durable: true) }
+            return .success(())
+        } catch {
+            return .failure(error)
+        }
+    }
+
+    /// At open after a crash: everything recovered was synced by recovery,
+    /// so a marker can vouch for it. Written in the background.
+    func writeCheckpoint() {
+        let wake = state.withLock { state -> Bool in
+            _ = state.encodeMarker(configuration: configuration)
+            state.flushRequested = true
+            return state.claimWriterWakeup()
+        }
+        wakeWriter(wake)
     }
 
     /// Starts shutting down without waiting: used when the last reference

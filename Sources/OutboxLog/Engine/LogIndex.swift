@@ -43,7 +43,7 @@ struct LogIndex: Sendable {
     var usage: [UInt32: SegmentUsage] = [:]
 
     /// Records `kind` for `key` at `location`, in sequence order.
-    mutating func apply(_ kind: RecordKind, key: LogKey, at location: Location) {
+    mutating func apply(_ kind: FrameKind, key: LogKey, at location: Location) {
         let length = Int64(location.length)
         usage[location.segment, default: SegmentUsage()].totalBytes += length
         usage[location.segment]!.records += 1
@@ -61,16 +61,18 @@ struct LogIndex: Sendable {
             markLive(location)
         case .tombstone:
             if let old = entries.removeValue(forKey: key) { release(old) }
+        case .marker:
+            break  // dead on arrival: compaction drops it
         }
     }
 
     /// Whether the frame at `location` is what the index holds for `key`.
-    func isLive(_ kind: RecordKind, key: LogKey, at location: Location) -> Bool {
+    func isLive(_ kind: FrameKind, key: LogKey, at location: Location) -> Bool {
         guard let entry = entries[key] else { return false }
         switch kind {
         case .value: return entry.value == location
         case .annotation: return entry.annotation == location
-        case .tombstone: return false
+        case .tombstone, .marker: return false
         }
     }
 

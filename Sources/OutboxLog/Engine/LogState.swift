@@ -73,6 +73,9 @@ struct LogState {
     /// The chunk appends are filling (for the active segment).
     var openChunk: (offset: Int64, data: [UInt8], lastSequence: UInt64)?
     var pendingBytes = 0
+    /// Whether the newest frame is a marker: nothing since the last
+    /// checkpoint, so close need not write another.
+    var lastFrameIsMarker = true
     var waiters: [Waiter] = []
     var flushRequested = false
     var writerSleeping = false
@@ -120,6 +123,60 @@ struct LogState {
         activeID = id
         activeSize = Int64(SegmentHeader.size)
         activeCRCSeed = header.recordCRCSeed
+    }
+
+    /// Makes sure the active segment can take `bytes` more, starting a new
+    /// one if it is full (or there is none), and opens a chunk to encode into.
+    mutating func prepareActiveSegment(for bytes: Int, configuration: OutboxLog.Configuration) {
+        if activeID == nil
+            || (activeSize > Int64(SegmentHeader.size) && activeSize + Int64(bytes) > Int64(configuration.segmentSize))
+        {
+            startSegment()
+        }
+        if openChunk == nil {
+            var data: [UInt8] = []
+            data.reserveCapacity(min(configuration.groupCommitLimit, max(bytes, 4096)))
+            openChunk = (offset: activeSize, data: data, lastSequence: 0)
+        }
+    }
+
+    /// Encodes one frame at the end of the active segment and indexes it.
+    /// Call ``prepareActiveSegment(for:configuration:)`` first and
+    /// ``finishEncoding(configuration:)`` after the batch.
+    mutating func encodeFrame(
+        _ kind: FrameKind, key: LogKey, payload: [UInt8], batchContinues: Bool, batchContinuation: Bool
+    ) -> UInt64 {
+        let sequence = nextSequence
+        nextSequence += 1
+        let before = openChunk!.data.count
+        let seed = activeCRCSeed
+        let watermark = durableSequence
+        payload.withUnsafeBytes { payload in
+            RecordFrame.append(
+                to: &openChunk!.data, crcSeed: seed, kind: kind, batchContinues: batchContinues,
+                batchContinuation: batchContinuation, sequence: sequence, durableWatermark: watermark, key: key,
+                payload: payload)
+        }
+        let length = openChunk!.data.count - before
+        index.apply(kind, key: key, at: Location(segment: activeID!, offset: UInt32(activeSize), length: UInt32(length)))
+        activeSize += Int64(length)
+        pendingBytes += length
+        openChunk!.lastSequence = sequence
+        lastFrameIsMarker = kind == .marker
+        return sequence
+    }
+
+    mutating func finishEncoding(configuration: OutboxLog.Configuration) {
+        if openChunk!.data.count >= configuration.groupCommitLimit { sealOpenChunk() }
+    }
+
+    /// Appends a marker vouching that everything up to `durableSequence` is
+    /// on stable storage. Returns its sequence number.
+    mutating func encodeMarker(configuration: OutboxLog.Configuration) -> UInt64 {
+        prepareActiveSegment(for: RecordFrame.headerSize, configuration: configuration)
+        let sequence = encodeFrame(.marker, key: LogKey([]), payload: [], batchContinues: false, batchContinuation: false)
+        finishEncoding(configuration: configuration)
+        return sequence
     }
 
     /// Where `location` can be read from, or `nil` if its bytes have not

@@ -62,7 +62,7 @@ final class SegmentFile: Sendable {
 
 /// A record read back from disk after its CRC verified.
 struct VerifiedRecord: Sendable {
-    var kind: RecordKind
+    var kind: FrameKind
     var sequence: UInt64
     var payload: [UInt8]
 }

@@ -18,13 +18,27 @@ public enum RecordKind: UInt8, Sendable, Hashable, CustomStringConvertible {
     }
 }
 
+/// The kind byte of a frame: the public kinds plus the engine's own marker.
+enum FrameKind: UInt8, Sendable, Hashable {
+    case value = 1
+    case annotation = 2
+    case tombstone = 3
+    /// A checkpoint the engine writes after a sync at open and at close: no
+    /// key, no payload, never indexed. Its durable watermark vouches that
+    /// every earlier record was on stable storage, so damage before it can
+    /// never be mistaken for a torn tail.
+    case marker = 4
+
+    init(_ kind: RecordKind) { self = FrameKind(rawValue: kind.rawValue)! }
+}
+
 /// The framing of one record in a segment.
 ///
 /// ```
 /// offset size field
 ///      0    4 CRC-32 of bytes 4..<length, seeded with the segment's salt
 ///      4    4 length of the whole frame, this header included
-///      8    1 kind: 1 value, 2 annotation, 3 tombstone
+///      8    1 kind: 1 value, 2 annotation, 3 tombstone, 4 marker
 ///      9    1 flags: bit 0 = another record of the same atomic batch follows,
 ///               bit 1 = this record continues a batch begun earlier
 ///               (a lone record has neither; LevelDB's FULL/FIRST/MIDDLE/LAST)
@@ -48,7 +62,7 @@ enum RecordFrame {
 
     /// Appends the frame of one record to `buffer`.
     static func append(
-        to buffer: inout [UInt8], crcSeed: UInt32, kind: RecordKind, batchContinues: Bool,
+        to buffer: inout [UInt8], crcSeed: UInt32, kind: FrameKind, batchContinues: Bool,
         batchContinuation: Bool, sequence: UInt64, durableWatermark: UInt64, key: LogKey, payload: UnsafeRawBufferPointer
     ) {
         let start = buffer.count
@@ -81,7 +95,7 @@ enum RecordFrame {
     /// A frame that verified.
     struct Decoded {
         var length: Int
-        var kind: RecordKind
+        var kind: FrameKind
         var batchContinues: Bool
         var batchContinuation: Bool
         var sequence: UInt64
@@ -118,7 +132,7 @@ enum RecordFrame {
         guard crc.value == bytes.loadLittleEndian(at: offset, as: UInt32.self) else {
             return .failure(.invalid("CRC mismatch"))
         }
-        guard let kind = RecordKind(rawValue: bytes[offset + 8]) else {
+        guard let kind = FrameKind(rawValue: bytes[offset + 8]) else {
             return .failure(.invalid("unknown record kind \(bytes[offset + 8])"))
         }
         let flags = bytes[offset + 9]
@@ -127,6 +141,9 @@ enum RecordFrame {
         guard headerSize + keyCount <= length else { return .failure(.invalid("key length \(keyCount) exceeds frame")) }
         if kind == .tombstone && length != headerSize + keyCount {
             return .failure(.invalid("tombstone with a payload"))
+        }
+        if kind == .marker && length != headerSize {
+            return .failure(.invalid("marker with a key or payload"))
         }
         let keyStart = offset + headerSize
         return .success(

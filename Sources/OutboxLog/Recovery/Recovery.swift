@@ -13,6 +13,9 @@ struct RecoveredLog {
     /// The active segment's size.
     var activeSize: Int64
     var nextSegmentID: UInt32
+    /// Whether the log ends with a marker vouching for every record (a
+    /// clean close), so the open need not write one.
+    var endsWithMarker: Bool
     var report: RecoveryReport
 }
 
@@ -171,6 +174,7 @@ struct Recovery {
         var tornTail: (candidate: Candidate, analysis: SegmentAnalysis)?
         var previous: (header: SegmentHeader?, name: String, lastSequence: UInt64?)?
         var highestSequence: UInt64 = 0
+        var endsWithMarker = true
         let tolerateGaps = salvaged || configuration.recoveryMode == .salvage
 
         for (position, candidate) in ordered.enumerated() {
@@ -242,6 +246,7 @@ struct Recovery {
                 })
             report.records += recordCount
             files.append(file)
+            endsWithMarker = analysis.leading.records == 0 ? endsWithMarker : analysis.leading.endsWithMarker
             if let last = analysis.leading.lastSequence { highestSequence = max(highestSequence, last) }
             if let coverEnd = header.coverEnd { highestSequence = max(highestSequence, coverEnd - 1) }
             if let damage = analysis.damage {
@@ -319,7 +324,7 @@ struct Recovery {
         report.nextSequence = nextSequence
         return RecoveredLog(
             segments: files, index: index, nextSequence: nextSequence, active: active, activeSize: activeSize,
-            nextSegmentID: nextID, report: report)
+            nextSegmentID: nextID, endsWithMarker: endsWithMarker && tornTail == nil, report: report)
     }
 
     // MARK: - Repairs

@@ -3,7 +3,7 @@ import SystemPackage
 /// A committed record found by a scan: its frame verified, and so did every
 /// record of its atomic batch.
 struct ScannedRecord {
-    var kind: RecordKind
+    var kind: FrameKind
     var key: LogKey
     var sequence: UInt64
     var offset: Int64
@@ -33,6 +33,8 @@ final class SegmentScanner {
         /// Why the run ended before the end of the file, or `nil` if it
         /// reached the end cleanly.
         var stop: Stop?
+        /// Whether the last committed frame is a marker (a clean close).
+        var endsWithMarker = false
         /// Bytes at the start of the run skipped because they belonged to a
         /// batch whose beginning was destroyed.
         var orphanBytes: Int64 = 0
@@ -129,6 +131,7 @@ final class SegmentScanner {
                 run.records += batch.count
                 if run.firstSequence == nil { run.firstSequence = batch[0].sequence }
                 run.lastSequence = decoded.sequence
+                run.endsWithMarker = decoded.kind == .marker
                 run.end = position
                 batch.removeAll(keepingCapacity: true)
             }
@@ -168,7 +171,7 @@ final class SegmentScanner {
             let keyCount = Int(head.loadLittleEndian(at: 10, as: UInt16.self))
             let sequence: UInt64 = head.loadLittleEndian(at: 12)
             if length >= RecordFrame.headerSize, length <= maximumLength,
-                Int64(length) <= fileSize - candidate, (1...3).contains(kind),
+                Int64(length) <= fileSize - candidate, (1...4).contains(kind),
                 flags & ~RecordFrame.knownFlags == 0, RecordFrame.headerSize + keyCount <= length,
                 sequence > floor
             {
