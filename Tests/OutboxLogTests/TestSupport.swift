@@ -89,3 +89,29 @@ struct LogFiles {
 func frameSize(key: String, payload: Int) -> Int { 28 + key.utf8.count + payload }
 
 let segmentHeaderSize = 48
+
+/// A log directory on a simulated file system.
+let simulatedLogDirectory: FilePath = "/data/log"
+
+/// A configuration whose file system is `fileSystem`.
+func simulatedConfiguration(
+    _ fileSystem: any FileSystem, segmentSize: Int = 4096, mode: OutboxLog.Configuration.RecoveryMode = .strict
+) -> OutboxLog.Configuration {
+    var configuration = smallSegments(segmentSize)
+    configuration.fileSystem = fileSystem
+    configuration.recoveryMode = mode
+    return configuration
+}
+
+/// The live state of a log: key → (value, annotation).
+typealias LogModel = [LogKey: (value: [UInt8], annotation: [UInt8]?)]
+
+/// Reads every live key of `log` and checks it against `model`.
+func expectLog(_ log: OutboxLog, equals model: LogModel, _ comment: Comment? = nil, sourceLocation: SourceLocation = #_sourceLocation) async throws {
+    #expect(Set(log.keys) == Set(model.keys), comment, sourceLocation: sourceLocation)
+    for (key, expected) in model {
+        let entry = try await log.get(key)
+        #expect(entry?.value == expected.value, "\(key): \(comment?.description ?? "")", sourceLocation: sourceLocation)
+        #expect(entry?.annotation?.payload == expected.annotation, "\(key) annotation: \(comment?.description ?? "")", sourceLocation: sourceLocation)
+    }
+}

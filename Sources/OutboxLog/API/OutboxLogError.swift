@@ -84,7 +84,7 @@ public struct OutboxLogError: Error, Sendable, Hashable, CustomStringConvertible
 
     public var description: String {
         var text = "\(code): "
-        if let file { text += "\(file.lastComponent?.string ?? file.string)" + (offset.map { " at offset \($0)" } ?? "") + ": " }
+        if let file { text += file.string + (offset.map { " at offset \($0)" } ?? "") + ": " }
         text += message
         if let errno { text += " (\(errno))" }
         return text

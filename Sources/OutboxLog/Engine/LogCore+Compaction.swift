@@ -119,7 +119,10 @@ extension LogCore {
     private func sealActiveSegment() async throws(OutboxLogError) {
         let last = try state.withLock { state throws(OutboxLogError) -> UInt64? in
             if let error = state.isAcceptingWrites { throw error }
-            guard state.activeID != nil, state.activeSize > Int64(SegmentHeader.size) else { return nil }
+            // Only worth sealing if it holds something to reclaim.
+            guard let active = state.activeID, !(state.index.usage[active] ?? SegmentUsage()).isClean else {
+                return nil
+            }
             state.startSegment()
             state.flushRequested = true
             return state.nextSequence - 1

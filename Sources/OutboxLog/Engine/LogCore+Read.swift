@@ -59,9 +59,9 @@ extension LogCore {
     /// Returns the entries and the sequence number to continue after.
     func entries(after: UInt64, limit: Int) async throws(OutboxLogError) -> (entries: [LogEntry], resumeAfter: UInt64?) {
         try await flushIfPending()
-        let snapshot = try state.withLock { state throws(OutboxLogError) -> [(SegmentFile, Int64)] in
+        let snapshot = try state.withLock { state throws(OutboxLogError) -> [(SegmentFile, Int64, Bool)] in
             try state.checkReadable()
-            var files: [(SegmentFile, Int64)] = []
+            var files: [(SegmentFile, Int64, Bool)] = []
             for (position, id) in state.order.enumerated() {
                 guard let slot = state.slots[id], let file = slot.file else { continue }
                 // Skip segments that end at or before `after`.
@@ -70,7 +70,7 @@ extension LogCore {
                 {
                     continue
                 }
-                files.append((file, slot.writtenSize))
+                files.append((file, slot.writtenSize, slot.knownDamage))
             }
             return files
         }
@@ -81,11 +81,11 @@ extension LogCore {
 
     /// The blocking part of `entries`: scan, filter by the index, read.
     private func scanEntries(
-        _ snapshot: [(SegmentFile, Int64)], after: UInt64, limit: Int
+        _ snapshot: [(SegmentFile, Int64, Bool)], after: UInt64, limit: Int
     ) throws(OutboxLogError) -> ([LogEntry], UInt64?) {
             var result: [LogEntry] = []
             var lastScanned = after
-            for (file, writtenSize) in snapshot {
+            for (file, writtenSize, knownDamage) in snapshot {
                 let size: Int64
                 do throws(Errno) { size = try fileSystem.size(of: file.descriptor) } catch {
                     throw .io("cannot read segment size", error, file: file.path)
@@ -95,11 +95,17 @@ extension LogCore {
                     fileSize: min(size, writtenSize))
                 let scanner = SegmentScanner(reader: reader, header: file.header)
                 var candidates: [ScannedRecord] = []
-                let run = try scanner.scanRun(
-                    from: Int64(SegmentHeader.size), previous: nil, resumingAfterDamage: false,
-                    visit: { record in if record.sequence > after { candidates.append(record) } })
-                if let stop = run.stop {
-                    throw .corruption("segment no longer verifies: \(stop.reason)", file: file.path, offset: stop.offset)
+                let collect = { (record: ScannedRecord) in if record.sequence > after { candidates.append(record) } }
+                let run: SegmentScanner.Run
+                if knownDamage {
+                    // Damage reported at open (read-only salvage): step over it.
+                    run = try SegmentAnalysis.analyze(scanner, file: file.name, visit: collect, visitLater: collect).leading
+                } else {
+                    run = try scanner.scanRun(
+                        from: Int64(SegmentHeader.size), previous: nil, resumingAfterDamage: false, visit: collect)
+                    if let stop = run.stop {
+                        throw .corruption("segment no longer verifies: \(stop.reason)", file: file.path, offset: stop.offset)
+                    }
                 }
                 // Keep the records the index still points at.
                 let live = state.withLock { state -> [(ScannedRecord, IndexEntry)] in
@@ -146,10 +152,6 @@ extension LogCore {
 
 extension LogState {
     func checkReadable() throws(OutboxLogError) {
-        switch phase {
-        case .open: return
-        case .poisoned(let error): throw .poisoned(by: error)
-        case .closing, .closed: throw .closed()
-        }
+        if let error = isAcceptingWrites { throw error }
     }
 }

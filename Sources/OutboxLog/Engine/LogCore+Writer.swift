@@ -21,13 +21,16 @@ extension LogCore {
     }
 
     func startWriter() {
-        let thread = Thread { [self] in self.writerLoop() }
+        // Read the segment to append to now, not when the thread first runs:
+        // by then an append may already have started a new segment.
+        let target = state.withLock { state in state.activeID.flatMap { state.slots[$0]?.file } }
+        let thread = Thread { [self] in self.writerLoop(target: target) }
         thread.name = "outbox-log-writer"
         thread.start()
     }
 
-    private func writerLoop() {
-        var target: SegmentFile? = state.withLock { state in state.activeID.flatMap { state.slots[$0]?.file } }
+    private func writerLoop(target initialTarget: SegmentFile?) {
+        var target = initialTarget
         while true {
             guard let work = state.withLock({ takeWork(&$0) }) else {
                 writerWakeup.wait()
@@ -97,6 +100,17 @@ extension LogCore {
             }
         }
         let hasPending = !state.queue.isEmpty || state.openChunk != nil
+        if needsWrite && !hasPending {
+            // A waiter for bytes that will never come would wait forever.
+            // Every path that drops pending bytes fails their waiters, so
+            // this is a bug; fail loudly rather than hang.
+            let error = OutboxLogError(.io, "internal error: a waiter for records that are not pending")
+            let stranded = state.waiters.filter { $0.sequence > state.writtenSequence }
+            state.waiters.removeAll { $0.sequence > state.writtenSequence }
+            for waiter in stranded { waiter.continuation.resume(returning: .failure(error)) }
+            logger.critical("\(error)")
+            return takeWork(&state)
+        }
         let writeNow =
             hasPending
             && (needsWrite || needsDurable || stopping || state.flushRequested

@@ -34,7 +34,9 @@ final class LogCore: Sendable {
         var slots: [UInt32: SegmentSlot] = [:]
         for file in recovered.segments {
             // Sealed segments are entirely on disk.
-            slots[file.id] = SegmentSlot(header: file.header, file: file, writtenSize: .max)
+            slots[file.id] = SegmentSlot(
+                header: file.header, file: file, writtenSize: recovered.readableEnds[file.id] ?? .max,
+                knownDamage: recovered.segmentsWithKnownDamage.contains(file.id))
         }
         let last = recovered.nextSequence - 1
         var initial = LogState(
@@ -137,13 +139,10 @@ final class LogCore: Sendable {
     /// and the directory lock. Idempotent.
     func close() async throws(OutboxLogError) {
         let alreadyClosing = state.withLock { state -> Bool in
-            switch state.phase {
-            case .closing, .closed: return true
-            case .open, .poisoned:
-                state.phase = .closing
-                state.compactionCancelled = true
-                return false
-            }
+            if state.closing { return true }
+            state.closing = true
+            state.compactionCancelled = true
+            return false
         }
         if alreadyClosing {
             await waitUntilClosed()
@@ -184,7 +183,7 @@ final class LogCore: Sendable {
             let last = state.withLock { $0.nextSequence - 1 }
             try await waitFor(last, durable: true)
             let marker = state.withLock { state -> UInt64? in
-                guard case .closing = state.phase, !state.lastFrameIsMarker else { return nil }
+                guard case .open = state.phase, !state.lastFrameIsMarker else { return nil }
                 return state.encodeMarker(configuration: configuration)
             }
             if let marker { try await waitFor(marker, durable: true) }

@@ -26,11 +26,14 @@ struct SegmentUsage: Sendable, Hashable {
     var records = 0
     /// Frames the index still points at.
     var liveRecords = 0
+    /// Bytes of the engine's checkpoint markers (dead, but harmless).
+    var markerBytes: Int64 = 0
 
     var deadBytes: Int64 { totalBytes - liveBytes }
     /// A clean segment holds no superseded record and no tombstone: nothing
-    /// older can be shadowed by a tombstone that compaction drops.
-    var isClean: Bool { totalBytes == liveBytes }
+    /// older can be shadowed by a tombstone that compaction drops. Markers
+    /// shadow nothing, and are not worth a rewrite on their own.
+    var isClean: Bool { totalBytes - liveBytes - markerBytes == 0 }
 }
 
 /// Key → location of its live value and annotation, plus per-segment usage.
@@ -62,7 +65,7 @@ struct LogIndex: Sendable {
         case .tombstone:
             if let old = entries.removeValue(forKey: key) { release(old) }
         case .marker:
-            break  // dead on arrival: compaction drops it
+            usage[location.segment]!.markerBytes += length  // dead on arrival: compaction drops it
         }
     }
 

@@ -5,8 +5,11 @@ import DequeModule
 struct SegmentSlot {
     var header: SegmentHeader
     var file: SegmentFile?
-    /// Bytes the writer has handed to the OS (header included).
+    /// Bytes the writer has handed to the OS (header included); for a
+    /// read-only log with a torn tail, where the readable records end.
     var writtenSize: Int64
+    /// A read-only log left damage in this segment: scans step over it.
+    var knownDamage = false
 }
 
 /// Bytes waiting for the writer thread, in order.
@@ -43,11 +46,13 @@ struct LogState {
     enum Phase {
         case open
         case poisoned(OutboxLogError)
-        case closing
         case closed
     }
 
     var phase: Phase = .open
+    /// `close()` has begun: no new appends, reads or compactions. The phase
+    /// stays what it was (a poisoned log stays poisoned while it closes).
+    var closing = false
     var index: LogIndex
     var slots: [UInt32: SegmentSlot]
     /// Segment ids, oldest (lowest base) first.
@@ -97,9 +102,9 @@ struct LogState {
 
     var isAcceptingWrites: OutboxLogError? {
         switch phase {
-        case .open: nil
+        case .open: closing ? .closed() : nil
         case .poisoned(let error): .poisoned(by: error)
-        case .closing, .closed: .closed()
+        case .closed: .closed()
         }
     }
 

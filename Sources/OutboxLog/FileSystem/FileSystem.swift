@@ -86,10 +86,10 @@ public protocol FileSystem: Sendable {
     /// Whether something exists at `path`, and if so whether it is a directory.
     func itemKind(at path: FilePath) throws(Errno) -> FileItemKind?
 
-    /// Takes an exclusive, non-blocking advisory lock on an open file
-    /// (`flock(LOCK_EX | LOCK_NB)`): throws `EWOULDBLOCK` if another open
-    /// file description holds it, in this process or another. The lock is
-    /// released when the descriptor is closed.
+    /// Takes an exclusive, non-blocking advisory lock on an open file:
+    /// throws `EWOULDBLOCK` if it is held, by this process or another. The
+    /// lock is released when the descriptor is closed (or the process dies)
+    /// and is never inherited by child processes.
     func lockExclusively(_ descriptor: FileDescriptor) throws(Errno)
 }
 

@@ -1,3 +1,4 @@
+import Synchronization
 import SystemPackage
 
 #if canImport(Glibc)
@@ -44,6 +45,7 @@ public struct PosixFileSystem: FileSystem {
     }
 
     public func close(_ descriptor: FileDescriptor) throws(Errno) {
+        ProcessLocks.release(descriptor)
         // close(2) must not be retried on EINTR: the descriptor is gone.
         do { try descriptor.close() } catch let error as Errno { throw error } catch { throw Errno.ioError }
     }
@@ -155,10 +157,65 @@ public struct PosixFileSystem: FileSystem {
         return (info.st_mode & S_IFMT) == S_IFDIR ? .directory : .file
     }
 
+    /// A POSIX record lock (`fcntl(F_SETLK)`) on the whole file, plus a
+    /// process-wide table for opens within this process.
+    ///
+    /// Why not `flock(2)`: an `flock` lock belongs to the open file
+    /// description, which a child process shares from `fork` until its
+    /// `exec` closes the descriptor — Foundation's `Process` closes
+    /// descriptors one by one for tens of milliseconds — so a log closed
+    /// while a child is being spawned stays locked. Record locks are owned by
+    /// the process and never inherited by a child. They do not exclude the
+    /// same process, hence the table, keyed by device and inode.
     public func lockExclusively(_ descriptor: FileDescriptor) throws(Errno) {
-        try retryOnInterrupt { () throws(Errno) in
-            if flock(descriptor.rawValue, LOCK_EX | LOCK_NB) != 0 { throw Errno(rawValue: errno) }
+        var info = stat()
+        if fstat(descriptor.rawValue, &info) != 0 { throw Errno(rawValue: errno) }
+        let identity = ProcessLocks.Identity(device: UInt64(info.st_dev), inode: UInt64(info.st_ino))
+        try ProcessLocks.claim(identity, for: descriptor)
+        var lock = flock()
+        lock.l_type = Int16(F_WRLCK)
+        lock.l_whence = Int16(SEEK_SET)
+        lock.l_start = 0
+        lock.l_len = 0
+        let result = retryOnInterruptC { fcntl(descriptor.rawValue, F_SETLK, &lock) }
+        if result != 0 {
+            let failure = errno
+            ProcessLocks.release(descriptor)
+            throw failure == EACCES || failure == EAGAIN ? .wouldBlock : Errno(rawValue: failure)
         }
+    }
+}
+
+/// The record locks this process holds, so a second open in the same
+/// process is refused too.
+private enum ProcessLocks {
+    struct Identity: Hashable {
+        var device: UInt64
+        var inode: UInt64
+    }
+
+    static let held = Mutex<[Identity: CInt]>([:])
+
+    static func claim(_ identity: Identity, for descriptor: FileDescriptor) throws(Errno) {
+        let claimed = held.withLock { held -> Bool in
+            if held[identity] != nil { return false }
+            held[identity] = descriptor.rawValue
+            return true
+        }
+        if !claimed { throw .wouldBlock }
+    }
+
+    static func release(_ descriptor: FileDescriptor) {
+        held.withLock { held in
+            if let identity = held.first(where: { $0.value == descriptor.rawValue })?.key { held[identity] = nil }
+        }
+    }
+}
+
+private func retryOnInterruptC(_ body: () -> CInt) -> CInt {
+    while true {
+        let result = body()
+        if result == 0 || errno != EINTR { return result }
     }
 }
 

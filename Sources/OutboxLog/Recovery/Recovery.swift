@@ -16,6 +16,11 @@ struct RecoveredLog {
     /// Whether the log ends with a marker vouching for every record (a
     /// clean close), so the open need not write one.
     var endsWithMarker: Bool
+    /// Read-only opens leave damage in place: where each damaged segment's
+    /// readable bytes end (a torn tail), and which segments hold damage that
+    /// scans must step over (read-only salvage).
+    var readableEnds: [UInt32: Int64] = [:]
+    var segmentsWithKnownDamage: Set<UInt32> = []
     var report: RecoveryReport
 }
 
@@ -171,7 +176,8 @@ struct Recovery {
         var files: [SegmentFile] = []
         var nextID: UInt32 = 1
         var damaged: [DamagedSegment] = []
-        var tornTail: (candidate: Candidate, analysis: SegmentAnalysis)?
+        var tornTail: (candidate: Candidate, analysis: SegmentAnalysis, id: UInt32)?
+        var segmentsWithKnownDamage: Set<UInt32> = []
         var previous: (header: SegmentHeader?, name: String, lastSequence: UInt64?)?
         var highestSequence: UInt64 = 0
         var endsWithMarker = true
@@ -219,7 +225,9 @@ struct Recovery {
                 id: nextID, header: header, path: candidate.path, descriptor: candidate.descriptor,
                 fileSystem: fileSystem)
             // The SegmentFile owns the descriptor now.
-            if let at = opened.firstIndex(where: { $0.path == candidate.path }) { opened[at].descriptor = FileDescriptor(rawValue: -1) }
+            if let at = opened.firstIndex(where: { $0.descriptor == candidate.descriptor }) {
+                opened[at].descriptor = FileDescriptor(rawValue: -1)
+            }
             nextID += 1
             let reader = ChunkedFileReader(
                 fileSystem: fileSystem, descriptor: candidate.descriptor, path: candidate.path, fileSize: candidate.size)
@@ -232,14 +240,14 @@ struct Recovery {
             let analysis = try SegmentAnalysis.analyze(
                 scanner, file: name,
                 visit: { record in
-                    recordCount += 1
+                    if record.kind != .marker { recordCount += 1 }
                     index.apply(
                         record.kind, key: record.key,
                         at: Location(segment: id, offset: UInt32(record.offset), length: UInt32(record.length)))
                 },
                 visitLater: { record in
                     guard indexLaterRuns else { return }
-                    recordCount += 1
+                    if record.kind != .marker { recordCount += 1 }
                     index.apply(
                         record.kind, key: record.key,
                         at: Location(segment: id, offset: UInt32(record.offset), length: UInt32(record.length)))
@@ -253,8 +261,9 @@ struct Recovery {
                 let firstLost = analysis.firstLostSequence(base: header.baseSequence)
                 let provablyUnsynced = damage.recordsAfter == 0 || damage.maximumWatermarkAfter < firstLost
                 if isNewest && header.coverEnd == nil && provablyUnsynced {
-                    tornTail = (candidate, analysis)
+                    tornTail = (candidate, analysis, file.id)
                 } else {
+                    segmentsWithKnownDamage.insert(file.id)
                     if let after = damage.highestSequenceAfter { highestSequence = max(highestSequence, after) }
                     let reason = damage.recordsAfter > 0
                         ? "\(damage.reason), followed by \(damage.recordsAfter) valid record(s)"
@@ -290,15 +299,22 @@ struct Recovery {
         // 5. The torn tail.
         var active: SegmentFile? = nil
         var activeSize: Int64 = 0
-        if let (candidate, analysis) = tornTail, let damage = analysis.damage {
+        var readableEnds: [UInt32: Int64] = [:]
+        if let (candidate, analysis, id) = tornTail, let damage = analysis.damage {
             let name = candidate.path.lastComponent?.string ?? candidate.path.string
             report.truncatedTail = .init(
                 file: name, offset: damage.offset, bytes: candidate.size - damage.offset, reason: damage.reason,
                 unreachableRecords: damage.recordsAfter)
-            if !configuration.readOnly {
+            let metadata: Logger.Metadata = [
+                "file": "\(name)", "offset": "\(damage.offset)", "bytes": "\(candidate.size - damage.offset)",
+            ]
+            if configuration.readOnly {
+                readableEnds[id] = damage.offset
+                logger.info("found a torn tail (read-only: left in place)", metadata: metadata)
+            } else {
                 try cutTornTail(candidate, at: damage.offset, emptied: analysis.leading.records == 0, files: &files, index: &index)
+                logger.warning("cut a torn tail", metadata: metadata)
             }
-            logger.warning("cut a torn tail", metadata: ["file": "\(name)", "offset": "\(damage.offset)", "bytes": "\(candidate.size - damage.offset)"])
         } else if let newest = files.last, newest.header.coverEnd == nil, !configuration.readOnly {
             // Appends continue in the newest segment. Sync it once, so every
             // record recovered is on stable storage before any new record
@@ -324,7 +340,8 @@ struct Recovery {
         report.nextSequence = nextSequence
         return RecoveredLog(
             segments: files, index: index, nextSequence: nextSequence, active: active, activeSize: activeSize,
-            nextSegmentID: nextID, endsWithMarker: endsWithMarker && tornTail == nil, report: report)
+            nextSegmentID: nextID, endsWithMarker: endsWithMarker && tornTail == nil, readableEnds: readableEnds,
+            segmentsWithKnownDamage: configuration.readOnly ? segmentsWithKnownDamage : [], report: report)
     }
 
     // MARK: - Repairs

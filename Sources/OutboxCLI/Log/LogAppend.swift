@@ -1,0 +1,86 @@
+import ArgumentParser
+import OutboxLog
+
+extension Durability: ExpressibleByArgument {}
+
+/// `outbox log append DIR --count N --size BYTES --durability LEVEL`
+struct LogAppend: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "append",
+        abstract: "Append records with deterministic payloads, printing each acknowledged sequence number.",
+        discussion: """
+            Record i (from 0) has the key <key-prefix><i> and a payload of --size bytes: \
+            the text "<key>." repeated and cut to that length. Each sequence number is \
+            printed on its own line as soon as its append has returned, that is once the \
+            record reached the --durability level. The log is closed (and synced) at the end.
+            """
+    )
+
+    @OptionGroup var options: LogDirectoryOptions
+
+    @Option(help: "How many records to append (at least 1).")
+    var count: Int
+
+    @Option(help: "The payload size of each record, in bytes.")
+    var size: Int
+
+    @Option(help: "How far each append travels before it returns: buffered, written or durable.")
+    var durability: Durability
+
+    @Option(help: "The prefix of each record's key; the record's index follows it.")
+    var keyPrefix = "record-"
+
+    @Flag(help: "Create the log directory if it does not exist.")
+    var create = false
+
+    func validate() throws {
+        guard count >= 1 else { throw ValidationError("--count must be at least 1, not \(count)") }
+        guard size >= 0 else { throw ValidationError("--size must not be negative, not \(size)") }
+        let longestKey = Self.key(prefix: keyPrefix, index: count - 1)
+        guard longestKey.utf8.count <= LogKey.maximumLength else {
+            throw ValidationError("keys would be longer than \(LogKey.maximumLength) bytes: shorten --key-prefix")
+        }
+        let maximum = Self.maximumPayloadSize(longestKey: longestKey)
+        guard size <= maximum else {
+            throw ValidationError(
+                "--size \(size) is too large: a record holds at most \(maximum) payload bytes with these keys "
+                    + "(maximum record size \(OutboxLog.Configuration().maximumRecordSize) minus frame header and key)")
+        }
+    }
+
+    func run() async throws {
+        do {
+            try await options.withLog(.readWrite(create: create)) { log in
+                for index in 0..<count {
+                    let key = Self.key(prefix: keyPrefix, index: index)
+                    let sequence = try await log.put(
+                        LogKey(key), Self.payload(key: key, size: size), durability: durability)
+                    StandardStreams.writeLine(String(sequence))
+                }
+            }
+        } catch {
+            throw create ? error : Self.suggestingCreate(error)
+        }
+    }
+
+    /// Adds a hint to a "not found" failure.
+    private static func suggestingCreate(_ failure: CommandFailure) -> CommandFailure {
+        guard failure.message.hasPrefix("\(OutboxLogError.Code.notFound):") else { return failure }
+        return CommandFailure(failure.message + "; pass --create to start a new log", exitCode: failure.exitCode)
+    }
+
+    /// The key of record `index`.
+    static func key(prefix: String, index: Int) -> String { "\(prefix)\(index)" }
+
+    /// The payload of the record with `key`: `"<key>."` repeated, cut to `size` bytes.
+    static func payload(key: String, size: Int) -> [UInt8] {
+        let unit = Array((key + ".").utf8)
+        return (0..<size).map { unit[$0 % unit.count] }
+    }
+
+    /// The largest payload the engine's default configuration accepts with a key of this length.
+    static func maximumPayloadSize(longestKey: String) -> Int {
+        let overhead = LogWrite.value(LogKey(longestKey), []).frameSize
+        return OutboxLog.Configuration().maximumRecordSize - overhead
+    }
+}

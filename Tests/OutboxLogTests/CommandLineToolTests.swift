@@ -1,0 +1,454 @@
+import Foundation
+import OutboxLog
+import SystemPackage
+import Testing
+
+/// The `outbox log` commands, run as real child processes of the built
+/// `outbox` executable (`swift build --build-tests` builds it next to the
+/// test bundle).
+///
+/// Serialized: a child process holds copies of this process's descriptors,
+/// the LOCK file's included, from its fork until its exec (Foundation's
+/// `Process` closes them one by one in the child first). A child spawned by
+/// one test while another test has its log open could keep that log locked
+/// for a moment after the other test closes it.
+@Suite("Command-line tool", .serialized)
+struct CommandLineToolTests {
+    // MARK: append and dump
+
+    @Test("append prints exactly N increasing sequence numbers, and dump --json returns those N records")
+    func appendThenDump() async throws {
+        let directory = TemporaryDirectory()
+        let log = directory.appending("log").string
+        let count = 7
+        let size = 300
+
+        let append = try await outbox(
+            "log", "append", log, "--create", "--count", "\(count)", "--size", "\(size)", "--durability", "durable")
+        #expect(append.status == 0)
+        #expect(append.stderr.isEmpty)
+        let sequences = append.stdoutLines.compactMap { UInt64($0) }
+        #expect(sequences.count == count)
+        #expect(append.stdoutLines.count == count)
+        #expect(zip(sequences, sequences.dropFirst()).allSatisfy { $0 < $1 })
+
+        let dump = try await outbox("log", "dump", log, "--json")
+        #expect(dump.status == 0)
+        #expect(dump.stderr.isEmpty)
+        let records = try dump.stdoutLines.map(jsonObject)
+        #expect(records.count == count)
+        for (index, record) in records.enumerated() {
+            let key = "record-\(index)"
+            #expect(record["key"] as? String == key)
+            #expect(record["type"] as? String == "value")
+            #expect((record["sequence"] as? NSNumber)?.uint64Value == sequences[safe: index])
+            #expect((record["length"] as? NSNumber)?.intValue == size)
+            let payload = try #require((record["payload"] as? String).flatMap { Data(base64Encoded: $0) })
+            #expect([UInt8](payload) == expectedPayload(key: key, size: size))
+            #expect(record["annotation"] == nil)
+            #expect(record["keyBase64"] == nil)
+        }
+
+        // The same records, read back in-process.
+        let reopened = try await OutboxLog.open(at: FilePath(log), configuration: testConfiguration())
+        #expect(reopened.recoveryReport.isClean)
+        for index in 0..<count {
+            let entry = try await reopened.get(LogKey("record-\(index)"))
+            #expect(entry?.value == expectedPayload(key: "record-\(index)", size: size))
+            #expect(entry?.sequence == sequences[safe: index])
+        }
+        try await reopened.close()
+    }
+
+    @Test("append with a key prefix, empty payloads and buffered durability continues the sequence")
+    func appendWithPrefixAndEmptyPayloads() async throws {
+        let directory = TemporaryDirectory()
+        let log = directory.path.string
+        let first = try await outbox("log", "append", log, "--count", "3", "--size", "10", "--durability", "written")
+        #expect(first.status == 0)
+        let second = try await outbox(
+            "log", "append", log, "--count", "4", "--size", "0", "--durability", "buffered", "--key-prefix", "empty/")
+        #expect(second.status == 0)
+        let firstSequences = first.stdoutLines.compactMap { UInt64($0) }
+        let secondSequences = second.stdoutLines.compactMap { UInt64($0) }
+        #expect(firstSequences.count == 3)
+        #expect(secondSequences.count == 4)
+        #expect(secondSequences.first ?? 0 > firstSequences.last ?? .max)
+
+        let records = try await outbox("log", "dump", log, "--json").stdoutLines.map(jsonObject)
+        #expect(records.map { $0["key"] as? String } == ["record-0", "record-1", "record-2", "empty/0", "empty/1", "empty/2", "empty/3"])
+        #expect(records.suffix(4).allSatisfy { ($0["length"] as? NSNumber)?.intValue == 0 && $0["payload"] as? String == "" })
+
+        let human = try await outbox("log", "dump", log)
+        #expect(human.status == 0)
+        #expect(human.stdoutLines.count == 7)
+        #expect(human.stdoutLines.first?.contains("record-0") == true)
+    }
+
+    @Test("dump --json shows annotations, and keys that are not UTF-8 in base64")
+    func dumpAnnotationsAndBinaryKeys() async throws {
+        let directory = TemporaryDirectory()
+        let binaryKey: [UInt8] = [0xFF, 0x00, 0xFE]
+        let log = try await OutboxLog.open(at: directory.path, configuration: testConfiguration())
+        let valueSequence = try await log.put("annotated", [1, 2, 3], durability: .written)
+        let annotationSequence = try await log.annotate("annotated", Array("sent".utf8), durability: .written)
+        let binarySequence = try await log.put(LogKey(binaryKey), [9], durability: .written)
+        try await log.close()
+
+        let dump = try await outbox("log", "dump", directory.path.string, "--json")
+        #expect(dump.status == 0)
+        let records = try dump.stdoutLines.map(jsonObject)
+        try #require(records.count == 2)
+        #expect(records[0]["key"] as? String == "annotated")
+        #expect((records[0]["sequence"] as? NSNumber)?.uint64Value == valueSequence)
+        #expect(records[0]["payload"] as? String == Data([1, 2, 3]).base64EncodedString())
+        #expect(records[0]["annotation"] as? String == Data("sent".utf8).base64EncodedString())
+        #expect((records[0]["annotationSequence"] as? NSNumber)?.uint64Value == annotationSequence)
+        #expect(records[1]["key"] == nil)
+        #expect(records[1]["keyBase64"] as? String == Data(binaryKey).base64EncodedString())
+        #expect((records[1]["sequence"] as? NSNumber)?.uint64Value == binarySequence)
+        #expect((records[1]["length"] as? NSNumber)?.intValue == 1)
+    }
+
+    // MARK: verify
+
+    @Test("verify exits 0 on a clean log and reports it in text and JSON")
+    func verifyClean() async throws {
+        let directory = TemporaryDirectory()
+        try await writeRecords(50, to: directory.path)
+
+        let text = try await outbox("log", "verify", directory.path.string)
+        #expect(text.status == 0)
+        #expect(text.stderr.isEmpty)
+        #expect(text.stdoutLines.contains("clean"))
+
+        let json = try await outbox("log", "verify", directory.path.string, "--json")
+        #expect(json.status == 0)
+        try #require(json.stdoutLines.count == 1)
+        let report = try jsonObject(json.stdoutLines[0])
+        #expect(report["clean"] as? Bool == true)
+        #expect(report["readOnly"] as? Bool == true)
+        #expect((report["liveKeys"] as? NSNumber)?.intValue == 50)
+        #expect(report["truncatedTail"] is NSNull)
+        #expect((report["skipped"] as? [Any])?.isEmpty == true)
+        #expect(report["durationSeconds"] is NSNumber)
+        for field in ["directory", "segments", "records", "bytes", "nextSequence", "quarantinedFiles",
+                      "interruptedCompaction", "removedTemporaryFiles"] {
+            #expect(report[field] != nil, "missing \(field)")
+        }
+    }
+
+    @Test("verify exits 1 on a torn tail and changes nothing on disk")
+    func verifyTornTail() async throws {
+        let directory = TemporaryDirectory()
+        try await writeRecords(60, to: directory.path)
+        let files = LogFiles(directory: directory.path)
+        let newest = try #require(files.segments.last)
+        files.write(files.read(newest) + [UInt8](repeating: 0xA5, count: 37), to: newest)
+        let before = files.snapshot()
+
+        let json = try await outbox("log", "verify", directory.path.string, "--json")
+        #expect(json.status == 1)
+        #expect(json.stderr.isEmpty)
+        let report = try jsonObject(try #require(json.stdoutLines.first))
+        #expect(report["clean"] as? Bool == false)
+        let tail = try #require(report["truncatedTail"] as? [String: Any])
+        #expect(tail["file"] as? String == newest.lastComponent?.string)
+        #expect((tail["bytes"] as? NSNumber)?.intValue == 37)
+        #expect(tail["reason"] is String)
+
+        let text = try await outbox("log", "verify", directory.path.string)
+        #expect(text.status == 1)
+        #expect(text.stdout.contains("torn tail"))
+
+        // dump still reads the intact records, with a one-line warning.
+        let dump = try await outbox("log", "dump", directory.path.string, "--json")
+        #expect(dump.status == 0)
+        #expect(dump.stdoutLines.count == 60)
+        #expect(dump.stderrLines.count == 1)
+        #expect(dump.stderr.hasPrefix("warning: ") && dump.stderr.contains("torn tail"))
+        #expect(files.snapshot() == before)
+    }
+
+    @Test("verify exits 1 after a bit flip in the middle of a sealed segment, and dump refuses the damaged log")
+    func verifyBitFlipInSealedSegment() async throws {
+        let directory = TemporaryDirectory()
+        try await writeRecords(60, to: directory.path)
+        let files = LogFiles(directory: directory.path)
+        try #require(files.segments.count >= 3)
+        let sealed = files.segments[0]
+        var bytes = files.read(sealed)
+        bytes[bytes.count / 2] ^= 0x10
+        files.write(bytes, to: sealed)
+        let before = files.snapshot()
+
+        let json = try await outbox("log", "verify", directory.path.string, "--json")
+        #expect(json.status == 1)
+        let report = try jsonObject(try #require(json.stdoutLines.first))
+        #expect(report["clean"] as? Bool == false)
+        let skipped = try #require(report["skipped"] as? [[String: Any]])
+        #expect(skipped.contains { $0["file"] as? String == sealed.lastComponent?.string })
+        #expect(files.snapshot() == before)
+
+        let dump = try await outbox("log", "dump", directory.path.string)
+        #expect(dump.status == 1)
+        #expect(dump.stderrLines.count == 1)
+        #expect(dump.stderr.hasPrefix("error: corruption: "))
+    }
+
+    @Test("verify exits 2 with one line on stderr for a missing directory, and creates nothing")
+    func verifyMissingDirectory() async throws {
+        let directory = TemporaryDirectory()
+        let missing = directory.appending("missing")
+        for arguments in [["log", "verify", missing.string], ["log", "verify", missing.string, "--json"]] {
+            let result = try await outbox(arguments)
+            #expect(result.status == 2)
+            #expect(result.stdout.isEmpty)
+            #expect(result.stderrLines.count == 1)
+            #expect(result.stderr.hasPrefix("error: not found: "))
+        }
+        #expect(!FileManager.default.fileExists(atPath: missing.string))
+    }
+
+    // MARK: locking
+
+    @Test("a log held open by this process is locked for the tool until it is closed")
+    func crossProcessLockContention() async throws {
+        let directory = TemporaryDirectory()
+        let path = directory.path.string
+        let log = try await OutboxLog.open(at: directory.path, configuration: testConfiguration())
+        try await log.put("held", [1], durability: .durable)
+
+        for command in ["append", "verify"] {
+            let arguments = command == "append"
+                ? ["log", "append", path, "--count", "1", "--size", "8", "--durability", "durable"]
+                : ["log", "verify", path]
+            let locked = try await outbox(arguments)
+            #expect(locked.status != 0, "\(command)")
+            #expect(locked.stdout.isEmpty, "\(command)")
+            #expect(locked.stderrLines.count == 1, "\(command)")
+            #expect(locked.stderr.contains("locked"), "\(command)")
+        }
+
+        try await log.close()
+        let append = try await outbox("log", "append", path, "--count", "2", "--size", "8", "--durability", "durable")
+        #expect(append.status == 0)
+        #expect(append.stderr.isEmpty)
+        #expect(append.stdoutLines.compactMap { UInt64($0) }.count == 2)
+    }
+
+    // MARK: arguments
+
+    @Test(
+        "bad arguments exit 64 with one line on stderr and touch nothing",
+        arguments: [
+            ["--count", "0", "--size", "8", "--durability", "durable"],
+            ["--count", "1", "--size", "8", "--durability", "eventually"],
+            ["--count", "1", "--size", "-1", "--durability", "written"],
+            ["--count", "1", "--size", "\(16 << 20)", "--durability", "written"],
+            ["--count", "1", "--durability", "written"],
+            ["--count", "1", "--size", "8", "--durability", "written", "--bogus"],
+        ])
+    func badArguments(_ options: [String]) async throws {
+        let directory = TemporaryDirectory()
+        let log = directory.appending("log")
+        let result = try await outbox(["log", "append", log.string, "--create"] + options)
+        #expect(result.status == 64)
+        #expect(result.stdout.isEmpty)
+        #expect(result.stderrLines.count == 1)
+        #expect(result.stderr.hasPrefix("error: "))
+        #expect(!FileManager.default.fileExists(atPath: log.string))
+    }
+
+    @Test("an empty directory argument is rejected")
+    func emptyDirectory() async throws {
+        let result = try await outbox("log", "stats", "")
+        #expect(result.status == 64)
+        #expect(result.stderrLines == ["error: the log directory must not be empty"])
+    }
+
+    @Test("append does not create a missing directory without --create")
+    func appendNeedsCreate() async throws {
+        let directory = TemporaryDirectory()
+        let log = directory.appending("log")
+        let result = try await outbox("log", "append", log.string, "--count", "1", "--size", "1", "--durability", "written")
+        #expect(result.status == 2)
+        #expect(result.stderrLines.count == 1)
+        #expect(result.stderr.contains("--create"))
+        #expect(!FileManager.default.fileExists(atPath: log.string))
+    }
+
+    // MARK: compact and stats
+
+    @Test("compact shrinks a log full of overwritten keys and keeps the latest values")
+    func compactShrinksOverwrittenLog() async throws {
+        let directory = TemporaryDirectory()
+        let log = try await OutboxLog.open(at: directory.path, configuration: smallSegments())
+        var latest: [String: [UInt8]] = [:]
+        for round in 0..<100 {
+            for key in 0..<5 {
+                let value = [UInt8].pattern(200, seed: round * 5 + key)
+                try await log.put(LogKey("key-\(key)"), value, durability: .buffered)
+                latest["key-\(key)"] = value
+            }
+        }
+        try await log.close()
+        let files = LogFiles(directory: directory.path)
+        let bytesBefore = files.segments.reduce(0) { $0 + files.read($1).count }
+
+        let statsBefore = try jsonObject(try #require(try await outbox("log", "stats", directory.path.string, "--json").stdoutLines.first))
+        #expect((statsBefore["deadRatio"] as? NSNumber)?.doubleValue ?? 0 > 0.9)
+
+        let compact = try await outbox("log", "compact", directory.path.string)
+        #expect(compact.status == 0)
+        #expect(compact.stderr.isEmpty)
+        #expect(compact.stdout.hasPrefix("compacted "))
+        let bytesAfter = files.segments.reduce(0) { $0 + files.read($1).count }
+        #expect(bytesAfter * 10 < bytesBefore)
+
+        let stats = try await outbox("log", "stats", directory.path.string, "--json")
+        #expect(stats.status == 0)
+        let statistics = try jsonObject(try #require(stats.stdoutLines.first))
+        #expect((statistics["liveKeys"] as? NSNumber)?.intValue == 5)
+        #expect((statistics["totalBytes"] as? NSNumber)?.intValue == bytesAfter)
+
+        let records = try await outbox("log", "dump", directory.path.string, "--json").stdoutLines.map(jsonObject)
+        #expect(records.count == 5)
+        for record in records {
+            let key = try #require(record["key"] as? String)
+            let payload = try #require((record["payload"] as? String).flatMap { Data(base64Encoded: $0) })
+            #expect([UInt8](payload) == latest[key])
+        }
+    }
+
+    @Test("stats reports the segments, bytes and live keys on disk")
+    func statsMatchesDisk() async throws {
+        let directory = TemporaryDirectory()
+        try await writeRecords(60, to: directory.path)
+        let files = LogFiles(directory: directory.path)
+        let segmentBytes = files.segments.reduce(0) { $0 + files.read($1).count }
+
+        let json = try await outbox("log", "stats", directory.path.string, "--json")
+        #expect(json.status == 0)
+        #expect(json.stderr.isEmpty)
+        let statistics = try jsonObject(try #require(json.stdoutLines.first))
+        #expect((statistics["segments"] as? NSNumber)?.intValue == files.segments.count)
+        #expect((statistics["totalBytes"] as? NSNumber)?.intValue == segmentBytes)
+        #expect((statistics["liveBytes"] as? NSNumber)?.intValue == 60 * frameSize(key: "key-10", payload: 150) - 10 * 1)
+        #expect((statistics["liveKeys"] as? NSNumber)?.intValue == 60)
+        #expect(((statistics["nextSequence"] as? NSNumber)?.uint64Value ?? 0) > 60)
+        for field in ["deadBytes", "deadRatio", "writtenSequence", "durableSequence", "pendingBytes", "syncs",
+                      "compactions", "directory"] {
+            #expect(statistics[field] != nil, "missing \(field)")
+        }
+
+        let text = try await outbox("log", "stats", directory.path.string)
+        #expect(text.status == 0)
+        #expect(text.stdoutLines.contains { $0.hasPrefix("live keys") && $0.hasSuffix(" 60") })
+    }
+}
+
+// MARK: - Helpers
+
+extension CommandLineToolTests {
+    /// What one run of the tool did.
+    struct ToolRun: Sendable {
+        var status: Int32
+        var stdout: String
+        var stderr: String
+
+        var stdoutLines: [String] { stdout.split(separator: "\n", omittingEmptySubsequences: true).map(String.init) }
+        var stderrLines: [String] { stderr.split(separator: "\n", omittingEmptySubsequences: true).map(String.init) }
+    }
+
+    struct ToolNotBuilt: Error, CustomStringConvertible {
+        var description: String {
+            "the outbox executable was not found next to the test bundle: build with `swift build --build-tests`"
+        }
+    }
+
+    struct KilledBySignal: Error { var signal: Int32 }
+
+    /// The built `outbox` executable: in the products directory, the one
+    /// that holds the test bundle (`$OUTBOX_CLI` overrides it).
+    static let executable: URL? = {
+        if let override = ProcessInfo.processInfo.environment["OUTBOX_CLI"] { return URL(fileURLWithPath: override) }
+        var folders: [URL] = []
+        if let executable = Bundle.main.executableURL { folders.append(executable.deletingLastPathComponent()) }
+        folders.append(URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent())
+        for bundle in Bundle.allBundles where bundle.bundleURL.pathExtension == "xctest" {
+            folders.append(bundle.bundleURL.deletingLastPathComponent())
+        }
+        folders.append(Bundle.main.bundleURL)
+        return folders.map { $0.appendingPathComponent("outbox") }
+            .first { FileManager.default.isExecutableFile(atPath: $0.path) }
+    }()
+
+    func outbox(_ arguments: String...) async throws -> ToolRun { try await outbox(arguments) }
+
+    /// Runs the tool and waits for it without blocking a thread; its output
+    /// goes to files, so a large output cannot fill a pipe and stall it.
+    func outbox(_ arguments: [String]) async throws -> ToolRun {
+        guard let executable = Self.executable else { throw ToolNotBuilt() }
+        let outputs = TemporaryDirectory("outbox-cli-output")
+        let stdoutPath = outputs.appending("stdout").string
+        let stderrPath = outputs.appending("stderr").string
+        _ = FileManager.default.createFile(atPath: stdoutPath, contents: nil)
+        _ = FileManager.default.createFile(atPath: stderrPath, contents: nil)
+        let stdout = try FileHandle(forWritingTo: URL(fileURLWithPath: stdoutPath))
+        let stderr = try FileHandle(forWritingTo: URL(fileURLWithPath: stderrPath))
+        defer {
+            try? stdout.close()
+            try? stderr.close()
+        }
+
+        let process = Process()
+        process.executableURL = executable
+        process.arguments = arguments
+        process.standardInput = FileHandle.nullDevice
+        process.standardOutput = stdout
+        process.standardError = stderr
+        let (status, reason) = try await withCheckedThrowingContinuation {
+            (continuation: CheckedContinuation<(Int32, Process.TerminationReason), any Error>) in
+            process.terminationHandler = { process in
+                continuation.resume(returning: (process.terminationStatus, process.terminationReason))
+            }
+            do {
+                try process.run()
+            } catch {
+                process.terminationHandler = nil
+                continuation.resume(throwing: error)
+            }
+        }
+        if reason == .uncaughtSignal { throw KilledBySignal(signal: status) }
+        return ToolRun(
+            status: status,
+            stdout: String(decoding: FileManager.default.contents(atPath: stdoutPath) ?? Data(), as: UTF8.self),
+            stderr: String(decoding: FileManager.default.contents(atPath: stderrPath) ?? Data(), as: UTF8.self))
+    }
+
+    /// Parses one line of JSON output as an object.
+    func jsonObject(_ line: String) throws -> [String: Any] {
+        try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any], "not an object: \(line)")
+    }
+
+    /// The payload `outbox log append` writes for `key`: "<key>." repeated, cut to `size` bytes.
+    func expectedPayload(key: String, size: Int) -> [UInt8] {
+        let unit = Array((key + ".").utf8)
+        return (0..<size).map { unit[$0 % unit.count] }
+    }
+
+    /// Writes `count` keys of 150 bytes into 4 KiB segments (no automatic
+    /// compaction) and closes the log.
+    func writeRecords(_ count: Int, to directory: FilePath) async throws {
+        let log = try await OutboxLog.open(at: directory, configuration: smallSegments(4096))
+        for index in 0..<count {
+            try await log.put(LogKey("key-\(index)"), .pattern(150, seed: index), durability: .written)
+        }
+        try await log.close()
+    }
+}
+
+extension Array {
+    fileprivate subscript(safe index: Int) -> Element? { indices.contains(index) ? self[index] : nil }
+}
