@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import Synchronization
 import OutboxLog
 import SystemPackage
 import Testing
@@ -58,6 +59,14 @@ struct LogFiles {
         [UInt8](FileManager.default.contents(atPath: path.string) ?? Data())
     }
 
+    /// Overwrites bytes in place (same inode: an open log sees the change).
+    func overwrite(_ path: FilePath, at offset: Int, with bytes: [UInt8]) throws {
+        let handle = try #require(FileHandle(forUpdatingAtPath: path.string))
+        try handle.seek(toOffset: UInt64(offset))
+        try handle.write(contentsOf: Data(bytes))
+        try handle.close()
+    }
+
     func write(_ bytes: [UInt8], to path: FilePath) {
         _ = FileManager.default.createFile(atPath: path.string, contents: Data(bytes))
     }
@@ -114,4 +123,12 @@ func expectLog(_ log: OutboxLog, equals model: LogModel, _ comment: Comment? = n
         #expect(entry?.value == expected.value, "\(key): \(comment?.description ?? "")", sourceLocation: sourceLocation)
         #expect(entry?.annotation?.payload == expected.annotation, "\(key) annotation: \(comment?.description ?? "")", sourceLocation: sourceLocation)
     }
+}
+
+/// A value shared between tasks, behind a lock.
+final class Locked<Value: Sendable>: Sendable {
+    private let mutex: Mutex<Value>
+    init(_ value: Value) { mutex = Mutex(value) }
+    func withLock<R>(_ body: (inout Value) -> R) -> R { mutex.withLock { body(&$0) } }
+    var value: Value { mutex.withLock { $0 } }
 }

@@ -11,10 +11,16 @@ extension LogCore {
 
     /// The live value (and annotation) of `key`, verified, or `nil`.
     func get(_ key: LogKey) async throws(OutboxLogError) -> LogEntry? {
+        var flushed = false
         while true {
             let lookup = try state.withLock { state throws(OutboxLogError) -> Lookup in
                 try state.checkReadable()
                 guard let entry = state.index.entries[key] else { return .absent }
+                for location in [entry.value, entry.annotation] where location.exists {
+                    guard state.slots[location.segment] != nil else {
+                        throw OutboxLogError(.io, "internal error: the index points into a segment the log no longer has")
+                    }
+                }
                 guard let valueFile = state.readableFile(for: entry.value) else { return .flush(state.nextSequence - 1) }
                 guard entry.annotation.exists else { return .found(entry, valueFile, nil) }
                 guard let annotationFile = state.readableFile(for: entry.annotation) else {
@@ -26,6 +32,9 @@ extension LogCore {
             case .absent:
                 return nil
             case .flush(let sequence):
+                // Once everything up to now is written, the record is readable.
+                if flushed { throw OutboxLogError(.io, "internal error: a written record is not readable") }
+                flushed = true
                 try await waitFor(sequence, durable: false)
             case .found(let entry, let valueFile, let annotationFile):
                 return try await readers.run { () throws(OutboxLogError) -> LogEntry in

@@ -178,7 +178,8 @@ struct Recovery {
         var damaged: [DamagedSegment] = []
         var tornTail: (candidate: Candidate, analysis: SegmentAnalysis, id: UInt32)?
         var segmentsWithKnownDamage: Set<UInt32> = []
-        var previous: (header: SegmentHeader?, name: String, lastSequence: UInt64?)?
+        // The segment before this one; its end is only trusted if it was undamaged.
+        var previous: (header: SegmentHeader?, name: String, lastSequence: UInt64?, damaged: Bool)?
         var highestSequence: UInt64 = 0
         var endsWithMarker = true
         let tolerateGaps = salvaged || configuration.recoveryMode == .salvage
@@ -195,29 +196,37 @@ struct Recovery {
                 case .failure(let failure): reason = "bad segment header (\(failure))"
                 }
                 damaged.append(DamagedSegment(candidate: candidate, header: nil, offset: 0, reason: reason))
-                previous = (nil, name, nil)
+                previous = (nil, name, nil, true)
                 continue
             }
             // Sequence numbers must continue from the previous segment.
-            if let earlier, let previousHeader = earlier.header {
+            // (A damaged segment's salvaged copy is given the range up to
+            // this segment's base, so only undamaged predecessors are checked.)
+            if let earlier, !earlier.damaged, let previousHeader = earlier.header {
                 let expected: UInt64? = previousHeader.coverEnd ?? earlier.lastSequence.map { $0 + 1 }
-                if let expected, header.baseSequence != expected {
-                    let reason = header.baseSequence > expected
-                        ? "sequences \(expected)..<\(header.baseSequence) are missing before this segment (was a segment file deleted?)"
-                        : "segment starts at \(header.baseSequence), inside the previous segment's range"
-                    if header.baseSequence < expected || !tolerateGaps {
-                        damaged.append(DamagedSegment(candidate: candidate, header: header, offset: 0, reason: reason, minimumSequence: expected))
-                        previous = (header, name, max(earlier.lastSequence ?? 0, expected - 1))
-                        continue
-                    }
-                    report.skipped.append(.init(file: name, offset: 0, bytes: 0, reason: reason))
-                } else if expected == nil {
+                if let expected, header.baseSequence < expected {
+                    let reason = "segment starts at \(header.baseSequence), inside the previous segment's range"
                     damaged.append(
                         DamagedSegment(
-                            candidate: candidate, header: header, offset: 0,
-                            reason: "the previous segment \(earlier.name) is empty but not the newest"))
-                    previous = (header, name, nil)
+                            candidate: candidate, header: header, offset: 0, reason: reason, minimumSequence: expected))
+                    previous = (header, name, max(earlier.lastSequence ?? 0, expected - 1), true)
                     continue
+                }
+                let gap: String? =
+                    if let expected {
+                        header.baseSequence > expected
+                            ? "sequences \(expected)..<\(header.baseSequence) are missing before this segment (was a segment file deleted?)"
+                            : nil
+                    } else {
+                        "the previous segment \(earlier.name) is empty but not the newest"
+                    }
+                if let gap {
+                    if !tolerateGaps {
+                        damaged.append(DamagedSegment(candidate: candidate, header: header, offset: 0, reason: gap))
+                        previous = (header, name, nil, true)
+                        continue
+                    }
+                    report.skipped.append(.init(file: name, offset: 0, bytes: 0, reason: gap))
                 }
             }
 
@@ -272,7 +281,8 @@ struct Recovery {
                         DamagedSegment(candidate: candidate, header: header, offset: damage.offset, reason: reason, analysis: analysis))
                 }
             }
-            previous = (header, name, analysis.leading.lastSequence ?? (header.coverEnd.map { $0 - 1 }))
+            let segmentDamaged = analysis.damage != nil && tornTail?.id != file.id
+            previous = (header, name, analysis.leading.lastSequence ?? (header.coverEnd.map { $0 - 1 }), segmentDamaged)
         }
 
         // 4. Damage other than a torn tail.
@@ -395,7 +405,9 @@ struct Recovery {
                 report.skipped.append(.init(file: segment.name, offset: 0, bytes: 0, reason: segment.reason))
             }
             let position = ordered.firstIndex { $0.base == segment.candidate.base }!
-            let coverEnd = position + 1 < ordered.count ? ordered[position + 1].base : highestSequence + 1
+            let ownHighest = max(kept.last?.sequence ?? 0, analysis.damage?.highestSequenceAfter ?? 0)
+            let coverEnd =
+                position + 1 < ordered.count ? ordered[position + 1].base : max(highestSequence, ownHighest) + 1
             let base = max(header.baseSequence, minimum)
             let output = SegmentHeader(baseSequence: base, coverEnd: max(coverEnd, base), salt: UInt64.random(in: 1...UInt64.max))
             var bytes = output.encoded()
