@@ -33,8 +33,25 @@ public struct LogKey: Hashable, Sendable, Comparable, CustomStringConvertible, E
         }
     }
 
+    /// A key made of the bytes in `buffer` (copied).
+    public init(_ buffer: UnsafeRawBufferPointer) {
+        if buffer.count <= Self.inlineCapacity {
+            var words: (UInt64, UInt64, UInt64) = (0, 0, 0)
+            Swift.withUnsafeMutableBytes(of: &words) { raw in
+                raw.copyMemory(from: buffer)
+                raw[23] = UInt8(buffer.count)
+            }
+            (w0, w1, w2) = words
+        } else {
+            heap = Array(buffer)
+        }
+    }
+
     /// A key made of the UTF-8 bytes of `string`.
-    public init(_ string: String) { self.init(Array(string.utf8)) }
+    public init(_ string: String) {
+        var string = string
+        self = string.withUTF8 { LogKey(UnsafeRawBufferPointer($0)) }
+    }
 
     public init(stringLiteral value: String) { self.init(value) }
 
@@ -72,6 +89,45 @@ public struct LogKey: Hashable, Sendable, Comparable, CustomStringConvertible, E
             let digits = String(byte, radix: 16)
             return digits.count == 1 ? "0" + digits : digits
         }.joined()
+    }
+
+    public static func == (lhs: LogKey, rhs: LogKey) -> Bool {
+        lhs.w0 == rhs.w0 && lhs.w1 == rhs.w1 && lhs.w2 == rhs.w2 && lhs.heap == rhs.heap
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(w0)
+        hasher.combine(w1)
+        hasher.combine(w2)
+        if let heap { hasher.combine(heap) }
+    }
+
+    /// The index hashes every key on every append and every recovered
+    /// record; a full SipHash round (`Hasher`) was a fifth of recovery time.
+    /// Inline keys are mixed directly with the dictionary's per-instance
+    /// seed (a multiply–xorshift finalizer, as in SplitMix64); keys are
+    /// chosen by the application, so hash flooding is not a threat here.
+    /// Long keys use `Hasher` as usual.
+    public func _rawHashValue(seed: Int) -> Int {
+        if heap != nil {
+            var hasher = Hasher()
+            hasher.combine(seed)
+            hash(into: &hasher)
+            return hasher.finalize()
+        }
+        var x = UInt64(bitPattern: Int64(seed)) &+ 0x9E37_79B9_7F4A_7C15
+        x = Self.mix(x ^ w0)
+        x = Self.mix(x ^ w1)
+        x = Self.mix(x ^ w2)
+        return Int(truncatingIfNeeded: x)
+    }
+
+    @inline(__always)
+    private static func mix(_ value: UInt64) -> UInt64 {
+        var z = value &+ 0x9E37_79B9_7F4A_7C15
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
     }
 
     /// Byte-wise lexicographic order.

@@ -81,7 +81,7 @@ public final class OutboxLog: Sendable {
     /// Sets the value of `key`. Returns the record's sequence number.
     @discardableResult
     public func put(_ key: LogKey, _ value: [UInt8], durability: Durability) async throws(OutboxLogError) -> UInt64 {
-        try await core.append([.value(key, value)], durability: durability)
+        try await core.append(CollectionOfOne(.value(key, value)), durability: durability)
     }
 
     /// Replaces the annotation of `key`'s value. The key must have a value.
@@ -89,7 +89,7 @@ public final class OutboxLog: Sendable {
     public func annotate(_ key: LogKey, _ annotation: [UInt8], durability: Durability) async throws(OutboxLogError)
         -> UInt64
     {
-        try await core.append([.annotation(key, annotation)], durability: durability)
+        try await core.append(CollectionOfOne(.annotation(key, annotation)), durability: durability)
     }
 
     /// Deletes `key`. Returns the tombstone's sequence number, or `nil` (and
@@ -97,7 +97,7 @@ public final class OutboxLog: Sendable {
     @discardableResult
     public func delete(_ key: LogKey, durability: Durability) async throws(OutboxLogError) -> UInt64? {
         guard core.contains(key) else { return nil }
-        return try await core.append([.tombstone(key)], durability: durability)
+        return try await core.append(CollectionOfOne(.tombstone(key)), durability: durability)
     }
 
     /// Writes every buffered record to the OS (survives an app kill).

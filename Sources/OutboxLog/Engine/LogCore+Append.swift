@@ -3,7 +3,9 @@
 extension LogCore {
     /// Appends `writes` as one atomic batch; returns the sequence number of
     /// the last record.
-    func append(_ writes: [LogWrite], durability: Durability) async throws(OutboxLogError) -> UInt64 {
+    func append<Writes: RandomAccessCollection<LogWrite>>(
+        _ writes: Writes, durability: Durability
+    ) async throws(OutboxLogError) -> UInt64 {
         try validate(writes)
         switch durability {
         case .buffered:
@@ -19,8 +21,8 @@ extension LogCore {
             return sequence
         case .written, .durable:
             var sequence: UInt64 = 0
-            let result = await withCheckedContinuation {
-                (continuation: CheckedContinuation<Result<Void, OutboxLogError>, Never>) in
+            let result = await withUnsafeContinuation {
+                (continuation: UnsafeContinuation<Result<Void, OutboxLogError>, Never>) in
                 let outcome = state.withLock { state -> Result<Bool, OutboxLogError> in
                     do throws(OutboxLogError) {
                         sequence = try encode(writes, into: &state)
@@ -43,8 +45,8 @@ extension LogCore {
 
     /// Waits until every record up to `sequence` is written (or durable).
     func waitFor(_ sequence: UInt64, durable: Bool) async throws(OutboxLogError) {
-        let result = await withCheckedContinuation {
-            (continuation: CheckedContinuation<Result<Void, OutboxLogError>, Never>) in
+        let result = await withUnsafeContinuation {
+            (continuation: UnsafeContinuation<Result<Void, OutboxLogError>, Never>) in
             let action = state.withLock { state -> Result<Bool, OutboxLogError>? in
                 if durable ? sequence <= state.durableSequence : sequence <= state.writtenSequence { return nil }
                 if case .poisoned(let error) = state.phase { return .failure(.poisoned(by: error)) }
@@ -71,7 +73,7 @@ extension LogCore {
     }
 
     /// Rejects a bad batch before anything is encoded: nothing is written.
-    private func validate(_ writes: [LogWrite]) throws(OutboxLogError) {
+    private func validate(_ writes: some Collection<LogWrite>) throws(OutboxLogError) {
         if configuration.readOnly { throw OutboxLogError(.invalidArgument, "the log was opened read-only") }
         if writes.isEmpty { throw OutboxLogError(.invalidArgument, "an append needs at least one record") }
         for write in writes {
@@ -92,7 +94,9 @@ extension LogCore {
 
     /// Encodes a batch into the open chunk and indexes it. Either the whole
     /// batch is encoded or (on error) nothing is.
-    private func encode(_ writes: [LogWrite], into state: inout LogState) throws(OutboxLogError) -> UInt64 {
+    private func encode(_ writes: some RandomAccessCollection<LogWrite>, into state: inout LogState) throws(OutboxLogError)
+        -> UInt64
+    {
         if let error = state.isAcceptingWrites { throw error }
         if writes.contains(where: { $0.kind == .annotation }) { try checkAnnotations(writes, in: state.index) }
 
@@ -100,17 +104,18 @@ extension LogCore {
         for write in writes { total += write.frameSize }
         state.prepareActiveSegment(for: total, configuration: configuration)
         var sequence: UInt64 = 0
+        let count = writes.count
         for (position, write) in writes.enumerated() {
             sequence = state.encodeFrame(
                 FrameKind(write.kind), key: write.key, payload: write.payload,
-                batchContinues: position < writes.count - 1, batchContinuation: position > 0)
+                batchContinues: position < count - 1, batchContinuation: position > 0)
         }
         state.finishEncoding(configuration: configuration)
         return sequence
     }
 
     /// An annotation needs a live value: in the index, or earlier in the batch.
-    private func checkAnnotations(_ writes: [LogWrite], in index: LogIndex) throws(OutboxLogError) {
+    private func checkAnnotations(_ writes: some Collection<LogWrite>, in index: LogIndex) throws(OutboxLogError) {
         var liveInBatch: [LogKey: Bool] = [:]
         for write in writes {
             switch write.kind {

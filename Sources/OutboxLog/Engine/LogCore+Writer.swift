@@ -32,11 +32,12 @@ extension LogCore {
     private func writerLoop(target initialTarget: SegmentFile?) {
         var target = initialTarget
         while true {
-            guard let work = state.withLock({ takeWork(&$0) }) else {
+            guard var work = state.withLock({ takeWork(&$0) }) else {
                 writerWakeup.wait()
                 continue
             }
             let outcome = perform(work, target: &target)
+            let spares = Self.emptiedBuffers(&work)
             var finished: [(Waiter, Result<Void, OutboxLogError>)] = []
             var exit: CheckedContinuation<Result<Void, OutboxLogError>, Never>?
             let rolled = state.withLock { state -> Bool in
@@ -50,6 +51,7 @@ extension LogCore {
                         state.syncs += 1
                     }
                     state.pendingBytes -= work.bytes
+                    for buffer in spares where state.spareBuffers.count < 4 { state.spareBuffers.append(buffer) }
                     var remaining: [Waiter] = []
                     for waiter in state.waiters {
                         if waiter.isSatisfied(written: state.writtenSequence, durable: state.durableSequence) {
@@ -80,6 +82,20 @@ extension LogCore {
                 return
             }
         }
+    }
+
+    /// Takes the written chunks' buffers out of `work`, emptied but with
+    /// their capacity, so appends can reuse them.
+    private static func emptiedBuffers(_ work: inout Work) -> [[UInt8]] {
+        var chunks = work.chunks
+        work.chunks = []
+        var buffers: [[UInt8]] = []
+        while let chunk = chunks.popLast() {
+            guard case .bytes(_, _, var data, _) = consume chunk else { continue }
+            data.removeAll(keepingCapacity: true)
+            buffers.append(data)
+        }
+        return buffers
     }
 
     /// Decides under the lock what the writer does next; `nil` means sleep.

@@ -43,30 +43,46 @@ struct SegmentUsage: Sendable, Hashable {
 /// two can never disagree.
 struct LogIndex: Sendable {
     var entries: [LogKey: IndexEntry] = [:]
-    var usage: [UInt32: SegmentUsage] = [:]
+    var usage = SegmentUsageTable()
 
     /// Records `kind` for `key` at `location`, in sequence order.
     mutating func apply(_ kind: FrameKind, key: LogKey, at location: Location) {
         let length = Int64(location.length)
-        usage[location.segment, default: SegmentUsage()].totalBytes += length
-        usage[location.segment]!.records += 1
+        var live = false
         switch kind {
         case .value:
             if let old = entries.updateValue(IndexEntry(value: location, annotation: .none), forKey: key) {
                 release(old)
             }
-            markLive(location)
+            live = true
         case .annotation:
-            guard var entry = entries[key] else { return }  // annotates nothing: dead on arrival
-            if entry.annotation.exists { markDead(entry.annotation) }
-            entry.annotation = location
-            entries[key] = entry
-            markLive(location)
+            // An annotation of nothing is dead on arrival.
+            if let index = entries.index(forKey: key) {
+                let previous = entries.values[index].annotation
+                if previous.exists { markDead(previous) }
+                entries.values[index].annotation = location
+                live = true
+            }
         case .tombstone:
             if let old = entries.removeValue(forKey: key) { release(old) }
         case .marker:
-            usage[location.segment]!.markerBytes += length  // dead on arrival: compaction drops it
+            break
         }
+        // One access to the segment's usage: this runs for every record.
+        update(location.segment) { usage in
+            usage.totalBytes += length
+            usage.records += 1
+            if live {
+                usage.liveBytes += length
+                usage.liveRecords += 1
+            }
+            if kind == .marker { usage.markerBytes += length }  // dead on arrival: compaction drops it
+        }
+    }
+
+    @inline(__always)
+    private mutating func update(_ segment: UInt32, _ body: (inout SegmentUsage) -> Void) {
+        body(&usage[segment, default: SegmentUsage()])
     }
 
     /// Whether the frame at `location` is what the index holds for `key`.
@@ -84,13 +100,10 @@ struct LogIndex: Sendable {
         if entry.annotation.exists { markDead(entry.annotation) }
     }
 
-    private mutating func markLive(_ location: Location) {
-        usage[location.segment]!.liveBytes += Int64(location.length)
-        usage[location.segment]!.liveRecords += 1
-    }
-
     private mutating func markDead(_ location: Location) {
-        usage[location.segment]?.liveBytes -= Int64(location.length)
-        usage[location.segment]?.liveRecords -= 1
+        update(location.segment) { usage in
+            usage.liveBytes -= Int64(location.length)
+            usage.liveRecords -= 1
+        }
     }
 }

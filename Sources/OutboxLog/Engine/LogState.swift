@@ -30,7 +30,9 @@ enum WriteChunk {
 struct Waiter {
     var sequence: UInt64
     var durable: Bool
-    var continuation: CheckedContinuation<Result<Void, OutboxLogError>, Never>
+    /// Unsafe rather than checked: this is resumed once per append, exactly
+    /// once by construction (the writer removes it from `waiters` first).
+    var continuation: UnsafeContinuation<Result<Void, OutboxLogError>, Never>
 
     func isSatisfied(written: UInt64, durable durableSequence: UInt64) -> Bool {
         durable ? sequence <= durableSequence : sequence <= written
@@ -78,6 +80,9 @@ struct LogState {
     /// The chunk appends are filling (for the active segment).
     var openChunk: (offset: Int64, data: [UInt8], lastSequence: UInt64)?
     var pendingBytes = 0
+    /// Chunk buffers the writer has finished with, kept for reuse: a fresh
+    /// megabyte buffer costs a page fault per 4 KiB on first touch.
+    var spareBuffers: [[UInt8]] = []
     /// Whether the newest frame is a marker: nothing since the last
     /// checkpoint, so close need not write another.
     var lastFrameIsMarker = true
@@ -139,7 +144,7 @@ struct LogState {
             startSegment()
         }
         if openChunk == nil {
-            var data: [UInt8] = []
+            var data = spareBuffers.popLast() ?? []
             data.reserveCapacity(min(configuration.groupCommitLimit, max(bytes, 4096)))
             openChunk = (offset: activeSize, data: data, lastSequence: 0)
         }

@@ -67,13 +67,18 @@ enum RecordFrame {
     ) {
         let start = buffer.count
         let length = size(keyCount: key.count, payloadCount: payload.count)
-        buffer.appendLittleEndian(UInt32(0))  // CRC, patched below
-        buffer.appendLittleEndian(UInt32(length))
-        buffer.append(kind.rawValue)
-        buffer.append((batchContinues ? batchContinuesFlag : 0) | (batchContinuation ? batchContinuationFlag : 0))
-        buffer.appendLittleEndian(UInt16(key.count))
-        buffer.appendLittleEndian(sequence)
-        buffer.appendLittleEndian(durableWatermark)
+        // The header is built on the stack and appended in one go: this runs
+        // for every record, under the log's lock.
+        var header: (UInt64, UInt64, UInt64, UInt32) = (0, 0, 0, 0)
+        withUnsafeMutableBytes(of: &header) { raw in
+            raw.storeLittleEndian(UInt32(length), at: 4)
+            raw[8] = kind.rawValue
+            raw[9] = (batchContinues ? batchContinuesFlag : 0) | (batchContinuation ? batchContinuationFlag : 0)
+            raw.storeLittleEndian(UInt16(key.count), at: 10)
+            raw.storeLittleEndian(sequence, at: 12)
+            raw.storeLittleEndian(durableWatermark, at: 20)
+            buffer.append(contentsOf: UnsafeRawBufferPointer(rebasing: raw[..<headerSize]))
+        }
         key.withUnsafeBytes { buffer.append(contentsOf: $0) }
         buffer.append(contentsOf: payload)
         buffer.withUnsafeMutableBytes { raw in

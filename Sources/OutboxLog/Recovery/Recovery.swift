@@ -184,12 +184,39 @@ struct Recovery {
         var endsWithMarker = true
         let tolerateGaps = salvaged || configuration.recoveryMode == .salvage
 
+        let totalBytes = ordered.reduce(Int64(0)) { $0 + $1.size }
+        var scannedBytes: Int64 = 0
+        // Read-only salvage serves the intact records past damage in place.
+        let indexLaterRuns = configuration.readOnly && tolerateGaps
+        func hasUsableHeader(_ candidate: Candidate) -> Bool {
+            if case .success(let header) = candidate.header, header.baseSequence == candidate.base { return true }
+            return false
+        }
+        let prefetcher = SegmentPrefetcher(
+            ordered.compactMap { candidate in
+                guard hasUsableHeader(candidate), case .success(let header) = candidate.header else { return nil }
+                return SegmentPrefetcher.Job(
+                    fileSystem: fileSystem, descriptor: candidate.descriptor, path: candidate.path,
+                    size: candidate.size, header: header,
+                    name: candidate.path.lastComponent?.string ?? candidate.path.string)
+            },
+            collectLaterRecords: indexLaterRuns)
+        defer { prefetcher.cancel() }
         for (position, candidate) in ordered.enumerated() {
             let earlier = previous
+            // Size the index once, from what the first segments hold, rather
+            // than let it double (and rehash every key) a dozen times.
+            if scannedBytes > 0 && position <= 2 {
+                let estimate = Double(index.entries.count) / Double(scannedBytes) * Double(totalBytes)
+                if estimate > Double(index.entries.capacity) { index.entries.reserveCapacity(Int(estimate * 1.1)) }
+            }
+            scannedBytes += candidate.size
             let name = candidate.path.lastComponent?.string ?? candidate.path.string
             let isNewest = position == ordered.count - 1
             report.bytes += candidate.size
-            guard case .success(let header) = candidate.header, header.baseSequence == candidate.base else {
+            // Every segment with a usable header was scanned, in order.
+            let scanned = hasUsableHeader(candidate) ? try prefetcher.next() : nil
+            guard let scanned, case .success(let header) = candidate.header else {
                 let reason: String
                 switch candidate.header {
                 case .success(let header): reason = "header names base \(header.baseSequence), the file name \(candidate.base)"
@@ -238,29 +265,18 @@ struct Recovery {
                 opened[at].descriptor = FileDescriptor(rawValue: -1)
             }
             nextID += 1
-            let reader = ChunkedFileReader(
-                fileSystem: fileSystem, descriptor: candidate.descriptor, path: candidate.path, fileSize: candidate.size)
-            let scanner = SegmentScanner(reader: reader, header: header)
             let id = file.id
             index.usage[id] = SegmentUsage()
             var recordCount = 0
-            // Read-only salvage serves the intact records past damage in place.
-            let indexLaterRuns = configuration.readOnly && tolerateGaps
-            let analysis = try SegmentAnalysis.analyze(
-                scanner, file: name,
-                visit: { record in
+            for records in [scanned.records, scanned.laterRecords] {
+                for record in records {
                     if record.kind != .marker { recordCount += 1 }
                     index.apply(
                         record.kind, key: record.key,
                         at: Location(segment: id, offset: UInt32(record.offset), length: UInt32(record.length)))
-                },
-                visitLater: { record in
-                    guard indexLaterRuns else { return }
-                    if record.kind != .marker { recordCount += 1 }
-                    index.apply(
-                        record.kind, key: record.key,
-                        at: Location(segment: id, offset: UInt32(record.offset), length: UInt32(record.length)))
-                })
+                }
+            }
+            let analysis = scanned.analysis
             report.records += recordCount
             files.append(file)
             endsWithMarker = analysis.leading.records == 0 ? endsWithMarker : analysis.leading.endsWithMarker

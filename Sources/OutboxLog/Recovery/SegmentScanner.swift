@@ -118,23 +118,30 @@ final class SegmentScanner {
             }
             allowGap = false
             lastFrameSequence = decoded.sequence
-            if batch.isEmpty { batchStart = position }
             let record = ScannedRecord(
                 kind: decoded.kind,
                 key: LogKey(UnsafeRawBufferPointer(rebasing: frameBytes[decoded.keyRange])),
                 sequence: decoded.sequence, offset: position, length: decoded.length)
-            batch.append(record)
             run.maximumWatermark = max(run.maximumWatermark, decoded.durableWatermark)
-            position += Int64(decoded.length)
-            if !decoded.batchContinues {
+            if batch.isEmpty && !decoded.batchContinues {
+                // A lone record (the common case) commits at once.
+                position += Int64(decoded.length)
+                visit(record)
+                run.records += 1
+                if run.firstSequence == nil { run.firstSequence = record.sequence }
+            } else {
+                if batch.isEmpty { batchStart = position }
+                batch.append(record)
+                position += Int64(decoded.length)
+                if decoded.batchContinues { continue }
                 for committed in batch { visit(committed) }
                 run.records += batch.count
                 if run.firstSequence == nil { run.firstSequence = batch[0].sequence }
-                run.lastSequence = decoded.sequence
-                run.endsWithMarker = decoded.kind == .marker
-                run.end = position
                 batch.removeAll(keepingCapacity: true)
             }
+            run.lastSequence = decoded.sequence
+            run.endsWithMarker = decoded.kind == .marker
+            run.end = position
         }
         if !batch.isEmpty { return stop("incomplete batch at the end of the file") }
         return run
