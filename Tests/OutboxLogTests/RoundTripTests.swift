@@ -56,3 +56,32 @@ struct RoundTripTests {
         }
     }
 }
+
+@Suite("Submit")
+struct SubmitTests {
+    @Test("submitted batches keep call order, and awaiting the last ticket makes all of them durable")
+    func pipelinedSubmits() async throws {
+        let directory = TemporaryDirectory()
+        let log = try await OutboxLog.open(at: directory.path, configuration: smallSegments())
+        var tickets: [LogTicket] = []
+        for i in 0..<500 {
+            tickets.append(try log.submit([.value(LogKey("k\(i % 50)"), .pattern(40, seed: i))]))
+        }
+        #expect(tickets.map(\.sequence) == tickets.map(\.sequence).sorted())
+        try await tickets.last!.wait(for: .durable)
+        #expect(log.statistics.durableSequence >= tickets.last!.sequence)
+        try await log.close()
+        let reopened = try await OutboxLog.open(at: directory.path, configuration: smallSegments())
+        for i in 450..<500 { #expect(try await reopened.get(LogKey("k\(i % 50)"))?.value == .pattern(40, seed: i)) }
+        try await reopened.close()
+    }
+
+    @Test("submit validates like append and writes nothing on bad input")
+    func submitValidates() async throws {
+        let directory = TemporaryDirectory()
+        let log = try await OutboxLog.open(at: directory.path, configuration: testConfiguration())
+        #expect(throws: OutboxLogError.self) { _ = try log.submit([.annotation("nothing", [1])]) }
+        #expect(log.statistics.nextSequence == 1)
+        try await log.close()
+    }
+}

@@ -78,6 +78,24 @@ public final class OutboxLog: Sendable {
         try await core.append(writes, durability: durability)
     }
 
+    /// Encodes `writes` as one atomic batch into the log *now*, in call
+    /// order, and returns without waiting for any I/O. Await the ticket to
+    /// reach the durability you need:
+    ///
+    /// ```swift
+    /// let ticket = try log.submit([.value(key, payload)])
+    /// try await ticket.wait(for: .durable)
+    /// ```
+    ///
+    /// Use it to pipeline many appends from one producer, or to keep the
+    /// log's order identical to the order of your own state changes (submit
+    /// while holding your lock, wait after releasing it). Until a ticket is
+    /// awaited (or a later write or sync happens), its records are only
+    /// `buffered`. Validation is the same as ``append(_:durability:)``.
+    public func submit(_ writes: [LogWrite]) throws(OutboxLogError) -> LogTicket {
+        LogTicket(core: core, sequence: try core.submit(writes))
+    }
+
     /// Sets the value of `key`. Returns the record's sequence number.
     @discardableResult
     public func put(_ key: LogKey, _ value: [UInt8], durability: Durability) async throws(OutboxLogError) -> UInt64 {
@@ -168,4 +186,18 @@ public final class OutboxLog: Sendable {
     /// Writes and syncs everything, then releases the files and the lock.
     /// Every later call throws ``OutboxLogError/Code/closed``. Idempotent.
     public func close() async throws(OutboxLogError) { try await core.close() }
+}
+
+/// A batch encoded by ``OutboxLog/submit(_:)``: await it to make the batch
+/// (and everything before it) reach a durability level.
+public struct LogTicket: Sendable {
+    let core: LogCore
+    /// The sequence number of the batch's last record.
+    public let sequence: UInt64
+
+    /// Waits until the batch is `written` or `durable`. With `buffered`,
+    /// returns at once unless too many bytes are waiting to be written.
+    public func wait(for durability: Durability) async throws(OutboxLogError) {
+        try await core.wait(for: sequence, reaching: durability)
+    }
 }

@@ -43,6 +43,30 @@ extension LogCore {
         }
     }
 
+    /// Encodes and indexes `writes` now, without waiting for any I/O;
+    /// returns the sequence number of the last record.
+    func submit<Writes: RandomAccessCollection<LogWrite>>(_ writes: Writes) throws(OutboxLogError) -> UInt64 {
+        try validate(writes)
+        let (sequence, wake) = try state.withLock { state throws(OutboxLogError) -> (UInt64, Bool) in
+            let sequence = try encode(writes, into: &state)
+            return (sequence, state.pendingBytes >= configuration.bufferedFlushThreshold && state.claimWriterWakeup())
+        }
+        wakeWriter(wake)
+        return sequence
+    }
+
+    /// Waits until `sequence` reached `durability`; for `buffered`, waits
+    /// only if too many bytes are pending (back-pressure).
+    func wait(for sequence: UInt64, reaching durability: Durability) async throws(OutboxLogError) {
+        switch durability {
+        case .buffered:
+            let overfull = state.withLock { $0.pendingBytes > configuration.maximumPendingBytes }
+            if overfull { try await waitFor(sequence, durable: false) }
+        case .written: try await waitFor(sequence, durable: false)
+        case .durable: try await waitFor(sequence, durable: true)
+        }
+    }
+
     /// Waits until every record up to `sequence` is written (or durable).
     func waitFor(_ sequence: UInt64, durable: Bool) async throws(OutboxLogError) {
         let result = await withUnsafeContinuation {
