@@ -13,6 +13,7 @@ let package = Package(
     products: [
         .library(name: "OutboxLog", targets: ["OutboxLog"]),
         .library(name: "OutboxLogTesting", targets: ["OutboxLogTesting"]),
+        .library(name: "Outbox", targets: ["Outbox"]),
         .executable(name: "outbox", targets: ["OutboxCLI"]),
     ],
     dependencies: [
@@ -20,6 +21,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-system", from: "1.8.1"),
         .package(url: "https://github.com/apple/swift-collections", from: "1.6.0"),
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-crypto", "3.12.3"..<"5.0.0"),
         .package(url: "https://github.com/x-sheep/swift-property-based", from: "2.0.1"),
     ],
     targets: [
@@ -53,10 +55,24 @@ let package = Package(
             ]
         ),
 
+        // The outbox: entries, the repository interface and its stores.
+        .target(
+            name: "Outbox",
+            dependencies: [
+                "OutboxLog",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "SystemPackage", package: "swift-system"),
+                .product(name: "DequeModule", package: "swift-collections"),
+                .product(name: "HeapModule", package: "swift-collections"),
+            ]
+        ),
+
         // The `outbox` command-line tool.
         .executableTarget(
             name: "OutboxCLI",
             dependencies: [
+                "Outbox",
                 "OutboxLog",
                 "OutboxLogTesting",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
@@ -69,6 +85,18 @@ let package = Package(
             dependencies: [
                 "OutboxLog",
                 "OutboxLogTesting",
+                .product(name: "SystemPackage", package: "swift-system"),
+                .product(name: "PropertyBased", package: "swift-property-based"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        .testTarget(
+            name: "OutboxTests",
+            dependencies: [
+                "Outbox",
+                "OutboxLog",
+                "OutboxLogTesting",
+                .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "SystemPackage", package: "swift-system"),
                 .product(name: "PropertyBased", package: "swift-property-based"),
                 .product(name: "Logging", package: "swift-log"),

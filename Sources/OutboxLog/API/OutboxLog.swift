@@ -58,6 +58,20 @@ public final class OutboxLog: Sendable {
         OutboxLog(core: try await LogCore.open(at: directory, configuration: configuration))
     }
 
+    /// Deletes the log in `directory` and the directory itself (a user's
+    /// data at logout, say). Fails with ``OutboxLogError/Code/locked`` —
+    /// deleting nothing — if the log is open, in this process or another.
+    /// Deleting a directory that does not exist succeeds.
+    public static func destroy(
+        at directory: FilePath, fileSystem: any FileSystem = PosixFileSystem()
+    ) async throws(OutboxLogError) {
+        let pool = BlockingThreadPool(threads: 1, name: "outbox-log-destroy")
+        defer { pool.shutdown() }
+        try await pool.run { () throws(OutboxLogError) in
+            try LogDirectoryRemoval(directory: directory, fileSystem: fileSystem).run()
+        }
+    }
+
     /// What the open found and repaired.
     public var recoveryReport: RecoveryReport { core.recoveryReport }
 

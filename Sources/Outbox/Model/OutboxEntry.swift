@@ -1,0 +1,66 @@
+import Foundation
+
+/// One server-bound write recorded in the outbox.
+///
+/// Everything here is stored durably. The idempotency key is minted once, at
+/// enqueue, and sent unchanged with every attempt; auth headers are never
+/// stored (they come from a token provider at send time).
+public struct OutboxEntry: Sendable, Hashable, Identifiable {
+    public typealias ID = OutboxEntryID
+
+    // MARK: Identity and request
+
+    /// The local id (a UUID minted on the device).
+    public var id: ID
+    /// Sent as the `Idempotency-Key` header on every attempt. Never changes.
+    public var idempotencyKey: String
+    /// The action's discriminator: which handler delivers it.
+    public var type: String
+    /// The HTTP method, e.g. `POST`.
+    public var method: String
+    /// The endpoint relative to the server's base URL, e.g. `/albums/local:…/photos`.
+    public var endpoint: String
+    /// The request body.
+    public var payload: [UInt8]
+    /// Extra, non-secret headers (never `Authorization`).
+    public var headers: [String: String]
+
+    // MARK: Scheduling
+
+    /// The user (partition) the entry belongs to.
+    public var partition: String
+    /// Entries with the same scope are sent one at a time, in sequence order.
+    public var scope: String?
+    /// Entries that must succeed before this one is sent.
+    public var dependencies: [ID]
+    /// Higher first; within a priority, lower sequence first.
+    public var priority: Int
+    /// Order within the partition: increases with every enqueue.
+    public var sequence: UInt64
+    /// Enqueueing another entry with this key replaces this one while it is
+    /// still pending: the latest value wins.
+    public var coalescingKey: String?
+
+    // MARK: State
+
+    public var status: OutboxStatus
+    /// Attempts started so far.
+    public var attempts: Int
+    /// After this many attempts a transient failure quarantines the entry.
+    public var maxAttempts: Int
+    /// When the next attempt may start (`failed`), or when the current
+    /// attempt's lease expires (`inFlight`).
+    public var nextAttemptAt: Date
+    /// Why the last attempt failed, or why the entry was quarantined.
+    public var lastError: String?
+    /// The HTTP status of the last response, if there was one.
+    public var lastHTTPStatus: Int?
+    public var createdAt: Date
+    /// When the server acknowledged it (`succeeded`).
+    public var syncedAt: Date?
+    /// The id the server gave what this entry created.
+    public var serverID: String?
+
+    /// The bytes the entry takes in the store (payload, endpoint, headers, metadata).
+    public var storedBytes: Int
+}

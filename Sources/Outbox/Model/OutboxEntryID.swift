@@ -1,0 +1,46 @@
+import Foundation
+
+/// The local identifier of an outbox entry: a UUID minted on the device.
+///
+/// It names the entry in the store and, as ``localReference``
+/// (`local:<UUID>`), stands for the server-side id of whatever the entry
+/// creates until the server has answered: a child entry can use
+/// `local:<parent id>` in its endpoint or JSON payload, and the dispatcher
+/// replaces it with the parent's server id before sending the child.
+public struct OutboxEntryID: Hashable, Sendable, Comparable, Codable, CustomStringConvertible {
+    public let uuid: UUID
+
+    public init(_ uuid: UUID = UUID()) { self.uuid = uuid }
+
+    /// Parses a UUID string or a `local:` reference.
+    public init?(_ text: some StringProtocol) {
+        var trimmed = String(text)
+        if trimmed.hasPrefix(Self.localPrefix) { trimmed.removeFirst(Self.localPrefix.count) }
+        guard let uuid = UUID(uuidString: trimmed) else { return nil }
+        self.uuid = uuid
+    }
+
+    /// The prefix of local references.
+    public static let localPrefix = "local:"
+
+    /// `local:<UUID>`: how payloads and endpoints refer to what this entry
+    /// creates before the server has given it an id.
+    public var localReference: String { Self.localPrefix + uuid.uuidString }
+
+    public var description: String { uuid.uuidString }
+
+    public static func < (lhs: Self, rhs: Self) -> Bool { lhs.uuid.uuidString < rhs.uuid.uuidString }
+
+    /// The 16 bytes of the UUID.
+    var bytes: [UInt8] {
+        withUnsafeBytes(of: uuid.uuid) { Array($0) }
+    }
+
+    init(bytes: some Collection<UInt8>) {
+        var raw: uuid_t = (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+        withUnsafeMutableBytes(of: &raw) { target in
+            for (index, byte) in bytes.prefix(16).enumerated() { target[index] = byte }
+        }
+        uuid = UUID(uuid: raw)
+    }
+}

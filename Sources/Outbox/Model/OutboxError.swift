@@ -1,0 +1,58 @@
+import OutboxLog
+
+/// An error thrown by an ``OutboxStore``. Every one leaves the store as it
+/// was: nothing is written for a rejected call.
+public struct OutboxError: Error, Sendable, Hashable, CustomStringConvertible {
+    /// A category of failure. New codes may be added.
+    public struct Code: Hashable, Sendable, CustomStringConvertible {
+        private let name: String
+        private init(_ name: String) { self.name = name }
+
+        /// The partition is at its entry-count or byte limit.
+        public static let full = Code("full")
+        /// The move between statuses is not allowed.
+        public static let invalidTransition = Code("invalid transition")
+        /// No entry with this id.
+        public static let notFound = Code("not found")
+        /// A dependency names an entry this partition does not know.
+        public static let unknownDependency = Code("unknown dependency")
+        /// A request field is out of range.
+        public static let invalidArgument = Code("invalid argument")
+        /// The encryption key does not open this store's data (nothing was changed).
+        public static let wrongKey = Code("wrong key")
+        /// The store's data is encrypted and no key was given.
+        public static let keyRequired = Code("key required")
+        /// The underlying log failed; see ``OutboxError/storage``.
+        public static let storage = Code("storage")
+        /// A stored entry could not be decoded.
+        public static let corruptEntry = Code("corrupt entry")
+        /// The store is closed (or broken by an earlier storage failure).
+        public static let closed = Code("closed")
+        /// The partition is open elsewhere and cannot be purged.
+        public static let busy = Code("busy")
+
+        public var description: String { name }
+    }
+
+    public var code: Code
+    public var message: String
+    /// The entry concerned, if any.
+    public var entry: OutboxEntry.ID?
+    /// The log's error, for ``Code/storage``.
+    public var storage: OutboxLogError?
+
+    public init(_ code: Code, _ message: String, entry: OutboxEntry.ID? = nil, storage: OutboxLogError? = nil) {
+        self.code = code
+        self.message = message
+        self.entry = entry
+        self.storage = storage
+    }
+
+    public var description: String {
+        "\(code): " + (entry.map { "entry \($0): " } ?? "") + message + (storage.map { " (\($0))" } ?? "")
+    }
+
+    static func storage(_ error: OutboxLogError) -> OutboxError {
+        OutboxError(.storage, "the outbox log failed", storage: error)
+    }
+}

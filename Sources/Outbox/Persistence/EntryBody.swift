@@ -1,0 +1,83 @@
+import Foundation
+
+/// The immutable part of an entry, written once at enqueue and never
+/// rewritten on retries.
+struct EntryBody: Sendable, Hashable {
+    var id: OutboxEntryID
+    var sequence: UInt64
+    var createdAt: Int64
+    var priority: Int16
+    var maxAttempts: UInt16
+    var type: String
+    var scope: String?
+    var coalescingKey: String?
+    var partition: String
+    var dependencies: [OutboxEntryID]
+    var idempotencyKey: String
+    var method: String
+    var endpoint: String
+    var headers: [String: String]
+    var payload: [UInt8]
+
+    init(request: OutboxEnqueueRequest, metadata: EntryMetadata, partition: String, idempotencyKey: String) {
+        id = request.id
+        sequence = metadata.sequence
+        createdAt = metadata.createdAt
+        priority = metadata.priority
+        maxAttempts = metadata.maxAttempts
+        type = request.type
+        scope = request.scope
+        coalescingKey = request.coalescingKey
+        self.partition = partition
+        dependencies = request.dependencies
+        self.idempotencyKey = idempotencyKey
+        method = request.method
+        endpoint = request.endpoint
+        headers = request.headers
+        payload = request.payload
+    }
+
+    init(
+        id: OutboxEntryID, sequence: UInt64, createdAt: Int64, priority: Int16, maxAttempts: UInt16, type: String,
+        scope: String?, coalescingKey: String?, partition: String, dependencies: [OutboxEntryID],
+        idempotencyKey: String, method: String, endpoint: String, headers: [String: String], payload: [UInt8]
+    ) {
+        self.id = id
+        self.sequence = sequence
+        self.createdAt = createdAt
+        self.priority = priority
+        self.maxAttempts = maxAttempts
+        self.type = type
+        self.scope = scope
+        self.coalescingKey = coalescingKey
+        self.partition = partition
+        self.dependencies = dependencies
+        self.idempotencyKey = idempotencyKey
+        self.method = method
+        self.endpoint = endpoint
+        self.headers = headers
+        self.payload = payload
+    }
+
+    /// An approximation of what the entry costs in storage, for limits and
+    /// summaries; the same in every store.
+    var storedBytes: Int {
+        64 + type.utf8.count + (scope?.utf8.count ?? 0) + (coalescingKey?.utf8.count ?? 0) + partition.utf8.count
+            + 16 * dependencies.count + idempotencyKey.utf8.count + method.utf8.count + endpoint.utf8.count
+            + headers.reduce(0) { $0 + $1.key.utf8.count + $1.value.utf8.count + 8 } + payload.count
+    }
+
+    /// The public view: this body with `metadata`'s state.
+    func entry(metadata: EntryMetadata, failure: FailureInfo?, completion: Completion?, strings: StringInterner) -> OutboxEntry {
+        OutboxEntry(
+            id: id, idempotencyKey: idempotencyKey, type: type, method: method, endpoint: endpoint, payload: payload,
+            headers: headers, partition: partition, scope: scope, dependencies: dependencies,
+            priority: Int(priority), sequence: sequence, coalescingKey: coalescingKey, status: metadata.status,
+            attempts: Int(metadata.attempts), maxAttempts: Int(metadata.maxAttempts),
+            nextAttemptAt: Date(milliseconds: metadata.when == EntryMetadata.immediately ? createdAt : metadata.when),
+            lastError: failure?.message,
+            lastHTTPStatus: failure?.httpStatus, createdAt: Date(milliseconds: createdAt),
+            syncedAt: completion.map { Date(milliseconds: $0.syncedAt) }, serverID: completion?.serverID,
+            storedBytes: Int(metadata.storedBytes))
+    }
+}

@@ -1,0 +1,185 @@
+import Foundation
+
+/// The binary forms of an entry's body, state and completion in the log.
+///
+/// Body (the value record, written once):
+/// ```
+/// u8 version (1) · u8 flags (bit 0: sensitive part sealed)
+/// 16 id · u64 sequence · i64 createdAt (ms) · i16 priority · u16 maxAttempts
+/// str type · str? scope · str? coalescingKey · str partition
+/// u16 n · 16·n dependency ids · str idempotencyKey · str method
+/// sensitive part, plaintext or sealed (AES-GCM combined, u32-prefixed):
+///   str endpoint · u16 m · m × (str name, str value) · data payload
+/// ```
+/// State (the annotation, rewritten on every status change):
+/// ```
+/// u8 version (1) · u8 status · u16 attempts · i64 when (ms)
+/// i32 httpStatus (−1: none) · str? lastError
+/// ```
+/// Completion (its own key): `u8 version (1) · i64 syncedAt (ms) · str? serverID`.
+/// `str` is a u32 length and UTF-8; `str?` a u8 presence flag then `str`.
+enum EntryCodec {
+    static let version: UInt8 = 1
+    private static let sealedFlag: UInt8 = 1
+
+    // MARK: Body
+
+    static func encode(_ body: EntryBody, sealer: PayloadSealer?) throws(OutboxError) -> [UInt8] {
+        var sensitive = ByteWriter(capacity: body.payload.count + body.endpoint.utf8.count + 32)
+        sensitive.string(body.endpoint)
+        sensitive.integer(UInt16(clamping: body.headers.count))
+        for (name, value) in body.headers.sorted(by: { $0.key < $1.key }) {
+            sensitive.string(name)
+            sensitive.string(value)
+        }
+        sensitive.data(body.payload)
+
+        var writer = ByteWriter(capacity: sensitive.bytes.count + 128)
+        writer.integer(version)
+        writer.integer(sealer == nil ? 0 : sealedFlag)
+        writer.raw(body.id.bytes)
+        writer.integer(body.sequence)
+        writer.integer(body.createdAt)
+        writer.integer(body.priority)
+        writer.integer(body.maxAttempts)
+        writer.string(body.type)
+        writer.optionalString(body.scope)
+        writer.optionalString(body.coalescingKey)
+        writer.string(body.partition)
+        writer.integer(UInt16(clamping: body.dependencies.count))
+        for dependency in body.dependencies { writer.raw(dependency.bytes) }
+        writer.string(body.idempotencyKey)
+        writer.string(body.method)
+        if let sealer {
+            writer.data(try sealer.seal(sensitive.bytes, partition: body.partition, id: body.id))
+        } else {
+            writer.raw(sensitive.bytes)
+        }
+        return writer.bytes
+    }
+
+    /// The scheduling fields of a body, without touching the sensitive part
+    /// (no key needed: a store opens and schedules without decrypting).
+    struct Header {
+        var body: EntryBody  // endpoint, headers and payload left empty
+        var sealed: Bool
+        var sensitive: [UInt8]
+    }
+
+    static func decodeHeader(_ bytes: [UInt8]) throws(OutboxError) -> Header {
+        do throws(ByteReader.Failure) {
+            var reader = ByteReader(bytes)
+            let version = try reader.integer(UInt8.self)
+            guard version == Self.version else { throw ByteReader.Failure(reason: "unknown entry version \(version)") }
+            let flags = try reader.integer(UInt8.self)
+            let id = OutboxEntryID(bytes: try reader.raw(16))
+            let sequence = try reader.integer(UInt64.self)
+            let createdAt = try reader.integer(Int64.self)
+            let priority = try reader.integer(Int16.self)
+            let maxAttempts = try reader.integer(UInt16.self)
+            let type = try reader.string()
+            let scope = try reader.optionalString()
+            let coalescingKey = try reader.optionalString()
+            let partition = try reader.string()
+            var dependencies: [OutboxEntryID] = []
+            for _ in 0..<(try reader.integer(UInt16.self)) { dependencies.append(OutboxEntryID(bytes: try reader.raw(16))) }
+            let idempotencyKey = try reader.string()
+            let method = try reader.string()
+            let sealed = flags & sealedFlag != 0
+            let sensitive = sealed ? try reader.data() : try reader.raw(bytes.count - reader.offset)
+            let body = EntryBody(
+                id: id, sequence: sequence, createdAt: createdAt, priority: priority, maxAttempts: maxAttempts,
+                type: type, scope: scope, coalescingKey: coalescingKey, partition: partition,
+                dependencies: dependencies, idempotencyKey: idempotencyKey, method: method, endpoint: "",
+                headers: [:], payload: [])
+            return Header(body: body, sealed: sealed, sensitive: sensitive)
+        } catch {
+            throw OutboxError(.corruptEntry, "cannot decode an entry: \(error.reason)")
+        }
+    }
+
+    /// The whole body, opening the sensitive part with `sealer` if sealed.
+    static func decode(_ bytes: [UInt8], sealer: PayloadSealer?) throws(OutboxError) -> EntryBody {
+        let header = try decodeHeader(bytes)
+        var body = header.body
+        var sensitive = header.sensitive
+        if header.sealed {
+            guard let sealer else {
+                throw OutboxError(.keyRequired, "the entry is encrypted and no key was given", entry: body.id)
+            }
+            sensitive = try sealer.open(sensitive, partition: body.partition, id: body.id)
+        }
+        do throws(ByteReader.Failure) {
+            var reader = ByteReader(sensitive)
+            body.endpoint = try reader.string()
+            for _ in 0..<(try reader.integer(UInt16.self)) {
+                let name = try reader.string()
+                body.headers[name] = try reader.string()
+            }
+            body.payload = try reader.data()
+        } catch {
+            throw OutboxError(.corruptEntry, "cannot decode the entry's request: \(error.reason)", entry: body.id)
+        }
+        return body
+    }
+
+    // MARK: State
+
+    static func encodeState(_ metadata: EntryMetadata, failure: FailureInfo?) -> [UInt8] {
+        var writer = ByteWriter(capacity: 32 + (failure?.message?.utf8.count ?? 0))
+        writer.integer(version)
+        writer.integer(metadata.status.code)
+        writer.integer(metadata.attempts)
+        writer.integer(metadata.when)
+        writer.integer(Int32(clamping: failure?.httpStatus ?? -1))
+        writer.optionalString(failure?.message.map { String($0.prefix(2048)) })
+        return writer.bytes
+    }
+
+    struct State {
+        var status: OutboxStatus
+        var attempts: UInt16
+        var when: Int64
+        var failure: FailureInfo?
+    }
+
+    static func decodeState(_ bytes: [UInt8]) throws(OutboxError) -> State {
+        do throws(ByteReader.Failure) {
+            var reader = ByteReader(bytes)
+            guard try reader.integer(UInt8.self) == version else { throw ByteReader.Failure(reason: "unknown state version") }
+            let code = try reader.integer(UInt8.self)
+            guard let status = OutboxStatus(code: code) else { throw ByteReader.Failure(reason: "unknown status \(code)") }
+            let attempts = try reader.integer(UInt16.self)
+            let when = try reader.integer(Int64.self)
+            let httpStatus = try reader.integer(Int32.self)
+            let message = try reader.optionalString()
+            let failure =
+                message == nil && httpStatus < 0 ? nil
+                : FailureInfo(message: message, httpStatus: httpStatus < 0 ? nil : Int(httpStatus))
+            return State(status: status, attempts: attempts, when: when, failure: failure)
+        } catch {
+            throw OutboxError(.corruptEntry, "cannot decode an entry's state: \(error.reason)")
+        }
+    }
+
+    // MARK: Completion
+
+    static func encodeCompletion(_ completion: Completion) -> [UInt8] {
+        var writer = ByteWriter(capacity: 32)
+        writer.integer(version)
+        writer.integer(completion.syncedAt)
+        writer.optionalString(completion.serverID)
+        return writer.bytes
+    }
+
+    static func decodeCompletion(_ bytes: [UInt8]) throws(OutboxError) -> Completion {
+        do throws(ByteReader.Failure) {
+            var reader = ByteReader(bytes)
+            guard try reader.integer(UInt8.self) == version else { throw ByteReader.Failure(reason: "unknown version") }
+            let syncedAt = try reader.integer(Int64.self)
+            return Completion(serverID: try reader.optionalString(), syncedAt: syncedAt)
+        } catch {
+            throw OutboxError(.corruptEntry, "cannot decode a completion: \(error.reason)")
+        }
+    }
+}

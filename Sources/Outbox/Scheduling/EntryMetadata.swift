@@ -1,0 +1,52 @@
+import Foundation
+
+/// What a partition keeps in memory for each entry: everything scheduling
+/// needs, nothing a send needs (endpoint, headers and payload are read from
+/// the store on demand). About 80 bytes.
+struct EntryMetadata: Sendable, Hashable {
+    var id: OutboxEntryID
+    var sequence: UInt64
+    var status: OutboxStatus
+    var priority: Int16
+    var attempts: UInt16
+    var maxAttempts: UInt16
+    /// Interned scope, type and coalescing key (0: none).
+    var scope: UInt32
+    var type: UInt32
+    var coalescing: UInt32
+    /// Milliseconds since 1970: when the next attempt may start, or (in
+    /// flight) when the lease expires. New entries are due ``immediately``,
+    /// whatever the clock says.
+    var when: Int64
+
+    static let immediately: Int64 = 0
+    var createdAt: Int64
+    var storedBytes: UInt32
+    var dependencies: [OutboxEntryID]?
+    /// Bumped on every change, so stale heap items can be recognised.
+    var version: UInt32 = 0
+}
+
+/// Why an entry last failed: kept only for entries that have failed.
+struct FailureInfo: Sendable, Hashable {
+    var message: String?
+    var httpStatus: Int?
+}
+
+/// A delivered entry's mark: it satisfies dependencies and maps the
+/// entry's local reference to the server's id.
+struct Completion: Sendable, Hashable {
+    var serverID: String?
+    var syncedAt: Int64
+}
+
+extension Date {
+    var milliseconds: Int64 { Int64((timeIntervalSince1970 * 1000).rounded(.down)) }
+    init(milliseconds: Int64) { self.init(timeIntervalSince1970: Double(milliseconds) / 1000) }
+}
+
+extension Duration {
+    var milliseconds: Int64 {
+        components.seconds * 1000 + components.attoseconds / 1_000_000_000_000_000
+    }
+}

@@ -1,0 +1,614 @@
+import DequeModule
+import Foundation
+import HeapModule
+
+/// A change a store must make durable, in the order given.
+enum StoreChange: Sendable, Hashable {
+    /// A new entry's body (the store holds the request).
+    case newEntry(OutboxEntryID)
+    /// The entry's current state (status, attempts, times, failure).
+    case state(OutboxEntryID)
+    /// The entry is gone.
+    case remove(OutboxEntryID)
+    /// The entry's completion mark (success, server id).
+    case completion(OutboxEntryID)
+    case removeCompletion(OutboxEntryID)
+}
+
+/// The state machine and the send order of one partition, shared by every
+/// store so they behave identically.
+///
+/// Ordering rules:
+/// - entries with a scope are sent one at a time, in sequence order: only
+///   the first unfinished entry of a scope (its *head*) may be sent, and
+///   only when nothing of that scope is in flight; a `failed` head holds the
+///   scope until its retry; `dead` and `conflict` entries leave the scope, so
+///   they never block it;
+/// - an entry is sent only after every dependency has succeeded;
+/// - among the entries that may go, higher priority first, then lower
+///   sequence.
+///
+/// Every mutation validates first and throws without changing anything.
+struct Scheduler: Sendable {
+    let partition: String
+    let configuration: OutboxStoreConfiguration
+
+    private(set) var entries: [OutboxEntryID: EntryMetadata] = [:]
+    private(set) var failures: [OutboxEntryID: FailureInfo] = [:]
+    private(set) var completions: [OutboxEntryID: Completion] = [:]
+    private(set) var strings = StringInterner()
+    private(set) var nextSequence: UInt64 = 1
+
+    /// Unfinished entries (pending, failed, in flight) of each scope, in sequence order.
+    private var scopes: [UInt32: Deque<OutboxEntryID>] = [:]
+    /// Candidates whose time has come, best first.
+    private var ready = Heap<Candidate>()
+    /// Candidates by the time they may go.
+    private var waiting = Heap<Timed>()
+    /// Candidates parked until a dependency succeeds: parent → children.
+    private var blocked: [OutboxEntryID: [OutboxEntryID]] = [:]
+    /// Every live entry that depends on a live parent: parent → children.
+    private var dependents: [OutboxEntryID: [OutboxEntryID]] = [:]
+    /// Coalescing key → the pending entry holding it.
+    private var coalescing: [UInt32: OutboxEntryID] = [:]
+    private var counts: [OutboxStatus: Int] = [:]
+    private var bytes: [OutboxStatus: Int] = [:]
+    private(set) var totalBytes = 0
+
+    init(partition: String, configuration: OutboxStoreConfiguration) {
+        self.partition = partition
+        self.configuration = configuration
+    }
+
+    // MARK: - Heap items
+
+    struct Candidate: Comparable, Sendable {
+        var priority: Int16
+        var sequence: UInt64
+        var id: OutboxEntryID
+        var version: UInt32
+        /// "Sent first" is "smaller": higher priority, then lower sequence.
+        static func < (a: Self, b: Self) -> Bool {
+            a.priority != b.priority ? a.priority > b.priority : a.sequence < b.sequence
+        }
+    }
+
+    struct Timed: Comparable, Sendable {
+        var when: Int64
+        var sequence: UInt64
+        var id: OutboxEntryID
+        var version: UInt32
+        static func < (a: Self, b: Self) -> Bool { a.when != b.when ? a.when < b.when : a.sequence < b.sequence }
+    }
+
+    // MARK: - Loading
+
+    /// Adds an entry read back from storage.
+    mutating func load(_ metadata: EntryMetadata, failure: FailureInfo?) {
+        entries[metadata.id] = metadata
+        if let failure { failures[metadata.id] = failure }
+        adjust(metadata.status, count: 1, bytes: Int(metadata.storedBytes))
+        nextSequence = max(nextSequence, metadata.sequence + 1)
+    }
+
+    /// Adds a completion read back from storage.
+    mutating func loadCompletion(_ id: OutboxEntryID, _ completion: Completion) {
+        completions[id] = completion
+    }
+
+    /// Rebuilds the send order after loading; entries a crash left in flight
+    /// come back pending with their attempt counted. Returns their new state
+    /// to persist. `sequenceFloor` keeps sequence numbers increasing across
+    /// restarts even when every entry is gone.
+    mutating func finishLoading(now: Int64, sequenceFloor: UInt64) -> [StoreChange] {
+        nextSequence = max(nextSequence, sequenceFloor)
+        var changes: [StoreChange] = []
+        for id in entries.keys.sorted(by: { entries[$0]!.sequence < entries[$1]!.sequence }) {
+            var entry = entries[id]!
+            if entry.status == .inFlight {
+                setStatus(&entry, .pending)
+                entry.when = now
+                entries[id] = entry
+                changes.append(.state(id))
+            }
+            if entry.status.holdsScope && entry.scope != 0 { scopes[entry.scope, default: []].append(id) }
+            if entry.status == .pending && entry.coalescing != 0 { coalescing[entry.coalescing] = id }
+            for parent in entry.dependencies ?? [] where entries[parent] != nil {
+                dependents[parent, default: []].append(id)
+            }
+        }
+        for id in entries.keys { consider(id) }
+        return changes
+    }
+
+    /// Interns a string for an entry being loaded.
+    mutating func intern(_ name: String?) -> UInt32 { strings.retain(name) }
+
+    // MARK: - Queries
+
+    func metadata(_ id: OutboxEntryID) -> EntryMetadata? { entries[id] }
+    func failure(_ id: OutboxEntryID) -> FailureInfo? { failures[id] }
+    func completion(_ id: OutboxEntryID) -> Completion? { completions[id] }
+
+    var summary: OutboxSummary { OutboxSummary(counts: counts.filter { $0.value > 0 }, bytes: bytes.filter { $0.value > 0 }) }
+
+    /// Live entries that depend on `id`.
+    func dependents(of id: OutboxEntryID) -> [OutboxEntryID] { dependents[id] ?? [] }
+
+    /// Ids of the entries matching `filter`, in sequence order.
+    func ids(matching filter: OutboxFilter) -> [OutboxEntryID] {
+        let type = filter.type.map { strings.lookup($0) ?? UInt32.max }
+        let scope = filter.scope.map { strings.lookup($0) ?? UInt32.max }
+        var matched = entries.values.filter { entry in
+            (filter.statuses?.contains(entry.status) ?? true) && (type.map { entry.type == $0 } ?? true)
+                && (scope.map { entry.scope == $0 } ?? true)
+        }
+        matched.sort { $0.sequence < $1.sequence }
+        if let limit = filter.limit { matched = Array(matched.prefix(max(0, limit))) }
+        return matched.map(\.id)
+    }
+
+    /// The entries that may be sent at `now`, best first, at most `limit`.
+    /// They stay candidates until an attempt begins.
+    mutating func due(now: Int64, limit: Int) -> [OutboxEntryID] {
+        while let top = waiting.min, top.when <= now {
+            waiting.removeMin()
+            guard let entry = entries[top.id], entry.version == top.version else { continue }
+            ready.insert(Candidate(priority: entry.priority, sequence: entry.sequence, id: entry.id, version: entry.version))
+        }
+        var picked: [Candidate] = []
+        var seen: Set<OutboxEntryID> = []
+        while picked.count < limit, let candidate = ready.popMin() {
+            guard let entry = entries[candidate.id], entry.version == candidate.version, entry.status.isSendable,
+                isHead(entry), !seen.contains(entry.id)
+            else { continue }
+            if entry.when > now {
+                waiting.insert(Timed(when: entry.when, sequence: entry.sequence, id: entry.id, version: entry.version))
+                continue
+            }
+            if let parent = unmetDependency(entry) {
+                // Parked until the parent succeeds (or is quarantined, which
+                // quarantines this entry too).
+                blocked[parent, default: []].append(entry.id)
+                continue
+            }
+            seen.insert(entry.id)
+            picked.append(candidate)
+        }
+        for candidate in picked { ready.insert(candidate) }
+        return picked.map(\.id)
+    }
+
+    /// When the next entry becomes due, if any is waiting for its time.
+    mutating func nextDueTime() -> Int64? {
+        while let top = waiting.min {
+            if let entry = entries[top.id], entry.version == top.version { return top.when }
+            waiting.removeMin()
+        }
+        return nil
+    }
+
+    /// Whether any candidate is ready now (without popping it).
+    var hasReadyCandidates: Bool { !ready.isEmpty }
+
+    // MARK: - Enqueue
+
+    enum EnqueueOutcome {
+        case enqueued
+        case coalesced(replaced: OutboxEntryID)
+        case duplicate(OutboxStatus)
+    }
+
+    /// Validates and admits a new entry. Nothing changes if it throws.
+    mutating func enqueue(
+        _ request: OutboxEnqueueRequest, storedBytes: Int, now: Int64
+    ) throws(OutboxError) -> (EnqueueOutcome, [StoreChange]) {
+        if let existing = entries[request.id] { return (.duplicate(existing.status), []) }
+        if completions[request.id] != nil { return (.duplicate(.succeeded), []) }
+        try validate(request)
+
+        // Coalescing: replace a pending entry with the same key that nothing depends on.
+        var replaced: EntryMetadata?
+        if let key = request.coalescingKey, let existingKey = strings.lookup(key), let holder = coalescing[existingKey],
+            let candidate = entries[holder], candidate.status == .pending, dependents[holder, default: []].isEmpty
+        {
+            replaced = candidate
+        }
+
+        // Limits, with eviction of the oldest dead entries if allowed. This
+        // is the last check that can fail: from here on, nothing throws.
+        let evicted = try evictionsNeeded(adding: storedBytes, replacing: replaced)
+
+        // Intern before removing anything, so a shared scope keeps its id.
+        let scope = strings.retain(request.scope)
+        let type = strings.retain(request.type)
+        let coalescingKey = strings.retain(request.coalescingKey)
+
+        var changes: [StoreChange] = []
+        for id in evicted {
+            changes += removeEntry(id, cascadeReason: "dependencyFailed: \(id) was evicted (outbox full)")
+            changes.append(.remove(id))
+        }
+        if let replaced {
+            // The replacement takes the replaced entry's place in its scope.
+            let sameScope = replaced.scope == scope && scope != 0
+            changes += removeEntry(replaced.id, cascadeReason: nil, keepScopeSlotFor: sameScope ? request.id : nil)
+            changes.append(.remove(replaced.id))
+        }
+        let sequence = replaced?.sequence ?? nextSequence
+        if replaced == nil { nextSequence += 1 }
+        var entry = EntryMetadata(
+            id: request.id, sequence: sequence, status: .pending,
+            priority: Int16(clamping: request.priority), attempts: 0,
+            maxAttempts: UInt16(clamping: request.maxAttempts ?? configuration.defaultMaximumAttempts),
+            scope: scope, type: type, coalescing: coalescingKey, when: EntryMetadata.immediately,
+            createdAt: request.createdAt.milliseconds, storedBytes: UInt32(clamping: storedBytes),
+            dependencies: request.dependencies.isEmpty ? nil : request.dependencies)
+        entry.version = 1
+        entries[entry.id] = entry
+        adjust(.pending, count: 1, bytes: storedBytes)
+        if entry.scope != 0 && scopes[entry.scope]?.contains(request.id) != true { insertIntoScope(entry) }
+        if entry.coalescing != 0 { coalescing[entry.coalescing] = entry.id }
+        for parent in request.dependencies where entries[parent] != nil {
+            dependents[parent, default: []].append(entry.id)
+        }
+        consider(entry.id)
+        changes.append(.newEntry(entry.id))
+        if let replaced { return (.coalesced(replaced: replaced.id), changes) }
+        return (.enqueued, changes)
+    }
+
+    private func validate(_ request: OutboxEnqueueRequest) throws(OutboxError) {
+        func reject(_ message: String) -> OutboxError { OutboxError(.invalidArgument, message, entry: request.id) }
+        if request.type.isEmpty { throw reject("type is empty") }
+        if request.method.isEmpty || request.method.contains(where: { $0 == " " || $0 == "\n" }) {
+            throw reject("method \"\(request.method)\" is not an HTTP method")
+        }
+        if !request.endpoint.hasPrefix("/") { throw reject("endpoint \"\(request.endpoint)\" must start with /") }
+        if let attempts = request.maxAttempts, attempts < 1 { throw reject("maxAttempts must be at least 1") }
+        for name in request.headers.keys where name.lowercased() == "authorization" || name.lowercased() == "cookie" {
+            throw reject("header \(name) carries a secret; auth comes from the token provider at send time")
+        }
+        for parent in request.dependencies {
+            if parent == request.id { throw reject("an entry cannot depend on itself") }
+            guard entries[parent] != nil || completions[parent] != nil else {
+                throw OutboxError(.unknownDependency, "depends on \(parent), which this partition does not know", entry: request.id)
+            }
+        }
+    }
+
+    /// The dead entries to evict so that one more entry of `adding` bytes
+    /// fits; throws `full` if it cannot fit.
+    private func evictionsNeeded(adding: Int, replacing: EntryMetadata?) throws(OutboxError) -> [OutboxEntryID] {
+        var count = entries.count + 1 - (replacing == nil ? 0 : 1)
+        var size = totalBytes + adding - Int(replacing?.storedBytes ?? 0)
+        func fits() -> Bool {
+            (configuration.maximumEntries.map { count <= $0 } ?? true) && (configuration.maximumBytes.map { size <= $0 } ?? true)
+        }
+        if fits() { return [] }
+        var evicted: [OutboxEntryID] = []
+        if configuration.fullPolicy == .evictOldestDead {
+            let dead = entries.values.filter { $0.status == .dead }.sorted { $0.sequence < $1.sequence }
+            for entry in dead where !fits() {
+                evicted.append(entry.id)
+                count -= 1
+                size -= Int(entry.storedBytes)
+            }
+        }
+        guard fits() else {
+            throw OutboxError(
+                .full,
+                "the partition holds \(entries.count) entries and \(totalBytes) bytes; limits are "
+                    + "\(configuration.maximumEntries.map(String.init) ?? "none") entries and "
+                    + "\(configuration.maximumBytes.map(String.init) ?? "none") bytes")
+        }
+        return evicted
+    }
+
+    // MARK: - Attempts and outcomes
+
+    /// Starts an attempt: the entry goes in flight with a lease until
+    /// `leaseUntil`, and the attempt is counted.
+    mutating func beginAttempt(_ id: OutboxEntryID, now: Int64, leaseUntil: Int64) throws(OutboxError) -> [StoreChange] {
+        var entry = try existing(id)
+        guard entry.status.isSendable else { throw transitionError(entry, to: .inFlight) }
+        guard isHead(entry) else {
+            throw OutboxError(.invalidTransition, "an earlier entry of its scope is still unfinished", entry: id)
+        }
+        if let parent = unmetDependency(entry) {
+            throw OutboxError(.invalidTransition, "waiting for dependency \(parent)", entry: id)
+        }
+        guard entry.when <= now else {
+            throw OutboxError(.invalidTransition, "not due until \(Date(milliseconds: entry.when))", entry: id)
+        }
+        setStatus(&entry, .inFlight)
+        entry.attempts &+= 1
+        entry.when = leaseUntil
+        commit(entry)
+        return [.state(id)]
+    }
+
+    /// Records delivery: the entry is removed (or kept as `succeeded` for the
+    /// audit window) and its completion stored, with the server's id.
+    mutating func succeed(_ id: OutboxEntryID, serverID: String?, now: Int64) throws(OutboxError) -> [StoreChange] {
+        var entry = try existing(id)
+        guard entry.status.canMove(to: .succeeded) else { throw transitionError(entry, to: .succeeded) }
+        completions[id] = Completion(serverID: serverID, syncedAt: now)
+        failures[id] = nil
+        let waitingChildren = blocked.removeValue(forKey: id) ?? []
+        var changes: [StoreChange] = []
+        if configuration.succeededRetention != nil {
+            leaveScope(entry)
+            setStatus(&entry, .succeeded)
+            entry.when = now
+            commit(entry)
+            changes.append(.state(id))
+        } else {
+            _ = removeEntry(id, cascadeReason: nil)
+            changes.append(.remove(id))
+        }
+        changes.append(.completion(id))
+        // Children waiting on it may go now.
+        for child in waitingChildren { consider(child) }
+        dependents[id] = nil
+        return changes
+    }
+
+    /// Records a transient failure: retried at `retryAt`, unless the entry
+    /// has used all its attempts, in which case it is quarantined.
+    mutating func fail(
+        _ id: OutboxEntryID, error: String, httpStatus: Int?, retryAt: Int64
+    ) throws(OutboxError) -> (OutboxStatus, OutboxCascade, [StoreChange]) {
+        var entry = try existing(id)
+        guard entry.status.canMove(to: .failed) else { throw transitionError(entry, to: .failed) }
+        if entry.attempts >= entry.maxAttempts {
+            let (cascade, changes) = try quarantine(
+                id, reason: "gave up after \(entry.attempts) attempt(s): \(error)", httpStatus: httpStatus)
+            return (.dead, cascade, changes)
+        }
+        setStatus(&entry, .failed)
+        entry.when = retryAt
+        failures[id] = FailureInfo(message: error, httpStatus: httpStatus)
+        commit(entry)
+        consider(id)
+        return (.failed, OutboxCascade(), [.state(id)])
+    }
+
+    /// Quarantines an entry (`dead`) and, transitively, every entry that
+    /// depends on it (reason `dependencyFailed`).
+    mutating func quarantine(
+        _ id: OutboxEntryID, reason: String, httpStatus: Int?
+    ) throws(OutboxError) -> (OutboxCascade, [StoreChange]) {
+        var entry = try existing(id)
+        guard entry.status.canMove(to: .dead) else { throw transitionError(entry, to: .dead) }
+        leaveScope(entry)
+        setStatus(&entry, .dead)
+        failures[id] = FailureInfo(message: reason, httpStatus: httpStatus)
+        commit(entry)
+        var changes: [StoreChange] = [.state(id)]
+        let cascade = cascadeDeath(from: id, reason: "dependencyFailed: \(id) is dead", changes: &changes)
+        return (OutboxCascade(dependents: cascade), changes)
+    }
+
+    /// Records a conflict left for a person to resolve.
+    mutating func conflict(_ id: OutboxEntryID, reason: String, httpStatus: Int?) throws(OutboxError) -> [StoreChange] {
+        var entry = try existing(id)
+        guard entry.status.canMove(to: .conflict) else { throw transitionError(entry, to: .conflict) }
+        leaveScope(entry)
+        setStatus(&entry, .conflict)
+        failures[id] = FailureInfo(message: reason, httpStatus: httpStatus)
+        commit(entry)
+        return [.state(id)]
+    }
+
+    /// Puts a `dead` or `conflict` entry back to `pending` with a fresh
+    /// attempt budget; its dependents quarantined because of it come back too.
+    mutating func retry(_ id: OutboxEntryID, now: Int64) throws(OutboxError) -> (OutboxCascade, [StoreChange]) {
+        let entry = try existing(id)
+        guard entry.status == .dead || entry.status == .conflict else { throw transitionError(entry, to: .pending) }
+        var changes: [StoreChange] = []
+        revive(id, now: now, changes: &changes)
+        var revived: [OutboxEntryID] = []
+        var queue = [id]
+        while let parent = queue.popLast() {
+            for child in dependents[parent] ?? [] {
+                guard let dependent = entries[child], dependent.status == .dead,
+                    failures[child]?.message?.hasPrefix("dependencyFailed: \(parent)") == true
+                else { continue }
+                revive(child, now: now, changes: &changes)
+                revived.append(child)
+                queue.append(child)
+            }
+        }
+        return (OutboxCascade(dependents: revived), changes)
+    }
+
+    /// Removes an entry that is not in flight; its dependents are quarantined.
+    mutating func discard(_ id: OutboxEntryID) throws(OutboxError) -> (OutboxCascade, [StoreChange]) {
+        let entry = try existing(id)
+        guard entry.status != .inFlight else {
+            throw OutboxError(.invalidTransition, "cannot discard an entry while it is being sent", entry: id)
+        }
+        var changes: [StoreChange] = []
+        let cascade = removeEntry(id, cascadeReason: "dependencyFailed: \(id) was discarded", collecting: &changes)
+        changes.insert(.remove(id), at: 0)
+        return (OutboxCascade(dependents: cascade), changes)
+    }
+
+    /// Removes every entry and completion.
+    mutating func clear() -> [StoreChange] {
+        let changes = entries.keys.map { StoreChange.remove($0) } + completions.keys.map { StoreChange.removeCompletion($0) }
+        for id in Array(entries.keys) { _ = removeEntry(id, cascadeReason: nil) }
+        completions.removeAll()
+        failures.removeAll()
+        blocked.removeAll()
+        dependents.removeAll()
+        return changes
+    }
+
+    /// Drops succeeded entries past the audit window, and completions past
+    /// the mapping retention that no entry depends on.
+    mutating func prune(now: Int64) -> [StoreChange] {
+        var changes: [StoreChange] = []
+        if let retention = configuration.succeededRetention {
+            for entry in entries.values where entry.status == .succeeded && entry.when + retention.milliseconds <= now {
+                _ = removeEntry(entry.id, cascadeReason: nil)
+                changes.append(.remove(entry.id))
+            }
+        }
+        let referenced = Set(entries.values.flatMap { $0.dependencies ?? [] })
+        let cutoff = now - configuration.mappingRetention.milliseconds
+        for (id, completion) in completions where completion.syncedAt <= cutoff && !referenced.contains(id) && entries[id] == nil {
+            completions[id] = nil
+            changes.append(.removeCompletion(id))
+        }
+        return changes
+    }
+
+    // MARK: - Internals
+
+    private func existing(_ id: OutboxEntryID) throws(OutboxError) -> EntryMetadata {
+        guard let entry = entries[id] else { throw OutboxError(.notFound, "no such entry", entry: id) }
+        return entry
+    }
+
+    private func transitionError(_ entry: EntryMetadata, to next: OutboxStatus) -> OutboxError {
+        OutboxError(.invalidTransition, "cannot move from \(entry.status) to \(next)", entry: entry.id)
+    }
+
+    private func isHead(_ entry: EntryMetadata) -> Bool {
+        entry.scope == 0 || scopes[entry.scope]?.first == entry.id
+    }
+
+    /// The first dependency that has not succeeded yet, if any.
+    private func unmetDependency(_ entry: EntryMetadata) -> OutboxEntryID? {
+        for parent in entry.dependencies ?? [] where completions[parent] == nil { return parent }
+        return nil
+    }
+
+    private mutating func adjust(_ status: OutboxStatus, count: Int, bytes size: Int) {
+        counts[status, default: 0] += count
+        bytes[status, default: 0] += count * size
+        totalBytes += count * size
+    }
+
+    private mutating func setStatus(_ entry: inout EntryMetadata, _ status: OutboxStatus) {
+        adjust(entry.status, count: -1, bytes: Int(entry.storedBytes))
+        adjust(status, count: 1, bytes: Int(entry.storedBytes))
+        if entry.status == .pending && status != .pending && entry.coalescing != 0
+            && coalescing[entry.coalescing] == entry.id
+        {
+            coalescing[entry.coalescing] = nil
+        }
+        entry.status = status
+    }
+
+    private mutating func commit(_ entry: EntryMetadata) {
+        var entry = entry
+        entry.version &+= 1
+        entries[entry.id] = entry
+    }
+
+    /// Makes `id` a send candidate if it is sendable and first in its scope.
+    private mutating func consider(_ id: OutboxEntryID) {
+        guard let entry = entries[id], entry.status.isSendable, isHead(entry) else { return }
+        waiting.insert(Timed(when: entry.when, sequence: entry.sequence, id: id, version: entry.version))
+    }
+
+    private mutating func insertIntoScope(_ entry: EntryMetadata) {
+        var queue = scopes[entry.scope, default: []]
+        if let last = queue.last, let lastEntry = entries[last], lastEntry.sequence > entry.sequence {
+            let at = queue.firstIndex { (entries[$0]?.sequence ?? 0) > entry.sequence } ?? queue.count
+            queue.insert(entry.id, at: at)
+        } else {
+            queue.append(entry.id)
+        }
+        scopes[entry.scope] = queue
+    }
+
+    /// Takes an entry out of its scope's order; the next one becomes head.
+    private mutating func leaveScope(_ entry: EntryMetadata) {
+        guard entry.scope != 0, var queue = scopes[entry.scope], let at = queue.firstIndex(of: entry.id) else { return }
+        queue.remove(at: at)
+        if queue.isEmpty {
+            scopes[entry.scope] = nil
+        } else {
+            scopes[entry.scope] = queue
+            if at == 0 { consider(queue[0]) }
+        }
+    }
+
+    private mutating func revive(_ id: OutboxEntryID, now: Int64, changes: inout [StoreChange]) {
+        guard var entry = entries[id] else { return }
+        setStatus(&entry, .pending)
+        entry.attempts = 0
+        entry.when = now
+        failures[id] = nil
+        commit(entry)
+        if entry.scope != 0 { insertIntoScope(entries[id]!) }
+        consider(id)
+        changes.append(.state(id))
+    }
+
+    /// Quarantines every live entry that depends, directly or not, on `root`.
+    private mutating func cascadeDeath(
+        from root: OutboxEntryID, reason: String, changes: inout [StoreChange]
+    ) -> [OutboxEntryID] {
+        var affected: [OutboxEntryID] = []
+        var queue = [(root, reason)]
+        while let (parent, why) = queue.popLast() {
+            for child in dependents[parent] ?? [] {
+                guard var entry = entries[child], entry.status.canMove(to: .dead), entry.status != .inFlight else { continue }
+                leaveScope(entry)
+                setStatus(&entry, .dead)
+                failures[child] = FailureInfo(message: why, httpStatus: nil)
+                commit(entry)
+                changes.append(.state(child))
+                affected.append(child)
+                queue.append((child, "dependencyFailed: \(child) is dead"))
+            }
+        }
+        blocked[root] = nil
+        return affected
+    }
+
+    private mutating func removeEntry(
+        _ id: OutboxEntryID, cascadeReason: String?, keepScopeSlotFor replacement: OutboxEntryID? = nil
+    ) -> [StoreChange] {
+        var changes: [StoreChange] = []
+        _ = removeEntry(id, cascadeReason: cascadeReason, keepScopeSlotFor: replacement, collecting: &changes)
+        return changes
+    }
+
+    /// Forgets an entry; with `cascadeReason`, quarantines its dependents.
+    /// With `replacement`, the replacement takes its place in its scope.
+    @discardableResult
+    private mutating func removeEntry(
+        _ id: OutboxEntryID, cascadeReason: String?, keepScopeSlotFor replacement: OutboxEntryID? = nil,
+        collecting changes: inout [StoreChange]
+    ) -> [OutboxEntryID] {
+        guard let entry = entries[id] else { return [] }
+        var cascade: [OutboxEntryID] = []
+        if let cascadeReason { cascade = cascadeDeath(from: id, reason: cascadeReason, changes: &changes) }
+        if let replacement, entry.scope != 0, var queue = scopes[entry.scope], let at = queue.firstIndex(of: id) {
+            queue[at] = replacement
+            scopes[entry.scope] = queue
+        } else {
+            leaveScope(entry)
+        }
+        if entry.coalescing != 0 && coalescing[entry.coalescing] == id { coalescing[entry.coalescing] = nil }
+        for parent in entry.dependencies ?? [] {
+            dependents[parent]?.removeAll { $0 == id }
+            if dependents[parent]?.isEmpty == true { dependents[parent] = nil }
+        }
+        adjust(entry.status, count: -1, bytes: Int(entry.storedBytes))
+        strings.release(entry.scope)
+        strings.release(entry.type)
+        strings.release(entry.coalescing)
+        entries[id] = nil
+        failures[id] = nil
+        blocked[id] = nil
+        if replacement == nil { dependents[id] = nil }
+        return cascade
+    }
+}

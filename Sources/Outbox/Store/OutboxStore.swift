@@ -1,0 +1,84 @@
+import Foundation
+
+/// The durable queue of one user's (partition's) outbox entries: the only
+/// interface the dispatcher talks to.
+///
+/// Two implementations pass the same conformance suite:
+/// ``LogOutboxStore`` (on `OutboxLog`, for apps) and ``InMemoryOutboxStore``
+/// (for unit tests of app code). Every method validates first and throws
+/// without changing anything; `now` is passed in so tests control time.
+public protocol OutboxStore: AnyObject, Sendable {
+    /// The user (partition) whose entries this store holds.
+    var partition: String { get }
+
+    /// Records a new entry: the commit point of a user's action. Idempotent:
+    /// the same id twice is one entry (``OutboxEnqueueResult/duplicate(_:status:)``).
+    /// With a coalescing key, replaces a pending entry with the same key.
+    func enqueue(_ request: OutboxEnqueueRequest) async throws(OutboxError) -> OutboxEnqueueResult
+
+    /// The entries that may be sent at `now`, best first (priority, then
+    /// sequence): sendable status, time reached, dependencies succeeded, and
+    /// first unfinished entry of their scope.
+    func dueEntries(at now: Date, limit: Int) async throws(OutboxError) -> [OutboxEntry]
+
+    /// When the next entry waiting for its retry time becomes due, if any.
+    func nextDueDate() async throws(OutboxError) -> Date?
+
+    /// Starts an attempt: the entry goes in flight, the attempt is counted,
+    /// and a lease runs until `now + lease`.
+    func beginAttempt(_ id: OutboxEntry.ID, at now: Date, lease: Duration) async throws(OutboxError) -> OutboxEntry
+
+    /// Delivered. Stores the server's id as the mapping of the entry's
+    /// `local:` reference, in the same write that records the success.
+    func recordSuccess(_ id: OutboxEntry.ID, serverID: String?, at now: Date) async throws(OutboxError)
+
+    /// A transient failure: retried at `retryAt`, or quarantined if the
+    /// entry used all its attempts (then its dependents too).
+    func recordFailure(
+        _ id: OutboxEntry.ID, error: String, httpStatus: Int?, retryAt: Date
+    ) async throws(OutboxError) -> (status: OutboxStatus, cascade: OutboxCascade)
+
+    /// Quarantines the entry (`dead`) and every entry that depends on it.
+    func quarantine(_ id: OutboxEntry.ID, reason: String, httpStatus: Int?) async throws(OutboxError) -> OutboxCascade
+
+    /// Leaves the entry in `conflict` for a person to resolve.
+    func markConflict(_ id: OutboxEntry.ID, reason: String, httpStatus: Int?) async throws(OutboxError)
+
+    /// Puts a `dead` or `conflict` entry back to `pending` (fresh attempts);
+    /// dependents quarantined because of it come back too.
+    func retry(_ id: OutboxEntry.ID, at now: Date) async throws(OutboxError) -> OutboxCascade
+
+    /// Removes an entry that is not in flight; its dependents are quarantined.
+    func discard(_ id: OutboxEntry.ID) async throws(OutboxError) -> OutboxCascade
+
+    /// One entry, with its request, or `nil`.
+    func entry(_ id: OutboxEntry.ID) async throws(OutboxError) -> OutboxEntry?
+
+    /// Entries matching `filter`, in sequence order.
+    func entries(matching filter: OutboxFilter) async throws(OutboxError) -> [OutboxEntry]
+
+    /// Counts and bytes by status.
+    func summary() async throws(OutboxError) -> OutboxSummary
+
+    /// Live entries that depend on `id`.
+    func dependents(of id: OutboxEntry.ID) async throws(OutboxError) -> [OutboxEntry.ID]
+
+    /// Whether `id` has been delivered, and the server id it received
+    /// (the mapping for `local:<id>`).
+    func completion(of id: OutboxEntry.ID) async throws(OutboxError) -> OutboxCompletion?
+
+    /// Removes every entry and mapping of this partition.
+    func clear() async throws(OutboxError)
+
+    /// Drops succeeded entries past the audit window and stale mappings.
+    func prune(at now: Date) async throws(OutboxError)
+
+    /// Waits for everything to be durable and releases the store.
+    func close() async throws(OutboxError)
+}
+
+/// A delivered entry: its server id, and when it was acknowledged.
+public struct OutboxCompletion: Sendable, Hashable {
+    public var serverID: String?
+    public var syncedAt: Date
+}

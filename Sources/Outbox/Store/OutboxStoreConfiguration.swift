@@ -1,0 +1,48 @@
+import Crypto
+import Foundation
+import OutboxLog
+
+/// How an ``OutboxStore`` limits, keeps and protects its entries.
+public struct OutboxStoreConfiguration: Sendable {
+    /// What happens when an enqueue would exceed a limit.
+    public enum FullPolicy: Sendable, Hashable {
+        /// Fail the enqueue with ``OutboxError/Code/full``.
+        case reject
+        /// Discard the oldest `dead` entries until the new one fits; if it
+        /// still does not fit, fail with `full`. Pending entries are never evicted.
+        case evictOldestDead
+    }
+
+    /// At most this many entries per partition (all statuses). Default: no limit.
+    public var maximumEntries: Int?
+    /// At most this many stored bytes per partition. Default: no limit.
+    public var maximumBytes: Int?
+    public var fullPolicy: FullPolicy = .reject
+    /// Attempts before a transient failure quarantines an entry, unless the
+    /// action says otherwise. Default 10.
+    public var defaultMaximumAttempts = 10
+    /// Keep succeeded entries this long for auditing; `nil` (default)
+    /// removes them at once.
+    public var succeededRetention: Duration?
+    /// Keep the local→server id mapping of a succeeded entry this long after
+    /// no entry depends on it any more. Default 7 days.
+    public var mappingRetention: Duration = .seconds(7 * 24 * 3600)
+    /// Seal payload, endpoint and headers with AES-GCM under this key.
+    public var encryptionKey: SymmetricKey?
+
+    /// Durability of the enqueue (the commit point). Default `durable`.
+    public var enqueueDurability: Durability = .durable
+    /// Durability of the record that starts an attempt. Default `written`:
+    /// a crash of the app still counts the attempt; a power loss may not.
+    public var attemptDurability: Durability = .written
+    /// Durability of outcomes: success, failure, quarantine, retry, discard.
+    /// Default `durable`.
+    public var outcomeDurability: Durability = .durable
+
+    /// The configuration of the log under each partition.
+    public var log = OutboxLog.Configuration()
+
+    public init() {
+        log.segmentSize = 4 << 20
+    }
+}

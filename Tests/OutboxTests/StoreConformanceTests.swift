@@ -1,0 +1,336 @@
+import Foundation
+import Outbox
+import Testing
+
+/// One suite, every store: `InMemoryOutboxStore` and `LogOutboxStore` must
+/// be indistinguishable through the `OutboxStore` interface. Log stores are
+/// reopened between steps, so every assertion also checks persistence.
+@Suite("Store conformance")
+struct StoreConformanceTests {
+    @Test("enqueue mints an idempotency key once; the same id twice is one entry", arguments: StoreKind.allCases)
+    func enqueueIsIdempotent(kind: StoreKind) async throws {
+        var subject = try await StoreUnderTest.make(kind)
+        let id = OutboxEntry.ID()
+        guard case .enqueued(let entry) = try await subject.store.enqueue(request(id, payload: #"{"a":1}"#)) else {
+            Issue.record("expected a new entry")
+            return
+        }
+        #expect(entry.status == .pending)
+        #expect(entry.attempts == 0)
+        #expect(entry.partition == "alice")
+        #expect(UUID(uuidString: entry.idempotencyKey) != nil)
+        #expect(entry.payload == Array(#"{"a":1}"#.utf8))
+
+        try await subject.reopen()
+        let again = try await subject.store.enqueue(request(id, payload: #"{"a":2}"#))
+        #expect(again == .duplicate(id, status: .pending))
+        let stored = try #require(try await subject.store.entry(id))
+        #expect(stored.idempotencyKey == entry.idempotencyKey)
+        #expect(stored.payload == Array(#"{"a":1}"#.utf8))
+        #expect(try await subject.store.summary().total == 1)
+
+        // Even after delivery, the id is remembered: no second send.
+        try await subject.store.deliver(id, serverID: "srv-1")
+        try await subject.reopen()
+        #expect(try await subject.store.enqueue(request(id)) == .duplicate(id, status: .succeeded))
+        #expect(try await subject.store.summary().total == 0)
+        try await subject.close()
+    }
+
+    @Test("due entries come by priority, then sequence", arguments: StoreKind.allCases)
+    func dueOrder(kind: StoreKind) async throws {
+        var subject = try await StoreUnderTest.make(kind)
+        let low = try await subject.store.add(request(priority: -1))
+        let first = try await subject.store.add(request())
+        let urgent = try await subject.store.add(request(priority: 5))
+        let second = try await subject.store.add(request())
+        try await subject.reopen()
+        #expect(try await subject.store.dueIDs() == [urgent, first, second, low])
+        #expect(try await subject.store.dueIDs(limit: 2) == [urgent, first])
+        let sequences = try await subject.store.entries(matching: .all).map(\.sequence)
+        #expect(sequences == sequences.sorted() && Set(sequences).count == 4)
+        try await subject.close()
+    }
+
+    @Test("a scope sends one entry at a time, in order; a failure holds it, a dead entry does not", arguments: StoreKind.allCases)
+    func scopes(kind: StoreKind) async throws {
+        var subject = try await StoreUnderTest.make(kind)
+        let now = Date()
+        let a1 = try await subject.store.add(request(scope: "conversation-a"))
+        let a2 = try await subject.store.add(request(scope: "conversation-a"))
+        let a3 = try await subject.store.add(request(scope: "conversation-a"))
+        let b1 = try await subject.store.add(request(scope: "conversation-b"))
+        #expect(try await subject.store.dueIDs(at: now) == [a1, b1])
+
+        // In flight: nothing else of the scope is due.
+        _ = try await subject.store.beginAttempt(a1, at: now, lease: .seconds(30))
+        #expect(try await subject.store.dueIDs(at: now) == [b1])
+        await expectOutboxError(.invalidTransition) { try await subject.store.beginAttempt(a2, at: now, lease: .seconds(30)) }
+
+        // A transient failure holds the scope until its retry time.
+        let retryAt = now.addingTimeInterval(60)
+        _ = try await subject.store.recordFailure(a1, error: "timeout", httpStatus: nil, retryAt: retryAt)
+        try await subject.reopen(now: now)
+        #expect(try await subject.store.dueIDs(at: now) == [b1])
+        #expect(try await subject.store.nextDueDate().map { abs($0.timeIntervalSince(retryAt)) < 0.01 } == true)
+        #expect(try await subject.store.dueIDs(at: retryAt) == [a1, b1])
+
+        // A dead entry leaves the scope: the next one goes.
+        _ = try await subject.store.beginAttempt(a1, at: retryAt, lease: .seconds(30))
+        _ = try await subject.store.quarantine(a1, reason: "422 invalid", httpStatus: 422)
+        #expect(try await subject.store.dueIDs(at: retryAt) == [a2, b1])
+        try await subject.store.deliver(a2, at: retryAt)
+        try await subject.reopen(now: retryAt)
+        #expect(try await subject.store.dueIDs(at: retryAt) == [a3, b1])
+        try await subject.close()
+    }
+
+    @Test("dependencies wait for their parent; a dead parent quarantines them; a retried one revives them", arguments: StoreKind.allCases)
+    func dependencies(kind: StoreKind) async throws {
+        var subject = try await StoreUnderTest.make(kind)
+        let now = Date()
+        let album = try await subject.store.add(request(type: "create_album", endpoint: "/albums"))
+        let photo = try await subject.store.add(
+            request(type: "add_photo", endpoint: "/albums/\(album.localReference)/photos", dependencies: [album]))
+        let caption = try await subject.store.add(request(type: "caption", dependencies: [photo]))
+        #expect(try await subject.store.dueIDs(at: now) == [album])
+        #expect(try await subject.store.dependents(of: album) == [photo])
+
+        _ = try await subject.store.beginAttempt(album, at: now, lease: .seconds(30))
+        let cascade = try await subject.store.quarantine(album, reason: "403 forbidden", httpStatus: 403)
+        #expect(Set(cascade.dependents) == [photo, caption])
+        try await subject.reopen(now: now)
+        #expect(try await subject.store.status(photo) == .dead)
+        #expect(try await subject.store.entry(caption)?.lastError?.hasPrefix("dependencyFailed") == true)
+        #expect(try await subject.store.dueIDs(at: now).isEmpty)
+
+        let revived = try await subject.store.retry(album, at: now)
+        #expect(Set(revived.dependents) == [photo, caption])
+        #expect(try await subject.store.entry(album)?.attempts == 0)
+        #expect(try await subject.store.dueIDs(at: now) == [album])
+
+        try await subject.store.deliver(album, serverID: "album-77", at: now)
+        try await subject.reopen(now: now)
+        #expect(try await subject.store.completion(of: album)?.serverID == "album-77")
+        #expect(try await subject.store.dueIDs(at: now) == [photo])
+        try await subject.close()
+    }
+
+    @Test("invalid transitions are typed errors and change nothing", arguments: StoreKind.allCases)
+    func invalidTransitions(kind: StoreKind) async throws {
+        var subject = try await StoreUnderTest.make(kind)
+        let now = Date()
+        let id = try await subject.store.add(request())
+        await expectOutboxError(.invalidTransition) { try await subject.store.recordSuccess(id, serverID: nil, at: now) }
+        await expectOutboxError(.invalidTransition) {
+            try await subject.store.recordFailure(id, error: "x", httpStatus: nil, retryAt: now)
+        }
+        await expectOutboxError(.invalidTransition) { try await subject.store.markConflict(id, reason: "x", httpStatus: 409) }
+        await expectOutboxError(.invalidTransition) { try await subject.store.retry(id, at: now) }
+        await expectOutboxError(.notFound) { try await subject.store.beginAttempt(OutboxEntry.ID(), at: now, lease: .seconds(1)) }
+        _ = try await subject.store.beginAttempt(id, at: now, lease: .seconds(30))
+        await expectOutboxError(.invalidTransition) { try await subject.store.beginAttempt(id, at: now, lease: .seconds(30)) }
+        await expectOutboxError(.invalidTransition) { try await subject.store.discard(id) }
+        try await subject.reopen(now: now)
+        // A crash left it in flight: it comes back pending, the attempt counted.
+        let entry = try #require(try await subject.store.entry(id))
+        #expect(entry.status == (kind == .log ? .pending : .inFlight))
+        #expect(entry.attempts == 1)
+        try await subject.close()
+    }
+
+    @Test("transient failures back off, and give up after maxAttempts", arguments: StoreKind.allCases)
+    func failuresAndMaxAttempts(kind: StoreKind) async throws {
+        var subject = try await StoreUnderTest.make(kind)
+        var now = Date()
+        let id = try await subject.store.add(request(maxAttempts: 3))
+        let child = try await subject.store.add(request(dependencies: [id]))
+        for attempt in 1...3 {
+            #expect(try await subject.store.dueIDs(at: now) == [id], "attempt \(attempt)")
+            _ = try await subject.store.beginAttempt(id, at: now, lease: .seconds(30))
+            let outcome = try await subject.store.recordFailure(
+                id, error: "503 unavailable", httpStatus: 503, retryAt: now.addingTimeInterval(10))
+            #expect(outcome.status == (attempt < 3 ? .failed : .dead))
+            if attempt == 3 { #expect(outcome.cascade.dependents == [child]) }
+            #expect(try await subject.store.dueIDs(at: now).isEmpty)
+            now = now.addingTimeInterval(10)
+            try await subject.reopen(now: now)
+        }
+        let dead = try #require(try await subject.store.entry(id))
+        #expect(dead.status == .dead)
+        #expect(dead.attempts == 3)
+        #expect(dead.lastHTTPStatus == 503)
+        #expect(dead.lastError?.contains("gave up after 3") == true)
+        #expect(try await subject.store.status(child) == .dead)
+        try await subject.close()
+    }
+
+    @Test("conflicts wait for a decision; discard removes and quarantines dependents", arguments: StoreKind.allCases)
+    func conflictAndDiscard(kind: StoreKind) async throws {
+        var subject = try await StoreUnderTest.make(kind)
+        let now = Date()
+        let id = try await subject.store.add(request(scope: "doc-1"))
+        let next = try await subject.store.add(request(scope: "doc-1"))
+        let child = try await subject.store.add(request(dependencies: [id]))
+        _ = try await subject.store.beginAttempt(id, at: now, lease: .seconds(30))
+        try await subject.store.markConflict(id, reason: "409 version mismatch", httpStatus: 409)
+        try await subject.reopen(now: now)
+        #expect(try await subject.store.status(id) == .conflict)
+        // The conflict leaves its scope; the dependent waits for the decision.
+        #expect(try await subject.store.dueIDs(at: now) == [next])
+        let cascade = try await subject.store.discard(id)
+        #expect(cascade.dependents == [child])
+        try await subject.reopen(now: now)
+        #expect(try await subject.store.entry(id) == nil)
+        #expect(try await subject.store.status(child) == .dead)
+        #expect(try await subject.store.completion(of: id) == nil)
+        try await subject.close()
+    }
+
+    @Test("coalescing replaces a pending entry with the same key, keeping its place, but never one in flight", arguments: StoreKind.allCases)
+    func coalescing(kind: StoreKind) async throws {
+        var subject = try await StoreUnderTest.make(kind)
+        let now = Date()
+        let first = try await subject.store.add(request(payload: "like", scope: "post-9", coalescingKey: "like:post-9"))
+        let comment = try await subject.store.add(request(payload: "comment", scope: "post-9"))
+        let result = try await subject.store.enqueue(request(payload: "unlike", scope: "post-9", coalescingKey: "like:post-9"))
+        guard case .coalesced(let replacement, let replaced) = result else {
+            Issue.record("expected coalescing, got \(result)")
+            return
+        }
+        #expect(replaced == first)
+        try await subject.reopen(now: now)
+        #expect(try await subject.store.entry(first) == nil)
+        #expect(try await subject.store.entry(replacement.id)?.payload == Array("unlike".utf8))
+        #expect(try await subject.store.dueIDs(at: now) == [replacement.id])  // still before the comment
+        #expect(try await subject.store.summary().total == 2)
+
+        // Once in flight, a new value is a new entry after it.
+        _ = try await subject.store.beginAttempt(replacement.id, at: now, lease: .seconds(30))
+        let later = try await subject.store.enqueue(request(payload: "like", scope: "post-9", coalescingKey: "like:post-9"))
+        guard case .enqueued(let fresh) = later else {
+            Issue.record("expected a new entry, got \(later)")
+            return
+        }
+        try await subject.store.recordSuccess(replacement.id, serverID: nil, at: now)
+        #expect(try await subject.store.dueIDs(at: now) == [comment])
+        try await subject.store.deliver(comment, at: now)
+        #expect(try await subject.store.dueIDs(at: now) == [fresh.id])
+        try await subject.close()
+    }
+
+    @Test("capacity limits refuse new entries; the eviction policy drops the oldest dead ones, never pending ones", arguments: StoreKind.allCases)
+    func capacity(kind: StoreKind) async throws {
+        var subject = try await StoreUnderTest.make(kind) { $0.maximumEntries = 3 }
+        let now = Date()
+        let one = try await subject.store.add(request())
+        try await subject.store.add(request())
+        try await subject.store.add(request())
+        await expectOutboxError(.full) { try await subject.store.add(request()) }
+        #expect(try await subject.store.summary().total == 3)
+        _ = try await subject.store.beginAttempt(one, at: now, lease: .seconds(1))
+        _ = try await subject.store.quarantine(one, reason: "bad", httpStatus: 400)
+        await expectOutboxError(.full) { try await subject.store.add(request()) }
+        try await subject.close()
+
+        var evicting = try await StoreUnderTest.make(kind) {
+            $0.maximumEntries = 3
+            $0.fullPolicy = .evictOldestDead
+        }
+        let dead = try await evicting.store.add(request())
+        let pending1 = try await evicting.store.add(request())
+        let pending2 = try await evicting.store.add(request())
+        _ = try await evicting.store.quarantine(dead, reason: "bad", httpStatus: 400)
+        let newcomer = try await evicting.store.add(request())
+        try await evicting.reopen(now: now)
+        #expect(try await evicting.store.entry(dead) == nil)
+        #expect(Set(try await evicting.store.entries(matching: .all).map(\.id)) == [pending1, pending2, newcomer])
+        await expectOutboxError(.full) { try await evicting.store.add(request()) }
+        try await evicting.close()
+
+        var bytes = try await StoreUnderTest.make(kind) { $0.maximumBytes = 2000 }
+        try await bytes.store.add(request(payload: String(repeating: "x", count: 900)))
+        await expectOutboxError(.full) { try await bytes.store.add(request(payload: String(repeating: "y", count: 1500))) }
+        try await bytes.store.add(request(payload: "small"))
+        try await bytes.close()
+    }
+
+    @Test("summary counts and sizes entries by status", arguments: StoreKind.allCases)
+    func summary(kind: StoreKind) async throws {
+        var subject = try await StoreUnderTest.make(kind)
+        let now = Date()
+        let ids = [
+            try await subject.store.add(request(payload: String(repeating: "a", count: 100))),
+            try await subject.store.add(request(payload: String(repeating: "b", count: 200))),
+            try await subject.store.add(request()),
+        ]
+        _ = try await subject.store.beginAttempt(ids[0], at: now, lease: .seconds(30))
+        _ = try await subject.store.recordFailure(ids[0], error: "x", httpStatus: nil, retryAt: now)
+        _ = try await subject.store.quarantine(ids[2], reason: "y", httpStatus: nil)
+        try await subject.reopen(now: now)
+        let summary = try await subject.store.summary()
+        #expect(summary.count(.pending) == 1)
+        #expect(summary.count(.failed) == 1)
+        #expect(summary.count(.dead) == 1)
+        #expect(summary.unsent == 2)
+        #expect(summary.needsAttention == 1)
+        #expect((summary.bytes[.pending] ?? 0) > (summary.bytes[.dead] ?? 0) + 100)
+        try await subject.close()
+    }
+
+    @Test("list filters by status, type and scope, in sequence order", arguments: StoreKind.allCases)
+    func listing(kind: StoreKind) async throws {
+        var subject = try await StoreUnderTest.make(kind)
+        let a = try await subject.store.add(request(type: "message", scope: "chat-1"))
+        let b = try await subject.store.add(request(type: "like"))
+        let c = try await subject.store.add(request(type: "message", scope: "chat-2"))
+        _ = try await subject.store.quarantine(b, reason: "no", httpStatus: nil)
+        try await subject.reopen()
+        #expect(try await subject.store.entries(matching: .all).map(\.id) == [a, b, c])
+        #expect(try await subject.store.entries(matching: OutboxFilter(type: "message")).map(\.id) == [a, c])
+        #expect(try await subject.store.entries(matching: OutboxFilter(scope: "chat-2")).map(\.id) == [c])
+        #expect(try await subject.store.entries(matching: OutboxFilter(statuses: [.dead])).map(\.id) == [b])
+        #expect(try await subject.store.entries(matching: OutboxFilter(limit: 2)).map(\.id) == [a, b])
+        #expect(try await subject.store.entries(matching: OutboxFilter(type: "nothing")).isEmpty)
+        try await subject.close()
+    }
+
+    @Test("bad requests are rejected before anything is written", arguments: StoreKind.allCases)
+    func badRequests(kind: StoreKind) async throws {
+        let subject = try await StoreUnderTest.make(kind)
+        await expectOutboxError(.unknownDependency) { try await subject.store.add(request(dependencies: [OutboxEntry.ID()])) }
+        var secret = request()
+        secret.headers["Authorization"] = "Bearer abc"
+        await expectOutboxError(.invalidArgument) { try await subject.store.add(secret) }
+        await expectOutboxError(.invalidArgument) { try await subject.store.add(request(endpoint: "posts")) }
+        await expectOutboxError(.invalidArgument) { try await subject.store.add(request(maxAttempts: 0)) }
+        #expect(try await subject.store.summary().total == 0)
+        try await subject.close()
+    }
+
+    @Test("succeeded entries are kept for the audit window, then pruned; clear empties the partition", arguments: StoreKind.allCases)
+    func retentionAndClear(kind: StoreKind) async throws {
+        var subject = try await StoreUnderTest.make(kind) { $0.succeededRetention = .seconds(3600) }
+        let now = Date()
+        let id = try await subject.store.add(request())
+        let other = try await subject.store.add(request())
+        try await subject.store.deliver(id, serverID: "s-1", at: now)
+        try await subject.reopen(now: now)
+        let kept = try #require(try await subject.store.entry(id))
+        #expect(kept.status == .succeeded)
+        #expect(kept.serverID == "s-1")
+        #expect(kept.syncedAt != nil)
+        try await subject.store.prune(at: now.addingTimeInterval(60))
+        #expect(try await subject.store.entry(id) != nil)
+        try await subject.store.prune(at: now.addingTimeInterval(7200))
+        try await subject.reopen(now: now)
+        #expect(try await subject.store.entry(id) == nil)
+        #expect(try await subject.store.completion(of: id)?.serverID == "s-1")
+        try await subject.store.clear()
+        try await subject.reopen(now: now)
+        #expect(try await subject.store.entry(other) == nil)
+        #expect(try await subject.store.summary().total == 0)
+        #expect(try await subject.store.completion(of: id) == nil)
+        try await subject.close()
+    }
+}
