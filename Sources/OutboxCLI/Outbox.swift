@@ -21,7 +21,11 @@ struct Outbox: AsyncParsableCommand {
             64 invalid arguments.
             """,
         subcommands: [
-            LogCommand.self
+            LogCommand.self,
+            OutboxEnqueue.self,
+            OutboxList.self,
+            OutboxStats.self,
+            OutboxPurge.self,
         ]
     )
 

@@ -1,0 +1,70 @@
+import Foundation
+import Synchronization
+
+/// Runs work against a deadline on an ``OutboxClock``, and gives up on the
+/// work — cancelling it, but not waiting for it — when the deadline comes
+/// first. (A task group would wait for a handler that ignores cancellation;
+/// a delivery watchdog must not.)
+enum DeadlineRace {
+    enum Outcome<Value: Sendable>: Sendable {
+        case finished(Result<Value, any Error>)
+        case timedOut
+    }
+
+    private final class Race<Value: Sendable>: Sendable {
+        struct State {
+            var continuation: CheckedContinuation<Outcome<Value>, Never>?
+            var worker: Task<Void, Never>?
+            var timer: Task<Void, Never>?
+            var done = false
+        }
+
+        let state = Mutex(State())
+
+        /// Resumes the waiter once; cancels whichever task lost.
+        func finish(_ outcome: Outcome<Value>) {
+            let (continuation, loser) = state.withLock { state -> (CheckedContinuation<Outcome<Value>, Never>?, Task<Void, Never>?) in
+                guard !state.done else { return (nil, nil) }
+                state.done = true
+                defer { state.continuation = nil }
+                if case .timedOut = outcome { return (state.continuation, state.worker) }
+                return (state.continuation, state.timer)
+            }
+            loser?.cancel()
+            continuation?.resume(returning: outcome)
+        }
+
+        /// Records the tasks; if the race is already over, cancels both.
+        func track(worker: Task<Void, Never>, timer: Task<Void, Never>) {
+            let over = state.withLock { state -> Bool in
+                state.worker = worker
+                state.timer = timer
+                return state.done
+            }
+            if over {
+                timer.cancel()
+            }
+        }
+    }
+
+    static func run<Value: Sendable>(
+        until deadline: Date, clock: any OutboxClock, _ work: @escaping @Sendable () async throws -> Value
+    ) async -> Outcome<Value> {
+        let race = Race<Value>()
+        return await withCheckedContinuation { continuation in
+            race.state.withLock { $0.continuation = continuation }
+            let worker = Task {
+                do {
+                    race.finish(.finished(.success(try await work())))
+                } catch {
+                    race.finish(.finished(.failure(error)))
+                }
+            }
+            let timer = Task {
+                do { try await clock.sleep(until: deadline) } catch { return }
+                race.finish(.timedOut)
+            }
+            race.track(worker: worker, timer: timer)
+        }
+    }
+}

@@ -1,0 +1,48 @@
+import Foundation
+import Synchronization
+
+/// Something that happened to an entry, for optimistic UI, badges and logs.
+public enum OutboxEvent: Sendable, Hashable {
+    /// Recorded: the commit point. Show it as done (optimistically).
+    case enqueued(OutboxEntry)
+    /// An attempt started.
+    case sending(OutboxEntry.ID, attempt: Int)
+    /// Delivered; `serverID` is what the server calls it now.
+    case delivered(OutboxEntry.ID, serverID: String?)
+    /// The attempt failed transiently; the next starts at `at`.
+    case retryScheduled(OutboxEntry.ID, at: Date, reason: String)
+    /// Quarantined (`dead`): tell the user; it needs retry or discard.
+    case quarantined(OutboxEntry.ID, reason: String)
+    /// A conflict left for the app to resolve.
+    case conflict(OutboxEntry.ID, reason: String)
+    /// Removed without delivery (server-wins conflict, or `discard`).
+    case discarded(OutboxEntry.ID, reason: String)
+    /// A `local:` reference was replaced by the server's id before sending.
+    case remapped(OutboxEntry.ID, local: OutboxEntry.ID, serverID: String)
+    /// No handler is registered for this entry's type: it is left alone.
+    case unhandled(OutboxEntry.ID, type: String)
+}
+
+/// Fans events out to every subscriber; each gets its own stream.
+final class EventBroadcaster: Sendable {
+    private let subscribers = Mutex<[UInt64: AsyncStream<OutboxEvent>.Continuation]>([:])
+    private let nextID = Atomic<UInt64>(0)
+
+    func stream() -> AsyncStream<OutboxEvent> {
+        let id = nextID.add(1, ordering: .relaxed).newValue
+        let (stream, continuation) = AsyncStream<OutboxEvent>.makeStream(bufferingPolicy: .bufferingNewest(10_000))
+        continuation.onTermination = { [weak self] _ in
+            _ = self?.subscribers.withLock { $0.removeValue(forKey: id) }
+        }
+        subscribers.withLock { $0[id] = continuation }
+        return stream
+    }
+
+    func publish(_ event: OutboxEvent) {
+        for continuation in subscribers.withLock({ Array($0.values) }) { continuation.yield(event) }
+    }
+
+    func finish() {
+        for continuation in subscribers.withLock({ Array($0.values) }) { continuation.finish() }
+    }
+}

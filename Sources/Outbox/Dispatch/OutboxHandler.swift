@@ -1,0 +1,86 @@
+import Foundation
+
+/// Delivers the entries of one or more types: the per-feature code that
+/// knows what an entry means. The dispatcher has no feature-specific
+/// branches; it routes each entry to the handler registered for its type.
+///
+/// A handler returns an ``OutboxOutcome``; anything it throws counts as a
+/// transient failure. It must send ``OutboxDelivery/idempotencyKey`` with
+/// every attempt, so the server applies the write once however often it
+/// arrives.
+public protocol OutboxHandler: Sendable {
+    /// What to do when delivery reports a conflict. Default: `.manual`.
+    var conflictPolicy: OutboxConflictPolicy { get }
+
+    /// Attempts one delivery.
+    func deliver(_ delivery: OutboxDelivery) async throws -> OutboxOutcome
+
+    /// For ``OutboxConflictPolicy/clientWins``: resend so the client's
+    /// version wins (a forced `PUT`, say). Another conflict leaves the entry
+    /// in `conflict`. Default: reports the conflict again.
+    func resendAfterConflict(_ delivery: OutboxDelivery) async throws -> OutboxOutcome
+}
+
+extension OutboxHandler {
+    public var conflictPolicy: OutboxConflictPolicy { .manual }
+
+    public func resendAfterConflict(_ delivery: OutboxDelivery) async throws -> OutboxOutcome {
+        .conflict(reason: "no client-wins resend is defined", httpStatus: nil)
+    }
+}
+
+/// A handler written as a closure, for tests and small apps.
+public struct ClosureOutboxHandler: OutboxHandler {
+    public let conflictPolicy: OutboxConflictPolicy
+    private let body: @Sendable (OutboxDelivery) async throws -> OutboxOutcome
+
+    public init(
+        conflictPolicy: OutboxConflictPolicy = .manual, _ body: @escaping @Sendable (OutboxDelivery) async throws -> OutboxOutcome
+    ) {
+        self.conflictPolicy = conflictPolicy
+        self.body = body
+    }
+
+    public func deliver(_ delivery: OutboxDelivery) async throws -> OutboxOutcome { try await body(delivery) }
+}
+
+/// What a handler is asked to deliver: the entry, with every `local:`
+/// reference already replaced by the server id it now has.
+public struct OutboxDelivery: Sendable, Hashable {
+    /// The stored entry (its endpoint and payload as enqueued).
+    public var entry: OutboxEntry
+    /// The endpoint to call, `local:` references resolved.
+    public var endpoint: String
+    /// The body to send, `local:` references in JSON strings resolved.
+    public var payload: [UInt8]
+    /// This attempt's number, from 1.
+    public var attempt: Int
+
+    public var id: OutboxEntry.ID { entry.id }
+    public var idempotencyKey: String { entry.idempotencyKey }
+    public var method: String { entry.method }
+    public var headers: [String: String] { entry.headers }
+}
+
+/// What became of one delivery attempt.
+public enum OutboxOutcome: Sendable, Hashable {
+    /// Delivered; `serverID` is what the server calls the created thing.
+    case delivered(serverID: String?)
+    /// Will never succeed as it is (a 4xx): quarantine it for a person.
+    case permanent(reason: String, httpStatus: Int?)
+    /// May succeed later (offline, timeout, 5xx, 429): retry after a backoff,
+    /// or after `retryAfter` if the server said so.
+    case transient(reason: String, httpStatus: Int?, retryAfter: Duration?)
+    /// The server holds a conflicting version: apply the handler's policy.
+    case conflict(reason: String, httpStatus: Int?)
+}
+
+/// What the dispatcher does with a conflict.
+public enum OutboxConflictPolicy: Sendable, Hashable {
+    /// The server's version stands: discard the entry and report it.
+    case serverWins
+    /// The client's version must win: call ``OutboxHandler/resendAfterConflict(_:)``.
+    case clientWins
+    /// Leave the entry in `conflict` for the app (or a person) to decide.
+    case manual
+}

@@ -1,0 +1,134 @@
+import ArgumentParser
+import Foundation
+import Outbox
+
+/// `outbox list DIR [--user U] [--status S]... [--json]`
+struct OutboxList: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "list",
+        abstract: "Print a user's entries in sequence order.",
+        discussion: """
+            One line per entry: sequence, status, attempts/maxAttempts, method and endpoint, type, \
+            scope, id, and the next attempt time and last error when there are any. With --json, \
+            one object per line with sorted keys: id, idempotencyKey, type, method, endpoint, \
+            status, attempts, maxAttempts, scope, dependencies, priority, sequence, nextAttemptAt, \
+            lastError, lastHTTPStatus, serverID, createdAt, syncedAt (dates in ISO 8601, absent \
+            values null), plus user, coalescingKey, storedBytes and payloadBytes. A user without a queue lists \
+            nothing. \
+            Note: opening a queue is a write: entries a crash left in flight go back to pending \
+            (with that attempt counted), exactly as the app's own open would. DIR is never created.
+            """
+    )
+
+    @OptionGroup var options: OutboxRootOptions
+
+    @Option(help: "The user (partition) whose entries to list.")
+    var user = "default"
+
+    @Option(
+        help: ArgumentHelp(
+            "Only entries in these statuses: pending, inFlight, failed, dead, conflict, succeeded.",
+            discussion: "Repeat the option or separate statuses with commas.",
+            valueName: "status"))
+    var status: [String] = []
+
+    @Flag(help: "Print one JSON object per entry and line.")
+    var json = false
+
+    func validate() throws {
+        guard !user.isEmpty else { throw ValidationError("--user must not be empty") }
+        _ = try Self.parseStatuses(status)
+    }
+
+    func run() async throws {
+        let statuses = try Self.parseStatuses(status)
+        try options.requireExistingDirectory()
+        guard options.partitions().contains(user) else { return }
+        let entries = try await options.withStore(user: user, create: false) { store in
+            try await store.entries(matching: OutboxFilter(statuses: statuses))
+        }
+        let encoder = JSONLines()
+        var output = OutputBuffer()
+        for entry in entries {
+            output.line(json ? try encoder.encode(OutboxEntryJSON(entry)) : Self.line(for: entry))
+        }
+        output.flush()
+    }
+
+    /// The statuses named by `--status` options (each may hold several,
+    /// comma-separated; case does not matter), or `nil` for all.
+    static func parseStatuses(_ values: [String]) throws(ValidationError) -> Set<OutboxStatus>? {
+        guard !values.isEmpty else { return nil }
+        var result: Set<OutboxStatus> = []
+        for value in values {
+            for name in value.split(separator: ",", omittingEmptySubsequences: false) {
+                let name = name.trimmingCharacters(in: .whitespaces)
+                guard let status = OutboxStatus.allCases.first(where: { $0.rawValue.lowercased() == name.lowercased() })
+                else {
+                    let known = OutboxStatus.allCases.map(\.rawValue).joined(separator: ", ")
+                    throw ValidationError("unknown status \"\(name)\" in --status: expected one of \(known)")
+                }
+                result.insert(status)
+            }
+        }
+        return result
+    }
+
+    /// `<sequence>  <status>  <attempts>/<max>  <method> <endpoint>  <type>  scope=<scope|->  <id>[  next <date>][  error: …]`
+    static func line(for entry: OutboxEntry) -> String {
+        var line = "\(entry.sequence)  \(entry.status.rawValue.padding(toLength: 9, withPad: " ", startingAt: 0))"
+        line += "  \(entry.attempts)/\(entry.maxAttempts)  \(entry.method) \(entry.endpoint)  \(entry.type)"
+        line += "  scope=\(entry.scope ?? "-")  \(entry.id)"
+        if entry.status == .failed || entry.status == .inFlight {
+            line += "  next \(OutboxEntryJSON.date(entry.nextAttemptAt))"
+        }
+        if let status = entry.lastHTTPStatus { line += "  http \(status)" }
+        if let error = entry.lastError { line += "  error: \(oneLine(error))" }
+        return line
+    }
+}
+
+/// One ``OutboxEntry`` as JSON: every field, absent values as `null`,
+/// dates in ISO 8601 with milliseconds.
+struct OutboxEntryJSON: Encodable {
+    var entry: OutboxEntry
+
+    init(_ entry: OutboxEntry) { self.entry = entry }
+
+    enum CodingKeys: String, CodingKey {
+        case id, idempotencyKey, type, method, endpoint, status, attempts, maxAttempts, scope, dependencies
+        case priority, sequence, nextAttemptAt, lastError, lastHTTPStatus, serverID, createdAt, syncedAt
+        case user, coalescingKey, storedBytes, payloadBytes
+    }
+
+    func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(entry.id.description, forKey: .id)
+        try container.encode(entry.idempotencyKey, forKey: .idempotencyKey)
+        try container.encode(entry.type, forKey: .type)
+        try container.encode(entry.method, forKey: .method)
+        try container.encode(entry.endpoint, forKey: .endpoint)
+        try container.encode(entry.status.rawValue, forKey: .status)
+        try container.encode(entry.attempts, forKey: .attempts)
+        try container.encode(entry.maxAttempts, forKey: .maxAttempts)
+        try container.encode(entry.scope, forKey: .scope)
+        try container.encode(entry.dependencies.map(\.description), forKey: .dependencies)
+        try container.encode(entry.priority, forKey: .priority)
+        try container.encode(entry.sequence, forKey: .sequence)
+        try container.encode(Self.date(entry.nextAttemptAt), forKey: .nextAttemptAt)
+        try container.encode(entry.lastError, forKey: .lastError)
+        try container.encode(entry.lastHTTPStatus, forKey: .lastHTTPStatus)
+        try container.encode(entry.serverID, forKey: .serverID)
+        try container.encode(Self.date(entry.createdAt), forKey: .createdAt)
+        try container.encode(entry.syncedAt.map(Self.date), forKey: .syncedAt)
+        try container.encode(entry.partition, forKey: .user)
+        try container.encode(entry.coalescingKey, forKey: .coalescingKey)
+        try container.encode(entry.storedBytes, forKey: .storedBytes)
+        try container.encode(entry.payload.count, forKey: .payloadBytes)
+    }
+
+    /// `2025-01-31T12:34:56.789Z`
+    static func date(_ date: Date) -> String {
+        Date.ISO8601FormatStyle(includingFractionalSeconds: true).format(date)
+    }
+}

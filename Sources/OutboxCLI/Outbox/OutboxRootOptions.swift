@@ -1,0 +1,117 @@
+import ArgumentParser
+import Foundation
+import Logging
+import Outbox
+import OutboxLog
+import SystemPackage
+
+/// The outbox root directory and the logging switch every top-level outbox
+/// command (`enqueue`, `list`, `stats`, `purge`) takes.
+///
+/// A root holds one queue (an `OutboxLog`) per user under
+/// `<root>/partitions/<escaped user>/`.
+struct OutboxRootOptions: ParsableArguments {
+    @Argument(help: "The outbox root directory (one queue per user under partitions/<user>/).")
+    var directory: String
+
+    @Flag(name: .long, help: "Print the engine's debug messages on standard error.")
+    var verbose = false
+
+    func validate() throws {
+        if directory.isEmpty { throw ValidationError("the outbox directory must not be empty") }
+    }
+
+    var root: FilePath { FilePath(directory) }
+
+    /// Logs to standard error at `level`, or everything with `--verbose`.
+    func logger(level: Logger.Level) -> Logger {
+        var logger = Logger(label: "outbox", factory: { StreamLogHandler.standardError(label: $0) })
+        logger.logLevel = verbose ? .debug : level
+        return logger
+    }
+
+    /// The store's defaults (durable enqueue), logging warnings only; the
+    /// user's log is created only if `create` is set.
+    func configuration(create: Bool) -> OutboxStoreConfiguration {
+        var configuration = OutboxStoreConfiguration()
+        configuration.log.logger = logger(level: .warning)
+        configuration.log.createIfMissing = create
+        return configuration
+    }
+
+    /// Fails with exit 2 and one line unless the root is an existing
+    /// directory. Creates nothing.
+    func requireExistingDirectory() throws(CommandFailure) {
+        var isDirectory: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: directory, isDirectory: &isDirectory) else {
+            throw CommandFailure(
+                "\(OutboxLogError.Code.notFound): \(directory): no such outbox directory", exitCode: CommandFailure.cannotOpen)
+        }
+        guard isDirectory.boolValue else {
+            throw CommandFailure(
+                "\(OutboxLogError.Code.invalidArgument): \(directory): not a directory", exitCode: CommandFailure.cannotOpen)
+        }
+    }
+
+    /// The users that have a queue under the root, sorted.
+    func partitions() -> [String] { LogOutboxStore.partitions(root: root) }
+
+    /// Opens `user`'s queue, runs `body` and closes the queue (syncing
+    /// everything). Errors become one-line ``CommandFailure``s: exit 2 if the
+    /// queue cannot be opened (locked, I/O, unsupported, encrypted), 1 if it
+    /// is damaged or the operation failed.
+    ///
+    /// Opening is a write even for reading commands: entries a crash left
+    /// in flight go back to `pending`, with that attempt counted.
+    func withStore<Result>(
+        user: String, create: Bool, _ body: (LogOutboxStore) async throws -> Result
+    ) async throws(CommandFailure) -> Result {
+        let store: LogOutboxStore
+        do {
+            store = try await LogOutboxStore.open(root: root, partition: user, configuration: configuration(create: create))
+        } catch {
+            throw CommandFailure.outbox(error, directory: directory, opening: true)
+        }
+        let result: Result
+        do {
+            result = try await body(store)
+        } catch {
+            try? await store.close()
+            throw CommandFailure.outbox(error, directory: directory)
+        }
+        do {
+            try await store.close()
+        } catch {
+            throw CommandFailure.outbox(error, directory: directory, opening: false)
+        }
+        return result
+    }
+}
+
+extension CommandFailure {
+    /// An ``OutboxError``: a locked log or busy queue exits 2 (with
+    /// "locked" in the message), damage 1, any other failure to open 2,
+    /// any other failure of an open queue 1.
+    static func outbox(_ error: OutboxError, directory: String, opening: Bool) -> CommandFailure {
+        if error.code == .busy {
+            let location = error.storage?.file?.string ?? directory
+            return CommandFailure(
+                "\(error.code): \(location): the queue is locked (open in another process); "
+                    + "nothing was deleted, close it there first",
+                exitCode: cannotOpen)
+        }
+        if error.code == .storage, let storage = error.storage {
+            return opening ? .opening(storage, directory: directory) : .operation(storage, directory: directory)
+        }
+        if error.code == .corruptEntry { return CommandFailure("\(error)", exitCode: damageFound) }
+        return CommandFailure("\(error)", exitCode: opening ? cannotOpen : operationFailed)
+    }
+
+    /// Any error thrown while working on an open queue.
+    static func outbox(_ error: any Error, directory: String) -> CommandFailure {
+        switch error {
+        case let error as OutboxError: outbox(error, directory: directory, opening: false)
+        default: operation(error, directory: directory)
+        }
+    }
+}
