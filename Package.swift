@@ -14,6 +14,7 @@ let package = Package(
         .library(name: "OutboxLog", targets: ["OutboxLog"]),
         .library(name: "OutboxLogTesting", targets: ["OutboxLogTesting"]),
         .library(name: "Outbox", targets: ["Outbox"]),
+        .library(name: "OutboxHTTP", targets: ["OutboxHTTP"]),
         .executable(name: "outbox", targets: ["OutboxCLI"]),
     ],
     dependencies: [
@@ -24,6 +25,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-crypto", "3.12.3"..<"5.0.0"),
         .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
         .package(url: "https://github.com/x-sheep/swift-property-based", from: "2.0.1"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
+        .package(url: "https://github.com/apple/swift-http-types", from: "1.8.0"),
     ],
     targets: [
         // zlib's crc32 checksums every record and header.
@@ -70,11 +73,18 @@ let package = Package(
             ]
         ),
 
+        // Delivery over HTTP (URLSession), with idempotency keys and token refresh.
+        .target(
+            name: "OutboxHTTP",
+            dependencies: ["Outbox"]
+        ),
+
         // The `outbox` command-line tool.
         .executableTarget(
             name: "OutboxCLI",
             dependencies: [
                 "Outbox",
+                "OutboxHTTP",
                 "OutboxLog",
                 "OutboxLogTesting",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
@@ -101,6 +111,16 @@ let package = Package(
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "SystemPackage", package: "swift-system"),
                 .product(name: "PropertyBased", package: "swift-property-based"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        .testTarget(
+            name: "OutboxHTTPTests",
+            dependencies: [
+                "Outbox",
+                "OutboxHTTP",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),

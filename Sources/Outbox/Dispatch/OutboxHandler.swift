@@ -56,6 +56,13 @@ public struct OutboxDelivery: Sendable, Hashable {
     /// This attempt's number, from 1.
     public var attempt: Int
 
+    public init(entry: OutboxEntry, endpoint: String, payload: [UInt8], attempt: Int) {
+        self.entry = entry
+        self.endpoint = endpoint
+        self.payload = payload
+        self.attempt = attempt
+    }
+
     public var id: OutboxEntry.ID { entry.id }
     public var idempotencyKey: String { entry.idempotencyKey }
     public var method: String { entry.method }

@@ -63,4 +63,37 @@ public struct OutboxEntry: Sendable, Hashable, Identifiable {
 
     /// The bytes the entry takes in the store (payload, endpoint, headers, metadata).
     public var storedBytes: Int
+
+    /// Builds an entry by hand — for tests of handlers; stores build their own.
+    public init(
+        id: ID, idempotencyKey: String, type: String, method: String, endpoint: String, payload: [UInt8],
+        headers: [String: String], partition: String, scope: String?, dependencies: [ID], priority: Int,
+        sequence: UInt64, coalescingKey: String?, status: OutboxStatus, attempts: Int, maxAttempts: Int,
+        nextAttemptAt: Date, lastError: String?, lastHTTPStatus: Int?, createdAt: Date, syncedAt: Date?,
+        serverID: String?, storedBytes: Int
+    ) {
+        self.id = id
+        self.idempotencyKey = idempotencyKey
+        self.type = type
+        self.method = method
+        self.endpoint = endpoint
+        self.payload = payload
+        self.headers = headers
+        self.partition = partition
+        self.scope = scope
+        self.dependencies = dependencies
+        self.priority = priority
+        self.sequence = sequence
+        self.coalescingKey = coalescingKey
+        self.status = status
+        self.attempts = attempts
+        self.maxAttempts = maxAttempts
+        self.nextAttemptAt = nextAttemptAt
+        self.lastError = lastError
+        self.lastHTTPStatus = lastHTTPStatus
+        self.createdAt = createdAt
+        self.syncedAt = syncedAt
+        self.serverID = serverID
+        self.storedBytes = storedBytes
+    }
 }

@@ -1,0 +1,166 @@
+import Foundation
+import Outbox
+import OutboxHTTP
+import Synchronization
+import Testing
+
+/// The HTTP handler against a real server on 127.0.0.1.
+@Suite("HTTP handler", .serialized, .timeLimit(.minutes(1)))
+struct HTTPOutboxHandlerTests {
+    /// A token provider that hands out "stale" until asked to refresh.
+    final class RotatingTokens: OutboxTokenProvider {
+        let refreshes = Mutex(0)
+        func token() async throws -> String? { refreshes.withLock { $0 == 0 ? "stale" : "fresh" } }
+        func refreshedToken() async throws -> String? {
+            refreshes.withLock { $0 += 1 }
+            return "fresh"
+        }
+    }
+
+    static func delivery(endpoint: String = "/things", payload: String = #"{"n":1}"#, attempt: Int = 1) -> OutboxDelivery {
+        let entry = OutboxEntry(
+            id: OutboxEntry.ID(), idempotencyKey: UUID().uuidString, type: "thing", method: "POST", endpoint: endpoint,
+            payload: Array(payload.utf8), headers: ["Content-Type": "application/json"], partition: "u", scope: nil,
+            dependencies: [], priority: 0, sequence: 1, coalescingKey: nil, status: .inFlight, attempts: attempt,
+            maxAttempts: 10, nextAttemptAt: Date(), lastError: nil, lastHTTPStatus: nil, createdAt: Date(), syncedAt: nil,
+            serverID: nil, storedBytes: 0)
+        return OutboxDelivery(entry: entry, endpoint: endpoint, payload: Array(payload.utf8), attempt: attempt)
+    }
+
+    @Test("2xx delivers: method, base URL + endpoint, body, stored headers, Idempotency-Key and auth are sent; the JSON id comes back")
+    func success() async throws {
+        let server = try await LoopbackServer { _, _ in .init(status: 201, body: #"{"id": 4711, "ok": true}"#) }
+        defer { server.stop() }
+        let handler = HTTPOutboxHandler(baseURL: server.baseURL, tokenProvider: StaticTokenProvider("t0k3n"))
+        let delivery = Self.delivery(endpoint: "/albums/7/photos?x=1")
+        let outcome = try await handler.deliver(delivery)
+        #expect(outcome == .delivered(serverID: "4711"))
+        let request = try #require(server.requests.first)
+        #expect(request.method == "POST")
+        #expect(request.path == "/api/albums/7/photos?x=1")
+        #expect(request.body == #"{"n":1}"#)
+        #expect(request.headers["idempotency-key"] == delivery.idempotencyKey)
+        #expect(request.headers["authorization"] == "Bearer t0k3n")
+        #expect(request.headers["content-type"] == "application/json")
+    }
+
+    @Test("401 refreshes the token and resends once, with the same key; a second 401 is transient")
+    func unauthorizedRefreshes() async throws {
+        let server = try await LoopbackServer { request, _ in
+            request.headers["authorization"] == "Bearer fresh" ? .init(status: 200, body: #"{"id":"a"}"#) : .init(status: 401)
+        }
+        defer { server.stop() }
+        let tokens = RotatingTokens()
+        let handler = HTTPOutboxHandler(baseURL: server.baseURL, tokenProvider: tokens)
+        let delivery = Self.delivery()
+        #expect(try await handler.deliver(delivery) == .delivered(serverID: "a"))
+        #expect(tokens.refreshes.withLock { $0 } == 1)
+        #expect(server.requests.map { $0.headers["idempotency-key"] } == [delivery.idempotencyKey, delivery.idempotencyKey])
+
+        let refused = try await LoopbackServer { _, _ in .init(status: 401) }
+        defer { refused.stop() }
+        let stubborn = HTTPOutboxHandler(baseURL: refused.baseURL, tokenProvider: RotatingTokens())
+        guard case .transient(_, let status, _) = try await stubborn.deliver(Self.delivery()) else {
+            Issue.record("a repeated 401 must be transient")
+            return
+        }
+        #expect(status == 401)
+        #expect(refused.requests.count == 2)
+    }
+
+    @Test("408, 425, 429 and 5xx are transient, honouring Retry-After in seconds or as a date", arguments: [408, 425, 429, 500, 502, 503, 504])
+    func transientStatuses(status: Int) async throws {
+        let later = Date().addingTimeInterval(90)
+        let formatter = DateFormatter()
+        formatter.locale = Locale(identifier: "en_US_POSIX")
+        formatter.timeZone = TimeZone(identifier: "GMT")
+        formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss zzz"
+        let retryAfter = status == 503 ? formatter.string(from: later) : "7"
+        let server = try await LoopbackServer { _, _ in .init(status: status, headers: ["Retry-After": retryAfter]) }
+        defer { server.stop() }
+        let outcome = try await HTTPOutboxHandler(baseURL: server.baseURL).deliver(Self.delivery())
+        guard case .transient(_, let reported, let wait) = outcome else {
+            Issue.record("HTTP \(status) must be transient, got \(outcome)")
+            return
+        }
+        #expect(reported == status)
+        let seconds = Double(try #require(wait).components.seconds)
+        if status == 503 { #expect(seconds > 80 && seconds <= 90) } else { #expect(seconds == 7) }
+    }
+
+    @Test("409 is a conflict; other 4xx are permanent, with the status and a bounded slice of the body")
+    func clientErrors() async throws {
+        let longBody = String(repeating: "field 'title' is required. ", count: 100)
+        let server = try await LoopbackServer { request, _ in
+            request.path.hasSuffix("/conflict") ? .init(status: 409, body: "version 3 exists") : .init(status: 422, body: longBody)
+        }
+        defer { server.stop() }
+        let handler = HTTPOutboxHandler(baseURL: server.baseURL)
+        guard case .conflict(let conflictReason, 409) = try await handler.deliver(Self.delivery(endpoint: "/conflict")) else {
+            Issue.record("409 must be a conflict")
+            return
+        }
+        #expect(conflictReason.contains("version 3 exists"))
+        guard case .permanent(let reason, 422) = try await handler.deliver(Self.delivery()) else {
+            Issue.record("422 must be permanent")
+            return
+        }
+        #expect(reason.hasPrefix("HTTP 422: field 'title' is required."))
+        #expect(reason.utf8.count < 600)
+    }
+
+    @Test("a timeout, a dropped connection and a refused connection are transient")
+    func networkFailures() async throws {
+        let slow = try await LoopbackServer { _, _ in .init(status: 200, delay: .seconds(5)) }
+        defer { slow.stop() }
+        var configuration = HTTPOutboxHandler.Configuration(baseURL: slow.baseURL)
+        // Whole seconds: libcurl (under Linux's URLSession) rounds fractions down to zero.
+        configuration.requestTimeout = .seconds(1)
+        guard case .transient(let timedOut, nil, _) = try await HTTPOutboxHandler(configuration: configuration).deliver(Self.delivery())
+        else {
+            Issue.record("a timeout must be transient")
+            return
+        }
+        #expect(timedOut.contains("timed out"))
+        #expect(slow.requests.count == 1)  // it reached the server; the answer did not come back in time
+
+        let dropping = try DroppingServer()
+        defer { dropping.stop() }
+        let dropped = try await HTTPOutboxHandler(baseURL: URL(string: "http://127.0.0.1:\(dropping.port)")!).deliver(Self.delivery())
+        guard case .transient(_, nil, _) = dropped else {
+            Issue.record("a dropped connection must be transient, got \(dropped)")
+            return
+        }
+
+        let closedPort = try DroppingServer()
+        let port = closedPort.port
+        closedPort.stop()
+        let refused = try await HTTPOutboxHandler(baseURL: URL(string: "http://127.0.0.1:\(port)")!).deliver(Self.delivery())
+        guard case .transient = refused else {
+            Issue.record("a refused connection must be transient, got \(refused)")
+            return
+        }
+    }
+
+    @Test("through the dispatcher: a 503 then 201 sends the same Idempotency-Key twice and records the server id")
+    func dispatcherRoundTrip() async throws {
+        let server = try await LoopbackServer { _, earlier in
+            earlier == 0 ? .init(status: 503, headers: ["Retry-After": "0"]) : .init(status: 201, body: #"{"id":"srv-9"}"#)
+        }
+        defer { server.stop() }
+        let store = InMemoryOutboxStore(partition: "u")
+        let id = try await store.enqueue(
+            OutboxEnqueueRequest(type: "thing", method: "POST", endpoint: "/things", payload: Array(#"{"a":1}"#.utf8))
+        ).id
+        var configuration = OutboxDispatcherConfiguration()
+        configuration.maximumAge = nil
+        let dispatcher = OutboxDispatcher(
+            store: store, handlers: ["thing": HTTPOutboxHandler(baseURL: server.baseURL)], configuration: configuration)
+        let report = await dispatcher.flush()
+        #expect(report.retried == 1)
+        #expect(report.delivered == 1)  // Retry-After: 0 made it due again within the same flush
+        #expect(try await store.completion(of: id)?.serverID == "srv-9")
+        let keys = server.requests.compactMap { $0.headers["idempotency-key"] }
+        #expect(keys.count == 2 && Set(keys).count == 1)
+    }
+}
