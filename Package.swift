@@ -92,9 +92,13 @@ let package = Package(
             ]
         ),
 
+        // Runs the built `outbox` tool as a child process, for every test target.
+        .target(name: "CLITestSupport", path: "Tests/CLITestSupport"),
+
         .testTarget(
             name: "OutboxLogTests",
             dependencies: [
+                "CLITestSupport",
                 "OutboxLog",
                 "OutboxLogTesting",
                 .product(name: "SystemPackage", package: "swift-system"),
@@ -117,6 +121,7 @@ let package = Package(
         .testTarget(
             name: "OutboxHTTPTests",
             dependencies: [
+                "CLITestSupport",
                 "Outbox",
                 "OutboxHTTP",
                 .product(name: "Hummingbird", package: "hummingbird"),

@@ -26,6 +26,7 @@ struct Outbox: AsyncParsableCommand {
             OutboxList.self,
             OutboxStats.self,
             OutboxPurge.self,
+            OutboxDrain.self,
         ]
     )
 

@@ -1,3 +1,4 @@
+import CLITestSupport
 import Foundation
 import OutboxLog
 import SystemPackage
@@ -351,81 +352,11 @@ struct CommandLineToolTests {
 // MARK: - Helpers
 
 extension CommandLineToolTests {
-    /// What one run of the tool did.
-    struct ToolRun: Sendable {
-        var status: Int32
-        var stdout: String
-        var stderr: String
+    typealias ToolRun = OutboxTool.Run
 
-        var stdoutLines: [String] { stdout.split(separator: "\n", omittingEmptySubsequences: true).map(String.init) }
-        var stderrLines: [String] { stderr.split(separator: "\n", omittingEmptySubsequences: true).map(String.init) }
-    }
+    func outbox(_ arguments: String...) async throws -> ToolRun { try await OutboxTool.run(arguments) }
 
-    struct ToolNotBuilt: Error, CustomStringConvertible {
-        var description: String {
-            "the outbox executable was not found next to the test bundle: build with `swift build --build-tests`"
-        }
-    }
-
-    struct KilledBySignal: Error { var signal: Int32 }
-
-    /// The built `outbox` executable: in the products directory, the one
-    /// that holds the test bundle (`$OUTBOX_CLI` overrides it).
-    static let executable: URL? = {
-        if let override = ProcessInfo.processInfo.environment["OUTBOX_CLI"] { return URL(fileURLWithPath: override) }
-        var folders: [URL] = []
-        if let executable = Bundle.main.executableURL { folders.append(executable.deletingLastPathComponent()) }
-        folders.append(URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent())
-        for bundle in Bundle.allBundles where bundle.bundleURL.pathExtension == "xctest" {
-            folders.append(bundle.bundleURL.deletingLastPathComponent())
-        }
-        folders.append(Bundle.main.bundleURL)
-        return folders.map { $0.appendingPathComponent("outbox") }
-            .first { FileManager.default.isExecutableFile(atPath: $0.path) }
-    }()
-
-    func outbox(_ arguments: String...) async throws -> ToolRun { try await outbox(arguments) }
-
-    /// Runs the tool and waits for it without blocking a thread; its output
-    /// goes to files, so a large output cannot fill a pipe and stall it.
-    func outbox(_ arguments: [String]) async throws -> ToolRun {
-        guard let executable = Self.executable else { throw ToolNotBuilt() }
-        let outputs = TemporaryDirectory("outbox-cli-output")
-        let stdoutPath = outputs.appending("stdout").string
-        let stderrPath = outputs.appending("stderr").string
-        _ = FileManager.default.createFile(atPath: stdoutPath, contents: nil)
-        _ = FileManager.default.createFile(atPath: stderrPath, contents: nil)
-        let stdout = try FileHandle(forWritingTo: URL(fileURLWithPath: stdoutPath))
-        let stderr = try FileHandle(forWritingTo: URL(fileURLWithPath: stderrPath))
-        defer {
-            try? stdout.close()
-            try? stderr.close()
-        }
-
-        let process = Process()
-        process.executableURL = executable
-        process.arguments = arguments
-        process.standardInput = FileHandle.nullDevice
-        process.standardOutput = stdout
-        process.standardError = stderr
-        let (status, reason) = try await withCheckedThrowingContinuation {
-            (continuation: CheckedContinuation<(Int32, Process.TerminationReason), any Error>) in
-            process.terminationHandler = { process in
-                continuation.resume(returning: (process.terminationStatus, process.terminationReason))
-            }
-            do {
-                try process.run()
-            } catch {
-                process.terminationHandler = nil
-                continuation.resume(throwing: error)
-            }
-        }
-        if reason == .uncaughtSignal { throw KilledBySignal(signal: status) }
-        return ToolRun(
-            status: status,
-            stdout: String(decoding: FileManager.default.contents(atPath: stdoutPath) ?? Data(), as: UTF8.self),
-            stderr: String(decoding: FileManager.default.contents(atPath: stderrPath) ?? Data(), as: UTF8.self))
-    }
+    func outbox(_ arguments: [String]) async throws -> ToolRun { try await OutboxTool.run(arguments) }
 
     /// Parses one line of JSON output as an object.
     func jsonObject(_ line: String) throws -> [String: Any] {

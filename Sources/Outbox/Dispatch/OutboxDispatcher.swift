@@ -40,6 +40,7 @@ public actor OutboxDispatcher {
     private var timer: (task: Task<Void, Never>, deadline: Date)?
     private var monitorTask: Task<Void, Never>?
     private var reportedUnhandled: Set<OutboxEntry.ID> = []
+    private var lastPrune: Date?
 
     private let metrics = DispatcherMetrics()
 
@@ -184,6 +185,7 @@ public actor OutboxDispatcher {
         // No await between the last check and this: a flush that arrives
         // later starts a new drain rather than joining a finished one.
         drainTask = nil
+        await pruneIfDue()
         await scheduleTimer()
         return report
     }
@@ -227,6 +229,17 @@ public actor OutboxDispatcher {
             }
         }
         return report
+    }
+
+    /// Drops succeeded entries past their audit window and stale mappings,
+    /// at most once per `pruneInterval`.
+    private func pruneIfDue() async {
+        let now = clock.now()
+        if let lastPrune, now < lastPrune.adding(configuration.pruneInterval) { return }
+        lastPrune = now
+        do { try await store.prune(at: now) } catch {
+            logger.error("cannot prune the outbox", metadata: ["error": "\(error)"])
+        }
     }
 
     private func scheduleTimer() async {

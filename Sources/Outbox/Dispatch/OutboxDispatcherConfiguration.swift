@@ -16,6 +16,9 @@ public struct OutboxDispatcherConfiguration: Sendable {
     public var deliveryTimeout: Duration = .seconds(60)
     /// The attempt's lease outlives the timeout by this much.
     public var leaseGrace: Duration = .seconds(30)
+    /// How often, at most, a drain also prunes succeeded entries past their
+    /// audit window and stale id mappings. Default one hour.
+    public var pruneInterval: Duration = .seconds(3600)
     /// Seed for the backoff jitter (tests); `nil` uses system randomness.
     public var randomSeed: UInt64?
     public var logger = Logger(label: "outbox.dispatcher")

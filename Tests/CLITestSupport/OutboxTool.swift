@@ -1,0 +1,86 @@
+import Foundation
+
+/// Runs the built `outbox` executable as a real child process, for the
+/// command-line tests of every test target.
+public enum OutboxTool {
+    /// What one run of the tool did.
+    public struct Run: Sendable {
+        public var status: Int32
+        public var stdout: String
+        public var stderr: String
+
+        public var stdoutLines: [String] { stdout.split(separator: "\n", omittingEmptySubsequences: true).map(String.init) }
+        public var stderrLines: [String] { stderr.split(separator: "\n", omittingEmptySubsequences: true).map(String.init) }
+    }
+
+    public struct NotBuilt: Error, CustomStringConvertible {
+        public var description: String {
+            "the outbox executable was not found next to the test bundle: build with `swift build --build-tests`"
+        }
+    }
+
+    public struct KilledBySignal: Error { public var signal: Int32 }
+
+    /// The built `outbox` executable: in the products directory, the one
+    /// that holds the test bundle (`$OUTBOX_CLI` overrides it).
+    public static let executable: URL? = {
+        if let override = ProcessInfo.processInfo.environment["OUTBOX_CLI"] { return URL(fileURLWithPath: override) }
+        var folders: [URL] = []
+        if let executable = Bundle.main.executableURL { folders.append(executable.deletingLastPathComponent()) }
+        folders.append(URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent())
+        for bundle in Bundle.allBundles where bundle.bundleURL.pathExtension == "xctest" {
+            folders.append(bundle.bundleURL.deletingLastPathComponent())
+        }
+        folders.append(Bundle.main.bundleURL)
+        return folders.map { $0.appendingPathComponent("outbox") }
+            .first { FileManager.default.isExecutableFile(atPath: $0.path) }
+    }()
+
+    /// Runs the tool and waits for it without blocking a thread; its output
+    /// goes to files, so a large output cannot fill a pipe and stall it.
+    public static func run(_ arguments: [String]) async throws -> Run {
+        guard let executable else { throw NotBuilt() }
+        let outputs = FileManager.default.temporaryDirectory.appendingPathComponent("outbox-cli-output-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: outputs, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: outputs) }
+        let stdoutURL = outputs.appendingPathComponent("stdout")
+        let stderrURL = outputs.appendingPathComponent("stderr")
+        _ = FileManager.default.createFile(atPath: stdoutURL.path, contents: nil)
+        _ = FileManager.default.createFile(atPath: stderrURL.path, contents: nil)
+        let stdout = try FileHandle(forWritingTo: stdoutURL)
+        let stderr = try FileHandle(forWritingTo: stderrURL)
+        defer {
+            try? stdout.close()
+            try? stderr.close()
+        }
+
+        let process = Process()
+        process.executableURL = executable
+        process.arguments = arguments
+        process.standardInput = FileHandle.nullDevice
+        process.standardOutput = stdout
+        process.standardError = stderr
+        let (status, reason) = try await withCheckedThrowingContinuation {
+            (continuation: CheckedContinuation<(Int32, Process.TerminationReason), any Error>) in
+            process.terminationHandler = { process in
+                continuation.resume(returning: (process.terminationStatus, process.terminationReason))
+            }
+            do {
+                try process.run()
+            } catch {
+                process.terminationHandler = nil
+                continuation.resume(throwing: error)
+            }
+        }
+        if reason == .uncaughtSignal { throw KilledBySignal(signal: status) }
+        return Run(
+            status: status,
+            stdout: String(decoding: FileManager.default.contents(atPath: stdoutURL.path) ?? Data(), as: UTF8.self),
+            stderr: String(decoding: FileManager.default.contents(atPath: stderrURL.path) ?? Data(), as: UTF8.self))
+    }
+
+    /// Parses one line of JSON output as an object.
+    public static func jsonObject(_ line: String) -> [String: Any]? {
+        try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any]
+    }
+}
