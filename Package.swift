@@ -15,6 +15,7 @@ let package = Package(
         .library(name: "OutboxLogTesting", targets: ["OutboxLogTesting"]),
         .library(name: "Outbox", targets: ["Outbox"]),
         .library(name: "OutboxHTTP", targets: ["OutboxHTTP"]),
+        .library(name: "IdempotencyKeyMiddleware", targets: ["IdempotencyKeyMiddleware"]),
         .executable(name: "outbox", targets: ["OutboxCLI"]),
     ],
     dependencies: [
@@ -27,6 +28,7 @@ let package = Package(
         .package(url: "https://github.com/x-sheep/swift-property-based", from: "2.0.1"),
         .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
         .package(url: "https://github.com/apple/swift-http-types", from: "1.8.0"),
+        .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
     ],
     targets: [
         // zlib's crc32 checksums every record and header.
@@ -79,6 +81,35 @@ let package = Package(
             dependencies: ["Outbox"]
         ),
 
+        // The server side: a Hummingbird middleware honouring Idempotency-Key,
+        // with in-memory and OutboxLog-backed key stores.
+        .target(
+            name: "IdempotencyKeyMiddleware",
+            dependencies: [
+                "OutboxLog",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "SystemPackage", package: "swift-system"),
+            ]
+        ),
+
+        // The reference server the demo and the end-to-end tests run: a small
+        // API behind the middleware, with a ledger of applied writes and
+        // configurable faults.
+        .target(
+            name: "OutboxReferenceServer",
+            dependencies: [
+                "IdempotencyKeyMiddleware",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+
         // The `outbox` command-line tool.
         .executableTarget(
             name: "OutboxCLI",
@@ -87,6 +118,8 @@ let package = Package(
                 "OutboxHTTP",
                 "OutboxLog",
                 "OutboxLogTesting",
+                "OutboxReferenceServer",
+                "IdempotencyKeyMiddleware",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -126,6 +159,20 @@ let package = Package(
                 "OutboxHTTP",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        .testTarget(
+            name: "EndToEndTests",
+            dependencies: [
+                "CLITestSupport",
+                "IdempotencyKeyMiddleware",
+                "Outbox",
+                "OutboxHTTP",
+                "OutboxReferenceServer",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),

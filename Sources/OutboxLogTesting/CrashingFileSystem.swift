@@ -6,8 +6,10 @@ import SystemPackage
 ///
 /// Every call passes through to `base` until the Nth *mutating* call
 /// (a write, truncate, sync, directory sync, rename, remove, create or
-/// open-for-create); that call and every call after it, of any kind, fail
-/// with `EIO` without reaching `base`. Pair it with a
+/// open-for-create), or until ``crash()``; that call and every call after
+/// it fail with `EIO` without reaching `base` — except `close`, which still
+/// releases the descriptor (and its lock), as the kernel does for a dead
+/// process. Pair it with a
 /// ``SimulatedFileSystem`` as `base`: after the "crash", call
 /// ``SimulatedFileSystem/simulateProcessCrash()`` or
 /// ``SimulatedFileSystem/simulatePowerLoss(_:seed:)`` on the base and reopen
@@ -30,6 +32,9 @@ public final class CrashingFileSystem: FileSystem, Sendable {
     /// Whether the crash point has been reached.
     public var hasCrashed: Bool { state.withLock { $0.crashed } }
 
+    /// Crashes now: nothing reaches the disk any more.
+    public func crash() { state.withLock { $0.crashed = true } }
+
     private func pass(mutating: Bool) throws(Errno) {
         let dead = state.withLock { state -> Bool in
             if state.crashed { return true }
@@ -50,7 +55,7 @@ public final class CrashingFileSystem: FileSystem, Sendable {
     }
 
     public func close(_ descriptor: FileDescriptor) throws(Errno) {
-        try pass(mutating: false)
+        // A dead process's descriptors are closed by the kernel.
         try base.close(descriptor)
     }
 

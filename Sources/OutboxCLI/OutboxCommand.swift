@@ -11,10 +11,10 @@ import OutboxLog
 /// Errors are printed as a single `error: …` line on standard error (see
 /// ``main()``), never with a usage screen or a Swift error dump.
 @main
-struct Outbox: AsyncParsableCommand {
+struct OutboxCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "outbox",
-        abstract: "Operate a swift-outbox log from the command line.",
+        abstract: "Durable outbox queues, their storage engine, and a demo of the whole promise.",
         discussion: """
             Exit status: 0 success; 1 damage found or the operation failed; \
             2 the log could not be opened (missing, locked, unsupported format, I/O error); \
@@ -27,6 +27,8 @@ struct Outbox: AsyncParsableCommand {
             OutboxStats.self,
             OutboxPurge.self,
             OutboxDrain.self,
+            OutboxDemo.self,
+            OutboxServe.self,
         ]
     )
 

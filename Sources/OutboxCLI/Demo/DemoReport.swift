@@ -1,0 +1,101 @@
+import Foundation
+import Outbox
+import OutboxReferenceServer
+
+/// The demo's ledger: what the app recorded, what the server applied, and
+/// every way the two could disagree.
+struct DemoReport: Encodable {
+    struct Quarantined: Encodable {
+        var id: String
+        var type: String
+        var reason: String
+    }
+
+    var enqueued: Int
+    var coalesced: Int
+    var expectedDeliveries: Int
+    var delivered: Int
+    var deliveredBeforeRestart: Int
+    var appliedExactlyOnce: Int
+    var appliedTwice: [String]
+    var lost: [String]
+    var duplicateAttemptsAbsorbed: Int
+    var retries: Int
+    var remappedIDs: Int
+    var quarantined: [Quarantined]
+    var remaining: Int
+    var faults: [String: Int]
+    var elapsedSeconds: Double
+    var throughputPerSecond: Double
+    var violations: [String]
+
+    init(
+        recorded: DemoScenario.Recorded, tally: Tally.Counts, ledger: ReferenceLedger, remaining: Int,
+        quarantined: [OutboxEntry], elapsed: Duration, deliveredBeforeRestart: Int
+    ) {
+        let deliverable = recorded.albums + recorded.photos + recorded.messages + Array(recorded.likeEntries.values)
+        enqueued = deliverable.count + recorded.rejected.count + recorded.coalesced
+        coalesced = recorded.coalesced
+        expectedDeliveries = deliverable.count
+        delivered = tally.delivered
+        self.deliveredBeforeRestart = deliveredBeforeRestart
+        let keys = deliverable.compactMap { recorded.keys[$0] }
+        appliedExactlyOnce = keys.filter { ledger.applied[$0] == 1 }.count
+        appliedTwice = ledger.appliedTwice
+        lost = deliverable.filter { recorded.keys[$0].map { ledger.applied[$0] == nil } ?? true }.map(\.description)
+        duplicateAttemptsAbsorbed = ledger.replays + ledger.inProgress
+        retries = tally.retried
+        remappedIDs = tally.remapped
+        self.quarantined = quarantined.map { Quarantined(id: $0.id.description, type: $0.type, reason: $0.lastError ?? "") }
+        self.remaining = remaining
+        faults = ledger.faults
+        let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+        elapsedSeconds = (seconds * 1000).rounded() / 1000
+        throughputPerSecond = seconds > 0 ? (Double(deliverable.count) / seconds * 10).rounded() / 10 : 0
+
+        var violations: [String] = []
+        if !lost.isEmpty { violations.append("\(lost.count) write(s) never reached the server") }
+        if !appliedTwice.isEmpty { violations.append("\(appliedTwice.count) write(s) applied more than once") }
+        if ledger.appliedWithoutKey > 0 { violations.append("\(ledger.appliedWithoutKey) write(s) arrived without an idempotency key") }
+        if remaining > 0 { violations.append("\(remaining) write(s) still unsent") }
+        let rejectedKeys = Set(recorded.rejected.compactMap { recorded.keys[$0] })
+        if rejectedKeys.contains(where: { ledger.applied[$0] != nil }) { violations.append("a rejected write was applied") }
+        let quarantinedIDs = Set(quarantined.map(\.id))
+        if Set(recorded.rejected) != quarantinedIDs {
+            violations.append("quarantined \(quarantinedIDs.count) entries, expected exactly the \(recorded.rejected.count) rejected ones")
+        }
+        if ledger.photos != recorded.photos.count {
+            violations.append("the server stored \(ledger.photos) photos, expected \(recorded.photos.count) (a local: id reached it?)")
+        }
+        if ledger.likes != recorded.likes { violations.append("like states differ from the last toggle of each post") }
+        if ledger.likeWrites != recorded.likeEntries.count {
+            violations.append("\(ledger.likeWrites) like writes applied, expected \(recorded.likeEntries.count) after coalescing")
+        }
+        self.violations = violations
+    }
+
+    var text: String {
+        var lines = [
+            "",
+            "ledger",
+            "  enqueued                        \(enqueued) (\(coalesced) like toggles coalesced away)",
+            "  delivered                       \(delivered) of \(expectedDeliveries) (\(deliveredBeforeRestart) before the app was killed)",
+            "  applied exactly once (server)   \(appliedExactlyOnce) of \(expectedDeliveries)",
+            "  applied twice                   \(appliedTwice.count)",
+            "  lost                            \(lost.count)",
+            "  duplicates absorbed by keys     \(duplicateAttemptsAbsorbed)",
+            "  retries                         \(retries)",
+            "  remapped local: ids             \(remappedIDs)",
+            "  faults injected                 " + faults.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", "),
+            "  quarantined                     \(quarantined.count)",
+        ]
+        for entry in quarantined { lines.append("    \(entry.type) \(entry.id.prefix(8)): \(entry.reason)") }
+        lines += [
+            "  remaining                       \(remaining)",
+            "  elapsed                         \(elapsedSeconds) s (\(throughputPerSecond) writes/s under faults)",
+            "",
+            violations.isEmpty ? "OK: every write arrived exactly once." : "FAILED: " + violations.joined(separator: "; "),
+        ]
+        return lines.joined(separator: "\n")
+    }
+}

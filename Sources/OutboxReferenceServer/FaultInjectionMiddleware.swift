@@ -1,0 +1,39 @@
+import HTTPTypes
+import Hummingbird
+import NIOCore
+
+/// Injects ``ServerFaults`` around everything behind it. Faults that happen
+/// "after apply" run the request first, so the write is done on the server
+/// while the client is told nothing useful: exactly the case idempotency
+/// keys exist for.
+struct FaultInjectionMiddleware: RouterMiddleware {
+    typealias Context = ReferenceContext
+    let draw: FaultDraw
+
+    struct DroppedConnection: Error {}
+
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        // Only writes are disturbed; the ledger endpoint stays reliable.
+        guard request.method != .get, let fault = draw.next() else { return try await next(request, context) }
+        let faults = draw.faults
+        switch fault {
+        case .serverError:
+            return Response(status: .serviceUnavailable)
+        case .tooManyRequests:
+            var headers = HTTPFields()
+            headers[.retryAfter] = String(faults.retryAfterSeconds)
+            return Response(status: .tooManyRequests, headers: headers)
+        case .slow:
+            try await Task.sleep(for: faults.slowDelay)
+            return try await next(request, context)
+        case .delayPastTimeout:
+            let response = try await next(request, context)
+            try await Task.sleep(for: faults.timeoutDelay)
+            return response
+        case .dropAfterApply:
+            _ = try await next(request, context)
+            try? await context.channel.close()
+            throw DroppedConnection()
+        }
+    }
+}
