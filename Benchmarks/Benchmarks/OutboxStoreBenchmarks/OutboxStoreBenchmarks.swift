@@ -1,0 +1,251 @@
+// The outbox (LogOutboxStore and OutboxDispatcher): enqueue at every
+// durability level, payload size and producer count; status updates;
+// acknowledgements; drain; store recovery and memory per pending entry;
+// enqueue cost against queue depth.
+//
+//   cd Benchmarks && swift package benchmark --no-progress --target OutboxStoreBenchmarks
+
+import Benchmark
+import Foundation
+import Outbox
+import OutboxBenchSupport
+import OutboxLog
+
+let benchmarks: @Sendable () -> Void = {
+    Benchmark.defaultConfiguration = .init(
+        metrics: [.wallClock, .throughput, .mallocCountTotal],
+        warmupIterations: 5,
+        maxDuration: .seconds(1),
+        maxIterations: 10_000
+    )
+
+    let sizes: [(name: String, bytes: Int)] = [("64B", 64), ("256B", 256), ("4KiB", 4096), ("64KiB", 65536)]
+
+    // MARK: enqueue.<size>.<durability>.<producers>
+
+    // The store configured with `enqueueDurability = durability`. 1p: one
+    // enqueue per iteration; 64p: 1000 enqueues from 64 concurrent producers
+    // per iteration, reported per enqueue (scaling factor kilo).
+    for size in sizes {
+        for durability in Durability.allCases {
+            for producers in [1, 64] {
+                let perIteration = producers == 1 ? 1 : 1000
+                let byteBudget = 512 << 20
+                let iterationLimit = max(3, min(producers == 1 ? 20_000 : 200, byteBudget / (size.bytes * perIteration)))
+                let box = FixtureBox<StoreFixture>()
+                let payload = Workload.jsonPayload(size: size.bytes)
+                Benchmark(
+                    "enqueue.\(size.name).\(durability).\(producers)p",
+                    configuration: .init(
+                        warmupIterations: producers == 1 ? 10 : 1,
+                        scalingFactor: producers == 1 ? .one : .kilo,
+                        maxDuration: .seconds(producers == 1 ? 1 : 2),
+                        maxIterations: iterationLimit,
+                        setup: {
+                            box.value = try await StoreFixture.open(
+                                configuration: Workload.storeConfiguration(enqueue: durability))
+                        },
+                        teardown: { try await box.value?.close() })
+                ) { benchmark in
+                    let store = box.unwrapped.store
+                    if producers == 1 {
+                        _ = try await store.enqueue(Workload.request(payload: payload))
+                    } else {
+                        try await concurrently(total: perIteration, producers: producers) {
+                            _ = try await store.enqueue(Workload.request(payload: payload))
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    // MARK: Status updates
+
+    // Each iteration takes the next of the entries the setup enqueued.
+    let statusEntries = 12_000
+    func storeBenchmark(
+        _ name: String, maxIterations: Int = 10_000,
+        _ body: @escaping @Sendable (Benchmark, StoreFixture, OutboxEntry.ID) async throws -> Void
+    ) {
+        let box = FixtureBox<StoreFixture>()
+        Benchmark(
+            name,
+            configuration: .init(
+                maxIterations: maxIterations,
+                setup: { box.value = try await StoreFixture.open(prepared: statusEntries) },
+                teardown: { try await box.value?.close() })
+        ) { benchmark in
+            let fixture = box.unwrapped
+            try await body(benchmark, fixture, fixture.takePrepared())
+        }
+    }
+
+    // pending → inFlight, `written` (the default attempt durability).
+    storeBenchmark("status.beginAttempt.written") { _, fixture, id in
+        _ = try await fixture.store.beginAttempt(id, at: Date(), lease: Workload.lease)
+    }
+    // inFlight → failed with a retry time, `durable` (the default outcome durability).
+    // (The attempt starts before `startMeasurement()`: only the failure is measured.)
+    storeBenchmark("status.recordFailure.durable") { benchmark, fixture, id in
+        _ = try await fixture.store.beginAttempt(id, at: Date(), lease: Workload.lease)
+        benchmark.startMeasurement()
+        _ = try await fixture.store.recordFailure(
+            id, error: "HTTP 503", httpStatus: 503, retryAt: Date().addingTimeInterval(60))
+    }
+
+    // MARK: Acknowledge / delete
+
+    // inFlight → succeeded: tombstone + completion in one durable batch.
+    storeBenchmark("ack.recordSuccess.durable") { benchmark, fixture, id in
+        _ = try await fixture.store.beginAttempt(id, at: Date(), lease: Workload.lease)
+        benchmark.startMeasurement()
+        try await fixture.store.recordSuccess(id, serverID: "srv-1", at: Date())
+    }
+    // What the dispatcher does per delivered entry: start the attempt
+    // (written) and record the success (durable).
+    storeBenchmark("ack.beginAttemptThenSuccess.durable") { _, fixture, id in
+        try await Workload.acknowledge(id, in: fixture.store, serverID: "srv-1")
+    }
+    // A pending entry removed (durable tombstone).
+    storeBenchmark("ack.discard.durable") { _, fixture, id in
+        _ = try await fixture.store.discard(id)
+    }
+
+    // MARK: drain.<concurrency>.<entries>
+
+    // OutboxDispatcher over LogOutboxStore with a handler that succeeds at
+    // once; durable acknowledgements. Each iteration drains a fresh store
+    // (preloading is not measured). Reports entries/s.
+    let entriesPerSecond = BenchmarkMetric.custom("entries/s", polarity: .prefersLarger, useScalingFactor: false)
+    for (concurrency, entries) in [(4, 10_000), (64, 2_000)] {
+        Benchmark(
+            "drain.c\(concurrency).\(entries / 1000)k",
+            configuration: .init(
+                metrics: [.wallClock, .cpuTotal, entriesPerSecond],
+                warmupIterations: 1,
+                maxDuration: .seconds(20),
+                maxIterations: 3)
+        ) { benchmark in
+            // Preloading comes before `startMeasurement()`: not measured.
+            let fixture = try await StoreFixture.open(depth: entries)
+            var configuration = OutboxDispatcherConfiguration()
+            configuration.maximumConcurrentDeliveries = concurrency
+            configuration.maximumAge = nil
+            let dispatcher = OutboxDispatcher(
+                store: fixture.store, handlers: ["send_message": ClosureOutboxHandler { _ in .delivered(serverID: nil) }],
+                configuration: configuration)
+            let start = monotonicNanoseconds()
+            benchmark.startMeasurement()
+            let report = await dispatcher.flush()
+            benchmark.stopMeasurement()
+            let seconds = Double(monotonicNanoseconds() - start) / 1e9
+            await dispatcher.stop()
+            try await fixture.close()
+            guard report.delivered == entries else {
+                benchmark.error("delivered \(report.delivered) of \(entries): \(report.errors.prefix(3))")
+                return
+            }
+            benchmark.measurement(entriesPerSecond, Int(Double(entries) / seconds))
+        }
+    }
+
+    // MARK: recovery.store.<entries> and memory per pending entry
+
+    // LogOutboxStore.open on a queue of N pending 256-byte entries (the log's
+    // recovery plus rebuilding the scheduler), files in the page cache.
+    // Also reports the heap bytes the open store holds per pending entry
+    // (log index + scheduler metadata; payloads stay on disk).
+    let heapBytesPerEntry = BenchmarkMetric.custom("heap B/entry", polarity: .prefersSmaller, useScalingFactor: false)
+    for (name, entries, iterations) in [("10k", 10_000, 20), ("100k", 100_000, 5), ("1M", 1_000_000, 2)] {
+        let box = FixtureBox<TemporaryDirectory>()
+        Benchmark(
+            "recovery.store.\(name)",
+            configuration: .init(
+                metrics: [.wallClock, .cpuTotal, heapBytesPerEntry],
+                warmupIterations: 1,
+                maxDuration: .seconds(30),
+                maxIterations: iterations,
+                setup: {
+                    let directory = try TemporaryDirectory(prefix: "outbox-bench-store-recovery")
+                    try await Workload.preloadStore(root: directory.filePath, count: entries)
+                    box.value = directory
+                },
+                teardown: { box.value?.remove() })
+        ) { benchmark in
+            let directory = box.unwrapped
+            let heapBefore = heapBytesInUse()
+            let store = try await LogOutboxStore.open(root: directory.filePath, partition: Workload.partition)
+            let heapAfter = heapBytesInUse()
+            benchmark.stopMeasurement()
+            let unsent = try await store.summary().unsent
+            guard unsent == entries else {
+                benchmark.error("reopened with \(unsent) of \(entries) entries")
+                return
+            }
+            if let heapBefore, let heapAfter { benchmark.measurement(heapBytesPerEntry, (heapAfter - heapBefore) / entries) }
+            try await store.close()
+        }
+    }
+
+    // memory.store.100k: heap and resident bytes per pending entry, loading
+    // 100k entries into a LogOutboxStore (one open in a fresh process). The
+    // resident figure includes what the open used transiently and malloc kept.
+    let residentBytesPerEntry = BenchmarkMetric.custom("RSS B/entry", polarity: .prefersSmaller, useScalingFactor: false)
+    do {
+        let entries = 100_000
+        let box = FixtureBox<TemporaryDirectory>()
+        Benchmark(
+            "memory.store.100k",
+            configuration: .init(
+                metrics: [heapBytesPerEntry, residentBytesPerEntry, .peakMemoryResident],
+                warmupIterations: 0,
+                maxDuration: .seconds(30),
+                // One open: a second one reuses pages the first left resident.
+                maxIterations: 1,
+                setup: {
+                    let directory = try TemporaryDirectory(prefix: "outbox-bench-store-memory")
+                    try await Workload.preloadStore(root: directory.filePath, count: entries)
+                    box.value = directory
+                },
+                teardown: { box.value?.remove() })
+        ) { benchmark in
+            let directory = box.unwrapped
+            let heapBefore = heapBytesInUse()
+            let residentBefore = residentBytes()
+            let store = try await LogOutboxStore.open(root: directory.filePath, partition: Workload.partition)
+            let heapAfter = heapBytesInUse()
+            let residentAfter = residentBytes()
+            if let heapBefore, let heapAfter { benchmark.measurement(heapBytesPerEntry, (heapAfter - heapBefore) / entries) }
+            if let residentBefore, let residentAfter {
+                benchmark.measurement(residentBytesPerEntry, max(0, residentAfter - residentBefore) / entries)
+            }
+            try await store.close()
+        }
+    }
+
+    // MARK: depth.enqueue.<durability>.<pending>
+
+    // One enqueue per iteration into a queue that already holds N pending
+    // entries: durable (what an app waits for) and buffered (the CPU cost).
+    for (name, depth) in [("1k", 1_000), ("10k", 10_000), ("100k", 100_000), ("1M", 1_000_000)] {
+        for durability in [Durability.durable, .buffered] {
+            let box = FixtureBox<StoreFixture>()
+            let payload = Workload.jsonPayload(size: 256)
+            Benchmark(
+                "depth.enqueue.\(durability).\(name)",
+                configuration: .init(
+                    warmupIterations: 20,
+                    maxDuration: .seconds(1),
+                    maxIterations: durability == .durable ? 2_000 : 20_000,
+                    setup: {
+                        box.value = try await StoreFixture.open(
+                            configuration: Workload.storeConfiguration(enqueue: durability), depth: depth)
+                    },
+                    teardown: { try await box.value?.close() })
+            ) { _ in
+                _ = try await box.unwrapped.store.enqueue(Workload.request(payload: payload))
+            }
+        }
+    }
+}

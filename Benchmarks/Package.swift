@@ -1,0 +1,76 @@
+// swift-tools-version: 6.1
+//
+// The benchmark suite and the comparison command of swift-outbox, as a nested
+// package (like swift-nio's and swift-log's) so that `swift build` and
+// `swift test` of the root package never build package-benchmark or GRDB.
+//
+//   cd Benchmarks
+//   swift package benchmark --no-progress                 # the package-benchmark suite
+//   swift run -c release outbox-compare [--quick] [--output ../Docs]
+//
+// GRDB.swift (SQLite) is a dependency of this package only: it is what the
+// comparison measures against.
+
+import PackageDescription
+
+let package = Package(
+    name: "swift-outbox-benchmarks",
+    platforms: [.macOS(.v15)],
+    dependencies: [
+        .package(name: "swift-outbox", path: "../"),
+        .package(url: "https://github.com/ordo-one/benchmark", from: "1.38.1", traits: ["MallocInterposer"]),
+        .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
+    ],
+    targets: [
+        // malloc's in-use byte count (mallinfo2), for index memory per entry.
+        .target(name: "CMallocStats", path: "Sources/CMallocStats"),
+
+        // Workloads and measuring helpers shared by the suite and the comparison.
+        .target(
+            name: "OutboxBenchSupport",
+            dependencies: [
+                "CMallocStats",
+                .product(name: "Outbox", package: "swift-outbox"),
+                .product(name: "OutboxLog", package: "swift-outbox"),
+            ]
+        ),
+
+        // `outbox-compare`: the same workload on LogOutboxStore, SQLite (GRDB),
+        // a JSON file rewritten on every change, and a raw write+fdatasync
+        // loop, side by side in one process; writes Markdown, JSON and SVG.
+        .executableTarget(
+            name: "outbox-compare",
+            dependencies: [
+                "OutboxBenchSupport",
+                .product(name: "Outbox", package: "swift-outbox"),
+                .product(name: "OutboxLog", package: "swift-outbox"),
+                .product(name: "GRDB", package: "GRDB.swift"),
+            ],
+            path: "Sources/OutboxCompare"
+        ),
+
+        // package-benchmark suites.
+        .executableTarget(
+            name: "OutboxLogBenchmarks",
+            dependencies: [
+                "OutboxBenchSupport",
+                .product(name: "Benchmark", package: "benchmark"),
+                .product(name: "OutboxLog", package: "swift-outbox"),
+            ],
+            path: "Benchmarks/OutboxLogBenchmarks",
+            plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
+        ),
+        .executableTarget(
+            name: "OutboxStoreBenchmarks",
+            dependencies: [
+                "OutboxBenchSupport",
+                .product(name: "Benchmark", package: "benchmark"),
+                .product(name: "Outbox", package: "swift-outbox"),
+                .product(name: "OutboxLog", package: "swift-outbox"),
+            ],
+            path: "Benchmarks/OutboxStoreBenchmarks",
+            plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
+        ),
+    ],
+    swiftLanguageModes: [.v6]
+)

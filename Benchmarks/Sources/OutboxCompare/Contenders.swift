@@ -1,0 +1,158 @@
+import Foundation
+import Outbox
+import OutboxBenchSupport
+import OutboxLog
+
+/// One system under comparison: how to open a session on it.
+struct Contender: Sendable {
+    let name: String
+    let isOurs: Bool
+    let open: @Sendable () async throws -> Session
+}
+
+/// An open system: run the workload for a while, then close.
+struct Session: Sendable {
+    let run: @Sendable (_ seconds: Double) async throws -> TimedRun
+    let close: @Sendable () async throws -> Void
+}
+
+/// What each operation of a comparison does.
+enum Operation: Sendable {
+    /// Enqueue, then acknowledge the same entry: two operations.
+    case enqueueThenAcknowledge
+    /// Enqueue only: the queue grows.
+    case enqueue
+}
+
+enum Contenders {
+    /// `LogOutboxStore` with the default configuration, except that the
+    /// enqueue and the outcomes use `durability` (the attempt start stays
+    /// `written`).
+    static func ours(
+        _ name: String, durability: Durability, producers: Int, operation: Operation, payload: [UInt8]
+    ) -> Contender {
+        Contender(name: name, isOurs: true) {
+            let directory = try TemporaryDirectory(prefix: "outbox-compare-ours")
+            let store = try await LogOutboxStore.open(
+                root: directory.filePath, partition: Workload.partition,
+                configuration: Workload.storeConfiguration(enqueue: durability, attempt: .written, outcome: durability))
+            return Session(
+                run: { seconds in
+                    try await runTimed(producers: producers, seconds: seconds) { _, _ in
+                        let start = monotonicNanoseconds()
+                        let result = try await store.enqueue(Workload.request(payload: payload))
+                        let enqueued = monotonicNanoseconds()
+                        guard case .enqueue = operation else {
+                            try await Workload.acknowledge(result.id, in: store)
+                            return OperationTimes(enqueued - start, monotonicNanoseconds() - enqueued)
+                        }
+                        return OperationTimes(enqueued - start)
+                    }
+                },
+                close: {
+                    try await store.close()
+                    directory.remove()
+                })
+        }
+    }
+
+    /// SQLite through GRDB, WAL mode, at the given `synchronous` level.
+    static func sqlite(
+        _ name: String, synchronous: SQLiteOutbox.Synchronous, producers: Int, operation: Operation, payload: [UInt8]
+    ) -> Contender {
+        let text = String(decoding: payload, as: UTF8.self)
+        return Contender(name: name, isOurs: false) {
+            let directory = try TemporaryDirectory(prefix: "outbox-compare-sqlite")
+            let database = try SQLiteOutbox(path: directory.appending("outbox.sqlite"), synchronous: synchronous)
+            return Session(
+                run: { seconds in
+                    try await runTimed(producers: producers, seconds: seconds) { _, _ in
+                        let start = monotonicNanoseconds()
+                        let id = try await database.enqueue(payload: text)
+                        let enqueued = monotonicNanoseconds()
+                        guard case .enqueue = operation else {
+                            try await database.acknowledge(id)
+                            return OperationTimes(enqueued - start, monotonicNanoseconds() - enqueued)
+                        }
+                        return OperationTimes(enqueued - start)
+                    }
+                },
+                close: {
+                    try database.close()
+                    directory.remove()
+                })
+        }
+    }
+
+    /// SQLite with GRDB's blocking API, one producer on its own thread: the
+    /// best case for SQLite (no async hops).
+    static func sqliteBlocking(
+        _ name: String, synchronous: SQLiteOutbox.Synchronous, operation: Operation, payload: [UInt8]
+    ) -> Contender {
+        let text = String(decoding: payload, as: UTF8.self)
+        return Contender(name: name, isOurs: false) {
+            let directory = try TemporaryDirectory(prefix: "outbox-compare-sqlite")
+            let database = try SQLiteOutbox(path: directory.appending("outbox.sqlite"), synchronous: synchronous)
+            return Session(
+                run: { seconds in
+                    try await runTimedBlocking(seconds: seconds) { _ in
+                        let start = monotonicNanoseconds()
+                        let id = try database.enqueueBlocking(payload: text)
+                        let enqueued = monotonicNanoseconds()
+                        guard case .enqueue = operation else {
+                            try database.acknowledgeBlocking(id)
+                            return OperationTimes(enqueued - start, monotonicNanoseconds() - enqueued)
+                        }
+                        return OperationTimes(enqueued - start)
+                    }
+                },
+                close: {
+                    try database.close()
+                    directory.remove()
+                })
+        }
+    }
+
+    /// A JSON array rewritten (temp + fsync + rename) on every change; one
+    /// producer, on its own thread.
+    static func jsonFile(_ name: String, operation: Operation, payload: [UInt8]) -> Contender {
+        let text = String(decoding: payload, as: UTF8.self)
+        return Contender(name: name, isOurs: false) {
+            let directory = try TemporaryDirectory(prefix: "outbox-compare-json")
+            let outbox = JSONFileOutbox(path: directory.appending("outbox.json"))
+            return Session(
+                run: { seconds in
+                    try await runTimedBlocking(seconds: seconds) { _ in
+                        let start = monotonicNanoseconds()
+                        let id = try outbox.enqueue(payload: text)
+                        let enqueued = monotonicNanoseconds()
+                        guard case .enqueue = operation else {
+                            try outbox.acknowledge(id)
+                            return OperationTimes(enqueued - start, monotonicNanoseconds() - enqueued)
+                        }
+                        return OperationTimes(enqueued - start)
+                    }
+                },
+                close: { directory.remove() })
+        }
+    }
+
+    /// The physical limit: `write(2)` of `recordSize` bytes per operation
+    /// (`group` records per call), followed by `fdatasync` if `sync`.
+    static func raw(_ name: String, recordSize: Int, group: Int = 1, sync: Bool) -> Contender {
+        Contender(name: name, isOurs: false) {
+            let directory = try TemporaryDirectory(prefix: "outbox-compare-raw")
+            let file = try RawAppendFile(path: directory.appending("raw.log"), recordSize: recordSize)
+            return Session(
+                run: { seconds in
+                    try await runTimedBlocking(seconds: seconds) { _ in
+                        let start = monotonicNanoseconds()
+                        try file.append(records: group, sync: sync)
+                        let elapsed = monotonicNanoseconds() - start
+                        return OperationTimes(latencies: [UInt64](repeating: elapsed, count: group))
+                    }
+                },
+                close: { directory.remove() })
+        }
+    }
+}

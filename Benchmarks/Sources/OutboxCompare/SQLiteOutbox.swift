@@ -1,0 +1,193 @@
+import Foundation
+import GRDB
+import Synchronization
+
+/// The outbox the seeds describe (seed 004, `offline_sync_queue`), in SQLite
+/// through GRDB.swift: WAL mode, one transaction per enqueue and per
+/// acknowledgement, prepared (cached) statements.
+final class SQLiteOutbox: Sendable {
+    enum Synchronous: String, Sendable {
+        /// Every commit syncs the WAL: compared with our `durable`.
+        case full = "FULL"
+        /// Commits are written to the WAL, synced only at checkpoints:
+        /// compared with our `written`.
+        case normal = "NORMAL"
+
+        /// What `PRAGMA synchronous` reads back.
+        var code: Int { self == .full ? 2 : 1 }
+    }
+
+    let pool: DatabasePool
+    let path: String
+    /// Sequence numbers are handed out in memory (cheaper for SQLite than the
+    /// `MAX(sequence_number) + 1` a real app would run in the transaction).
+    private let sequence = Atomic<Int64>(0)
+    private let userID = "6f1c3c0e-6b53-4f5e-9a55-2d4d4f8a1b01"
+
+    static let schema = """
+        CREATE TABLE IF NOT EXISTS offline_sync_queue (
+            id TEXT PRIMARY KEY NOT NULL,
+            user_id TEXT NOT NULL,
+            operation TEXT NOT NULL,
+            entity_type TEXT NOT NULL,
+            local_id TEXT,
+            server_id TEXT,
+            endpoint TEXT NOT NULL,
+            payload TEXT,
+            headers TEXT,
+            idempotency_key TEXT NOT NULL,
+            status TEXT NOT NULL,
+            attempt_count INTEGER NOT NULL DEFAULT 0,
+            max_attempts INTEGER NOT NULL,
+            next_retry_at INTEGER,
+            last_error TEXT,
+            last_error_code INTEGER,
+            sequence_number INTEGER NOT NULL,
+            dependency_ids TEXT,
+            created_at INTEGER NOT NULL,
+            synced_at INTEGER,
+            conflict_resolution TEXT,
+            priority INTEGER NOT NULL
+        );
+        CREATE INDEX IF NOT EXISTS idx_offline_sync_queue_user_status ON offline_sync_queue(user_id, status);
+        CREATE INDEX IF NOT EXISTS idx_offline_sync_queue_status_next_retry ON offline_sync_queue(status, next_retry_at);
+        CREATE INDEX IF NOT EXISTS idx_offline_sync_queue_user_sequence ON offline_sync_queue(user_id, sequence_number);
+        CREATE UNIQUE INDEX IF NOT EXISTS idx_offline_sync_queue_idempotency_key ON offline_sync_queue(idempotency_key);
+        CREATE INDEX IF NOT EXISTS idx_offline_sync_queue_entity_type ON offline_sync_queue(entity_type, status);
+        CREATE INDEX IF NOT EXISTS idx_offline_sync_queue_local_id ON offline_sync_queue(local_id);
+        """
+
+    static let insertSQL = """
+        INSERT INTO offline_sync_queue (id, user_id, operation, entity_type, local_id, server_id, endpoint, payload,
+            headers, idempotency_key, status, attempt_count, max_attempts, next_retry_at, last_error, last_error_code,
+            sequence_number, dependency_ids, created_at, synced_at, conflict_resolution, priority)
+        VALUES (?, ?, 'POST', 'message', ?, NULL, '/conversations/c1/messages', ?, '{"Content-Type":"application/json"}',
+            ?, 'pending', 0, 10, NULL, NULL, NULL, ?, NULL, ?, NULL, 'manual', 0)
+        """
+
+    /// Opens (creating) the database at `path` in WAL mode with the given
+    /// `synchronous` level, and verifies both with PRAGMAs.
+    init(path: String, synchronous: Synchronous) throws {
+        self.path = path
+        var configuration = Configuration()
+        configuration.label = "outbox-compare"
+        pool = try DatabasePool(path: path, configuration: configuration)
+        // DatabasePool puts the writer in WAL mode and resets it to NORMAL:
+        // set the level on the writer after opening, then read it back.
+        let (level, journal) = try pool.writeWithoutTransaction { db -> (Int?, String?) in
+            try db.execute(sql: "PRAGMA synchronous = \(synchronous.rawValue)")
+            return (try Int.fetchOne(db, sql: "PRAGMA synchronous"), try String.fetchOne(db, sql: "PRAGMA journal_mode"))
+        }
+        guard level == synchronous.code else {
+            throw SQLiteSetupError("PRAGMA synchronous is \(level.map(String.init) ?? "nil"), expected \(synchronous.code)")
+        }
+        guard journal?.lowercased() == "wal" else {
+            throw SQLiteSetupError("journal_mode is \(journal ?? "nil"), expected wal")
+        }
+        try pool.writeWithoutTransaction { db in try db.execute(sql: Self.schema) }
+        let maximum = try pool.read { db in try Int64.fetchOne(db, sql: "SELECT MAX(sequence_number) FROM offline_sync_queue") }
+        sequence.store(maximum ?? 0, ordering: .relaxed)
+    }
+
+    /// What the writer connection reports now (for the report).
+    func pragmas() throws -> (synchronous: Int, journalMode: String) {
+        try pool.writeWithoutTransaction { db in
+            (try Int.fetchOne(db, sql: "PRAGMA synchronous") ?? -1, try String.fetchOne(db, sql: "PRAGMA journal_mode") ?? "?")
+        }
+    }
+
+    /// One INSERT in its own transaction. Returns the entry's id.
+    func enqueue(payload: String) async throws -> String {
+        let id = UUID().uuidString
+        let key = UUID().uuidString
+        let number = sequence.add(1, ordering: .relaxed).newValue
+        let now = Int64(Date().timeIntervalSince1970 * 1000)
+        let user = userID
+        try await pool.write { db in
+            try db.cachedStatement(sql: Self.insertSQL).execute(arguments: [id, user, id, payload, key, number, now])
+        }
+        return id
+    }
+
+    /// The same with GRDB's blocking API (for one producer on its own thread:
+    /// no hop through a dispatch queue and back).
+    func enqueueBlocking(payload: String) throws -> String {
+        let id = UUID().uuidString
+        let key = UUID().uuidString
+        let number = sequence.add(1, ordering: .relaxed).newValue
+        let now = Int64(Date().timeIntervalSince1970 * 1000)
+        try pool.write { db in
+            try db.cachedStatement(sql: Self.insertSQL).execute(arguments: [id, userID, id, payload, key, number, now])
+        }
+        return id
+    }
+
+    func acknowledgeBlocking(_ id: String) throws {
+        try pool.write { db in
+            try db.cachedStatement(sql: "DELETE FROM offline_sync_queue WHERE id = ?").execute(arguments: [id])
+        }
+    }
+
+    /// The delivered entry's DELETE, in its own transaction.
+    func acknowledge(_ id: String) async throws {
+        try await pool.write { db in
+            try db.cachedStatement(sql: "DELETE FROM offline_sync_queue WHERE id = ?").execute(arguments: [id])
+        }
+    }
+
+    /// Claims up to `limit` due entries (in flight, attempt counted) in one
+    /// transaction, in priority then sequence order.
+    func claimDue(limit: Int) async throws -> [String] {
+        let now = Int64(Date().timeIntervalSince1970 * 1000)
+        return try await pool.write { db in
+            let ids = try String.fetchAll(
+                db.cachedStatement(
+                    sql: """
+                        SELECT id FROM offline_sync_queue
+                        WHERE status IN ('pending', 'failed') AND (next_retry_at IS NULL OR next_retry_at <= ?)
+                        ORDER BY priority DESC, sequence_number LIMIT ?
+                        """), arguments: [now, limit])
+            let update = try db.cachedStatement(
+                sql: "UPDATE offline_sync_queue SET status = 'in_flight', attempt_count = attempt_count + 1 WHERE id = ?")
+            for id in ids { try update.execute(arguments: [id]) }
+            return ids
+        }
+    }
+
+    /// Inserts `count` pending entries in one transaction (a deep queue).
+    func preload(count: Int, payload: String) throws {
+        try pool.write { db in
+            let statement = try db.cachedStatement(sql: Self.insertSQL)
+            let now = Int64(Date().timeIntervalSince1970 * 1000)
+            for _ in 0..<count {
+                let id = UUID().uuidString
+                let number = sequence.add(1, ordering: .relaxed).newValue
+                try statement.execute(arguments: [id, userID, id, payload, UUID().uuidString, number, now])
+            }
+        }
+    }
+
+    /// The first due entry's id (a read: what an app runs after launch).
+    func firstDue() throws -> String? {
+        try pool.read { db in
+            try String.fetchOne(
+                db,
+                sql: """
+                    SELECT id FROM offline_sync_queue WHERE status IN ('pending', 'failed')
+                    ORDER BY priority DESC, sequence_number LIMIT 1
+                    """)
+        }
+    }
+
+    /// Entries not yet delivered.
+    func pendingCount() throws -> Int {
+        try pool.read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM offline_sync_queue") ?? 0 }
+    }
+
+    func close() throws { try pool.close() }
+}
+
+struct SQLiteSetupError: Error, CustomStringConvertible {
+    var description: String
+    init(_ description: String) { self.description = description }
+}

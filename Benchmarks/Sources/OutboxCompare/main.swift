@@ -1,0 +1,249 @@
+// outbox-compare: the same outbox workload on LogOutboxStore, SQLite (GRDB,
+// WAL), a JSON file rewritten on every change, and a raw write+fdatasync
+// loop, side by side in one process. Prints a table and, with --output,
+// writes benchmark-results.md/.json and two SVG charts.
+//
+//   cd Benchmarks && swift run -c release outbox-compare [--quick] [--output ../Docs] [--only SECTIONS]
+
+import Foundation
+import GRDB
+import Outbox
+import OutboxBenchSupport
+import OutboxLog
+
+struct Options {
+    var quick = false
+    var output: String?
+    var sections: Set<String> = ["compare", "drain", "recovery", "depth", "producers"]
+    /// For profiling: only these comparisons (ids), and only our store.
+    var scenarios: Set<String>?
+    var oursOnly = false
+    /// For profiling: only these drainers (c4, c64, c4d, c64d, sqlite).
+    var drainers: Set<String>?
+
+    static let usage = """
+        usage: outbox-compare [--quick] [--output DIRECTORY] [--only SECTION,...]
+
+          --quick          a smoke test: fewer rounds, smaller sizes (under ~2 minutes)
+          --output DIR     write benchmark-results.md, benchmark-results.json,
+                           benchmark-depth.svg and benchmark-producers.svg into DIR
+          --only LIST      run only these sections: compare, drain, recovery, depth, producers
+          --scenario LIST  in the compare section, run only these comparisons (e.g. durable.64p.enqueue)
+          --ours-only      run only our store in the comparisons (for profiling with perf)
+          --drainers LIST  in the drain section, run only these: c4, c64, c4d, c64d, sqlite
+
+        Data goes to temporary directories under /tmp (or $OUTBOX_BENCH_TMPDIR), removed at the end.
+        """
+
+    static func parse(_ arguments: [String]) -> Options {
+        var options = Options()
+        var iterator = arguments.makeIterator()
+        while let argument = iterator.next() {
+            switch argument {
+            case "--quick": options.quick = true
+            case "--output":
+                guard let value = iterator.next() else { fail("--output needs a directory") }
+                options.output = value
+            case "--only":
+                guard let value = iterator.next() else { fail("--only needs a list") }
+                options.sections = Set(value.split(separator: ",").map { String($0) })
+            case "--scenario":
+                guard let value = iterator.next() else { fail("--scenario needs a list") }
+                options.scenarios = Set(value.split(separator: ",").map { String($0) })
+            case "--ours-only": options.oursOnly = true
+            case "--drainers":
+                guard let value = iterator.next() else { fail("--drainers needs a list") }
+                options.drainers = Set(value.split(separator: ",").map { String($0) })
+            case "-h", "--help":
+                print(usage)
+                exit(0)
+            default: fail("unknown argument \(argument)")
+            }
+        }
+        return options
+    }
+
+    static func fail(_ message: String) -> Never {
+        FileHandle.standardError.write(Data("outbox-compare: \(message)\n\n\(usage)\n".utf8))
+        exit(2)
+    }
+}
+
+let options = Options.parse(Array(CommandLine.arguments.dropFirst()))
+let quick = options.quick
+let startedAt = monotonicNanoseconds()
+
+let rounds = quick ? 2 : 5
+let secondsPerRound = quick ? 0.25 : 1.0
+let warmup = quick ? 0.1 : 0.3
+let drainEntries = quick ? 2_000 : 20_000
+let drainRounds = quick ? 1 : 3
+let recoverySizes = quick ? [10_000, 100_000] : [10_000, 100_000, 1_000_000]
+let depths = quick ? [1_000, 10_000, 100_000] : [1_000, 10_000, 100_000, 1_000_000]
+let jsonDepths = quick ? [1_000, 10_000] : [1_000, 10_000, 100_000]
+let producerCounts = quick ? [1, 4, 16, 64, 128] : [1, 2, 4, 8, 16, 32, 64, 128]
+let producerRounds = quick ? 1 : 3
+let producerSeconds = quick ? 0.25 : 0.5
+
+let payload = Workload.jsonPayload(size: 256)
+
+// What one enqueued entry takes in our log: the raw loops write this much per operation.
+func measureRecordBytes() async throws -> Int {
+    let directory = try TemporaryDirectory(prefix: "outbox-compare-probe")
+    defer { directory.remove() }
+    let store = try await LogOutboxStore.open(root: directory.filePath, partition: Workload.partition)
+    let result = try await store.enqueue(Workload.request(payload: payload))
+    try await store.close()
+    guard case .enqueued(let entry) = result else { throw BenchError("probe enqueue was not new") }
+    return LogWrite.value(Workload.entryKey(0), [UInt8](repeating: 0, count: entry.storedBytes)).frameSize
+}
+
+func sqliteFacts() throws -> (version: String, pragmas: [String: String]) {
+    let directory = try TemporaryDirectory(prefix: "outbox-compare-probe")
+    defer { directory.remove() }
+    var pragmas: [String: String] = [:]
+    var version = "?"
+    for level in [SQLiteOutbox.Synchronous.full, .normal] {
+        let database = try SQLiteOutbox(path: directory.appending("\(level.rawValue).sqlite"), synchronous: level)
+        let (synchronous, journal) = try database.pragmas()
+        version = try database.pool.read { try String.fetchOne($0, sql: "SELECT sqlite_version()") } ?? "?"
+        pragmas["\(level.rawValue): PRAGMA synchronous"] = "\(synchronous)"
+        pragmas["\(level.rawValue): PRAGMA journal_mode"] = journal
+        try database.close()
+    }
+    return (version, pragmas)
+}
+
+let recordBytes = try await measureRecordBytes()
+let (sqliteVersion, sqlitePragmas) = try sqliteFacts()
+let probeDirectory = try TemporaryDirectory(prefix: "outbox-compare-probe")
+let machine = MachineDescription.current(dataDirectory: probeDirectory.path)
+probeDirectory.remove()
+
+var report = Report(
+    mode: quick ? "quick" : "full",
+    command: "cd Benchmarks && swift run -c release outbox-compare" + (quick ? " --quick" : "")
+        + (options.output.map { " --output \($0)" } ?? ""),
+    machine: machine,
+    settings: Settings(
+        rounds: rounds, secondsPerRound: secondsPerRound, warmupSeconds: warmup, payloadBytes: payload.count,
+        recordBytes: recordBytes, drainEntries: drainEntries, drainRounds: drainRounds, recoverySizes: recoverySizes,
+        depths: depths, jsonDepths: jsonDepths, producerCounts: producerCounts, producerRounds: producerRounds,
+        producerSeconds: producerSeconds, sqliteVersion: sqliteVersion, sqlitePragmas: sqlitePragmas))
+progress(
+    "outbox-compare (\(report.mode)): \(machine.processors) cores, load \(machine.loadAverage), data in \(machine.dataDirectory)"
+)
+progress("SQLite \(sqliteVersion), verified pragmas: \(sqlitePragmas.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: ", "))")
+progress("one enqueued 256-byte entry = \(recordBytes) bytes in the log (what the raw loops write per operation)")
+
+// MARK: Side-by-side workloads
+
+if options.sections.contains("compare") {
+    let specifications: [(String, String, String, [Contender], Bool)] = [
+        (
+            "durable.1p.enqueue+ack", "durable, 1 producer: enqueue then acknowledge",
+            "Each entry is enqueued (durable), then acknowledged: ours starts the attempt (written) and records the success (durable: tombstone + completion in one batch); SQLite runs one INSERT transaction and one DELETE transaction; the JSON file is rewritten twice. Each enqueue and each acknowledgement counts as one operation.",
+            [
+                Contenders.ours("ours (LogOutboxStore)", durability: .durable, producers: 1, operation: .enqueueThenAcknowledge, payload: payload),
+                Contenders.sqlite("SQLite FULL (GRDB async)", synchronous: .full, producers: 1, operation: .enqueueThenAcknowledge, payload: payload),
+                Contenders.sqliteBlocking("SQLite FULL (GRDB blocking, own thread)", synchronous: .full, operation: .enqueueThenAcknowledge, payload: payload),
+                Contenders.jsonFile("JSON file (temp + fsync + rename)", operation: .enqueueThenAcknowledge, payload: payload),
+                Contenders.raw("raw write+fdatasync loop", recordSize: recordBytes, sync: true),
+            ], false
+        ),
+        (
+            "durable.1p.enqueue", "durable, 1 producer: enqueue only",
+            "Durable enqueues from one producer, each awaited before the next; a fresh queue every round.",
+            [
+                Contenders.ours("ours (LogOutboxStore)", durability: .durable, producers: 1, operation: .enqueue, payload: payload),
+                Contenders.sqlite("SQLite FULL (GRDB async)", synchronous: .full, producers: 1, operation: .enqueue, payload: payload),
+                Contenders.sqliteBlocking("SQLite FULL (GRDB blocking, own thread)", synchronous: .full, operation: .enqueue, payload: payload),
+                Contenders.raw("raw write+fdatasync loop", recordSize: recordBytes, sync: true),
+            ], true
+        ),
+        (
+            "durable.64p.enqueue", "durable, 64 concurrent producers: enqueue only",
+            "64 tasks enqueue concurrently (durable); GRDB serializes SQLite's writes, which is what an app gets. The raw line writes 64 records with one write(2) and one fdatasync: a perfect group commit.",
+            [
+                Contenders.ours("ours (LogOutboxStore)", durability: .durable, producers: 64, operation: .enqueue, payload: payload),
+                Contenders.sqlite("SQLite FULL (GRDB async)", synchronous: .full, producers: 64, operation: .enqueue, payload: payload),
+                Contenders.raw("raw: 64 records per write+fdatasync", recordSize: recordBytes, group: 64, sync: true),
+            ], true
+        ),
+        (
+            "written.1p.enqueue+ack", "written, 1 producer: enqueue then acknowledge",
+            "As the durable case, with every step `written` (survives an app kill, not a power loss) against SQLite's synchronous=NORMAL in WAL mode (commits are not synced).",
+            [
+                Contenders.ours("ours (LogOutboxStore, written)", durability: .written, producers: 1, operation: .enqueueThenAcknowledge, payload: payload),
+                Contenders.sqlite("SQLite NORMAL (GRDB async)", synchronous: .normal, producers: 1, operation: .enqueueThenAcknowledge, payload: payload),
+                Contenders.sqliteBlocking("SQLite NORMAL (GRDB blocking, own thread)", synchronous: .normal, operation: .enqueueThenAcknowledge, payload: payload),
+                Contenders.raw("raw write loop (no sync)", recordSize: recordBytes, sync: false),
+            ], false
+        ),
+        (
+            "written.1p.enqueue", "written, 1 producer: enqueue only",
+            "Written enqueues from one producer; a fresh queue every round.",
+            [
+                Contenders.ours("ours (LogOutboxStore, written)", durability: .written, producers: 1, operation: .enqueue, payload: payload),
+                Contenders.sqlite("SQLite NORMAL (GRDB async)", synchronous: .normal, producers: 1, operation: .enqueue, payload: payload),
+                Contenders.sqliteBlocking("SQLite NORMAL (GRDB blocking, own thread)", synchronous: .normal, operation: .enqueue, payload: payload),
+                Contenders.raw("raw write loop (no sync)", recordSize: recordBytes, sync: false),
+            ], true
+        ),
+        (
+            "written.64p.enqueue", "written, 64 concurrent producers: enqueue only",
+            "64 tasks enqueue concurrently (written); a fresh queue every round.",
+            [
+                Contenders.ours("ours (LogOutboxStore, written)", durability: .written, producers: 64, operation: .enqueue, payload: payload),
+                Contenders.sqlite("SQLite NORMAL (GRDB async)", synchronous: .normal, producers: 64, operation: .enqueue, payload: payload),
+            ], true
+        ),
+    ]
+    for (id, title, detail, contenders, fresh) in specifications {
+        if let scenarios = options.scenarios, !scenarios.contains(id) { continue }
+        let contenders = options.oursOnly ? contenders.filter(\.isOurs) : contenders
+        report.comparisons.append(
+            try await runComparison(
+                id: id, title: title, detail: detail, contenders: contenders, freshPerRound: fresh, rounds: rounds,
+                seconds: secondsPerRound, warmup: warmup))
+    }
+}
+
+if options.sections.contains("drain") {
+    report.drain = try await runDrain(entries: drainEntries, rounds: drainRounds, only: options.drainers)
+}
+if options.sections.contains("recovery") {
+    report.recovery = try await runRecovery(sizes: recoverySizes, warmOpens: quick ? 2 : 3)
+}
+if options.sections.contains("depth") {
+    report.depth = try await runDepth(
+        depths: depths, jsonDepths: Set(jsonDepths), durableSamples: quick ? 200 : 1_000,
+        bufferedSamples: quick ? 2_000 : 10_000, sqliteSamples: quick ? 150 : 600, jsonOperationBudget: quick ? 1.0 : 4.0)
+}
+if options.sections.contains("producers") {
+    report.producers = try await runProducers(counts: producerCounts, rounds: producerRounds, seconds: producerSeconds)
+}
+
+report.goals = evaluateGoals(report)
+report.elapsedSeconds = Double(monotonicNanoseconds() - startedAt) / 1e9
+report.loadAverageAtEnd = MachineDescription.loadAverageNow()
+
+let markdown = renderMarkdown(report)
+print(markdown)
+
+if let output = options.output {
+    try FileManager.default.createDirectory(atPath: output, withIntermediateDirectories: true)
+    let encoder = JSONEncoder()
+    encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+    encoder.nonConformingFloatEncodingStrategy = .convertToString(
+        positiveInfinity: "inf", negativeInfinity: "-inf", nan: "nan")
+    try encoder.encode(report).write(to: URL(fileURLWithPath: output + "/benchmark-results.json"))
+    try Data(markdown.utf8).write(to: URL(fileURLWithPath: output + "/benchmark-results.md"))
+    if let chart = depthChart(report) {
+        try Data(chart.utf8).write(to: URL(fileURLWithPath: output + "/benchmark-depth.svg"))
+    }
+    if let chart = producersChart(report) {
+        try Data(chart.utf8).write(to: URL(fileURLWithPath: output + "/benchmark-producers.svg"))
+    }
+    progress("wrote \(output)/benchmark-results.md, .json, benchmark-depth.svg, benchmark-producers.svg")
+}
