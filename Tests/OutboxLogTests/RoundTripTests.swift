@@ -41,6 +41,32 @@ struct RoundTripTests {
         try await reopened.close()
     }
 
+    @Test("a batch get reads every key as single gets do, buffered records included, missing keys as nil")
+    func batchGet() async throws {
+        let directory = TemporaryDirectory()
+        let log = try await OutboxLog.open(at: directory.path, configuration: smallSegments())
+        var keys: [LogKey] = []
+        for i in 0..<80 {
+            let key = LogKey("key-\(i)")
+            keys.append(key)
+            // Segment rolls, annotations, and the last records still in memory.
+            try await log.put(key, .pattern(30 + i, seed: i), durability: i < 60 ? .written : .buffered)
+            if i % 3 == 0 { try await log.annotate(key, .pattern(5, seed: -i), durability: .buffered) }
+        }
+        _ = try await log.delete(keys[7], durability: .buffered)
+        let asked = keys + [LogKey("never-written")] + keys.reversed()
+        let batch = try await log.get(asked)
+        #expect(batch.count == asked.count)
+        for (key, entry) in zip(asked, batch) {
+            #expect(entry == (try await log.get(key)), "\(key)")
+        }
+        #expect(batch[7] == nil)
+        #expect(batch[80] == nil)
+        #expect(batch[3]?.annotation?.payload == .pattern(5, seed: -3))
+        #expect(try await log.get([]).isEmpty)
+        try await log.close()
+    }
+
     @Test("sequence numbers increase across reopen")
     func sequencesIncrease() async throws {
         let directory = TemporaryDirectory()

@@ -85,6 +85,39 @@ struct LogOutboxStoreTests {
         }
     }
 
+    @Test("a success mark not yet synced may be lost to a power loss: the entry is then resent with the same key")
+    func unsyncedSuccess() async throws {
+        for successDurability in [Durability.written, .durable] {
+            let disk = SimulatedFileSystem(directories: ["/data"])
+            var configuration = quietConfiguration()
+            configuration.log.fileSystem = disk
+            configuration.successDurability = successDurability
+            let store = try await LogOutboxStore.open(root: "/data/outbox", partition: "bob", configuration: configuration)
+            let early = try await store.add(request(payload: "early"))
+            let late = try await store.add(request(payload: "late"))
+            let key = try #require(try await store.entry(late)?.idempotencyKey)
+            try await store.deliver(early, serverID: "s-early")
+            _ = try await store.add(request(payload: "after"))  // durable: syncs the success before it
+            try await store.deliver(late, serverID: "s-late")  // nothing synced after this one
+            disk.simulatePowerLoss(.dropUnsynced, seed: 1)
+            let reopened = try await LogOutboxStore.open(root: "/data/outbox", partition: "bob", configuration: configuration)
+            #expect(try await reopened.completion(of: early)?.serverID == "s-early")
+            #expect(try await reopened.entry(early) == nil)
+            if successDurability == .durable {
+                #expect(try await reopened.completion(of: late)?.serverID == "s-late")
+                #expect(try await reopened.entry(late) == nil)
+            } else {
+                // Lost, and harmless: pending again with the key it had.
+                #expect(try await reopened.completion(of: late) == nil)
+                let entry = try #require(try await reopened.entry(late))
+                #expect(entry.status == .pending)
+                #expect(entry.idempotencyKey == key)
+            }
+            try await reopened.close()
+            withExtendedLifetime(store) {}
+        }
+    }
+
     @Test("a store opened for one user never sees another's entries; purge deletes only that user's files")
     func partitions() async throws {
         let root = TemporaryRoot()

@@ -12,6 +12,7 @@ import Foundation
 public enum LocalReferenceRemapper {
     /// The entries referenced in `endpoint` and `payload`.
     public static func references(endpoint: String, payload: [UInt8]) -> Set<OutboxEntryID> {
+        guard mayContainReferences(endpoint: endpoint, payload: payload) else { return [] }
         var found = Set<OutboxEntryID>()
         _ = remapEndpoint(endpoint) { id in
             found.insert(id)
@@ -28,7 +29,27 @@ public enum LocalReferenceRemapper {
     public static func remap(
         endpoint: String, payload: [UInt8], lookup: (OutboxEntryID) -> String?
     ) -> (endpoint: String, payload: [UInt8]) {
-        (remapEndpoint(endpoint, lookup), remapJSON(payload, lookup) ?? payload)
+        guard mayContainReferences(endpoint: endpoint, payload: payload) else { return (endpoint, payload) }
+        return (remapEndpoint(endpoint, lookup), remapJSON(payload, lookup) ?? payload)
+    }
+
+    /// A cheap byte scan that rules out references for almost every entry,
+    /// so only those that may hold one pay for parsing: a reference is
+    /// spelled `local:` in the endpoint, and in the payload either so or with
+    /// JSON escapes (hence any backslash sends the payload to the parser).
+    static func mayContainReferences(endpoint: String, payload: [UInt8]) -> Bool {
+        let prefix = Array(OutboxEntryID.localPrefix.utf8)
+        return contains(Array(endpoint.utf8), prefix) || payload.contains(UInt8(ascii: "\\")) || contains(payload, prefix)
+    }
+
+    private static func contains(_ bytes: [UInt8], _ needle: [UInt8]) -> Bool {
+        guard let first = needle.first, bytes.count >= needle.count else { return false }
+        var index = 0
+        while index <= bytes.count - needle.count {
+            if bytes[index] == first && bytes[index..<(index + needle.count)].elementsEqual(needle) { return true }
+            index += 1
+        }
+        return false
     }
 
     static func reference(in text: some StringProtocol) -> OutboxEntryID? {

@@ -191,41 +191,58 @@ public actor OutboxDispatcher {
     }
 
     /// One pass: keeps up to `maximumConcurrentDeliveries` attempts running,
-    /// asking the store for due entries whenever a slot frees up.
+    /// claiming due entries from the store whenever slots free up. A claim
+    /// puts its entries in flight in one write, so an entry is never handed
+    /// to two attempts.
     private func drain() async -> OutboxFlushReport {
         var report = OutboxFlushReport()
-        await withTaskGroup(of: (OutboxEntry.ID, OutboxFlushReport).self) { group in
-            var running: Set<OutboxEntry.ID> = []
+        let lease = configuration.deliveryTimeout + configuration.leaseGrace
+        let handlers = self.handlers
+        let hasFallback = fallback != nil
+        // Attempts count themselves here as they end, so the loop can take
+        // every finished one at once and refill all their slots in one claim.
+        let finished = FinishedAttempts()
+        await withTaskGroup(of: OutboxFlushReport.self) { group in
+            var running = 0
+            var collected = 0
+            var claiming = true
             while true {
-                var launched = 0
-                let capacity = configuration.maximumConcurrentDeliveries - running.count
-                if capacity > 0 && !paused && online {
-                    let skip = running.union(reportedUnhandled)
-                    let due: [OutboxEntry]
+                let capacity = configuration.maximumConcurrentDeliveries - running
+                if claiming && capacity > 0 && !paused && online {
                     do {
-                        due = try await store.dueEntries(at: clock.now(), limit: capacity + skip.count)
-                    } catch {
-                        report.errors.append("dueEntries: \(error)")
-                        logger.error("cannot read due entries", metadata: ["error": "\(error)"])
-                        break
-                    }
-                    for entry in due where !skip.contains(entry.id) && launched < capacity {
-                        guard let handler = handlers[entry.type] ?? fallback else {
-                            reportedUnhandled.insert(entry.id)
-                            report.unhandled += 1
-                            publish(.unhandled(entry.id, type: entry.type))
-                            logger.warning("no handler for entry type", metadata: ["type": "\(entry.type)", "id": "\(entry.id)"])
-                            continue
+                        let claim = try await store.claimDue(at: clock.now(), limit: capacity, lease: lease) { type in
+                            hasFallback || handlers[type] != nil
                         }
-                        running.insert(entry.id)
-                        launched += 1
-                        group.addTask { (entry.id, await self.attempt(entry, with: handler)) }
+                        for (id, type) in claim.unaccepted where reportedUnhandled.insert(id).inserted {
+                            report.unhandled += 1
+                            publish(.unhandled(id, type: type))
+                            logger.warning("no handler for entry type", metadata: ["type": "\(type)", "id": "\(id)"])
+                        }
+                        for entry in claim.entries {
+                            guard let handler = handlers[entry.type] ?? fallback else { continue }  // accepted above
+                            running += 1
+                            group.addTask {
+                                let result = await self.attempt(entry, with: handler)
+                                finished.count.add(1, ordering: .releasing)
+                                return result
+                            }
+                        }
+                    } catch {
+                        // Let the running attempts finish and record their outcomes.
+                        claiming = false
+                        report.errors.append("claimDue: \(error)")
+                        logger.error("cannot claim due entries", metadata: ["error": "\(error)"])
                     }
                 }
-                if running.isEmpty && launched == 0 { break }
-                guard let (id, result) = await group.next() else { break }
-                running.remove(id)
+                guard running > 0, let result = await group.next() else { break }
+                running -= 1
+                collected += 1
                 report.add(result)
+                while running > 0, finished.count.load(ordering: .acquiring) > collected, let result = await group.next() {
+                    running -= 1
+                    collected += 1
+                    report.add(result)
+                }
             }
         }
         return report
@@ -261,17 +278,15 @@ public actor OutboxDispatcher {
 
     // MARK: - One attempt
 
-    private func attempt(_ due: OutboxEntry, with handler: any OutboxHandler) async -> OutboxFlushReport {
+    /// Delivers one claimed (in-flight) entry and records the outcome.
+    private func attempt(_ entry: OutboxEntry, with handler: any OutboxHandler) async -> OutboxFlushReport {
         var report = OutboxFlushReport()
-        let now = clock.now()
         do throws(OutboxError) {
             // Too old to keep trying: quarantine, never drop silently.
-            if let maximumAge = configuration.maximumAge, now >= due.createdAt.adding(maximumAge) {
-                try await quarantine(due.id, reason: "expired: older than \(maximumAge)", httpStatus: nil, into: &report)
+            if let maximumAge = configuration.maximumAge, clock.now() >= entry.createdAt.adding(maximumAge) {
+                try await quarantine(entry.id, reason: "expired: older than \(maximumAge)", httpStatus: nil, into: &report)
                 return report
             }
-            let lease = configuration.deliveryTimeout + configuration.leaseGrace
-            let entry = try await store.beginAttempt(due.id, at: now, lease: lease)
             publish(.sending(entry.id, attempt: entry.attempts))
 
             let outcome: OutboxOutcome
@@ -285,8 +300,8 @@ public actor OutboxDispatcher {
             }
             try await apply(outcome, to: entry, handler: handler, into: &report)
         } catch {
-            report.errors.append("\(due.id): \(error)")
-            logger.error("attempt failed in the store", metadata: ["id": "\(due.id)", "error": "\(error)"])
+            report.errors.append("\(entry.id): \(error)")
+            logger.error("attempt failed in the store", metadata: ["id": "\(entry.id)", "error": "\(error)"])
         }
         return report
     }
@@ -408,6 +423,11 @@ public actor OutboxDispatcher {
     }
 
     private nonisolated func publish(_ event: OutboxEvent) { broadcaster.publish(event) }
+}
+
+/// How many attempts of a drain have ended (shared with the attempt tasks).
+private final class FinishedAttempts: Sendable {
+    let count = Atomic<Int>(0)
 }
 
 extension OutboxOutcome {

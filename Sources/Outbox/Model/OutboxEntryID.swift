@@ -10,7 +10,11 @@ import Foundation
 public struct OutboxEntryID: Hashable, Sendable, Comparable, Codable, CustomStringConvertible {
     public let uuid: UUID
 
-    public init(_ uuid: UUID = UUID()) { self.uuid = uuid }
+    /// A new random (version 4) id.
+    public init() { self.uuid = FastUUID.random() }
+
+    /// The id with this UUID.
+    public init(_ uuid: UUID) { self.uuid = uuid }
 
     /// Parses a UUID string or a `local:` reference.
     public init?(_ text: some StringProtocol) {
@@ -25,11 +29,13 @@ public struct OutboxEntryID: Hashable, Sendable, Comparable, Codable, CustomStri
 
     /// `local:<UUID>`: how payloads and endpoints refer to what this entry
     /// creates before the server has given it an id.
-    public var localReference: String { Self.localPrefix + uuid.uuidString }
+    public var localReference: String { Self.localPrefix + description }
 
-    public var description: String { uuid.uuidString }
+    /// The UUID's canonical upper-case text.
+    public var description: String { FastUUID.string(uuid) }
 
-    public static func < (lhs: Self, rhs: Self) -> Bool { lhs.uuid.uuidString < rhs.uuid.uuidString }
+    /// The order of the UUIDs' text (and of their bytes: the same order).
+    public static func < (lhs: Self, rhs: Self) -> Bool { lhs.bytes.lexicographicallyPrecedes(rhs.bytes) }
 
     /// The 16 bytes of the UUID.
     var bytes: [UInt8] {

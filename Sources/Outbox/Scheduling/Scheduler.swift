@@ -151,14 +151,62 @@ struct Scheduler: Sendable {
     /// The entries that may be sent at `now`, best first, at most `limit`.
     /// They stay candidates until an attempt begins.
     mutating func due(now: Int64, limit: Int) -> [OutboxEntryID] {
+        let picked = pick(now: now, limit: limit) { _ in true }
+        for candidate in picked.accepted { ready.insert(candidate) }
+        return picked.accepted.map(\.id)
+    }
+
+    /// Up to `limit` due entries whose type `accepts`, best first, each put
+    /// in flight with its attempt counted and a lease until `leaseUntil`:
+    /// ``due(now:limit:)`` and ``beginAttempt(_:now:leaseUntil:)`` in one
+    /// step, so a drain reads each body once and writes all the attempt
+    /// marks in one batch. Due entries of other types stay where they are
+    /// and are returned as `unaccepted` (id, type).
+    mutating func claim(
+        now: Int64, limit: Int, leaseUntil: Int64, accepts: (String) -> Bool
+    ) -> (claimed: [OutboxEntryID], unaccepted: [(OutboxEntryID, String)], changes: [StoreChange]) {
+        var verdicts: [UInt32: Bool] = [:]
+        let names = strings  // a copy: `pick` mutates self while this runs
+        let picked = pick(now: now, limit: limit) { type in
+            if let verdict = verdicts[type] { return verdict }
+            let verdict = accepts(names.name(type) ?? "")
+            verdicts[type] = verdict
+            return verdict
+        }
+        var changes: [StoreChange] = []
+        changes.reserveCapacity(picked.accepted.count)
+        for candidate in picked.accepted {
+            // `pick` checked status, scope head, time and dependencies.
+            guard var entry = entries[candidate.id] else { continue }
+            setStatus(&entry, .inFlight)
+            entry.attempts &+= 1
+            entry.when = leaseUntil
+            commit(entry)
+            changes.append(.state(candidate.id))
+        }
+        let unaccepted = picked.rejected.map { ($0.id, strings.name(entries[$0.id]?.type ?? 0) ?? "") }
+        for candidate in picked.rejected { ready.insert(candidate) }
+        return (picked.accepted.map(\.id), unaccepted, changes)
+    }
+
+    /// Pops send candidates, best first, until `limit` are accepted: moves
+    /// entries whose time has come from `waiting` to `ready`, drops stale
+    /// heap items, sends early ones back to `waiting` and parks entries
+    /// whose dependency has not succeeded. Accepted and rejected candidates
+    /// are out of `ready` when this returns; the caller puts back the ones
+    /// that stay candidates.
+    private mutating func pick(
+        now: Int64, limit: Int, accepts: (UInt32) -> Bool
+    ) -> (accepted: [Candidate], rejected: [Candidate]) {
         while let top = waiting.min, top.when <= now {
             waiting.removeMin()
             guard let entry = entries[top.id], entry.version == top.version else { continue }
             ready.insert(Candidate(priority: entry.priority, sequence: entry.sequence, id: entry.id, version: entry.version))
         }
-        var picked: [Candidate] = []
+        var accepted: [Candidate] = []
+        var rejected: [Candidate] = []
         var seen: Set<OutboxEntryID> = []
-        while picked.count < limit, let candidate = ready.popMin() {
+        while accepted.count < limit, let candidate = ready.popMin() {
             guard let entry = entries[candidate.id], entry.version == candidate.version, entry.status.isSendable,
                 isHead(entry), !seen.contains(entry.id)
             else { continue }
@@ -173,10 +221,13 @@ struct Scheduler: Sendable {
                 continue
             }
             seen.insert(entry.id)
-            picked.append(candidate)
+            if !accepts(entry.type) {
+                rejected.append(candidate)
+            } else {
+                accepted.append(candidate)
+            }
         }
-        for candidate in picked { ready.insert(candidate) }
-        return picked.map(\.id)
+        return (accepted, rejected)
     }
 
     /// When the next entry becomes due, if any is waiting for its time.
@@ -229,10 +280,10 @@ struct Scheduler: Sendable {
             changes += removeEntry(id, cascadeReason: "dependencyFailed: \(id) was evicted (outbox full)")
             changes.append(.remove(id))
         }
+        // The replacement takes the replaced entry's place in its scope.
+        let takesReplacedSlot = replaced.map { $0.scope == scope && scope != 0 } ?? false
         if let replaced {
-            // The replacement takes the replaced entry's place in its scope.
-            let sameScope = replaced.scope == scope && scope != 0
-            changes += removeEntry(replaced.id, cascadeReason: nil, keepScopeSlotFor: sameScope ? request.id : nil)
+            changes += removeEntry(replaced.id, cascadeReason: nil, keepScopeSlotFor: takesReplacedSlot ? request.id : nil)
             changes.append(.remove(replaced.id))
         }
         let sequence = replaced?.sequence ?? nextSequence
@@ -247,7 +298,7 @@ struct Scheduler: Sendable {
         entry.version = 1
         entries[entry.id] = entry
         adjust(.pending, count: 1, bytes: storedBytes)
-        if entry.scope != 0 && scopes[entry.scope]?.contains(request.id) != true { insertIntoScope(entry) }
+        if entry.scope != 0 && !takesReplacedSlot { insertIntoScope(entry) }
         if entry.coalescing != 0 { coalescing[entry.coalescing] = entry.id }
         for parent in request.dependencies where entries[parent] != nil {
             dependents[parent, default: []].append(entry.id)
@@ -516,25 +567,26 @@ struct Scheduler: Sendable {
     }
 
     private mutating func insertIntoScope(_ entry: EntryMetadata) {
-        var queue = scopes[entry.scope, default: []]
-        if let last = queue.last, let lastEntry = entries[last], lastEntry.sequence > entry.sequence {
-            let at = queue.firstIndex { (entries[$0]?.sequence ?? 0) > entry.sequence } ?? queue.count
-            queue.insert(entry.id, at: at)
+        // Mutate in place: copying the queue out and back would copy the
+        // whole deque on every enqueue (quadratic for a busy scope).
+        if let last = scopes[entry.scope]?.last, let lastEntry = entries[last], lastEntry.sequence > entry.sequence {
+            let at = scopes[entry.scope]!.firstIndex { (entries[$0]?.sequence ?? 0) > entry.sequence } ?? scopes[entry.scope]!.count
+            scopes[entry.scope]!.insert(entry.id, at: at)
         } else {
-            queue.append(entry.id)
+            scopes[entry.scope, default: []].append(entry.id)
         }
-        scopes[entry.scope] = queue
     }
 
     /// Takes an entry out of its scope's order; the next one becomes head.
     private mutating func leaveScope(_ entry: EntryMetadata) {
-        guard entry.scope != 0, var queue = scopes[entry.scope], let at = queue.firstIndex(of: entry.id) else { return }
-        queue.remove(at: at)
-        if queue.isEmpty {
-            scopes[entry.scope] = nil
+        // In place, and from the front in the common case (the head leaves):
+        // a copy of the deque here would make draining a busy scope quadratic.
+        guard entry.scope != 0, let at = scopes[entry.scope]?.firstIndex(of: entry.id) else { return }
+        if at == 0 { scopes[entry.scope]!.removeFirst() } else { scopes[entry.scope]!.remove(at: at) }
+        if let head = scopes[entry.scope]!.first {
+            if at == 0 { consider(head) }
         } else {
-            scopes[entry.scope] = queue
-            if at == 0 { consider(queue[0]) }
+            scopes[entry.scope] = nil
         }
     }
 
@@ -590,9 +642,8 @@ struct Scheduler: Sendable {
         guard let entry = entries[id] else { return [] }
         var cascade: [OutboxEntryID] = []
         if let cascadeReason { cascade = cascadeDeath(from: id, reason: cascadeReason, changes: &changes) }
-        if let replacement, entry.scope != 0, var queue = scopes[entry.scope], let at = queue.firstIndex(of: id) {
-            queue[at] = replacement
-            scopes[entry.scope] = queue
+        if let replacement, entry.scope != 0, let at = scopes[entry.scope]?.firstIndex(of: id) {
+            scopes[entry.scope]![at] = replacement
         } else {
             leaveScope(entry)
         }

@@ -22,6 +22,11 @@ public final class InMemoryOutboxStore: OutboxStore {
     public func dueEntries(at now: Date, limit: Int) async throws(OutboxError) -> [OutboxEntry] {
         try await core.dueEntries(at: now, limit: limit)
     }
+    public func claimDue(
+        at now: Date, limit: Int, lease: Duration, accepting: (String) -> Bool
+    ) async throws(OutboxError) -> OutboxClaim {
+        try await core.claimDue(at: now, limit: limit, lease: lease, accepting: accepting)
+    }
     public func nextDueDate() async throws(OutboxError) -> Date? { try await core.nextDueDate() }
     public func beginAttempt(_ id: OutboxEntry.ID, at now: Date, lease: Duration) async throws(OutboxError) -> OutboxEntry {
         try await core.beginAttempt(id, at: now, lease: lease)
@@ -86,7 +91,9 @@ private final class MemoryBackend: StoreBackend {
         return .immediate
     }
 
-    func body(of id: OutboxEntryID) async throws(OutboxError) -> EntryBody? { bodies.withLock { $0[id] } }
+    func bodies(of ids: [OutboxEntryID]) async throws(OutboxError) -> [EntryBody?] {
+        bodies.withLock { bodies in ids.map { bodies[$0] } }
+    }
 
     func close() async throws(OutboxError) {}
 }

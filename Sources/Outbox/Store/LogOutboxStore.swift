@@ -156,6 +156,11 @@ public final class LogOutboxStore: OutboxStore {
     public func dueEntries(at now: Date, limit: Int) async throws(OutboxError) -> [OutboxEntry] {
         try await core.dueEntries(at: now, limit: limit)
     }
+    public func claimDue(
+        at now: Date, limit: Int, lease: Duration, accepting: (String) -> Bool
+    ) async throws(OutboxError) -> OutboxClaim {
+        try await core.claimDue(at: now, limit: limit, lease: lease, accepting: accepting)
+    }
     public func nextDueDate() async throws(OutboxError) -> Date? { try await core.nextDueDate() }
     public func beginAttempt(_ id: OutboxEntry.ID, at now: Date, lease: Duration) async throws(OutboxError) -> OutboxEntry {
         try await core.beginAttempt(id, at: now, lease: lease)
@@ -252,11 +257,13 @@ final class LogBackend: StoreBackend {
         }
     }
 
-    func body(of id: OutboxEntryID) async throws(OutboxError) -> EntryBody? {
-        let record: LogEntry?
-        do { record = try await log.get(Self.entryKey(id)) } catch { throw .storage(error) }
-        guard let record else { return nil }
-        return try EntryCodec.decode(record.value, sealer: sealer)
+    func bodies(of ids: [OutboxEntryID]) async throws(OutboxError) -> [EntryBody?] {
+        let records: [LogEntry?]
+        do { records = try await log.get(ids.map(Self.entryKey)) } catch { throw .storage(error) }
+        return try records.map { (record) throws(OutboxError) -> EntryBody? in
+            guard let record else { return nil }
+            return try EntryCodec.decode(record.value, sealer: sealer)
+        }
     }
 
     func close() async throws(OutboxError) {

@@ -21,6 +21,16 @@ public protocol OutboxStore: AnyObject, Sendable {
     /// first unfinished entry of their scope.
     func dueEntries(at now: Date, limit: Int) async throws(OutboxError) -> [OutboxEntry]
 
+    /// Claims due entries for delivery: up to `limit` of them whose type
+    /// `accepting` returns `true`, chosen as ``dueEntries(at:limit:)`` would,
+    /// each put in flight with its attempt counted and a lease until
+    /// `now + lease` — as if ``beginAttempt(_:at:lease:)`` ran on each, but
+    /// atomically and with one write for all of them. Due entries of other
+    /// types are left untouched and listed in ``OutboxClaim/unaccepted``.
+    func claimDue(
+        at now: Date, limit: Int, lease: Duration, accepting: (String) -> Bool
+    ) async throws(OutboxError) -> OutboxClaim
+
     /// When the next entry waiting for its retry time becomes due, if any.
     func nextDueDate() async throws(OutboxError) -> Date?
 
@@ -75,6 +85,38 @@ public protocol OutboxStore: AnyObject, Sendable {
 
     /// Waits for everything to be durable and releases the store.
     func close() async throws(OutboxError)
+}
+
+/// What ``OutboxStore/claimDue(at:limit:lease:accepting:)`` handed out.
+public struct OutboxClaim: Sendable, Hashable {
+    /// The claimed entries, now in flight with their attempt counted, best first.
+    public var entries: [OutboxEntry]
+    /// Due entries left alone because their type was not accepted: id → type.
+    public var unaccepted: [OutboxEntry.ID: String]
+
+    public init(entries: [OutboxEntry], unaccepted: [OutboxEntry.ID: String] = [:]) {
+        self.entries = entries
+        self.unaccepted = unaccepted
+    }
+}
+
+extension OutboxStore {
+    /// A claim built from ``dueEntries(at:limit:)`` and
+    /// ``beginAttempt(_:at:lease:)``, for stores that have no faster way.
+    /// It is atomic only if nothing else begins attempts on this store.
+    public func claimDue(
+        at now: Date, limit: Int, lease: Duration, accepting: (String) -> Bool
+    ) async throws(OutboxError) -> OutboxClaim {
+        var claim = OutboxClaim(entries: [])
+        for entry in try await dueEntries(at: now, limit: limit) {
+            guard accepting(entry.type) else {
+                claim.unaccepted[entry.id] = entry.type
+                continue
+            }
+            claim.entries.append(try await beginAttempt(entry.id, at: now, lease: lease))
+        }
+        return claim
+    }
 }
 
 /// A delivered entry: its server id, and when it was acknowledged.

@@ -35,8 +35,18 @@ public struct OutboxStoreConfiguration: Sendable {
     /// Durability of the record that starts an attempt. Default `written`:
     /// a crash of the app still counts the attempt; a power loss may not.
     public var attemptDurability: Durability = .written
-    /// Durability of outcomes: success, failure, quarantine, retry, discard.
-    /// Default `durable`.
+    /// Durability of the success mark (the tombstone and the server id, in
+    /// one batch). Default `written`: it survives an app kill, and becomes
+    /// durable with the next sync (the next durable enqueue or outcome, or
+    /// `close`). A power loss before then may undo it; the entry is then
+    /// sent again with the same idempotency key, and the server answers from
+    /// the response it stored the first time. Set `durable` if your server
+    /// does not honour idempotency keys — at the cost of one sync per
+    /// delivery, shared between concurrent deliveries.
+    public var successDurability: Durability = .written
+    /// Durability of the other outcomes: failure, quarantine, conflict,
+    /// retry, discard. Default `durable`: a quarantine that the app showed to
+    /// its user must not come back to life after a power loss.
     public var outcomeDurability: Durability = .durable
 
     /// The configuration of the log under each partition.

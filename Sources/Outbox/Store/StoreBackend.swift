@@ -13,8 +13,9 @@ protocol StoreBackend: Sendable {
         _ changes: [StoreChange], newBody: PreparedBody?, scheduler: Scheduler
     ) throws(OutboxError) -> StoreAcknowledgement
 
-    /// A live entry's body.
-    func body(of id: OutboxEntryID) async throws(OutboxError) -> EntryBody?
+    /// The bodies of live entries (`nil` for an id without one), in the
+    /// order given; read together, so a batch costs one trip to the disk.
+    func bodies(of ids: [OutboxEntryID]) async throws(OutboxError) -> [EntryBody?]
 
     func close() async throws(OutboxError)
 }

@@ -37,8 +37,17 @@ final class StoreCore: Sendable {
         _ durability: Durability, newBody: PreparedBody? = nil,
         _ change: (inout Scheduler) throws(OutboxError) -> (Result, [StoreChange])
     ) async throws(OutboxError) -> Result {
-        let (result, acknowledgement) = try state.withLock {
-            state throws(OutboxError) -> (Result, StoreAcknowledgement?) in
+        let (result, acknowledgement) = try submit(newBody: newBody, change)
+        try await wait(for: acknowledgement, durability)
+        return result
+    }
+
+    /// The first half of ``perform(_:newBody:_:)``: runs `change` and hands
+    /// its changes to storage, under the lock, without waiting.
+    private func submit<Result>(
+        newBody: PreparedBody? = nil, _ change: (inout Scheduler) throws(OutboxError) -> (Result, [StoreChange])
+    ) throws(OutboxError) -> (Result, StoreAcknowledgement?) {
+        try state.withLock { state throws(OutboxError) -> (Result, StoreAcknowledgement?) in
             try check(state)
             let (result, changes) = try change(&state.scheduler)
             guard !changes.isEmpty else { return (result, nil) }
@@ -49,15 +58,24 @@ final class StoreCore: Sendable {
                 throw error
             }
         }
-        if let acknowledgement {
-            do throws(OutboxError) {
-                try await acknowledgement.wait(durability)
-            } catch {
-                state.withLock { $0.failure = $0.failure ?? error }
-                throw error
-            }
+    }
+
+    /// The second half of ``perform(_:newBody:_:)``: waits for submitted
+    /// changes to reach `durability`.
+    private func wait(for acknowledgement: StoreAcknowledgement?, _ durability: Durability) async throws(OutboxError) {
+        guard let acknowledgement else { return }
+        do throws(OutboxError) {
+            try await acknowledgement.wait(durability)
+        } catch {
+            fail(error)
+            throw error
         }
-        return result
+    }
+
+    /// Memory and storage may disagree from here on: refuse every call until
+    /// a reopen rebuilds memory from disk.
+    private func fail(_ error: OutboxError) {
+        state.withLock { $0.failure = $0.failure ?? error }
     }
 
     private func check(_ state: State) throws(OutboxError) {
@@ -78,7 +96,7 @@ final class StoreCore: Sendable {
 
     func enqueue(_ request: OutboxEnqueueRequest) async throws(OutboxError) -> OutboxEnqueueResult {
         let now = Date().milliseconds
-        let idempotencyKey = UUID().uuidString
+        let idempotencyKey = FastUUID.string(FastUUID.random())
         // Encode (and seal) outside the lock; the sequence is filled in under it.
         var placeholder = EntryMetadata(
             id: request.id, sequence: 0, status: .pending, priority: Int16(clamping: request.priority),
@@ -87,27 +105,58 @@ final class StoreCore: Sendable {
         placeholder.dependencies = request.dependencies
         let prepared = try backend.prepare(
             EntryBody(request: request, metadata: placeholder, partition: partition, idempotencyKey: idempotencyKey))
-        let (outcome, id) = try await perform(configuration.enqueueDurability, newBody: prepared) {
+        // The new entry is built from the body in hand: reading it back would
+        // wait for the write and cost a read per enqueue.
+        let (outcome, entry) = try await perform(configuration.enqueueDurability, newBody: prepared) {
             scheduler throws(OutboxError) in
             let (outcome, changes) = try scheduler.enqueue(request, storedBytes: prepared.storedBytes, now: now)
-            return ((outcome, request.id), changes)
+            var entry: OutboxEntry?
+            if let metadata = scheduler.metadata(request.id), !changes.isEmpty {
+                var body = prepared.body
+                body.sequence = metadata.sequence
+                entry = body.entry(metadata: metadata, failure: nil, completion: nil, strings: scheduler.strings)
+            }
+            return ((outcome, entry), changes)
         }
-        switch outcome {
-        case .duplicate(let status): return .duplicate(id, status: status)
-        case .enqueued:
-            guard let entry = try await entry(id) else { throw OutboxError(.notFound, "vanished after enqueue", entry: id) }
-            return .enqueued(entry)
-        case .coalesced(let replaced):
-            guard let entry = try await entry(id) else { throw OutboxError(.notFound, "vanished after enqueue", entry: id) }
-            return .coalesced(entry, replaced: replaced)
+        switch (outcome, entry) {
+        case (.duplicate(let status), _): return .duplicate(request.id, status: status)
+        case (.enqueued, let entry?): return .enqueued(entry)
+        case (.coalesced(let replaced), let entry?): return .coalesced(entry, replaced: replaced)
+        case (.enqueued, nil), (.coalesced, nil):
+            throw OutboxError(.notFound, "vanished during enqueue", entry: request.id)
         }
+    }
+
+    func claimDue(
+        at now: Date, limit: Int, lease: Duration, accepting: (String) -> Bool
+    ) async throws(OutboxError) -> OutboxClaim {
+        let start = now.milliseconds
+        let ((claimed, unaccepted), acknowledgement) = try submit { scheduler in
+            let result = scheduler.claim(
+                now: start, limit: max(0, limit), leaseUntil: start + lease.milliseconds, accepts: accepting)
+            return ((result.claimed, result.unaccepted), result.changes)
+        }
+        // Read the bodies while the attempt marks are being written.
+        var entries: [OutboxEntry] = []
+        entries.reserveCapacity(claimed.count)
+        do throws(OutboxError) {
+            for (id, entry) in zip(claimed, try await self.entries(claimed)) {
+                guard let entry else { throw OutboxError(.notFound, "a claimed entry has no body", entry: id) }
+                entries.append(entry)
+            }
+        } catch {
+            // The claimed entries are in flight and cannot be handed out:
+            // only a reopen (which resets leases) puts them back.
+            fail(error)
+            throw error
+        }
+        try await wait(for: acknowledgement, configuration.attemptDurability)
+        return OutboxClaim(entries: entries, unaccepted: Dictionary(unaccepted, uniquingKeysWith: { first, _ in first }))
     }
 
     func dueEntries(at now: Date, limit: Int) async throws(OutboxError) -> [OutboxEntry] {
         let ids = try read { $0.due(now: now.milliseconds, limit: max(0, limit)) }
-        var result: [OutboxEntry] = []
-        for id in ids { if let entry = try await entry(id) { result.append(entry) } }
-        return result
+        return try await entries(ids).compactMap { $0 }
     }
 
     func nextDueDate() async throws(OutboxError) -> Date? {
@@ -124,7 +173,7 @@ final class StoreCore: Sendable {
     }
 
     func recordSuccess(_ id: OutboxEntryID, serverID: String?, at now: Date) async throws(OutboxError) {
-        try await perform(configuration.outcomeDurability) { scheduler throws(OutboxError) in
+        try await perform(configuration.successDurability) { scheduler throws(OutboxError) in
             ((), try scheduler.succeed(id, serverID: serverID, now: now.milliseconds))
         }
     }
@@ -164,20 +213,36 @@ final class StoreCore: Sendable {
     }
 
     func entry(_ id: OutboxEntryID) async throws(OutboxError) -> OutboxEntry? {
-        guard try read({ $0.metadata(id) }) != nil, let body = try await backend.body(of: id) else { return nil }
-        // Read the state after the body: the freshest view of both.
-        return try read { scheduler -> OutboxEntry? in
-            guard let metadata = scheduler.metadata(id) else { return nil }
-            return body.entry(
-                metadata: metadata, failure: scheduler.failure(id), completion: scheduler.completion(id),
-                strings: scheduler.strings)
+        try await entries([id])[0]
+    }
+
+    /// The entries with these ids (`nil` for one that is gone), bodies read
+    /// in one batch.
+    private func entries(_ ids: [OutboxEntryID]) async throws(OutboxError) -> [OutboxEntry?] {
+        let live = try read { scheduler in ids.filter { scheduler.metadata($0) != nil } }
+        guard !live.isEmpty else { return Array(repeating: nil, count: ids.count) }
+        let bodies = Dictionary(
+            zip(live, try await backend.bodies(of: live)).compactMap { id, body in body.map { (id, $0) } },
+            uniquingKeysWith: { first, _ in first })
+        // Read the state after the bodies: the freshest view of both.
+        return try read { scheduler in
+            ids.map { id -> OutboxEntry? in
+                guard let body = bodies[id], let metadata = scheduler.metadata(id) else { return nil }
+                return body.entry(
+                    metadata: metadata, failure: scheduler.failure(id), completion: scheduler.completion(id),
+                    strings: scheduler.strings)
+            }
         }
     }
 
     func entries(matching filter: OutboxFilter) async throws(OutboxError) -> [OutboxEntry] {
         let ids = try read { $0.ids(matching: filter) }
         var result: [OutboxEntry] = []
-        for id in ids { if let entry = try await entry(id) { result.append(entry) } }
+        result.reserveCapacity(ids.count)
+        // In pages: one read job per 512 entries, however long the queue.
+        for start in stride(from: 0, to: ids.count, by: 512) {
+            result += try await entries(Array(ids[start..<min(start + 512, ids.count)])).compactMap { $0 }
+        }
         return result
     }
 

@@ -145,6 +145,11 @@ public final class OutboxLog: Sendable {
     /// pool); a record still buffered in memory is written out first.
     public func get(_ key: LogKey) async throws(OutboxLogError) -> LogEntry? { try await core.get(key) }
 
+    /// The live value and annotation of each of `keys` (`nil` where a key
+    /// has no value), in the order given: as ``get(_:)-(LogKey)`` for each,
+    /// but read in one job on a reader thread.
+    public func get(_ keys: [LogKey]) async throws(OutboxLogError) -> [LogEntry?] { try await core.get(keys) }
+
     /// Whether `key` has a value. Answers from memory.
     public func contains(_ key: LogKey) -> Bool { core.contains(key) }
 

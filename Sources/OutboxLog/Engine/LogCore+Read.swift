@@ -2,54 +2,92 @@ import SystemPackage
 
 /// Reads: the index says where, a pool thread reads and verifies.
 extension LogCore {
+    /// Where the live records of one key are.
     private enum Lookup {
         case absent
-        /// The record is still in memory: write it out, then look again.
-        case flush(UInt64)
         case found(IndexEntry, SegmentFile, SegmentFile?)
     }
 
     /// The live value (and annotation) of `key`, verified, or `nil`.
     func get(_ key: LogKey) async throws(OutboxLogError) -> LogEntry? {
+        try await get([key])[0]
+    }
+
+    /// The live value (and annotation) of each key, verified, or `nil`:
+    /// one lookup under the lock and one job on a reader thread for all of
+    /// them, so a batch costs one thread hand-off, not one per key.
+    func get(_ keys: [LogKey]) async throws(OutboxLogError) -> [LogEntry?] {
+        guard !keys.isEmpty else { return [] }
         var flushed = false
         while true {
-            let lookup = try state.withLock { state throws(OutboxLogError) -> Lookup in
+            // Either every key's location, or the sequence number to write
+            // out first because some record is still in memory.
+            let lookups = try state.withLock { state throws(OutboxLogError) -> Result<[Lookup], UnwrittenRecords> in
                 try state.checkReadable()
-                guard let entry = state.index.entries[key] else { return .absent }
-                for location in [entry.value, entry.annotation] where location.exists {
-                    guard state.slots[location.segment] != nil else {
-                        throw OutboxLogError(.io, "internal error: the index points into a segment the log no longer has")
+                var lookups: [Lookup] = []
+                lookups.reserveCapacity(keys.count)
+                for key in keys {
+                    guard let entry = state.index.entries[key] else {
+                        lookups.append(.absent)
+                        continue
                     }
+                    for location in [entry.value, entry.annotation] where location.exists {
+                        guard state.slots[location.segment] != nil else {
+                            throw OutboxLogError(.io, "internal error: the index points into a segment the log no longer has")
+                        }
+                    }
+                    guard let valueFile = state.readableFile(for: entry.value) else {
+                        return .failure(UnwrittenRecords(last: state.nextSequence - 1))
+                    }
+                    guard entry.annotation.exists else {
+                        lookups.append(.found(entry, valueFile, nil))
+                        continue
+                    }
+                    guard let annotationFile = state.readableFile(for: entry.annotation) else {
+                        return .failure(UnwrittenRecords(last: state.nextSequence - 1))
+                    }
+                    lookups.append(.found(entry, valueFile, annotationFile))
                 }
-                guard let valueFile = state.readableFile(for: entry.value) else { return .flush(state.nextSequence - 1) }
-                guard entry.annotation.exists else { return .found(entry, valueFile, nil) }
-                guard let annotationFile = state.readableFile(for: entry.annotation) else {
-                    return .flush(state.nextSequence - 1)
-                }
-                return .found(entry, valueFile, annotationFile)
+                return .success(lookups)
             }
-            switch lookup {
-            case .absent:
-                return nil
-            case .flush(let sequence):
-                // Once everything up to now is written, the record is readable.
+            switch lookups {
+            case .failure(let unwritten):
+                // Once everything up to now is written, the records are readable.
                 if flushed { throw OutboxLogError(.io, "internal error: a written record is not readable") }
                 flushed = true
-                try await waitFor(sequence, durable: false)
-            case .found(let entry, let valueFile, let annotationFile):
-                return try await readers.run { () throws(OutboxLogError) -> LogEntry in
-                    let value = try valueFile.readRecord(
-                        at: Int64(entry.value.offset), length: Int(entry.value.length), expecting: key)
-                    var result = LogEntry(key: key, sequence: value.sequence, value: value.payload, annotation: nil)
-                    if let annotationFile {
-                        let annotation = try annotationFile.readRecord(
-                            at: Int64(entry.annotation.offset), length: Int(entry.annotation.length), expecting: key)
-                        result.annotation = .init(sequence: annotation.sequence, payload: annotation.payload)
+                try await waitFor(unwritten.last, durable: false)
+            case .success(let lookups):
+                guard lookups.contains(where: { if case .found = $0 { true } else { false } }) else {
+                    return Array(repeating: nil, count: keys.count)
+                }
+                return try await readers.run { () throws(OutboxLogError) -> [LogEntry?] in
+                    try zip(keys, lookups).map { (key, lookup) throws(OutboxLogError) -> LogEntry? in
+                        guard case .found(let entry, let valueFile, let annotationFile) = lookup else { return nil }
+                        return try Self.read(key, entry, valueFile, annotationFile)
                     }
-                    return result
                 }
             }
         }
+    }
+
+    /// Some record is still in memory; everything up to `last` must be written first.
+    private struct UnwrittenRecords: Error {
+        var last: UInt64
+    }
+
+    /// Reads and verifies the records `entry` points at (on a reader thread).
+    private static func read(
+        _ key: LogKey, _ entry: IndexEntry, _ valueFile: SegmentFile, _ annotationFile: SegmentFile?
+    ) throws(OutboxLogError) -> LogEntry {
+        let value = try valueFile.readRecord(
+            at: Int64(entry.value.offset), length: Int(entry.value.length), expecting: key)
+        var result = LogEntry(key: key, sequence: value.sequence, value: value.payload, annotation: nil)
+        if let annotationFile {
+            let annotation = try annotationFile.readRecord(
+                at: Int64(entry.annotation.offset), length: Int(entry.annotation.length), expecting: key)
+            result.annotation = .init(sequence: annotation.sequence, payload: annotation.payload)
+        }
+        return result
     }
 
     /// Whether `key` has a live value. Answers from memory.
