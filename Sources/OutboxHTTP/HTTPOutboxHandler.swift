@@ -17,6 +17,7 @@ import FoundationNetworking
 /// | 2xx | delivered; the server id from ``Configuration/serverID`` (default: JSON `id`) |
 /// | 401 | refresh the token and resend once, within the same attempt; a second 401 is transient |
 /// | 408, 425, 429, 5xx, timeouts, network errors | transient; `Retry-After` honoured |
+/// | 409 with `Retry-After` | transient: the first request with this key is still running |
 /// | 409 | conflict (the handler's ``Configuration/conflictPolicy``) |
 /// | other 4xx, and anything else | permanent, with the status and the start of the body |
 public struct HTTPOutboxHandler: OutboxHandler {
@@ -156,6 +157,14 @@ public struct HTTPOutboxHandler: OutboxHandler {
                     retryAfter: RetryAfter.parse(headers["retry-after"]))
             case 401:
                 return .transient(reason: "HTTP 401 unauthorized, also after a token refresh", httpStatus: 401, retryAfter: nil)
+            case 409 where headers["retry-after"] != nil:
+                // "Try again later", not a disagreement: what an
+                // Idempotency-Key server answers while the first request
+                // with this key is still running (our middleware does).
+                // Retrying gets the stored response once it has finished.
+                return .transient(
+                    reason: "HTTP 409, the request with this key is still in progress\(excerpt(body))",
+                    httpStatus: 409, retryAfter: RetryAfter.parse(headers["retry-after"]))
             case 409:
                 return .conflict(reason: "HTTP 409\(excerpt(body))", httpStatus: 409)
             default:

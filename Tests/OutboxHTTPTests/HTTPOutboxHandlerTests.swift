@@ -109,9 +109,24 @@ struct HTTPOutboxHandlerTests {
         #expect(reason.utf8.count < 600)
     }
 
+    @Test("a 409 with Retry-After (the key's first request still running) is transient, not a conflict")
+    func inProgress() async throws {
+        let server = try await LoopbackServer { _, _ in
+            .init(status: 409, headers: ["Retry-After": "2"], body: #"{"title":"a request with this key is in progress"}"#)
+        }
+        defer { server.stop() }
+        let handler = HTTPOutboxHandler(baseURL: server.baseURL)
+        guard case .transient(let reason, 409, let retryAfter) = try await handler.deliver(Self.delivery()) else {
+            Issue.record("an in-progress 409 must be transient")
+            return
+        }
+        #expect(reason.contains("in progress"))
+        #expect(retryAfter == .seconds(2))
+    }
+
     @Test("a timeout, a dropped connection and a refused connection are transient")
     func networkFailures() async throws {
-        let slow = try await LoopbackServer { _, _ in .init(status: 200, delay: .seconds(5)) }
+        let slow = try await LoopbackServer { _, _ in .init(status: 200, withhold: true) }
         defer { slow.stop() }
         var configuration = HTTPOutboxHandler.Configuration(baseURL: slow.baseURL)
         // Whole seconds: libcurl (under Linux's URLSession) rounds fractions down to zero.

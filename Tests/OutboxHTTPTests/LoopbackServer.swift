@@ -15,13 +15,14 @@ struct ReceivedRequest: Sendable {
 }
 
 /// A real HTTP server on 127.0.0.1 (an ephemeral port), answering each path
-/// from a script: status, headers, body, and an optional delay.
+/// from a script: status, headers, body — or no answer at all.
 final class LoopbackServer: Sendable {
     struct Reply: Sendable {
         var status: Int
         var headers: [String: String] = [:]
         var body: String = ""
-        var delay: Duration? = nil
+        /// Never answer (until the server stops): the client must time out.
+        var withhold = false
     }
 
     private let received = Mutex<[ReceivedRequest]>([])
@@ -75,7 +76,7 @@ final class LoopbackServer: Sendable {
             return count
         }
         let reply = replies(record, earlier)
-        if let delay = reply.delay { try await Task.sleep(for: delay) }
+        if reply.withhold { try await waitUntilCancelled() }
         var fields = HTTPFields()
         for (name, value) in reply.headers { fields[HTTPField.Name(name)!] = value }
         return Response(
@@ -132,4 +133,18 @@ private enum Glue {
         Darwin.socket(AF_INET, SOCK_STREAM, 0)
         #endif
     }
+}
+
+/// Suspends until the task is cancelled (the server stopping), then throws.
+func waitUntilCancelled() async throws {
+    let parked = Mutex<CheckedContinuation<Void, Never>?>(nil)
+    await withTaskCancellationHandler {
+        await withCheckedContinuation { continuation in
+            parked.withLock { $0 = continuation }
+            if Task.isCancelled { parked.withLock { $0.take() }?.resume() }
+        }
+    } onCancel: {
+        parked.withLock { $0.take() }?.resume()
+    }
+    throw CancellationError()
 }

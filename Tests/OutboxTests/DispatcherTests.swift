@@ -128,8 +128,8 @@ struct DispatcherTests {
             let text = String(decoding: delivery.entry.payload, as: UTF8.self)
             if text == "throws" { throw Boom() }
             if text == "hangs", hang.withLock({ $0 }) {
-                // Never returns on its own: only the watchdog ends it.
-                try await Task.sleep(for: .seconds(3600))
+                // Never returns on its own: only the watchdog's cancellation ends it.
+                try await suspendUntilCancelled()
             }
         })
         let fixture = DispatcherFixture(handler: handler) { $0.deliveryTimeout = .seconds(30) }

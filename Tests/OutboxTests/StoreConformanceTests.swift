@@ -219,6 +219,69 @@ struct StoreConformanceTests {
         try await subject.close()
     }
 
+    @Test("an entry that was ever attempted is never coalesced away, not even after a crash left it pending")
+    func noCoalescingAfterAnAttempt() async throws {
+        var subject = try await StoreUnderTest.make(.log)
+        let now = Date()
+        let sent = try await subject.store.add(request(payload: "like", coalescingKey: "like:7"))
+        _ = try await subject.store.beginAttempt(sent, at: now, lease: .seconds(30))
+        try await subject.reopen(now: now)  // the crash: in flight → pending, attempt counted
+        #expect(try await subject.store.entry(sent)?.status == .pending)
+        let result = try await subject.store.enqueue(request(payload: "unlike", coalescingKey: "like:7"))
+        guard case .enqueued(let fresh) = result else {
+            Issue.record("the attempted entry may have reached the server: expected a new entry, got \(result)")
+            return
+        }
+        #expect(try await subject.store.dueIDs(at: now) == [sent, fresh.id])
+        // The newest value now holds the key.
+        let third = try await subject.store.enqueue(request(payload: "like", coalescingKey: "like:7"))
+        guard case .coalesced(_, let replaced) = third else {
+            Issue.record("expected the fresh entry to be coalesced, got \(third)")
+            return
+        }
+        #expect(replaced == fresh.id)
+        try await subject.close()
+    }
+
+    @Test("a replacement that moves to another scope queues behind that scope's entries", arguments: StoreKind.allCases)
+    func coalescingAcrossScopes(kind: StoreKind) async throws {
+        let subject = try await StoreUnderTest.make(kind)
+        let now = Date()
+        let old = try await subject.store.add(request(payload: "v1", scope: "a", coalescingKey: "k"))
+        let b1 = try await subject.store.add(request(payload: "b1", scope: "b"))
+        let result = try await subject.store.enqueue(request(payload: "v2", scope: "b", coalescingKey: "k"))
+        guard case .coalesced(let replacement, old) = result else {
+            Issue.record("expected coalescing, got \(result)")
+            return
+        }
+        let entries = try await subject.store.entries(matching: .all)
+        #expect(entries.map(\.id) == [b1, replacement.id])
+        #expect(try await subject.store.dueIDs(at: now) == [b1])
+        try await subject.close()
+    }
+
+    @Test("a new entry whose parent is already dead is quarantined at once, and revived with it", arguments: StoreKind.allCases)
+    func childOfDeadParent(kind: StoreKind) async throws {
+        var subject = try await StoreUnderTest.make(kind)
+        let now = Date()
+        let parent = try await subject.store.add(request(payload: "album"))
+        _ = try await subject.store.beginAttempt(parent, at: now, lease: .seconds(30))
+        _ = try await subject.store.quarantine(parent, reason: "422", httpStatus: 422)
+        let result = try await subject.store.enqueue(request(payload: "photo", dependencies: [parent]))
+        guard case .enqueued(let child) = result else {
+            Issue.record("expected the child to be recorded, got \(result)")
+            return
+        }
+        #expect(child.status == .dead)
+        #expect(child.lastError?.hasPrefix("dependencyFailed: \(parent)") == true)
+        try await subject.reopen(now: now)
+        #expect(try await subject.store.status(child.id) == .dead)
+        #expect(try await subject.store.summary().unsent == 0)  // nothing waits forever
+        #expect(try await subject.store.retry(parent, at: now).dependents == [child.id])
+        #expect(try await subject.store.status(child.id) == .pending)
+        try await subject.close()
+    }
+
     @Test("capacity limits refuse new entries; the eviction policy drops the oldest dead ones, never pending ones", arguments: StoreKind.allCases)
     func capacity(kind: StoreKind) async throws {
         var subject = try await StoreUnderTest.make(kind) { $0.maximumEntries = 3 }

@@ -8,7 +8,10 @@ import Synchronization
 enum DeadlineRace {
     enum Outcome<Value: Sendable>: Sendable {
         case finished(Result<Value, any Error>)
-        case timedOut
+        /// The deadline came first. `abandoned` is the cancelled work, which
+        /// may still be running if it ignores cancellation: await it before
+        /// starting the same work again.
+        case timedOut(abandoned: Task<Void, Never>)
     }
 
     private final class Race<Value: Sendable>: Sendable {
@@ -27,7 +30,7 @@ enum DeadlineRace {
                 guard !state.done else { return (nil, nil) }
                 state.done = true
                 defer { state.continuation = nil }
-                if case .timedOut = outcome { return (state.continuation, state.worker) }
+                if case .timedOut(let worker) = outcome { return (state.continuation, worker) }
                 return (state.continuation, state.timer)
             }
             loser?.cancel()
@@ -62,7 +65,7 @@ enum DeadlineRace {
             }
             let timer = Task {
                 do { try await clock.sleep(until: deadline) } catch { return }
-                race.finish(.timedOut)
+                race.finish(.timedOut(abandoned: worker))
             }
             race.track(worker: worker, timer: timer)
         }

@@ -40,6 +40,10 @@ public actor OutboxDispatcher {
     private var timer: (task: Task<Void, Never>, deadline: Date)?
     private var monitorTask: Task<Void, Never>?
     private var reportedUnhandled: Set<OutboxEntry.ID> = []
+    /// Handlers the watchdog gave up on that may still be running (they
+    /// ignore cancellation), by entry: the next attempt waits for them, so
+    /// an entry is never sent twice at once.
+    private var abandonedDeliveries: [OutboxEntry.ID: Task<Void, Never>] = [:]
     private var lastPrune: Date?
 
     private let metrics = DispatcherMetrics()
@@ -85,6 +89,11 @@ public actor OutboxDispatcher {
         case .enqueued(let entry), .coalesced(let entry, _):
             metrics.enqueued.increment()
             publish(.enqueued(entry))
+            if entry.status == .dead {
+                // Its parent is dead: it is quarantined with it (see Scheduler).
+                metrics.quarantined.increment()
+                publish(.quarantined(entry.id, reason: entry.lastError ?? "dependencyFailed"))
+            }
         case .duplicate:
             break
         }
@@ -287,9 +296,14 @@ public actor OutboxDispatcher {
                 try await quarantine(entry.id, reason: "expired: older than \(maximumAge)", httpStatus: nil, into: &report)
                 return report
             }
+            if let stillRunning = await previousDeliveryStillRunning(entry.id) {
+                try await apply(stillRunning, to: entry, delivery: nil, handler: handler, into: &report)
+                return report
+            }
             publish(.sending(entry.id, attempt: entry.attempts))
 
             let outcome: OutboxOutcome
+            var sent: OutboxDelivery?
             switch try await resolveReferences(entry) {
             case .unresolved(let unresolved):
                 outcome = unresolved
@@ -297,8 +311,9 @@ public actor OutboxDispatcher {
                 let started = ContinuousClock.now
                 outcome = await deliver(delivery, with: handler)
                 metrics.deliveryTime.record(duration: started.duration(to: .now))
+                sent = delivery
             }
-            try await apply(outcome, to: entry, handler: handler, into: &report)
+            try await apply(outcome, to: entry, delivery: sent, handler: handler, into: &report)
         } catch {
             report.errors.append("\(entry.id): \(error)")
             logger.error("attempt failed in the store", metadata: ["id": "\(entry.id)", "error": "\(error)"])
@@ -342,13 +357,42 @@ public actor OutboxDispatcher {
         case .finished(.success(let outcome)): return outcome
         case .finished(.failure(let error)):
             return .transient(reason: "the handler threw: \(error)", httpStatus: nil, retryAfter: nil)
-        case .timedOut:
+        case .timedOut(let abandoned):
+            remember(abandoned, for: delivery.entry.id)
             return .transient(reason: "timed out after \(configuration.deliveryTimeout)", httpStatus: nil, retryAfter: nil)
         }
     }
 
+    /// Keeps a handler that outlived its timeout until it really ends.
+    private func remember(_ abandoned: Task<Void, Never>, for id: OutboxEntry.ID) {
+        abandonedDeliveries[id] = abandoned
+        Task {
+            await abandoned.value
+            await self.forget(abandoned, for: id)
+        }
+    }
+
+    private func forget(_ abandoned: Task<Void, Never>, for id: OutboxEntry.ID) {
+        if abandonedDeliveries[id] == abandoned { abandonedDeliveries[id] = nil }
+    }
+
+    /// If an earlier attempt's handler still runs, waits for it (up to the
+    /// delivery timeout); the outcome to record instead of sending if it
+    /// outlasts that too.
+    private func previousDeliveryStillRunning(_ id: OutboxEntry.ID) async -> OutboxOutcome? {
+        guard let previous = abandonedDeliveries[id] else { return nil }
+        let deadline = clock.now().adding(configuration.deliveryTimeout)
+        if case .finished = await DeadlineRace.run(until: deadline, clock: clock, { await previous.value }) { return nil }
+        return .transient(
+            reason: "not sent: the handler of an earlier attempt is still running (it ignores cancellation)",
+            httpStatus: nil, retryAfter: nil)
+    }
+
+    /// Records `outcome` of an attempt on `entry`; `delivery` is what was
+    /// sent (references remapped), if anything was.
     private func apply(
-        _ outcome: OutboxOutcome, to entry: OutboxEntry, handler: any OutboxHandler, into report: inout OutboxFlushReport
+        _ outcome: OutboxOutcome, to entry: OutboxEntry, delivery: OutboxDelivery?, handler: any OutboxHandler,
+        into report: inout OutboxFlushReport
     ) async throws(OutboxError) {
         switch outcome {
         case .delivered(let serverID):
@@ -387,15 +431,22 @@ public actor OutboxDispatcher {
             case .serverWins:
                 // The attempt is over; the entry is no longer in flight.
                 try await store.markConflict(entry.id, reason: reason, httpStatus: status)
-                _ = try await store.discard(entry.id)
+                let cascade = try await store.discard(entry.id)
                 report.discarded += 1
+                report.quarantined += cascade.dependents.count
+                metrics.quarantined.increment(by: cascade.dependents.count)
                 publish(.discarded(entry.id, reason: "server wins: \(reason)"))
+                for dependent in cascade.dependents {
+                    publish(.quarantined(dependent, reason: "dependencyFailed: \(entry.id) was discarded (server wins)"))
+                }
             case .clientWins:
-                let delivery = OutboxDelivery(entry: entry, endpoint: entry.endpoint, payload: entry.payload, attempt: entry.attempts)
+                // Resend what was sent: the same remapped endpoint and payload.
+                let resend = delivery ?? OutboxDelivery(entry: entry, endpoint: entry.endpoint, payload: entry.payload, attempt: entry.attempts)
                 let deadline = clock.now().adding(configuration.deliveryTimeout)
-                let retried = await DeadlineRace.run(until: deadline, clock: clock) { try await handler.resendAfterConflict(delivery) }
+                let retried = await DeadlineRace.run(until: deadline, clock: clock) { try await handler.resendAfterConflict(resend) }
+                if case .timedOut(let abandoned) = retried { remember(abandoned, for: entry.id) }
                 if case .finished(.success(let second)) = retried, second != outcome, !second.isConflict {
-                    try await apply(second, to: entry, handler: handler, into: &report)
+                    try await apply(second, to: entry, delivery: resend, handler: handler, into: &report)
                 } else {
                     try await store.markConflict(entry.id, reason: reason, httpStatus: status)
                     publish(.conflict(entry.id, reason: reason))

@@ -33,15 +33,27 @@ extension OutboxHandler {
 public struct ClosureOutboxHandler: OutboxHandler {
     public let conflictPolicy: OutboxConflictPolicy
     private let body: @Sendable (OutboxDelivery) async throws -> OutboxOutcome
+    private let resend: (@Sendable (OutboxDelivery) async throws -> OutboxOutcome)?
 
+    /// - Parameters:
+    ///   - body: delivers one entry.
+    ///   - resend: for ``OutboxConflictPolicy/clientWins``, the forced
+    ///     resend after a conflict; `nil` reports the conflict again.
     public init(
-        conflictPolicy: OutboxConflictPolicy = .manual, _ body: @escaping @Sendable (OutboxDelivery) async throws -> OutboxOutcome
+        conflictPolicy: OutboxConflictPolicy = .manual, _ body: @escaping @Sendable (OutboxDelivery) async throws -> OutboxOutcome,
+        resend: (@Sendable (OutboxDelivery) async throws -> OutboxOutcome)? = nil
     ) {
         self.conflictPolicy = conflictPolicy
         self.body = body
+        self.resend = resend
     }
 
     public func deliver(_ delivery: OutboxDelivery) async throws -> OutboxOutcome { try await body(delivery) }
+
+    public func resendAfterConflict(_ delivery: OutboxDelivery) async throws -> OutboxOutcome {
+        guard let resend else { return .conflict(reason: "no client-wins resend is defined", httpStatus: nil) }
+        return try await resend(delivery)
+    }
 }
 
 /// What a handler is asked to deliver: the entry, with every `local:`

@@ -112,7 +112,7 @@ struct Scheduler: Sendable {
                 changes.append(.state(id))
             }
             if entry.status.holdsScope && entry.scope != 0 { scopes[entry.scope, default: []].append(id) }
-            if entry.status == .pending && entry.coalescing != 0 { coalescing[entry.coalescing] = id }
+            if entry.status == .pending && entry.coalescing != 0 && entry.attempts == 0 { coalescing[entry.coalescing] = id }
             for parent in entry.dependencies ?? [] where entries[parent] != nil {
                 dependents[parent, default: []].append(id)
             }
@@ -261,8 +261,12 @@ struct Scheduler: Sendable {
         // Coalescing: replace a pending entry with the same key that nothing depends on.
         var replaced: EntryMetadata?
         if let key = request.coalescingKey, let existingKey = strings.lookup(key), let holder = coalescing[existingKey],
-            let candidate = entries[holder], candidate.status == .pending, dependents[holder, default: []].isEmpty
+            let candidate = entries[holder], candidate.status == .pending, candidate.attempts == 0,
+            dependents[holder, default: []].isEmpty
         {
+            // Only a never-attempted entry may be replaced: one that was sent
+            // (and came back pending after a crash) may have reached the
+            // server, and its replacement carries a new idempotency key.
             replaced = candidate
         }
 
@@ -286,8 +290,11 @@ struct Scheduler: Sendable {
             changes += removeEntry(replaced.id, cascadeReason: nil, keepScopeSlotFor: takesReplacedSlot ? request.id : nil)
             changes.append(.remove(replaced.id))
         }
-        let sequence = replaced?.sequence ?? nextSequence
-        if replaced == nil { nextSequence += 1 }
+        // A replacement keeps the replaced entry's place in the order, unless
+        // it moves to another scope: there it queues behind what is there.
+        let keepsPlace = replaced.map { $0.scope == scope } ?? false
+        let sequence = keepsPlace ? replaced!.sequence : nextSequence
+        if !keepsPlace { nextSequence += 1 }
         var entry = EntryMetadata(
             id: request.id, sequence: sequence, status: .pending,
             priority: Int16(clamping: request.priority), attempts: 0,
@@ -305,8 +312,32 @@ struct Scheduler: Sendable {
         }
         consider(entry.id)
         changes.append(.newEntry(entry.id))
+        if let reason = failedDependency(of: request) {
+            // It could never be sent: quarantined at once, like the
+            // dependents of a parent that dies later (and revived with it).
+            quarantineAtEnqueue(entry.id, reason: reason)
+            changes.append(.state(entry.id))
+        }
         if let replaced { return (.coalesced(replaced: replaced.id), changes) }
         return (.enqueued, changes)
+    }
+
+    /// Why a new entry can never be sent because of a dependency, if so:
+    /// a parent that is dead, or one that was evicted to make room for it.
+    private func failedDependency(of request: OutboxEnqueueRequest) -> String? {
+        for parent in request.dependencies where completions[parent] == nil {
+            guard let metadata = entries[parent] else { return "dependencyFailed: \(parent) was evicted (outbox full)" }
+            if metadata.status == .dead { return "dependencyFailed: \(parent) is dead" }
+        }
+        return nil
+    }
+
+    private mutating func quarantineAtEnqueue(_ id: OutboxEntryID, reason: String) {
+        guard var entry = entries[id] else { return }
+        leaveScope(entry)
+        setStatus(&entry, .dead)
+        failures[id] = FailureInfo(message: reason, httpStatus: nil)
+        commit(entry)
     }
 
     private func validate(_ request: OutboxEnqueueRequest) throws(OutboxError) {

@@ -114,7 +114,8 @@ final class StoreCore: Sendable {
             if let metadata = scheduler.metadata(request.id), !changes.isEmpty {
                 var body = prepared.body
                 body.sequence = metadata.sequence
-                entry = body.entry(metadata: metadata, failure: nil, completion: nil, strings: scheduler.strings)
+                entry = body.entry(
+                    metadata: metadata, failure: scheduler.failure(request.id), completion: nil, strings: scheduler.strings)
             }
             return ((outcome, entry), changes)
         }
