@@ -225,7 +225,7 @@ struct CommandLineToolTests {
                 ? ["log", "append", path, "--count", "1", "--size", "8", "--durability", "durable"]
                 : ["log", "verify", path]
             let locked = try await outbox(arguments)
-            #expect(locked.status != 0, "\(command)")
+            #expect(locked.status == 2, "\(command): a locked log could not be opened")
             #expect(locked.stdout.isEmpty, "\(command)")
             #expect(locked.stderrLines.count == 1, "\(command)")
             #expect(locked.stderr.contains("locked"), "\(command)")

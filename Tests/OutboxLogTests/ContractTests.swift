@@ -19,6 +19,28 @@ struct ContractTests {
         try await second.close()
     }
 
+    @Test("every file the log creates is private to its owner: files 0600, directories 0700")
+    func privateFiles() async throws {
+        let root = TemporaryDirectory()
+        let directory = root.path.appending("log")
+        let log = try await OutboxLog.open(at: directory, configuration: smallSegments())
+        for i in 0..<60 { try await log.put(LogKey("k\(i % 7)"), .pattern(200, seed: i), durability: .written) }
+        _ = try await log.compact()
+        try await log.close()
+        func mode(_ path: String) throws -> Int {
+            try #require(try FileManager.default.attributesOfItem(atPath: path)[.posixPermissions] as? Int)
+        }
+        #expect(try mode(directory.string) == 0o700)
+        let names = try FileManager.default.contentsOfDirectory(atPath: directory.string)
+        #expect(names.count > 1)
+        for name in names {
+            let path = directory.string + "/" + name
+            var isDirectory: ObjCBool = false
+            _ = FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory)
+            #expect(try mode(path) == (isDirectory.boolValue ? 0o700 : 0o600), "\(name)")
+        }
+    }
+
     @Test("invalid appends fail with a typed error and write nothing")
     func badInputWritesNothing() async throws {
         let directory = TemporaryDirectory()

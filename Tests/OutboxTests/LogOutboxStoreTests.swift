@@ -151,7 +151,11 @@ struct LogOutboxStoreTests {
         sealed.encryptionKey = key
         let store = try await LogOutboxStore.open(root: root.path, partition: "carol", configuration: sealed)
         let secret = "card-4242-4242-secret"
-        let id = try await store.add(request(endpoint: "/payments/\(secret)", payload: #"{"card":"\#(secret)"}"#))
+        let headerSecret = "X-Card-Token-ab12cd34"
+        let id = try await store.add(
+            OutboxEnqueueRequest(
+                type: "post", method: "POST", endpoint: "/payments/\(secret)", payload: Array(#"{"card":"\#(secret)"}"#.utf8),
+                headers: ["X-Card-Token": headerSecret]))
         try await store.close()
 
         // Nothing readable on disk.
@@ -159,6 +163,7 @@ struct LogOutboxStoreTests {
         for name in try FileManager.default.contentsOfDirectory(atPath: directory) where name.hasSuffix(".seg") {
             let bytes = try Data(contentsOf: URL(fileURLWithPath: directory + "/" + name))
             #expect(bytes.range(of: Data(secret.utf8)) == nil, "plaintext in \(name)")
+            #expect(bytes.range(of: Data(headerSecret.utf8)) == nil, "a plaintext header in \(name)")
         }
 
         var wrong = quietConfiguration()
@@ -172,6 +177,7 @@ struct LogOutboxStoreTests {
         let entry = try #require(try await reopened.entry(id))
         #expect(entry.endpoint == "/payments/\(secret)")
         #expect(entry.payload == Array(#"{"card":"\#(secret)"}"#.utf8))
+        #expect(entry.headers["X-Card-Token"] == headerSecret)
         try await reopened.close()
     }
 }

@@ -50,7 +50,9 @@ extension OutboxLog {
         public var automaticCompactionMinimumBytes: Int? = nil
 
         /// The most bytes one group commit writes and syncs together; the
-        /// rest waits for the next group. Default 1 MiB.
+        /// rest waits for the next group. Records are never split, and an
+        /// atomic batch larger than this is written as one group of its own.
+        /// Default 1 MiB.
         public var groupCommitLimit: Int = 1 << 20
 
         /// Buffered appends are handed to the writer thread once this many

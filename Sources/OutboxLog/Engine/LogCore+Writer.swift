@@ -140,7 +140,12 @@ extension LogCore {
             let limit = stopping ? Int.max : configuration.groupCommitLimit
             while work.bytes < limit {
                 if state.queue.isEmpty { state.sealOpenChunk() }
-                guard let chunk = state.queue.popFirst() else { break }
+                // Whole chunks only, and never past the limit (but always at
+                // least one, however large).
+                guard let chunk = state.queue.first, work.chunks.isEmpty || work.bytes + chunk.byteCount <= limit else {
+                    break
+                }
+                state.queue.removeFirst()
                 if case .bytes(_, _, _, let last) = chunk { work.lastSequence = last }
                 work.bytes += chunk.byteCount
                 work.chunks.append(chunk)

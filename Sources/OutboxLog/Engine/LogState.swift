@@ -143,6 +143,12 @@ struct LogState {
         {
             startSegment()
         }
+        // Keep a chunk within one group commit: a batch that would push it
+        // past the limit starts a new chunk (a batch larger than the limit
+        // gets a chunk of its own).
+        if let chunk = openChunk, !chunk.data.isEmpty, chunk.data.count + bytes > configuration.groupCommitLimit {
+            sealOpenChunk()
+        }
         if openChunk == nil {
             var data = spareBuffers.popLast() ?? []
             data.reserveCapacity(min(configuration.groupCommitLimit, max(bytes, 4096)))

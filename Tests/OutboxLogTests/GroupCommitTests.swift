@@ -1,0 +1,97 @@
+import Dispatch
+import Foundation
+import OutboxLog
+import OutboxLogTesting
+import Synchronization
+import SystemPackage
+import Testing
+
+/// Group commit: durable appends that arrive while a sync is running share
+/// the next one, in groups no larger than `groupCommitLimit`.
+@Suite("Group commit")
+struct GroupCommitTests {
+    @Test("64 concurrent durable appends share a few syncs, and no group exceeds groupCommitLimit")
+    func appendsShareSyncs() async throws {
+        let disk = GatedSyncFileSystem(base: SimulatedFileSystem(directories: ["/data"]))
+        var configuration = simulatedConfiguration(disk, segmentSize: 1 << 20)
+        configuration.groupCommitLimit = 4096
+        let log = try await OutboxLog.open(at: simulatedLogDirectory, configuration: configuration)
+        try await log.put("first", [0], durability: .durable)
+        let before = disk.counts
+
+        // Hold the next sync: everything appended meanwhile queues behind it.
+        disk.holdSyncs()
+        let first = log.statistics.nextSequence
+        let appends = Task {
+            await withThrowingTaskGroup(of: Void.self) { group in
+                for i in 0..<64 {
+                    group.addTask { try await log.put(LogKey("k\(i)"), [UInt8](repeating: UInt8(i), count: 100), durability: .durable) }
+                }
+            }
+        }
+        while log.statistics.nextSequence < first + 64 { await Task.yield() }  // all 64 are encoded
+        disk.releaseSyncs()
+        try await appends.value
+
+        let after = disk.counts
+        let syncs = after.syncs - before.syncs
+        #expect(syncs >= 1)
+        #expect(syncs <= 6, "64 appends of ~130 bytes in groups of ≤4 KiB need 3–4 syncs, got \(syncs)")
+        #expect(after.largestWrite <= 4096)
+        #expect(log.statistics.durableSequence >= first + 63)
+        for i in [0, 31, 63] { #expect(try await log.get(LogKey("k\(i)"))?.value.count == 100) }
+        try await log.close()
+    }
+}
+
+/// Passes everything to `base`, but can hold `synchronize` calls (on the
+/// engine's writer thread) until released; counts syncs and write sizes.
+final class GatedSyncFileSystem: FileSystem, Sendable {
+    let base: any FileSystem
+    private let state = Mutex((held: false, syncs: 0, largestWrite: 0))
+    private let gate = DispatchSemaphore(value: 0)
+
+    init(base: any FileSystem) { self.base = base }
+
+    var counts: (syncs: Int, largestWrite: Int) { state.withLock { ($0.syncs, $0.largestWrite) } }
+
+    func holdSyncs() { state.withLock { $0.held = true } }
+
+    func releaseSyncs() {
+        let wasHeld = state.withLock { state -> Bool in
+            defer { state.held = false }
+            return state.held
+        }
+        if wasHeld { gate.signal() }
+    }
+
+    func synchronize(_ descriptor: FileDescriptor) throws(Errno) {
+        let held = state.withLock { state -> Bool in
+            state.syncs += 1
+            return state.held
+        }
+        if held { gate.wait() }
+        try base.synchronize(descriptor)
+    }
+
+    func write(_ descriptor: FileDescriptor, _ bytes: UnsafeRawBufferPointer, at offset: Int64) throws(Errno) -> Int {
+        state.withLock { $0.largestWrite = max($0.largestWrite, bytes.count) }
+        return try base.write(descriptor, bytes, at: offset)
+    }
+
+    func openFile(_ path: FilePath, mode: FileOpenMode) throws(Errno) -> FileDescriptor { try base.openFile(path, mode: mode) }
+    func close(_ descriptor: FileDescriptor) throws(Errno) { try base.close(descriptor) }
+    func read(_ descriptor: FileDescriptor, into buffer: UnsafeMutableRawBufferPointer, at offset: Int64) throws(Errno) -> Int {
+        try base.read(descriptor, into: buffer, at: offset)
+    }
+    func size(of descriptor: FileDescriptor) throws(Errno) -> Int64 { try base.size(of: descriptor) }
+    func truncate(_ descriptor: FileDescriptor, to size: Int64) throws(Errno) { try base.truncate(descriptor, to: size) }
+    func synchronizeDirectory(_ path: FilePath) throws(Errno) { try base.synchronizeDirectory(path) }
+    func rename(_ source: FilePath, to destination: FilePath) throws(Errno) { try base.rename(source, to: destination) }
+    func removeFile(_ path: FilePath) throws(Errno) { try base.removeFile(path) }
+    func createDirectory(_ path: FilePath) throws(Errno) { try base.createDirectory(path) }
+    func removeDirectory(_ path: FilePath) throws(Errno) { try base.removeDirectory(path) }
+    func contentsOfDirectory(_ path: FilePath) throws(Errno) -> [String] { try base.contentsOfDirectory(path) }
+    func itemKind(at path: FilePath) throws(Errno) -> FileItemKind? { try base.itemKind(at: path) }
+    func lockExclusively(_ descriptor: FileDescriptor) throws(Errno) { try base.lockExclusively(descriptor) }
+}
