@@ -262,7 +262,7 @@ struct Scheduler: Sendable {
         var replaced: EntryMetadata?
         if let key = request.coalescingKey, let existingKey = strings.lookup(key), let holder = coalescing[existingKey],
             let candidate = entries[holder], candidate.status == .pending, candidate.attempts == 0,
-            dependents[holder, default: []].isEmpty
+            dependents[holder, default: []].isEmpty, !request.dependencies.contains(holder)
         {
             // Only a never-attempted entry may be replaced: one that was sent
             // (and came back pending after a crash) may have reached the

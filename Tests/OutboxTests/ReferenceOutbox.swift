@@ -1,0 +1,212 @@
+import Foundation
+import Outbox
+
+/// The outbox rules of Docs/OUTBOX.md written down as plainly as possible —
+/// linear scans over one dictionary, no heaps, no indexes, no interning — to
+/// check the real scheduler against. It shares no code with `Outbox`'s
+/// scheduler, so a bug there is not a bug here too.
+struct ReferenceOutbox {
+    struct Entry: Equatable {
+        var id: OutboxEntry.ID
+        var sequence: Int
+        var priority: Int
+        var scope: String?
+        var parent: OutboxEntry.ID?
+        var coalescingKey: String?
+        var status: OutboxStatus = .pending
+        var attempts = 0
+        var maxAttempts: Int
+        /// When it may be sent (failed, revived), or `nil`: at once.
+        var notBefore: Date?
+        var reason: String?
+    }
+
+    /// An operation's result, in the words the comparison uses.
+    enum Failure: Error, Equatable {
+        case notFound, invalidTransition, unknownDependency, invalidArgument
+    }
+
+    private(set) var entries: [OutboxEntry.ID: Entry] = [:]
+    private(set) var delivered: Set<OutboxEntry.ID> = []
+    /// The entry a coalescing key would replace: the last one enqueued with
+    /// it, while that one has never left `pending`.
+    private var coalescingHolder: [String: OutboxEntry.ID] = [:]
+    private var nextSequence = 1
+
+    // MARK: Order
+
+    /// Pending, failed and in-flight entries keep their place in their scope.
+    private func holdsScope(_ entry: Entry) -> Bool {
+        entry.status == .pending || entry.status == .failed || entry.status == .inFlight
+    }
+
+    /// First unfinished entry of its scope (or no scope at all).
+    private func isHead(_ entry: Entry) -> Bool {
+        guard let scope = entry.scope else { return true }
+        let first = entries.values.filter { $0.scope == scope && holdsScope($0) }.min { $0.sequence < $1.sequence }
+        return first?.id == entry.id
+    }
+
+    private func mayGo(_ entry: Entry, at now: Date) -> Bool {
+        (entry.status == .pending || entry.status == .failed) && isHead(entry)
+            && (entry.notBefore.map { $0 <= now } ?? true) && (entry.parent.map { delivered.contains($0) } ?? true)
+    }
+
+    /// What may be sent now: higher priority first, then older.
+    func due(at now: Date, limit: Int = 100) -> [OutboxEntry.ID] {
+        entries.values.filter { mayGo($0, at: now) }
+            .sorted { $0.priority != $1.priority ? $0.priority > $1.priority : $0.sequence < $1.sequence }
+            .prefix(limit).map(\.id)
+    }
+
+    private func children(of parent: OutboxEntry.ID) -> [OutboxEntry.ID] {
+        entries.values.filter { $0.parent == parent }.map(\.id)
+    }
+
+    // MARK: Operations
+
+    enum Enqueued: Equatable {
+        case enqueued, duplicate
+        case coalesced(replaced: OutboxEntry.ID)
+    }
+
+    mutating func enqueue(
+        _ id: OutboxEntry.ID, priority: Int, scope: String?, parent: OutboxEntry.ID?, coalescingKey: String?, maxAttempts: Int
+    ) throws(Failure) -> Enqueued {
+        if entries[id] != nil || delivered.contains(id) { return .duplicate }
+        if parent == id { throw .invalidArgument }  // depends on itself
+        if let parent, entries[parent] == nil && !delivered.contains(parent) { throw .unknownDependency }
+        var replaced: Entry?
+        if let key = coalescingKey, let holder = coalescingHolder[key], let candidate = entries[holder],
+            candidate.status == .pending, candidate.attempts == 0, children(of: holder).isEmpty, parent != holder
+        {
+            replaced = candidate
+            entries[holder] = nil
+        }
+        var entry = Entry(
+            id: id, sequence: 0, priority: priority, scope: scope, parent: parent, coalescingKey: coalescingKey,
+            maxAttempts: maxAttempts)
+        if let replaced, replaced.scope == scope {
+            entry.sequence = replaced.sequence  // keeps its place
+        } else {
+            entry.sequence = nextSequence
+            nextSequence += 1
+        }
+        if let key = coalescingKey { coalescingHolder[key] = id }
+        if let parent, !delivered.contains(parent), entries[parent]?.status == .dead {
+            entry.status = .dead
+            entry.reason = "dependencyFailed: \(parent) is dead"
+        }
+        entries[id] = entry
+        leftPending(entry)
+        return replaced.map { .coalesced(replaced: $0.id) } ?? .enqueued
+    }
+
+    /// An entry that is not pending any more gives up its coalescing key.
+    private mutating func leftPending(_ entry: Entry) {
+        guard entry.status != .pending, let key = entry.coalescingKey, coalescingHolder[key] == entry.id else { return }
+        coalescingHolder[key] = nil
+    }
+
+    private func existing(_ id: OutboxEntry.ID) throws(Failure) -> Entry {
+        guard let entry = entries[id] else { throw .notFound }
+        return entry
+    }
+
+    mutating func begin(_ id: OutboxEntry.ID, at now: Date, lease: TimeInterval) throws(Failure) -> Int {
+        var entry = try existing(id)
+        guard mayGo(entry, at: now) else { throw .invalidTransition }
+        entry.status = .inFlight
+        entry.attempts += 1
+        entry.notBefore = now.addingTimeInterval(lease)
+        entries[id] = entry
+        leftPending(entry)
+        return entry.attempts
+    }
+
+    mutating func succeed(_ id: OutboxEntry.ID) throws(Failure) {
+        guard try existing(id).status == .inFlight else { throw .invalidTransition }
+        entries[id] = nil
+        delivered.insert(id)
+    }
+
+    mutating func fail(_ id: OutboxEntry.ID, retryAt: Date) throws(Failure) -> (OutboxStatus, [OutboxEntry.ID]) {
+        var entry = try existing(id)
+        guard entry.status == .inFlight else { throw .invalidTransition }
+        if entry.attempts >= entry.maxAttempts { return (.dead, try quarantine(id)) }
+        entry.status = .failed
+        entry.notBefore = retryAt
+        entries[id] = entry
+        return (.failed, [])
+    }
+
+    mutating func quarantine(_ id: OutboxEntry.ID) throws(Failure) -> [OutboxEntry.ID] {
+        var entry = try existing(id)
+        guard [.pending, .failed, .inFlight, .conflict].contains(entry.status) else { throw .invalidTransition }
+        entry.status = .dead
+        entry.reason = "quarantined"
+        entries[id] = entry
+        leftPending(entry)
+        return killDependents(of: id, reason: "dependencyFailed: \(id) is dead")
+    }
+
+    /// Every live entry below `root` that can die (not in flight) dies.
+    private mutating func killDependents(of root: OutboxEntry.ID, reason: String) -> [OutboxEntry.ID] {
+        var killed: [OutboxEntry.ID] = []
+        var work = [(root, reason)]
+        while let (parent, why) = work.popLast() {
+            for child in children(of: parent) {
+                guard var entry = entries[child], [.pending, .failed, .conflict].contains(entry.status) else { continue }
+                entry.status = .dead
+                entry.reason = why
+                entries[child] = entry
+                leftPending(entry)
+                killed.append(child)
+                work.append((child, "dependencyFailed: \(child) is dead"))
+            }
+        }
+        return killed
+    }
+
+    mutating func conflict(_ id: OutboxEntry.ID) throws(Failure) {
+        var entry = try existing(id)
+        guard entry.status == .inFlight else { throw .invalidTransition }
+        entry.status = .conflict
+        entries[id] = entry
+    }
+
+    mutating func retry(_ id: OutboxEntry.ID, at now: Date) throws(Failure) -> [OutboxEntry.ID] {
+        let entry = try existing(id)
+        guard entry.status == .dead || entry.status == .conflict else { throw .invalidTransition }
+        revive(id, at: now)
+        var revived: [OutboxEntry.ID] = []
+        var work = [id]
+        while let parent = work.popLast() {
+            for child in children(of: parent) {
+                guard let entry = entries[child], entry.status == .dead,
+                    entry.reason?.hasPrefix("dependencyFailed: \(parent)") == true
+                else { continue }
+                revive(child, at: now)
+                revived.append(child)
+                work.append(child)
+            }
+        }
+        return revived
+    }
+
+    private mutating func revive(_ id: OutboxEntry.ID, at now: Date) {
+        entries[id]!.status = .pending
+        entries[id]!.attempts = 0
+        entries[id]!.notBefore = now
+        entries[id]!.reason = nil
+    }
+
+    mutating func discard(_ id: OutboxEntry.ID) throws(Failure) -> [OutboxEntry.ID] {
+        let entry = try existing(id)
+        guard entry.status != .inFlight else { throw .invalidTransition }
+        let killed = killDependents(of: id, reason: "dependencyFailed: \(id) was discarded")
+        entries[id] = nil
+        if let key = entry.coalescingKey, coalescingHolder[key] == id { coalescingHolder[key] = nil }
+        return killed
+    }
+}
