@@ -178,4 +178,42 @@ struct HTTPOutboxHandlerTests {
         let keys = server.requests.compactMap { $0.headers["idempotency-key"] }
         #expect(keys.count == 2 && Set(keys).count == 1)
     }
+
+    @Test("through the dispatcher: a 401 refreshes the token and resends within the same attempt")
+    func refreshCostsNoAttempt() async throws {
+        let server = try await LoopbackServer { request, _ in
+            request.headers["authorization"] == "Bearer fresh" ? .init(status: 201, body: #"{"id":"s1"}"#) : .init(status: 401)
+        }
+        defer { server.stop() }
+        let store = InMemoryOutboxStore(partition: "u")
+        let id = try await store.enqueue(
+            OutboxEnqueueRequest(type: "thing", method: "POST", endpoint: "/things", payload: Array("{}".utf8))
+        ).id
+        let tokens = RotatingTokens()
+        let dispatcher = OutboxDispatcher(
+            store: store, handlers: ["thing": HTTPOutboxHandler(baseURL: server.baseURL, tokenProvider: tokens)])
+        let events = EventRecorder(dispatcher.events())
+        let report = await dispatcher.flush()
+        #expect(report.delivered == 1)
+        #expect(report.retried == 0)
+        #expect(tokens.refreshes.withLock { $0 } == 1)
+        #expect(server.requests.count == 2)
+        #expect(try await store.completion(of: id)?.serverID == "s1")
+        await dispatcher.stop()
+        // One attempt: one `sending` event, numbered 1.
+        #expect(await events.sendingAttempts(of: id) == [1])
+    }
+}
+
+/// Collects `sending` events until the stream ends.
+final class EventRecorder: Sendable {
+    private let task: Task<[OutboxEvent], Never>
+
+    init(_ stream: AsyncStream<OutboxEvent>) {
+        task = Task { await stream.reduce(into: []) { $0.append($1) } }
+    }
+
+    func sendingAttempts(of id: OutboxEntry.ID) async -> [Int] {
+        await task.value.compactMap { if case .sending(id, let attempt) = $0 { attempt } else { nil } }
+    }
 }
