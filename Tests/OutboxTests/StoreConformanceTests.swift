@@ -243,6 +243,23 @@ struct StoreConformanceTests {
         try await subject.close()
     }
 
+    @Test("an entry whose status ever changed keeps its key out of coalescing, across reopens too", arguments: StoreKind.allCases)
+    func noCoalescingAfterRevival(kind: StoreKind) async throws {
+        var subject = try await StoreUnderTest.make(kind)
+        let now = Date()
+        let held = try await subject.store.add(request(payload: "v1", coalescingKey: "k"))
+        _ = try await subject.store.quarantine(held, reason: "by hand", httpStatus: nil)
+        _ = try await subject.store.retry(held, at: now)
+        try await subject.reopen(now: now)
+        let result = try await subject.store.enqueue(request(payload: "v2", coalescingKey: "k"))
+        guard case .enqueued = result else {
+            Issue.record("a revived entry was replaced: \(result)")
+            return
+        }
+        #expect(try await subject.store.summary().total == 2)
+        try await subject.close()
+    }
+
     @Test("a replacement that moves to another scope queues behind that scope's entries", arguments: StoreKind.allCases)
     func coalescingAcrossScopes(kind: StoreKind) async throws {
         let subject = try await StoreUnderTest.make(kind)

@@ -25,3 +25,26 @@ public struct OutboxBackoff: Sendable, Hashable {
         Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
     }
 }
+
+/// Backoff jitter: seeded (tests) or from the system.
+struct JitterRandom: RandomNumberGenerator, Sendable {
+    private var state: UInt64
+    private let system: Bool
+
+    init(seed: UInt64?) {
+        state = seed ?? 0
+        system = seed == nil
+    }
+
+    mutating func next() -> UInt64 {
+        if system {
+            var generator = SystemRandomNumberGenerator()
+            return generator.next()
+        }
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}

@@ -89,3 +89,9 @@ public final class ManualOutboxClock: OutboxClock {
         for sleeper in woken { sleeper.continuation.resume() }
     }
 }
+
+extension Date {
+    func adding(_ duration: Duration) -> Date {
+        addingTimeInterval(Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18)
+    }
+}

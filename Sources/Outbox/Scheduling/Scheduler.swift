@@ -51,6 +51,8 @@ struct Scheduler: Sendable {
     private var dependents: [OutboxEntryID: [OutboxEntryID]] = [:]
     /// Coalescing key → the pending entry holding it.
     private var coalescing: [UInt32: OutboxEntryID] = [:]
+    /// While loading: entries that may hold their coalescing key again.
+    private var loadedCoalescable: Set<OutboxEntryID> = []
     private var counts: [OutboxStatus: Int] = [:]
     private var bytes: [OutboxStatus: Int] = [:]
     private(set) var totalBytes = 0
@@ -84,9 +86,14 @@ struct Scheduler: Sendable {
     // MARK: - Loading
 
     /// Adds an entry read back from storage.
-    mutating func load(_ metadata: EntryMetadata, failure: FailureInfo?) {
+    ///
+    /// - Parameter unchanged: no state change was ever recorded for it since
+    ///   its enqueue. Only such an entry may still be replaced by coalescing
+    ///   (the same rule as at run time, where any status change ends it).
+    mutating func load(_ metadata: EntryMetadata, failure: FailureInfo?, unchanged: Bool) {
         entries[metadata.id] = metadata
         if let failure { failures[metadata.id] = failure }
+        if unchanged && metadata.coalescing != 0 { loadedCoalescable.insert(metadata.id) }
         adjust(metadata.status, count: 1, bytes: Int(metadata.storedBytes))
         nextSequence = max(nextSequence, metadata.sequence + 1)
     }
@@ -103,7 +110,9 @@ struct Scheduler: Sendable {
     mutating func finishLoading(now: Int64, sequenceFloor: UInt64) -> [StoreChange] {
         nextSequence = max(nextSequence, sequenceFloor)
         var changes: [StoreChange] = []
-        for id in entries.keys.sorted(by: { entries[$0]!.sequence < entries[$1]!.sequence }) {
+        // Sort the (id, sequence) pairs, not ids through dictionary lookups.
+        let order = entries.values.map { ($0.id, $0.sequence) }.sorted { $0.1 < $1.1 }
+        for (id, _) in order {
             var entry = entries[id]!
             if entry.status == .inFlight {
                 setStatus(&entry, .pending)
@@ -112,12 +121,13 @@ struct Scheduler: Sendable {
                 changes.append(.state(id))
             }
             if entry.status.holdsScope && entry.scope != 0 { scopes[entry.scope, default: []].append(id) }
-            if entry.status == .pending && entry.coalescing != 0 && entry.attempts == 0 { coalescing[entry.coalescing] = id }
+            if loadedCoalescable.contains(id) { coalescing[entry.coalescing] = id }
             for parent in entry.dependencies ?? [] where entries[parent] != nil {
                 dependents[parent, default: []].append(id)
             }
         }
         for id in entries.keys { consider(id) }
+        loadedCoalescable = []
         return changes
     }
 

@@ -138,7 +138,7 @@ public final class LogOutboxStore: OutboxStore {
                         metadata.when = state.when
                         failure = state.failure
                     }
-                    scheduler.load(metadata, failure: failure)
+                    scheduler.load(metadata, failure: failure, unchanged: record.annotation == nil)
                 case LogBackend.completionPrefix where key.count == 17:
                     scheduler.loadCompletion(OutboxEntryID(bytes: key.dropFirst()), try EntryCodec.decodeCompletion(record.value))
                 default:

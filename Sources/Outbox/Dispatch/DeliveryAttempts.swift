@@ -1,0 +1,234 @@
+import Foundation
+import Logging
+import Synchronization
+
+/// One delivery attempt of a claimed entry: resolve its `local:`
+/// references, run its handler under the watchdog, record the outcome.
+///
+/// Everything here is `Sendable` state the dispatcher hands over, so
+/// attempts run concurrently without hopping onto the dispatcher's actor for
+/// every store call; the actor keeps only what coordinates drains.
+final class DeliveryAttempts: Sendable {
+    let store: any OutboxStore
+    let configuration: OutboxDispatcherConfiguration
+    let clock: any OutboxClock
+    let broadcaster: EventBroadcaster
+    let metrics: DispatcherMetrics
+    /// Backoff jitter, shared by every attempt.
+    let jitter: Mutex<JitterRandom>
+    let abandoned = AbandonedDeliveries()
+
+    private var logger: Logger { configuration.logger }
+
+    init(
+        store: any OutboxStore, configuration: OutboxDispatcherConfiguration, clock: any OutboxClock,
+        broadcaster: EventBroadcaster, metrics: DispatcherMetrics
+    ) {
+        self.store = store
+        self.configuration = configuration
+        self.clock = clock
+        self.broadcaster = broadcaster
+        self.metrics = metrics
+        self.jitter = Mutex(JitterRandom(seed: configuration.randomSeed))
+    }
+
+    /// Delivers one claimed (in-flight) entry and records the outcome.
+    func attempt(_ entry: OutboxEntry, with handler: any OutboxHandler) async -> OutboxFlushReport {
+        var report = OutboxFlushReport()
+        do throws(OutboxError) {
+            // Too old to keep trying: quarantine, never drop silently.
+            if let maximumAge = configuration.maximumAge, clock.now() >= entry.createdAt.adding(maximumAge) {
+                try await quarantine(entry.id, reason: "expired: older than \(maximumAge)", httpStatus: nil, into: &report)
+                return report
+            }
+            if let stillRunning = await previousDeliveryStillRunning(entry.id) {
+                try await apply(stillRunning, to: entry, delivery: nil, handler: handler, into: &report)
+                return report
+            }
+            publish(.sending(entry.id, attempt: entry.attempts))
+
+            let outcome: OutboxOutcome
+            var sent: OutboxDelivery?
+            switch try await resolveReferences(entry) {
+            case .unresolved(let unresolved):
+                outcome = unresolved
+            case .resolved(let delivery):
+                let started = ContinuousClock.now
+                outcome = await deliver(delivery, with: handler)
+                metrics.deliveryTime.record(duration: started.duration(to: .now))
+                sent = delivery
+            }
+            try await apply(outcome, to: entry, delivery: sent, handler: handler, into: &report)
+        } catch {
+            report.errors.append("\(entry.id): \(error)")
+            logger.error("attempt failed in the store", metadata: ["id": "\(entry.id)", "error": "\(error)"])
+        }
+        return report
+    }
+
+    /// The entry with its `local:` references replaced by server ids, or the
+    /// outcome to record if one cannot be resolved.
+    enum Resolution {
+        case resolved(OutboxDelivery)
+        case unresolved(OutboxOutcome)
+    }
+
+    private func resolveReferences(_ entry: OutboxEntry) async throws(OutboxError) -> Resolution {
+        var mapping: [OutboxEntry.ID: String] = [:]
+        for reference in LocalReferenceRemapper.references(endpoint: entry.endpoint, payload: entry.payload) {
+            if let completion = try await store.completion(of: reference) {
+                guard let serverID = completion.serverID else {
+                    return .unresolved(
+                        .permanent(reason: "\(reference.localReference) was delivered without a server id", httpStatus: nil))
+                }
+                mapping[reference] = serverID
+            } else if try await store.entry(reference) != nil {
+                return .unresolved(
+                    .transient(reason: "waiting for \(reference.localReference) to be delivered (declare it as a dependency)", httpStatus: nil, retryAfter: nil))
+            } else {
+                return .unresolved(.permanent(reason: "unknown local reference \(reference.localReference)", httpStatus: nil))
+            }
+        }
+        let remapped = LocalReferenceRemapper.remap(endpoint: entry.endpoint, payload: entry.payload) { mapping[$0] }
+        for (local, server) in mapping { publish(.remapped(entry.id, local: local, serverID: server)) }
+        return .resolved(OutboxDelivery(entry: entry, endpoint: remapped.endpoint, payload: remapped.payload, attempt: entry.attempts))
+    }
+
+    /// Runs the handler with a timeout; a timeout or a thrown error is transient.
+    private func deliver(_ delivery: OutboxDelivery, with handler: any OutboxHandler) async -> OutboxOutcome {
+        let deadline = clock.now().adding(configuration.deliveryTimeout)
+        let result = await DeadlineRace.run(until: deadline, clock: clock) { try await handler.deliver(delivery) }
+        switch result {
+        case .finished(.success(let outcome)): return outcome
+        case .finished(.failure(let error)):
+            return .transient(reason: "the handler threw: \(error)", httpStatus: nil, retryAfter: nil)
+        case .timedOut(let abandoned):
+            self.abandoned.remember(abandoned, for: delivery.entry.id)
+            return .transient(reason: "timed out after \(configuration.deliveryTimeout)", httpStatus: nil, retryAfter: nil)
+        }
+    }
+
+    /// If an earlier attempt's handler still runs, waits for it (up to the
+    /// delivery timeout); the outcome to record instead of sending if it
+    /// outlasts that too.
+    private func previousDeliveryStillRunning(_ id: OutboxEntry.ID) async -> OutboxOutcome? {
+        guard let previous = abandoned.running(id) else { return nil }
+        let deadline = clock.now().adding(configuration.deliveryTimeout)
+        if case .finished = await DeadlineRace.run(until: deadline, clock: clock, { await previous.value }) { return nil }
+        return .transient(
+            reason: "not sent: the handler of an earlier attempt is still running (it ignores cancellation)",
+            httpStatus: nil, retryAfter: nil)
+    }
+
+    /// Records `outcome` of an attempt on `entry`; `delivery` is what was
+    /// sent (references remapped), if anything was.
+    private func apply(
+        _ outcome: OutboxOutcome, to entry: OutboxEntry, delivery: OutboxDelivery?, handler: any OutboxHandler,
+        into report: inout OutboxFlushReport
+    ) async throws(OutboxError) {
+        switch outcome {
+        case .delivered(let serverID):
+            try await store.recordSuccess(entry.id, serverID: serverID, at: clock.now())
+            report.delivered += 1
+            metrics.delivered.increment()
+            publish(.delivered(entry.id, serverID: serverID))
+
+        case .permanent(let reason, let status):
+            try await quarantine(entry.id, reason: reason, httpStatus: status, into: &report)
+
+        case .transient(let reason, let status, let retryAfter):
+            let now = clock.now()
+            let wait = retryAfter ?? jitter.withLock { configuration.backoff.delay(afterAttempt: entry.attempts, using: &$0) }
+            let retryAt = now.adding(wait)
+            if let maximumAge = configuration.maximumAge, retryAt >= entry.createdAt.adding(maximumAge) {
+                try await quarantine(entry.id, reason: "expired after: \(reason)", httpStatus: status, into: &report)
+                return
+            }
+            let (newStatus, cascade) = try await store.recordFailure(entry.id, error: reason, httpStatus: status, retryAt: retryAt)
+            if newStatus == .dead {
+                report.quarantined += 1
+                metrics.quarantined.increment()
+                publish(.quarantined(entry.id, reason: "gave up after \(entry.attempts) attempt(s): \(reason)"))
+                publishCascade(cascade, parent: entry.id)
+            } else {
+                report.retried += 1
+                metrics.retried.increment()
+                publish(.retryScheduled(entry.id, at: retryAt, reason: reason))
+            }
+
+        case .conflict(let reason, let status):
+            report.conflicts += 1
+            metrics.conflicts.increment()
+            switch handler.conflictPolicy {
+            case .serverWins:
+                // The attempt is over; the entry is no longer in flight.
+                try await store.markConflict(entry.id, reason: reason, httpStatus: status)
+                let cascade = try await store.discard(entry.id)
+                report.discarded += 1
+                report.quarantined += cascade.dependents.count
+                metrics.quarantined.increment(by: cascade.dependents.count)
+                publish(.discarded(entry.id, reason: "server wins: \(reason)"))
+                for dependent in cascade.dependents {
+                    publish(.quarantined(dependent, reason: "dependencyFailed: \(entry.id) was discarded (server wins)"))
+                }
+            case .clientWins:
+                // Resend what was sent: the same remapped endpoint and payload.
+                let resend = delivery ?? OutboxDelivery(entry: entry, endpoint: entry.endpoint, payload: entry.payload, attempt: entry.attempts)
+                let deadline = clock.now().adding(configuration.deliveryTimeout)
+                let retried = await DeadlineRace.run(until: deadline, clock: clock) { try await handler.resendAfterConflict(resend) }
+                if case .timedOut(let stillRunning) = retried { abandoned.remember(stillRunning, for: entry.id) }
+                if case .finished(.success(let second)) = retried, second != outcome, !second.isConflict {
+                    try await apply(second, to: entry, delivery: resend, handler: handler, into: &report)
+                } else {
+                    try await store.markConflict(entry.id, reason: reason, httpStatus: status)
+                    publish(.conflict(entry.id, reason: reason))
+                }
+            case .manual:
+                try await store.markConflict(entry.id, reason: reason, httpStatus: status)
+                publish(.conflict(entry.id, reason: reason))
+            }
+        }
+    }
+
+    private func quarantine(
+        _ id: OutboxEntry.ID, reason: String, httpStatus: Int?, into report: inout OutboxFlushReport
+    ) async throws(OutboxError) {
+        let cascade = try await store.quarantine(id, reason: reason, httpStatus: httpStatus)
+        report.quarantined += 1 + cascade.dependents.count
+        metrics.quarantined.increment(by: 1 + cascade.dependents.count)
+        logger.warning("quarantined an entry", metadata: ["id": "\(id)", "reason": "\(reason)"])
+        publish(.quarantined(id, reason: reason))
+        publishCascade(cascade, parent: id)
+    }
+
+    private func publishCascade(_ cascade: OutboxCascade, parent: OutboxEntry.ID) {
+        for dependent in cascade.dependents { publish(.quarantined(dependent, reason: "dependencyFailed: \(parent) is dead")) }
+    }
+
+    private func publish(_ event: OutboxEvent) { broadcaster.publish(event) }
+}
+
+/// Handlers the watchdog gave up on that may still be running (they ignore
+/// cancellation), by entry: the entry's next attempt waits for them, so an
+/// entry is never sent twice at once.
+final class AbandonedDeliveries: Sendable {
+    private let running = Mutex<[OutboxEntry.ID: Task<Void, Never>]>([:])
+
+    /// Keeps `task` until it really ends.
+    func remember(_ task: Task<Void, Never>, for id: OutboxEntry.ID) {
+        running.withLock { $0[id] = task }
+        Task {
+            await task.value
+            self.running.withLock { if $0[id] == task { $0[id] = nil } }
+        }
+    }
+
+    func running(_ id: OutboxEntry.ID) -> Task<Void, Never>? { running.withLock { $0[id] } }
+}
+
+extension OutboxOutcome {
+    var isConflict: Bool {
+        if case .conflict = self { return true }
+        return false
+    }
+}

@@ -1,0 +1,12 @@
+import Metrics
+
+/// The dispatcher's counters and timers (swift-metrics; no-ops until the app
+/// bootstraps a metrics backend).
+struct DispatcherMetrics: Sendable {
+    let enqueued = Counter(label: "outbox_enqueued_total")
+    let delivered = Counter(label: "outbox_delivered_total")
+    let retried = Counter(label: "outbox_retries_total")
+    let quarantined = Counter(label: "outbox_quarantined_total")
+    let conflicts = Counter(label: "outbox_conflicts_total")
+    let deliveryTime = Metrics.Timer(label: "outbox_delivery_duration")
+}
