@@ -169,6 +169,7 @@ let package = Package(
                 "IdempotencyKeyMiddleware",
                 "Outbox",
                 "OutboxHTTP",
+                "OutboxLog",
                 "OutboxReferenceServer",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),

@@ -10,7 +10,8 @@ import Synchronization
 public enum IdempotencyHTTP {
     /// `Idempotency-Key`
     public static let keyHeader = HTTPField.Name("Idempotency-Key")!
-    /// `Idempotent-Replayed: true` marks a replayed response.
+    /// `Idempotent-Replayed: true` marks a response answered from the key
+    /// store rather than by running the request.
     public static let replayedHeader = HTTPField.Name("Idempotent-Replayed")!
 
     /// The draft makes the value a Structured Field string ("…"); a bare
@@ -26,10 +27,14 @@ public enum IdempotencyHTTP {
 
     /// SHA-256 of the method, the path with query, and the body.
     static func fingerprint(_ request: Request, body: ByteBuffer) -> [UInt8] {
+        fingerprint(method: request.method.rawValue, uri: request.uri.string, body: body.readableBytesView)
+    }
+
+    static func fingerprint(method: String, uri: String, body: some Sequence<UInt8>) -> [UInt8] {
         var hasher = SHA256()
-        hasher.update(data: Array(request.method.rawValue.utf8) + [0])
-        hasher.update(data: Array(request.uri.string.utf8) + [0])
-        hasher.update(data: body.readableBytesView)
+        hasher.update(data: Array(method.utf8) + [0])
+        hasher.update(data: Array(uri.utf8) + [0])
+        hasher.update(data: Array(body))
         return Array(hasher.finalize())
     }
 
@@ -46,25 +51,14 @@ public enum IdempotencyHTTP {
             body: ResponseBody(byteBuffer: ByteBuffer(bytes: stored.body)))
     }
 
-    static func problem(_ status: Int, _ type: String, _ detail: String) -> Response {
-        let document: [String: Any] = [
-            "type": "https://github.com/swift-outbox/problems/\(type)", "title": type, "status": status, "detail": detail,
-        ]
-        let data = (try? JSONSerialization.data(withJSONObject: document, options: [.sortedKeys])) ?? Data()
-        var fields = HTTPFields()
-        fields[.contentType] = "application/problem+json"
-        return Response(status: HTTPResponse.Status(code: status), headers: fields, body: ResponseBody(byteBuffer: ByteBuffer(bytes: data)))
-    }
-
-    /// Reads a response's body (up to `limit`) and returns it with a copy of
-    /// the response that can still be sent.
-    static func collect(_ response: Response, limit: Int) async throws -> (ByteBuffer, Response) {
+    /// Reads a response's whole body and returns it with a copy of the
+    /// response that can still be sent.
+    static func collect(_ response: Response) async throws -> (ByteBuffer, Response) {
         let collector = Collector()
         try await response.body.write(CollectingWriter(collector: collector))
-        var buffer = collector.buffer.withLock { $0 }
-        if buffer.readableBytes > limit { buffer = buffer.getSlice(at: buffer.readerIndex, length: limit) ?? buffer }
+        let buffer = collector.buffer.withLock { $0 }
         var copy = response
-        copy.body = ResponseBody(byteBuffer: collector.buffer.withLock { $0 })
+        copy.body = ResponseBody(byteBuffer: buffer)
         return (buffer, copy)
     }
 
@@ -76,7 +70,7 @@ public enum IdempotencyHTTP {
         let collector: Collector
         mutating func write(_ buffer: ByteBuffer) async throws {
             var buffer = buffer
-            collector.buffer.withLock { $0.writeBuffer(&buffer) }
+            _ = collector.buffer.withLock { $0.writeBuffer(&buffer) }
         }
         consuming func finish(_ trailingHeaders: HTTPFields?) async throws {}
     }

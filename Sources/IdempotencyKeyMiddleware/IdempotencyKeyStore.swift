@@ -1,23 +1,10 @@
 import Foundation
 
-/// A response stored under an idempotency key, to replay to repeats.
-public struct StoredResponse: Sendable, Hashable, Codable {
-    public var status: Int
-    /// Headers worth replaying (content type, location, …), lower-case names.
-    public var headers: [String: String]
-    public var body: [UInt8]
-
-    public init(status: Int, headers: [String: String], body: [UInt8]) {
-        self.status = status
-        self.headers = headers
-        self.body = body
-    }
-}
-
 /// What a store says when a request with a key arrives.
 public enum IdempotencyBeginResult: Sendable, Hashable {
-    /// First time (or the key expired, or an earlier attempt was abandoned):
-    /// the request runs, and the store holds the key as in progress.
+    /// First time (or the key expired, or another server instance's claim
+    /// went stale): the request runs, and the store holds the key as in
+    /// progress for the claiming owner.
     case proceed
     /// The same key with the same request is still running.
     case inProgress
@@ -27,46 +14,56 @@ public enum IdempotencyBeginResult: Sendable, Hashable {
     case completed(StoredResponse)
 }
 
-/// Where the middleware keeps keys. Implement it on your own database to get
-/// exactly-once writes across server crashes: commit your handler's effect
-/// and ``complete(key:response:now:)`` in one transaction.
-public protocol IdempotencyKeyStore: Sendable {
-    /// Atomically claims `key` for a request with `fingerprint`, unless a
-    /// live record for it exists. An in-progress claim older than
-    /// `staleAfter` is treated as abandoned.
-    func begin(key: String, fingerprint: [UInt8], now: Date, staleAfter: Duration) async throws -> IdempotencyBeginResult
-    /// Stores the response of a claimed key; kept until `expiresAt`.
-    func complete(key: String, response: StoredResponse, now: Date, expiresAt: Date) async throws
-    /// Releases a claim whose request failed without a response to keep.
-    func abandon(key: String) async throws
-    /// Forgets every key that expired before `now`; returns how many.
-    @discardableResult
-    func expire(now: Date) async throws -> Int
+/// Who claims a key, and when a claim made by someone else counts as
+/// abandoned.
+///
+/// A claim held by the *same* owner is never stale: the middleware of that
+/// server process is still running the request (it releases or completes
+/// the claim the moment the handler returns or throws), and running it a
+/// second time could apply the write twice. Only a claim left by another
+/// owner — a server process that crashed, or another instance sharing a
+/// database — can be taken over, and only once it is older than
+/// ``staleAfter``.
+public struct IdempotencyClaim: Sendable, Hashable {
+    /// The server process making the claim; the middleware passes
+    /// ``IdempotencyServerInstance/current`` unless configured otherwise.
+    public var owner: String
+    /// How old another owner's in-progress claim must be before it is
+    /// treated as abandoned. Make it longer than the longest a request may
+    /// run on any instance.
+    public var staleAfter: Duration
+
+    public init(owner: String, staleAfter: Duration) {
+        self.owner = owner
+        self.staleAfter = staleAfter
+    }
 }
 
-/// One key's record, as the built-in stores keep it.
-struct KeyRecord: Sendable, Hashable, Codable {
-    enum State: Sendable, Hashable, Codable {
-        case inProgress(since: Date)
-        case completed(StoredResponse, expiresAt: Date)
-    }
-
-    var fingerprint: [UInt8]
-    var state: State
-
-    /// The decision for a new request, given this record (or none).
-    static func decide(
-        _ record: KeyRecord?, fingerprint: [UInt8], now: Date, staleAfter: Duration
-    ) -> (IdempotencyBeginResult, claim: Bool) {
-        guard let record else { return (.proceed, true) }
-        switch record.state {
-        case .completed(let response, let expiresAt):
-            if expiresAt <= now { return (.proceed, true) }
-            return record.fingerprint == fingerprint ? (.completed(response), false) : (.fingerprintMismatch, false)
-        case .inProgress(let since):
-            let seconds = Double(staleAfter.components.seconds) + Double(staleAfter.components.attoseconds) / 1e18
-            if now.timeIntervalSince(since) >= seconds { return (.proceed, true) }
-            return record.fingerprint == fingerprint ? (.inProgress, false) : (.fingerprintMismatch, false)
-        }
-    }
+/// Where the middleware keeps keys. Implement it on your own database to get
+/// exactly-once writes across server crashes: commit your handler's effect
+/// and ``complete(key:response:now:expiresAt:)`` in one transaction.
+///
+/// The built-in stores are ``InMemoryIdempotencyKeyStore`` (tests, throwaway
+/// servers) and ``LogIdempotencyKeyStore`` (the durable default, on
+/// `OutboxLog`).
+public protocol IdempotencyKeyStore: Sendable {
+    /// Atomically claims `key` for a request with `fingerprint` on behalf of
+    /// `claim.owner`, unless a live record for it exists.
+    ///
+    /// - A completed record that expired at or before `now` is replaced.
+    /// - An in-progress record of the same owner is never replaced.
+    /// - An in-progress record of another owner is replaced once it is at
+    ///   least `claim.staleAfter` old (see ``IdempotencyClaim``).
+    func begin(key: String, fingerprint: [UInt8], now: Date, claim: IdempotencyClaim) async throws -> IdempotencyBeginResult
+    /// Stores the response of a claimed key; kept until `expiresAt`.
+    func complete(key: String, response: StoredResponse, now: Date, expiresAt: Date) async throws
+    /// Releases `owner`'s claim on `key` after its request failed without a
+    /// response to keep. A claim since taken over by another owner, or a
+    /// completed record, is left alone.
+    func abandon(key: String, owner: String) async throws
+    /// Forgets every completed key that expired at or before `now`; returns
+    /// how many. ``IdempotencyMiddleware`` calls it at most once per
+    /// ``IdempotencyMiddleware/Configuration/expiryInterval``.
+    @discardableResult
+    func expire(now: Date) async throws -> Int
 }

@@ -1,17 +1,18 @@
 import Foundation
 import Synchronization
 
-/// Keys in memory: for tests and single-process servers that may forget
-/// keys on restart.
+/// Keys in memory: for tests and throwaway servers that may forget keys on
+/// restart (a retry after a restart runs the request again). For anything
+/// else use ``LogIdempotencyKeyStore`` or a store on your own database.
 public final class InMemoryIdempotencyKeyStore: IdempotencyKeyStore {
     private let records = Mutex<[String: KeyRecord]>([:])
 
     public init() {}
 
-    public func begin(key: String, fingerprint: [UInt8], now: Date, staleAfter: Duration) async throws -> IdempotencyBeginResult {
+    public func begin(key: String, fingerprint: [UInt8], now: Date, claim: IdempotencyClaim) async throws -> IdempotencyBeginResult {
         records.withLock { records in
-            let (result, claim) = KeyRecord.decide(records[key], fingerprint: fingerprint, now: now, staleAfter: staleAfter)
-            if claim { records[key] = KeyRecord(fingerprint: fingerprint, state: .inProgress(since: now)) }
+            let (result, claimed) = KeyRecord.decide(records[key], fingerprint: fingerprint, now: now, claim: claim)
+            if claimed { records[key] = KeyRecord(fingerprint: fingerprint, state: .inProgress(since: now, owner: claim.owner)) }
             return result
         }
     }
@@ -23,20 +24,20 @@ public final class InMemoryIdempotencyKeyStore: IdempotencyKeyStore {
         }
     }
 
-    public func abandon(key: String) async throws {
+    public func abandon(key: String, owner: String) async throws {
         records.withLock { records in
-            if case .inProgress = records[key]?.state { records[key] = nil }
+            if case .inProgress(_, let holder) = records[key]?.state, holder == owner { records[key] = nil }
         }
     }
 
     public func expire(now: Date) async throws -> Int {
         records.withLock { records in
-            let expired = records.filter { if case .completed(_, let at) = $0.value.state { at <= now } else { false } }
-            for key in expired.keys { records[key] = nil }
+            let expired = records.filter { $0.value.isExpired(at: now) }.map(\.key)
+            for key in expired { records[key] = nil }
             return expired.count
         }
     }
 
-    /// Keys currently held.
+    /// Keys currently held (in progress or completed, expired or not).
     public var count: Int { records.withLock { $0.count } }
 }

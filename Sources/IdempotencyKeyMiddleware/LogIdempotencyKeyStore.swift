@@ -3,39 +3,90 @@ import OutboxLog
 import Synchronization
 import SystemPackage
 
-/// Keys in an ``OutboxLog``: completed responses survive a server restart
-/// (they are made durable before the response is sent); in-progress claims
-/// are kept in memory only, so a crash releases them.
+/// Keys in an ``OutboxLog``: the durable default. Completed responses
+/// survive a server restart (they are made durable before the response is
+/// sent); in-progress claims are kept in memory only, so a crash releases
+/// them (the request that held one died with the process).
+///
+/// Expired keys are deleted, not just ignored: ``expire(now:)`` (which
+/// ``IdempotencyMiddleware`` calls periodically) writes a tombstone for each,
+/// and ``open(at:configuration:now:)`` deletes the ones that expired while
+/// the server was down instead of loading them. The log's automatic
+/// compaction then reclaims their space. Live keys and their responses are
+/// held in memory, so memory is bounded by the keys of one retention window.
 ///
 /// What it cannot do alone: make a handler's effect and the stored response
 /// one atomic write. A crash between the two re-runs the request on retry.
 /// For that, implement ``IdempotencyKeyStore`` on the database your handler
 /// writes to.
 public final class LogIdempotencyKeyStore: IdempotencyKeyStore {
-    private let log: OutboxLog
-    private let records = Mutex<[String: KeyRecord]>([:])
+    let log: OutboxLog
+    private let records: Mutex<[String: KeyRecord]>
 
     private init(log: OutboxLog, records: [String: KeyRecord]) {
         self.log = log
-        self.records.withLock { $0 = records }
+        self.records = Mutex(records)
+    }
+
+    /// A record in the log that this version cannot read.
+    public struct UnreadableRecord: Error, CustomStringConvertible {
+        public var key: String
+        public var reason: String
+        public var description: String { "cannot read the stored idempotency key \(key): \(reason)" }
     }
 
     /// Opens (creating if needed) the store in `directory`.
-    public static func open(at directory: FilePath, configuration: OutboxLog.Configuration = .init()) async throws -> LogIdempotencyKeyStore {
+    ///
+    /// Keys that expired at or before `now`, and in-progress claims (which a
+    /// store never writes, so a foreign tool must have), are deleted from the
+    /// log rather than loaded.
+    ///
+    /// - Throws: ``OutboxLogError`` from the log, or ``UnreadableRecord`` if a
+    ///   record cannot be decoded (nothing is dropped silently: a lost key
+    ///   could let a retry apply a write twice).
+    public static func open(
+        at directory: FilePath, configuration: OutboxLog.Configuration = .init(), now: Date = Date()
+    ) async throws -> LogIdempotencyKeyStore {
         let log = try await OutboxLog.open(at: directory, configuration: configuration)
-        var records: [String: KeyRecord] = [:]
-        let decoder = JSONDecoder()
-        for try await entry in log.allEntries() {
-            guard let key = String(validating: entry.key.bytes, as: UTF8.self) else { continue }
-            records[key] = try decoder.decode(KeyRecord.self, from: Data(entry.value))
+        do {
+            var records: [String: KeyRecord] = [:]
+            var dropped: [LogKey] = []
+            let decoder = JSONDecoder()
+            for try await entry in log.allEntries() {
+                guard let key = String(validating: entry.key.bytes, as: UTF8.self) else { continue }
+                let record: KeyRecord
+                do { record = try decoder.decode(KeyRecord.self, from: Data(entry.value)) } catch {
+                    throw UnreadableRecord(key: key, reason: "\(error)")
+                }
+                if record.expiresAt.map({ $0 > now }) ?? false {
+                    records[key] = record
+                } else {
+                    dropped.append(entry.key)
+                }
+            }
+            for start in stride(from: 0, to: dropped.count, by: 1024) {
+                let chunk = dropped[start..<min(start + 1024, dropped.count)]
+                try await log.append(chunk.map { LogWrite.tombstone($0) }, durability: .written)
+            }
+            return LogIdempotencyKeyStore(log: log, records: records)
+        } catch {
+            try? await log.close()
+            throw error
         }
-        return LogIdempotencyKeyStore(log: log, records: records)
     }
 
-    public func begin(key: String, fingerprint: [UInt8], now: Date, staleAfter: Duration) async throws -> IdempotencyBeginResult {
+    public func begin(key: String, fingerprint: [UInt8], now: Date, claim: IdempotencyClaim) async throws -> IdempotencyBeginResult {
         records.withLock { records in
-            let (result, claim) = KeyRecord.decide(records[key], fingerprint: fingerprint, now: now, staleAfter: staleAfter)
-            if claim { records[key] = KeyRecord(fingerprint: fingerprint, state: .inProgress(since: now)) }
+            let previous = records[key]
+            let (result, claimed) = KeyRecord.decide(previous, fingerprint: fingerprint, now: now, claim: claim)
+            if claimed {
+                // An expired response is replaced: delete it from the log now
+                // (in the same order as this change), so it is gone even if
+                // this claim is abandoned. Best effort: one left behind is
+                // dropped at the next open.
+                if previous?.expiresAt != nil, log.contains(LogKey(key)) { _ = try? log.submit([.tombstone(LogKey(key))]) }
+                records[key] = KeyRecord(fingerprint: fingerprint, state: .inProgress(since: now, owner: claim.owner))
+            }
             return result
         }
     }
@@ -49,26 +100,32 @@ public final class LogIdempotencyKeyStore: IdempotencyKeyStore {
         records.withLock { $0[key] = record }
     }
 
-    public func abandon(key: String) async throws {
+    public func abandon(key: String, owner: String) async throws {
         records.withLock { records in
-            if case .inProgress = records[key]?.state { records[key] = nil }
+            if case .inProgress(_, let holder) = records[key]?.state, holder == owner { records[key] = nil }
         }
     }
 
     public func expire(now: Date) async throws -> Int {
-        let expired = records.withLock { records -> [String] in
-            let keys = records.compactMap { key, record -> String? in
-                if case .completed(_, let at) = record.state, at <= now { return key }
-                return nil
+        let (count, ticket) = try records.withLock { records -> (Int, LogTicket?) in
+            let expired = records.filter { $0.value.isExpired(at: now) }.map(\.key)
+            // Submitted under the lock, so the log's order matches memory's;
+            // in batches of 1024 records.
+            var ticket: LogTicket?
+            for start in stride(from: 0, to: expired.count, by: 1024) {
+                let chunk = expired[start..<min(start + 1024, expired.count)]
+                ticket = try log.submit(chunk.map { LogWrite.tombstone(LogKey($0)) })
+                for key in chunk { records[key] = nil }
             }
-            for key in keys { records[key] = nil }
-            return keys
+            return (expired.count, ticket)
         }
-        if !expired.isEmpty {
-            try await log.append(expired.map { LogWrite.tombstone(LogKey($0)) }, durability: .written)
-        }
-        return expired.count
+        try await ticket?.wait(for: .written)
+        return count
     }
 
+    /// Keys currently held (in progress or completed).
+    public var count: Int { records.withLock { $0.count } }
+
+    /// Writes everything and releases the log.
     public func close() async throws { try await log.close() }
 }

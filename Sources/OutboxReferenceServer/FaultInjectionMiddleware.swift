@@ -2,10 +2,12 @@ import HTTPTypes
 import Hummingbird
 import NIOCore
 
-/// Injects ``ServerFaults`` around everything behind it. Faults that happen
-/// "after apply" run the request first, so the write is done on the server
-/// while the client is told nothing useful: exactly the case idempotency
-/// keys exist for.
+/// Injects ``ServerFaults`` around everything behind it (the idempotency
+/// middleware included). Faults that happen "after apply" run the request
+/// first, so the write is done on the server while the client is told
+/// nothing useful: exactly the case idempotency keys exist for. A
+/// ``ServerFaults/slowApply`` draw is only marked on the context here, for
+/// ``SlowApplyMiddleware`` behind the idempotency middleware.
 struct FaultInjectionMiddleware: RouterMiddleware {
     typealias Context = ReferenceContext
     let draw: FaultDraw
@@ -30,6 +32,11 @@ struct FaultInjectionMiddleware: RouterMiddleware {
             let response = try await next(request, context)
             try await Task.sleep(for: faults.timeoutDelay)
             return response
+        case .slowApply:
+            // Acted on behind the idempotency middleware (SlowApplyMiddleware).
+            var context = context
+            context.slowApplyDelay = faults.slowApplyDelay
+            return try await next(request, context)
         case .dropAfterApply:
             _ = try await next(request, context)
             try? await context.channel.close()

@@ -7,25 +7,32 @@ import NIOCore
 import Synchronization
 
 /// The reference Idempotency-Key server: the reference API behind
-/// ``IdempotencyMiddleware``, with optional faults in front of both.
+/// ``IdempotencyMiddleware``, with optional faults in front of both (and
+/// one, ``ServerFaults/slowApply``, behind the middleware).
 ///
 /// ```swift
-/// let server = try await ReferenceServer.start(faults: .mixed(rate: 0.2))
+/// let keys = try await LogIdempotencyKeyStore.open(at: "/var/lib/reference/keys")
+/// let server = try await ReferenceServer.start(faults: .mixed(rate: 0.2), keyStore: keys)
 /// // … point an HTTPOutboxHandler at server.baseURL …
 /// let ledger = server.ledger   // every write applied exactly once?
 /// await server.stop()
 /// ```
+///
+/// Middleware order, outermost first: activity counting, fault injection,
+/// ``IdempotencyMiddleware``, the slow-apply hold, the API's handlers.
 public final class ReferenceServer: Sendable {
     /// The port it listens on (127.0.0.1 unless told otherwise).
     public let port: Int
     public let host: String
     private let api: ReferenceAPI
+    private let activityTracker: ServerActivity
     private let task: Task<Void, any Error>
 
-    private init(host: String, port: Int, api: ReferenceAPI, task: Task<Void, any Error>) {
+    private init(host: String, port: Int, api: ReferenceAPI, activity: ServerActivity, task: Task<Void, any Error>) {
         self.host = host
         self.port = port
         self.api = api
+        self.activityTracker = activity
         self.task = task
     }
 
@@ -33,19 +40,26 @@ public final class ReferenceServer: Sendable {
     ///
     /// - Parameters:
     ///   - port: 0 picks a free port.
-    ///   - keyStore: where idempotency keys live; default in memory.
+    ///   - keyStore: where idempotency keys live; a choice to make
+    ///     explicitly. ``LogIdempotencyKeyStore`` (durable: a retry after a
+    ///     server restart is still answered from the key) for anything that
+    ///     must survive a restart — `outbox serve` and `outbox demo` use it;
+    ///     ``InMemoryIdempotencyKeyStore`` for tests and throwaway runs.
     public static func start(
         host: String = "127.0.0.1", port: Int = 0, faults: ServerFaults = ServerFaults(),
-        keyStore: (any IdempotencyKeyStore)? = nil,
+        keyStore: any IdempotencyKeyStore,
         middleware: IdempotencyMiddleware<ReferenceContext>.Configuration = .init(),
         logger: Logger? = nil
     ) async throws -> ReferenceServer {
         let ledger = LedgerBox()
         let draw = FaultDraw(faults)
-        let store = CountingKeyStore(base: keyStore ?? InMemoryIdempotencyKeyStore(), ledger: ledger)
+        let activity = ServerActivity()
+        let store = CountingKeyStore(base: keyStore, ledger: ledger)
         let router = Router(context: ReferenceContext.self)
+        router.add(middleware: ActivityMiddleware(activity: activity))
         router.add(middleware: FaultInjectionMiddleware(draw: draw))
         router.add(middleware: IdempotencyMiddleware(store: store, configuration: middleware))
+        router.add(middleware: SlowApplyMiddleware(activity: activity))
         let api = ReferenceAPI(ledger: ledger, faults: draw)
         api.register(on: router)
 
@@ -62,7 +76,7 @@ public final class ReferenceServer: Sendable {
             task.cancel()
             throw ServerError.didNotStart
         }
-        return ReferenceServer(host: host, port: bound, api: api, task: task)
+        return ReferenceServer(host: host, port: bound, api: api, activity: activity, task: task)
     }
 
     enum ServerError: Error { case didNotStart }
@@ -72,6 +86,17 @@ public final class ReferenceServer: Sendable {
 
     /// What the server applied and absorbed so far.
     public var ledger: ReferenceLedger { api.report }
+
+    /// What the server is doing right now.
+    public var activity: ReferenceActivity { activityTracker.snapshot }
+
+    /// Returns once `condition` holds for the server's activity: for a test
+    /// to retry while a request is held in progress
+    /// (`{ $0.slowAppliesHeld > 0 }`), or to wait until every write has been
+    /// answered (`{ $0.writesInFlight == 0 }`).
+    public func waitForActivity(_ condition: @escaping @Sendable (ReferenceActivity) -> Bool) async {
+        await activityTracker.wait(until: condition)
+    }
 
     /// Stops listening.
     public func stop() async {

@@ -1,7 +1,13 @@
 import Foundation
 import Synchronization
 
-/// Faults the reference server injects, each with a probability per request.
+/// Faults the reference server injects into write requests, each with a
+/// probability per request (at most one fault per request).
+///
+/// Every fault is decided in front of the idempotency middleware, so a 503
+/// or a 429 never claims a key, and "after apply" faults disturb a response
+/// that is already stored. ``slowApply`` alone acts behind it, inside the
+/// handler, while the key is in progress.
 public struct ServerFaults: Sendable, Hashable, Codable {
     /// 503 before the request is applied.
     public var serverError = 0.0
@@ -16,15 +22,29 @@ public struct ServerFaults: Sendable, Hashable, Codable {
     public var timeoutDelay: Duration = .milliseconds(1500)
     /// The request is applied, then the connection is dropped: the response is lost.
     public var dropAfterApply = 0.0
-    /// The answer is slow but in time.
+    /// The answer is slow but in time (held before the idempotency
+    /// middleware, so the key is not claimed yet).
     public var slow = 0.0
+    /// How long a slow answer is held.
     public var slowDelay: Duration = .milliseconds(200)
+    /// The API handler itself is slow: the key is claimed (in progress)
+    /// while it works, then the write is applied and the answer sent. With
+    /// ``slowApplyDelay`` past the client's timeout, the client's retry with
+    /// the same key meets 409 + `Retry-After` while the first still runs,
+    /// and a later retry gets the stored response replayed. The only fault
+    /// that reaches the middleware's in-progress path.
+    public var slowApply = 0.0
+    /// How long the handler works before applying the write. It finishes
+    /// even if the client has gone.
+    public var slowApplyDelay: Duration = .seconds(2)
     /// Seeds the fault draws (the same seed draws the same faults in order).
     public var seed: UInt64 = 1
 
     public init() {}
 
-    /// `rate` spread over every kind of fault.
+    /// `rate` spread over 503s, 429s, answers held past the timeout,
+    /// dropped connections and slow answers. ``slowApply`` is not in the mix
+    /// (yet): a client must treat 409 with `Retry-After` as transient for it.
     public static func mixed(rate: Double, seed: UInt64 = 1) -> ServerFaults {
         var faults = ServerFaults()
         faults.serverError = rate * 0.3
@@ -37,7 +57,7 @@ public struct ServerFaults: Sendable, Hashable, Codable {
     }
 
     public enum Fault: String, Sendable, Hashable, Codable, CaseIterable {
-        case serverError, tooManyRequests, delayPastTimeout, dropAfterApply, slow
+        case serverError, tooManyRequests, delayPastTimeout, dropAfterApply, slow, slowApply
     }
 }
 
@@ -62,6 +82,7 @@ final class FaultDraw: Sendable {
             for (fault, rate) in [
                 (ServerFaults.Fault.serverError, faults.serverError), (.tooManyRequests, faults.tooManyRequests),
                 (.delayPastTimeout, faults.delayPastTimeout), (.dropAfterApply, faults.dropAfterApply), (.slow, faults.slow),
+                (.slowApply, faults.slowApply),
             ] {
                 if roll < rate {
                     state.counts[fault, default: 0] += 1

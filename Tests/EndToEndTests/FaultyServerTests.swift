@@ -1,5 +1,6 @@
 import CLITestSupport
 import Foundation
+import IdempotencyKeyMiddleware
 import Outbox
 import OutboxHTTP
 import OutboxReferenceServer
@@ -50,7 +51,11 @@ struct FaultyServerTests {
         deinit { task.withLock { $0?.cancel() } }
     }
 
-    @Test("every write is applied exactly once, whatever the fault", arguments: ServerFaults.Fault.allCases)
+    /// Every fault but `slowApply`: its retry meets 409 + `Retry-After`, which
+    /// the HTTP handler must treat as transient first (see SlowApplyTests).
+    static let dispatcherFaults = ServerFaults.Fault.allCases.filter { $0 != .slowApply }
+
+    @Test("every write is applied exactly once, whatever the fault", arguments: dispatcherFaults)
     func exactlyOnceUnder(fault: ServerFaults.Fault) async throws {
         var faults = ServerFaults()
         faults.retryAfterSeconds = 0
@@ -63,8 +68,9 @@ struct FaultyServerTests {
         case .delayPastTimeout: faults.delayPastTimeout = 0.3
         case .dropAfterApply: faults.dropAfterApply = 0.5
         case .slow: faults.slow = 0.5
+        case .slowApply: faults.slowApply = 0.3
         }
-        let server = try await ReferenceServer.start(faults: faults)
+        let server = try await ReferenceServer.start(faults: faults, keyStore: InMemoryIdempotencyKeyStore())
         let store = InMemoryOutboxStore(partition: "e2e")
         var http = HTTPOutboxHandler.Configuration(baseURL: server.baseURL)
         http.requestTimeout = .seconds(1)

@@ -15,7 +15,9 @@ struct DemoReport: Encodable {
     var coalesced: Int
     var expectedDeliveries: Int
     var delivered: Int
-    var deliveredBeforeRestart: Int
+    /// Deliveries before the app was killed; `nil` if the demo stopped
+    /// before it got that far.
+    var deliveredBeforeRestart: Int?
     var appliedExactlyOnce: Int
     var appliedTwice: [String]
     var lost: [String]
@@ -27,13 +29,17 @@ struct DemoReport: Encodable {
     var faults: [String: Int]
     var elapsedSeconds: Double
     var throughputPerSecond: Double
+    /// Why the demo stopped before the queue drained (a store or dispatcher
+    /// error, or the deadline); `nil` if it ran to the end.
+    var failure: String?
     var violations: [String]
 
     init(
         recorded: DemoScenario.Recorded, tally: Tally.Counts, ledger: ReferenceLedger, remaining: Int,
-        quarantined: [OutboxEntry], elapsed: Duration, deliveredBeforeRestart: Int
+        quarantined: [OutboxEntry], elapsed: Duration, deliveredBeforeRestart: Int?, failure: String? = nil
     ) {
-        let deliverable = recorded.albums + recorded.photos + recorded.messages + Array(recorded.likeEntries.values)
+        let deliverable = recorded.deliverable
+        self.failure = failure
         enqueued = deliverable.count + recorded.rejected.count + recorded.coalesced
         coalesced = recorded.coalesced
         expectedDeliveries = deliverable.count
@@ -42,7 +48,8 @@ struct DemoReport: Encodable {
         let keys = deliverable.compactMap { recorded.keys[$0] }
         appliedExactlyOnce = keys.filter { ledger.applied[$0] == 1 }.count
         appliedTwice = ledger.appliedTwice
-        lost = deliverable.filter { recorded.keys[$0].map { ledger.applied[$0] == nil } ?? true }.map(\.description)
+        // Unfinished, an unapplied write is not lost: it is still queued.
+        lost = failure != nil ? [] : deliverable.filter { recorded.keys[$0].map { ledger.applied[$0] == nil } ?? true }.map(\.description)
         duplicateAttemptsAbsorbed = ledger.replays + ledger.inProgress
         retries = tally.retried
         remappedIDs = tally.remapped
@@ -51,13 +58,18 @@ struct DemoReport: Encodable {
         faults = ledger.faults
         let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
         elapsedSeconds = (seconds * 1000).rounded() / 1000
-        throughputPerSecond = seconds > 0 ? (Double(deliverable.count) / seconds * 10).rounded() / 10 : 0
+        let done = failure == nil ? deliverable.count : tally.delivered
+        throughputPerSecond = seconds > 0 ? (Double(done) / seconds * 10).rounded() / 10 : 0
 
         var violations: [String] = []
+        if let failure { violations.append("did not finish: \(failure)") }
         if !lost.isEmpty { violations.append("\(lost.count) write(s) never reached the server") }
         if !appliedTwice.isEmpty { violations.append("\(appliedTwice.count) write(s) applied more than once") }
         if ledger.appliedWithoutKey > 0 { violations.append("\(ledger.appliedWithoutKey) write(s) arrived without an idempotency key") }
-        if remaining > 0 { violations.append("\(remaining) write(s) still unsent") }
+        if remaining > 0 && failure == nil { violations.append("\(remaining) write(s) still unsent") }
+        self.violations = violations
+        // The rest compares a finished day with the server: skip it when unfinished.
+        guard failure == nil else { return }
         let rejectedKeys = Set(recorded.rejected.compactMap { recorded.keys[$0] })
         if rejectedKeys.contains(where: { ledger.applied[$0] != nil }) { violations.append("a rejected write was applied") }
         let quarantinedIDs = Set(quarantined.map(\.id))
@@ -79,7 +91,8 @@ struct DemoReport: Encodable {
             "",
             "ledger",
             "  enqueued                        \(enqueued) (\(coalesced) like toggles coalesced away)",
-            "  delivered                       \(delivered) of \(expectedDeliveries) (\(deliveredBeforeRestart) before the app was killed)",
+            "  delivered                       \(delivered) of \(expectedDeliveries) "
+                + (deliveredBeforeRestart.map { "(\($0) before the app was killed)" } ?? "(stopped before the app was killed)"),
             "  applied exactly once (server)   \(appliedExactlyOnce) of \(expectedDeliveries)",
             "  applied twice                   \(appliedTwice.count)",
             "  lost                            \(lost.count)",
@@ -91,7 +104,7 @@ struct DemoReport: Encodable {
         ]
         for entry in quarantined { lines.append("    \(entry.type) \(entry.id.prefix(8)): \(entry.reason)") }
         lines += [
-            "  remaining                       \(remaining)",
+            "  remaining                       \(remaining)" + (failure != nil && remaining > 0 ? " (still queued when the demo stopped)" : ""),
             "  elapsed                         \(elapsedSeconds) s (\(throughputPerSecond) writes/s under faults)",
             "",
             violations.isEmpty ? "OK: every write arrived exactly once." : "FAILED: " + violations.joined(separator: "; "),

@@ -21,6 +21,14 @@ struct DemoScenario {
         var faultRate: Double
         var seed: UInt64
         var directory: FilePath
+        /// The demo gives up (with a ledger of what remained) after this long.
+        var deadline: Duration
+        /// Debugging: the server answers every write 503, so the queue can
+        /// never drain (tests the deadline).
+        var rejectEverything = false
+        /// Debugging: the app's disk fails right after the restart, so the
+        /// store fails under the dispatcher (tests the error path).
+        var failDiskAfterRestart = false
         var progress: (String) -> Void
     }
 
@@ -35,70 +43,143 @@ struct DemoScenario {
         var likeEntries: [String: OutboxEntry.ID] = [:]
         var toggles = 0
         var coalesced = 0
+
+        /// Writes the server should apply.
+        var deliverable: [OutboxEntry.ID] { albums + photos + messages + Array(likeEntries.values) }
+    }
+
+    /// One life of the app's process: its store, dispatcher and event follower.
+    struct AppLife {
+        let store: LogOutboxStore
+        let dispatcher: OutboxDispatcher
+        let events: Task<Void, Never>
+
+        func stopDispatcher() async {
+            await dispatcher.stop()
+            events.cancel()
+        }
     }
 
     let options: Options
 
+    /// Plays the day. Returns the ledger whether the queue drained or not:
+    /// a store or dispatcher error, or the deadline passing, ends the run
+    /// early with ``DemoReport/failure`` set. Throws only if the server or
+    /// the demo's directory cannot be set up.
     func run() async throws -> DemoReport {
         let started = ContinuousClock.now
+        let deadline = started + options.deadline
         var random = SplitMix64(seed: options.seed)
-        let server = try await ReferenceServer.start(
-            faults: .mixed(rate: options.faultRate, seed: options.seed),
-            keyStore: try await LogIdempotencyKeyStore.open(at: options.directory.appending("server-keys"), configuration: quietLog()))
-        defer { Task { await server.stop() } }
-        options.progress("reference server on \(server.baseURL) (faults: \(Int(options.faultRate * 100))% of writes)")
+        var faults = ServerFaults.mixed(rate: options.faultRate, seed: options.seed)
+        if options.rejectEverything {
+            faults = ServerFaults()
+            faults.serverError = 1
+        }
+        let keys = try await LogIdempotencyKeyStore.open(at: options.directory.appending("server-keys"), configuration: quietLog())
+        let server = try await ReferenceServer.start(faults: faults, keyStore: keys)
+        defer {
+            Task {
+                await server.stop()
+                try? await keys.close()
+            }
+        }
+        let faultText = options.rejectEverything ? "every write answered 503" : "faults: \(Int(options.faultRate * 100))% of writes"
+        options.progress("reference server on \(server.baseURL) (\(faultText))")
 
-        // The app's process, first life: its disk can "die" with it.
-        let root = options.directory.appending("app")
-        let disk = CrashingFileSystem(base: PosixFileSystem(), crashAt: nil)
-        var storeConfiguration = OutboxStoreConfiguration()
-        storeConfiguration.log = quietLog()
-        storeConfiguration.log.fileSystem = disk
-        let store = try await LogOutboxStore.open(root: root, partition: "demo-user", configuration: storeConfiguration)
-        let connectivity = ManualConnectivityMonitor(online: false)
+        let failures = DemoFailures()
         let tally = Tally()
-        let firstLife = makeDispatcher(store, server: server)
-        let firstEvents = tally.follow(firstLife.events())
-        await firstLife.start(connectivity: connectivity)
+        var recorded = Recorded()
+        var beforeRestart = 0
+        var restarted = false
+        var life: AppLife?
+        var failure: DemoFailure?
+        do {
+            // The app's process, first life: its disk can "die" with it.
+            let disk = CrashingFileSystem(base: PosixFileSystem(), crashAt: nil)
+            let connectivity = ManualConnectivityMonitor(online: false)
+            let first = try await openLife(fileSystem: disk, connectivity: connectivity, server: server, tally: tally, failures: failures)
+            life = first
 
-        // Offline: the user keeps using the app.
-        let recorded = try await recordOfflineDay(on: firstLife, random: &random)
-        let expected = recorded.albums.count + recorded.photos.count + recorded.messages.count + recorded.likeEntries.count
-        options.progress(
-            "offline: recorded \(expected + recorded.rejected.count + recorded.coalesced) writes — "
-                + "\(recorded.albums.count) albums, \(recorded.photos.count) photos of them (by local: id), "
-                + "\(recorded.messages.count + recorded.rejected.count) messages, \(recorded.toggles) like toggles "
-                + "coalesced to \(recorded.likeEntries.count)")
+            // Offline: the user keeps using the app.
+            try await recordOfflineDay(on: first.dispatcher, into: &recorded, random: &random)
+            let expected = recorded.deliverable.count
+            options.progress(
+                "offline: recorded \(expected + recorded.rejected.count + recorded.coalesced) writes — "
+                    + "\(recorded.albums.count) albums, \(recorded.photos.count) photos of them (by local: id), "
+                    + "\(recorded.messages.count + recorded.rejected.count) messages, \(recorded.toggles) like toggles "
+                    + "coalesced to \(recorded.likeEntries.count)")
 
-        // Back online; the app is killed about a third of the way through.
-        connectivity.setOnline(true)
-        options.progress("online: draining")
-        await tally.wait(until: { $0.delivered >= max(1, expected / 3) }, progress: options.progress, total: expected)
-        disk.crash()
-        await firstLife.stop()
-        firstEvents.cancel()
-        try? await store.close()
-        let beforeRestart = tally.snapshot.delivered
-        options.progress("app killed after \(beforeRestart) deliveries; restarting")
+            // Back online; the app is killed about a third of the way through.
+            connectivity.setOnline(true)
+            options.progress("online: draining")
+            try await tally.wait(
+                until: { $0.delivered >= max(1, expected / 3) }, progress: options.progress, total: expected,
+                deadline: deadline, failures: failures)
+            failures.arm(false)  // the disk dies on purpose: its errors are the point
+            disk.crash()
+            await first.stopDispatcher()
+            try? await first.store.close()
+            life = nil
+            beforeRestart = tally.snapshot.delivered
+            options.progress("app killed after \(beforeRestart) deliveries; restarting")
 
-        // Second life: same directory, new process state.
-        storeConfiguration.log.fileSystem = PosixFileSystem()
-        let reopened = try await LogOutboxStore.open(root: root, partition: "demo-user", configuration: storeConfiguration)
-        let secondLife = makeDispatcher(reopened, server: server)
-        let secondEvents = tally.follow(secondLife.events())
-        await secondLife.start(connectivity: ManualConnectivityMonitor(online: true))
-        await tally.wait(
-            until: { _ in false }, progress: options.progress, total: expected,
-            done: { try await reopened.summary().unsent == 0 })
-        let summary = try await reopened.summary()
-        let dead = try await reopened.entries(matching: OutboxFilter(statuses: [.dead]))
-        await secondLife.stop()
-        secondEvents.cancel()
-        try await reopened.close()
-        let elapsed = started.duration(to: .now)
+            // Second life: same directory, new process state.
+            failures.arm(true)
+            let secondDisk = CrashingFileSystem(base: PosixFileSystem(), crashAt: nil)
+            let second = try await openLife(
+                fileSystem: secondDisk, connectivity: ManualConnectivityMonitor(online: true), server: server,
+                tally: tally, failures: failures)
+            life = second
+            restarted = true
+            if options.failDiskAfterRestart { secondDisk.crash() }
+            try await tally.wait(
+                until: { _ in false }, progress: options.progress, total: expected, deadline: deadline, failures: failures,
+                done: { try await second.store.summary().unsent == 0 })
+        } catch let error as DemoFailure {
+            failure = error
+        } catch {
+            failure = DemoFailure("the outbox failed: \(error)")
+        }
+
+        // What remained, from the app's own store when it is still open.
+        var remaining: Int?
+        var dead: [OutboxEntry] = []
+        if let life {
+            await life.stopDispatcher()
+            do {
+                remaining = try await life.store.summary().unsent
+                dead = try await life.store.entries(matching: OutboxFilter(statuses: [.dead]))
+                try await life.store.close()
+            } catch {
+                try? await life.store.close()
+                if failure == nil { failure = DemoFailure("cannot read the outbox: \(error)") }
+            }
+        }
+        let ledger = server.ledger
+        let unsent = remaining ?? recorded.deliverable.filter { recorded.keys[$0].map { ledger.applied[$0] == nil } ?? true }.count
+        if failure?.isDeadline == true {
+            let seconds = Double(options.deadline.components.seconds) + Double(options.deadline.components.attoseconds) / 1e18
+            let text = seconds == seconds.rounded() ? String(Int(seconds)) : String(format: "%.1f", seconds)
+            failure?.message = "the deadline of \(text) s passed with \(unsent) write(s) unsent"
+        }
         return DemoReport(
-            recorded: recorded, tally: tally.snapshot, ledger: server.ledger, remaining: summary.unsent,
-            quarantined: dead, elapsed: elapsed, deliveredBeforeRestart: beforeRestart)
+            recorded: recorded, tally: tally.snapshot, ledger: ledger, remaining: unsent,
+            quarantined: dead, elapsed: started.duration(to: .now), deliveredBeforeRestart: restarted ? beforeRestart : nil,
+            failure: failure?.message)
+    }
+
+    /// Opens the app's store and starts a dispatcher on it.
+    private func openLife(
+        fileSystem: any FileSystem, connectivity: ManualConnectivityMonitor, server: ReferenceServer, tally: Tally, failures: DemoFailures
+    ) async throws -> AppLife {
+        var configuration = OutboxStoreConfiguration()
+        configuration.log = quietLog()
+        configuration.log.fileSystem = fileSystem
+        let store = try await LogOutboxStore.open(root: options.directory.appending("app"), partition: "demo-user", configuration: configuration)
+        let dispatcher = makeDispatcher(store, server: server, failures: failures)
+        let events = tally.follow(dispatcher.events())
+        await dispatcher.start(connectivity: connectivity)
+        return AppLife(store: store, dispatcher: dispatcher, events: events)
     }
 
     private func quietLog() -> OutboxLog.Configuration {
@@ -107,7 +188,7 @@ struct DemoScenario {
         return configuration
     }
 
-    private func makeDispatcher(_ store: LogOutboxStore, server: ReferenceServer) -> OutboxDispatcher {
+    private func makeDispatcher(_ store: LogOutboxStore, server: ReferenceServer, failures: DemoFailures) -> OutboxDispatcher {
         var http = HTTPOutboxHandler.Configuration(baseURL: server.baseURL, tokenProvider: StaticTokenProvider("demo-token"))
         http.requestTimeout = .seconds(1)
         var configuration = OutboxDispatcherConfiguration()
@@ -116,14 +197,15 @@ struct DemoScenario {
         configuration.maximumAge = nil
         configuration.deliveryTimeout = .seconds(5)
         configuration.randomSeed = options.seed
-        configuration.logger = Logger(label: "outbox.demo", factory: { _ in SwiftLogNoOpLogHandler() })
+        configuration.logger = failures.logger(label: "outbox.demo")
         return OutboxDispatcher(
             store: store, handlers: [:], fallback: HTTPOutboxHandler(configuration: http), configuration: configuration)
     }
 
-    /// Enqueues the day's writes through the dispatcher's facade, as app code would.
-    private func recordOfflineDay(on dispatcher: OutboxDispatcher, random: inout SplitMix64) async throws -> Recorded {
-        var recorded = Recorded()
+    /// Enqueues the day's writes through the dispatcher's facade, as app
+    /// code would, into `recorded` (which keeps what was recorded if an
+    /// enqueue fails).
+    private func recordOfflineDay(on dispatcher: OutboxDispatcher, into recorded: inout Recorded, random: inout SplitMix64) async throws {
         let albumCount = max(1, options.count / 10)
         let postCount = max(1, options.count / 20)
         let rejectCount = max(1, options.count / 25)
@@ -169,103 +251,6 @@ struct DemoScenario {
         for rejected in 0..<rejectCount {
             recorded.rejected.append(
                 try remember(try await dispatcher.enqueue(SendMessage(conversation: "conversation-x", text: "spam \(rejected) #reject"))))
-        }
-        return recorded
-    }
-}
-
-// MARK: - The app's actions
-
-struct CreateAlbum: OutboxAction, Encodable {
-    static let type = "create_album"
-    let title: String
-    var method: String { "POST" }
-    var endpoint: String { "/albums" }
-}
-
-struct AddPhoto: OutboxAction {
-    static let type = "add_photo"
-    let album: OutboxEntry.ID
-    let caption: String
-    var method: String { "POST" }
-    var endpoint: String { "/albums/\(album.localReference)/photos" }
-    var dependencies: [OutboxEntry.ID] { [album] }
-    var headers: [String: String] { ["Content-Type": "application/json"] }
-    func payload() throws -> [UInt8] {
-        Array(try JSONSerialization.data(withJSONObject: ["album": album.localReference, "caption": caption], options: [.sortedKeys]))
-    }
-}
-
-struct ToggleLike: OutboxAction, Encodable {
-    static let type = "toggle_like"
-    let post: String
-    let liked: Bool
-    var method: String { "PUT" }
-    var endpoint: String { "/posts/\(post)/like" }
-    var coalescingKey: String? { "like:\(post)" }
-}
-
-struct SendMessage: OutboxAction, Encodable {
-    static let type = "send_message"
-    let conversation: String
-    let text: String
-    var method: String { "POST" }
-    var endpoint: String { "/messages" }
-    var scope: String? { conversation }
-}
-
-// MARK: - Counting what happens
-
-/// Counts the dispatchers' events across both lives of the app.
-final class Tally: Sendable {
-    struct Counts: Sendable {
-        var delivered = 0
-        var retried = 0
-        var quarantined = 0
-        /// Distinct entries sent with `local:` ids replaced.
-        var remapped = 0
-        var deliveredIDs: Set<OutboxEntry.ID> = []
-        var remappedIDs: Set<OutboxEntry.ID> = []
-    }
-
-    private let counts = Mutex(Counts())
-
-    var snapshot: Counts { counts.withLock { $0 } }
-
-    func follow(_ events: AsyncStream<OutboxEvent>) -> Task<Void, Never> {
-        Task {
-            for await event in events {
-                counts.withLock { counts in
-                    switch event {
-                    case .delivered(let id, _):
-                        if counts.deliveredIDs.insert(id).inserted { counts.delivered += 1 }
-                    case .retryScheduled: counts.retried += 1
-                    case .quarantined: counts.quarantined += 1
-                    case .remapped(let id, _, _):
-                        if counts.remappedIDs.insert(id).inserted { counts.remapped += 1 }
-                    default: break
-                    }
-                }
-            }
-        }
-    }
-
-    /// Polls (on the real clock: this is the demo, not a test) until
-    /// `condition` or `done` holds, printing progress twice a second.
-    func wait(
-        until condition: (Counts) -> Bool, progress: (String) -> Void, total: Int,
-        done: () async throws -> Bool = { false }
-    ) async {
-        var ticks = 0
-        while true {
-            let now = snapshot
-            if condition(now) { return }
-            if (try? await done()) == true { return }
-            ticks += 1
-            if ticks % 10 == 0 {
-                progress("  delivered \(now.delivered)/\(total), retries \(now.retried), quarantined \(now.quarantined)")
-            }
-            try? await Task.sleep(for: .milliseconds(50))
         }
     }
 }

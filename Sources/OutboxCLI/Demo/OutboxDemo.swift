@@ -2,7 +2,7 @@ import ArgumentParser
 import Foundation
 import SystemPackage
 
-/// `outbox demo [--count N] [--fault-rate R] [--seed S] [--json]`
+/// `outbox demo [--count N] [--fault-rate R] [--seed S] [--deadline SECONDS] [--json]`
 struct OutboxDemo: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "demo",
@@ -14,7 +14,9 @@ struct OutboxDemo: AsyncParsableCommand {
             directory, records writes while offline (albums, photos referring to them by \
             local: id, likes toggled until they coalesce, messages — some rejected with 422), \
             comes back online, kills the app mid-drain, restarts it and drains the rest. \
-            Prints a ledger; exits 1 if any write was lost or applied twice.
+            Prints a ledger; exits 1 if any write was lost or applied twice, or if the demo \
+            could not finish (a store or dispatcher error, or the deadline passed): then the \
+            ledger says what remained and one `error:` line says why.
             """
     )
 
@@ -27,15 +29,35 @@ struct OutboxDemo: AsyncParsableCommand {
     @Option(help: "Seeds the scenario and the faults.")
     var seed: UInt64 = 2026
 
+    @Option(help: "Give up after this many seconds (default: 60 + 0.5 per write, scaled up with the fault rate).")
+    var deadline: Double?
+
     @Flag(help: "Print the ledger as one JSON object (progress goes to standard error).")
     var json = false
 
     @Option(help: "Keep the demo's files in this directory instead of a temporary one.")
     var directory: String?
 
+    /// For testing the deadline: the server answers every write 503.
+    @Flag(name: .customLong("debug-reject-everything"), help: .hidden)
+    var rejectEverything = false
+
+    /// For testing the error path: the app's disk fails after the restart.
+    @Flag(name: .customLong("debug-fail-disk-after-restart"), help: .hidden)
+    var failDiskAfterRestart = false
+
+    /// How long the day may take: `--deadline`, or 60 s plus half a second
+    /// per write, divided by the share of requests that get through.
+    var deadlineSeconds: Double { deadline ?? (60 + 0.5 * Double(count) / (1 - faultRate)).rounded(.up) }
+
+    /// After the deadline, this much more before the process is ended
+    /// outright (for an await that never returns).
+    static let hangGrace: Duration = .seconds(30)
+
     func validate() throws {
         guard count >= 10 else { throw ValidationError("--count must be at least 10") }
         guard (0...0.9).contains(faultRate) else { throw ValidationError("--fault-rate must be between 0 and 0.9") }
+        if let deadline { guard deadline > 0 && deadline <= 86_400 else { throw ValidationError("--deadline must be in (0, 86400] seconds") } }
     }
 
     func run() async throws {
@@ -48,14 +70,26 @@ struct OutboxDemo: AsyncParsableCommand {
             let stamp = String(format: "[%5.1fs] ", Date().timeIntervalSince(started))
             if json { StandardStreams.writeError(stamp + line) } else { StandardStreams.writeLine(stamp + line) }
         }
+        let deadline = Duration.milliseconds(Int64(deadlineSeconds * 1000))
+        // The scenario checks the deadline while it waits; this is the last
+        // resort if something it awaits never returns.
+        let watchdog = Task { [seconds = Int(deadlineSeconds)] in
+            try await Task.sleep(for: deadline + Self.hangGrace)
+            StandardStreams.writeError("error: demo did not finish: still running 30 s after its deadline of \(seconds) s")
+            Foundation.exit(1)
+        }
+        defer { watchdog.cancel() }
         let report = try await DemoScenario(
-            options: .init(count: count, faultRate: faultRate, seed: seed, directory: FilePath(folder), progress: progress)
+            options: .init(
+                count: count, faultRate: faultRate, seed: seed, directory: FilePath(folder), deadline: deadline,
+                rejectEverything: rejectEverything, failDiskAfterRestart: failDiskAfterRestart, progress: progress)
         ).run()
         if json {
             StandardStreams.writeLine(try JSONLines().encode(report))
         } else {
             StandardStreams.writeLine(report.text)
         }
+        if let failure = report.failure { throw CommandFailure("demo did not finish: \(failure)", exitCode: ExitCode(1)) }
         if !report.violations.isEmpty { throw ExitCode(1) }
     }
 }

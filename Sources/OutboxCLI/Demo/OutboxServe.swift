@@ -4,7 +4,7 @@ import IdempotencyKeyMiddleware
 import OutboxReferenceServer
 import SystemPackage
 
-/// `outbox serve [--port P] [--fault-rate R] [--keys DIR]`
+/// `outbox serve [--port P] [--fault-rate R] [--keys-dir DIR | --in-memory-keys]`
 struct OutboxServe: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "serve",
@@ -12,9 +12,14 @@ struct OutboxServe: AsyncParsableCommand {
         discussion: """
             The demo's API (POST /albums, POST /albums/{id}/photos, PUT /posts/{id}/like, \
             POST /messages, GET /ledger) behind the Idempotency-Key middleware, optionally \
-            with injected faults. Point `outbox drain --base-url` at it.
+            with injected faults. Point `outbox drain --base-url` at it. Idempotency keys are \
+            kept durably (an OutboxLog in --keys-dir), so a retry after a server restart is \
+            still answered with the stored response; --in-memory-keys forgets them on exit.
             """
     )
+
+    /// Where keys live when neither `--keys-dir` nor `--in-memory-keys` is given.
+    static let defaultKeysDirectory = "outbox-serve-keys"
 
     @Option(help: "The port to listen on (0: any free port).")
     var port = 8080
@@ -25,19 +30,32 @@ struct OutboxServe: AsyncParsableCommand {
     @Option(help: "The share of write requests disturbed by faults (0 ... 0.9).")
     var faultRate = 0.0
 
-    @Option(help: "Keep idempotency keys durably in this directory (default: in memory).")
-    var keys: String?
+    @Option(help: "Keep idempotency keys durably in this directory (default: ./\(defaultKeysDirectory)).")
+    var keysDir: String?
+
+    @Flag(help: "Keep idempotency keys in memory only, for throwaway runs: a retry after a restart runs again.")
+    var inMemoryKeys = false
 
     func validate() throws {
         guard (0...65535).contains(port) else { throw ValidationError("--port must be in 0...65535") }
         guard (0...0.9).contains(faultRate) else { throw ValidationError("--fault-rate must be between 0 and 0.9") }
+        if inMemoryKeys && keysDir != nil { throw ValidationError("--keys-dir and --in-memory-keys exclude each other") }
     }
 
     func run() async throws {
-        var store: (any IdempotencyKeyStore)?
-        if let keys { store = try await LogIdempotencyKeyStore.open(at: FilePath(keys)) }
+        let store: any IdempotencyKeyStore
+        let keysText: String
+        if inMemoryKeys {
+            store = InMemoryIdempotencyKeyStore()
+            keysText = "idempotency keys in memory (forgotten on exit)"
+        } else {
+            let directory = URL(fileURLWithPath: keysDir ?? Self.defaultKeysDirectory).standardizedFileURL.path
+            store = try await LogIdempotencyKeyStore.open(at: FilePath(directory))
+            keysText = "idempotency keys in \(directory)"
+        }
         let server = try await ReferenceServer.start(host: host, port: port, faults: .mixed(rate: faultRate), keyStore: store)
-        StandardStreams.writeLine("listening on \(server.baseURL) (faults: \(Int(faultRate * 100))%); GET /ledger shows what was applied")
+        StandardStreams.writeLine(
+            "listening on \(server.baseURL) (faults: \(Int(faultRate * 100))%; \(keysText)); GET /ledger shows what was applied")
         // Serve until the process is interrupted.
         while true { try await Task.sleep(for: .seconds(3600)) }
     }

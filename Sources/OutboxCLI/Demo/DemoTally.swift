@@ -1,0 +1,63 @@
+import Foundation
+import Outbox
+import Synchronization
+
+/// Counts the dispatchers' events across both lives of the app.
+final class Tally: Sendable {
+    struct Counts: Sendable {
+        var delivered = 0
+        var retried = 0
+        var quarantined = 0
+        /// Distinct entries sent with `local:` ids replaced.
+        var remapped = 0
+        var deliveredIDs: Set<OutboxEntry.ID> = []
+        var remappedIDs: Set<OutboxEntry.ID> = []
+    }
+
+    private let counts = Mutex(Counts())
+
+    var snapshot: Counts { counts.withLock { $0 } }
+
+    func follow(_ events: AsyncStream<OutboxEvent>) -> Task<Void, Never> {
+        Task {
+            for await event in events {
+                counts.withLock { counts in
+                    switch event {
+                    case .delivered(let id, _):
+                        if counts.deliveredIDs.insert(id).inserted { counts.delivered += 1 }
+                    case .retryScheduled: counts.retried += 1
+                    case .quarantined: counts.quarantined += 1
+                    case .remapped(let id, _, _):
+                        if counts.remappedIDs.insert(id).inserted { counts.remapped += 1 }
+                    default: break
+                    }
+                }
+            }
+        }
+    }
+
+    /// Polls (on the real clock: this is the demo, not a test) until
+    /// `condition` or `done` holds, printing progress twice a second.
+    ///
+    /// - Throws: ``DemoFailure`` once `deadline` has passed or `failures`
+    ///   holds an error; whatever `done` throws.
+    func wait(
+        until condition: (Counts) -> Bool, progress: (String) -> Void, total: Int,
+        deadline: ContinuousClock.Instant, failures: DemoFailures,
+        done: () async throws -> Bool = { false }
+    ) async throws {
+        var ticks = 0
+        while true {
+            let now = snapshot
+            if condition(now) { return }
+            if try await done() { return }
+            if let failure = failures.first { throw DemoFailure(failure) }
+            if ContinuousClock.now >= deadline { throw DemoFailure.deadlinePassed }
+            ticks += 1
+            if ticks % 10 == 0 {
+                progress("  delivered \(now.delivered)/\(total), retries \(now.retried), quarantined \(now.quarantined)")
+            }
+            try? await Task.sleep(for: .milliseconds(50))
+        }
+    }
+}

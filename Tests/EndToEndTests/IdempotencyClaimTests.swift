@@ -1,0 +1,78 @@
+import Foundation
+import Hummingbird
+@testable import IdempotencyKeyMiddleware
+import Testing
+
+/// When an in-progress key may be run again: never while this server
+/// process still runs it; a claim left by another instance once it is stale.
+@Suite("Idempotency-Key claims and staleness", .serialized, .timeLimit(.minutes(1)))
+struct IdempotencyClaimTests {
+    @Test("a request this server still runs is never re-run, however long past staleAfter", arguments: StoreKind.allCases)
+    func ownClaimNeverStale(kind: StoreKind) async throws {
+        let keys = try await kind.make()
+        let clock = TestClock()
+        let gate = Gate()
+        let server = try await IdempotencyTestServer.start(store: keys.store, clock: clock, gate: gate) { $0.staleAfter = .seconds(60) }
+        let first = Task { try await server.post(key: "slow-1") }
+        await gate.waitForArrival()
+        clock.advance(by: 3 * 3600)
+        let retry = try await server.post(key: "slow-1")
+        #expect(retry.status == 409)
+        #expect(retry.headers["retry-after"] != nil)
+        #expect(gate.entered == 1, "the request ran a second time alongside the first")
+        gate.open()
+        #expect(try await first.value.status == 201)
+        #expect(server.created.count == 1)
+        #expect(try await server.post(key: "slow-1").headers["idempotent-replayed"] == "true")
+        await server.stop()
+        await keys.remove()
+    }
+
+    @Test("a claim left by another server instance is 409 until staleAfter, then taken over", arguments: StoreKind.allCases)
+    func foreignClaimTakenOverWhenStale(kind: StoreKind) async throws {
+        let keys = try await kind.make()
+        let clock = TestClock()
+        let server = try await IdempotencyTestServer.start(store: keys.store, clock: clock) { $0.staleAfter = .seconds(60) }
+        // A previous server process claimed the key for the same request, then died.
+        let fingerprint = IdempotencyHTTP.fingerprint(method: "POST", uri: "/orders", body: Array("{}".utf8))
+        let left = try await keys.store.begin(
+            key: "orphan-1", fingerprint: fingerprint, now: clock.date,
+            claim: IdempotencyClaim(owner: "server-that-crashed", staleAfter: .seconds(60)))
+        #expect(left == .proceed)
+        clock.advance(by: 30)
+        #expect(try await server.post(key: "orphan-1").status == 409)
+        #expect(server.created.count == 0)
+        clock.advance(by: 30)
+        let taken = try await server.post(key: "orphan-1")
+        #expect(taken.status == 201)
+        #expect(taken.headers["idempotent-replayed"] == nil)
+        #expect(server.created.count == 1)
+        #expect(try await server.post(key: "orphan-1").headers["idempotent-replayed"] == "true")
+        await server.stop()
+        await keys.remove()
+    }
+
+    @Test("abandon releases only the owner's own claim", arguments: StoreKind.allCases)
+    func abandonChecksOwner(kind: StoreKind) async throws {
+        let keys = try await kind.make()
+        let now = Date(timeIntervalSince1970: 1_900_000_000)
+        let mine = IdempotencyClaim(owner: "me", staleAfter: .seconds(60))
+        let theirs = IdempotencyClaim(owner: "them", staleAfter: .seconds(60))
+        #expect(try await keys.store.begin(key: "k", fingerprint: [1], now: now, claim: theirs) == .proceed)
+        // Stale for "me": taken over; "them" abandoning late must not release it.
+        #expect(try await keys.store.begin(key: "k", fingerprint: [1], now: now.addingTimeInterval(61), claim: mine) == .proceed)
+        try await keys.store.abandon(key: "k", owner: "them")
+        #expect(try await keys.store.begin(key: "k", fingerprint: [1], now: now.addingTimeInterval(62), claim: theirs) == .inProgress)
+        try await keys.store.abandon(key: "k", owner: "me")
+        #expect(try await keys.store.begin(key: "k", fingerprint: [1], now: now.addingTimeInterval(63), claim: theirs) == .proceed)
+        await keys.remove()
+    }
+
+    @Test("two middlewares of one process share an owner: neither takes over the other's running request")
+    func oneOwnerPerProcess() {
+        let a = IdempotencyMiddleware<BasicRequestContext>.Configuration()
+        let b = IdempotencyMiddleware<BasicRequestContext>.Configuration()
+        #expect(a.serverInstance == b.serverInstance)
+        #expect(a.serverInstance == IdempotencyServerInstance.current)
+    }
+}

@@ -1,0 +1,158 @@
+import CLITestSupport
+import Foundation
+import Synchronization
+import Testing
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// `outbox serve` keeps idempotency keys durably unless told otherwise.
+@Suite("outbox serve", .serialized, .timeLimit(.minutes(1)))
+struct ServeCommandTests {
+    /// A running `outbox serve`, ended with SIGTERM.
+    final class Serve: @unchecked Sendable {
+        let process = Process()
+        private let output = Mutex<(text: String, ended: Bool, waiters: [CheckedContinuation<String?, Never>])>(("", false, []))
+        private let exitState = Mutex<(status: Int32?, waiters: [CheckedContinuation<Int32, Never>])>((nil, []))
+        /// `http://127.0.0.1:PORT`, from the "listening on" line.
+        private(set) var baseURL = URL(string: "http://invalid")!
+
+        init(_ arguments: [String], in directory: URL) async throws {
+            let executable = try #require(OutboxTool.executable, "build the outbox tool first: swift build --build-tests")
+            let pipe = Pipe()
+            process.executableURL = executable
+            process.arguments = ["serve", "--port", "0"] + arguments
+            process.currentDirectoryURL = directory
+            process.standardInput = FileHandle.nullDevice
+            process.standardOutput = pipe
+            process.standardError = FileHandle.nullDevice
+            pipe.fileHandleForReading.readabilityHandler = { [self] handle in
+                let data = handle.availableData
+                let ready = output.withLock { state -> ([CheckedContinuation<String?, Never>], String?) in
+                    if data.isEmpty { state.ended = true } else { state.text += String(decoding: data, as: UTF8.self) }
+                    guard let line = Self.listeningLine(state.text) ?? (state.ended ? "" : nil) else { return ([], nil) }
+                    defer { state.waiters = [] }
+                    return (state.waiters, line.isEmpty ? nil : line)
+                }
+                for waiter in ready.0 { waiter.resume(returning: ready.1) }
+                if data.isEmpty { handle.readabilityHandler = nil }
+            }
+            process.terminationHandler = { [self] process in
+                let waiters = exitState.withLock { state in
+                    state.status = process.terminationStatus
+                    defer { state.waiters = [] }
+                    return state.waiters
+                }
+                for waiter in waiters { waiter.resume(returning: process.terminationStatus) }
+            }
+            try process.run()
+            let line = await withCheckedContinuation { continuation in
+                let found = output.withLock { state -> String?? in
+                    if let line = Self.listeningLine(state.text) { return .some(line) }
+                    if state.ended { return .some(nil) }
+                    state.waiters.append(continuation)
+                    return nil
+                }
+                if let found { continuation.resume(returning: found) }
+            }
+            let text = try #require(line, "outbox serve ended without listening: \(output.withLock { $0.text })")
+            let address = try #require(text.dropFirst("listening on ".count).split(separator: " ").first)
+            baseURL = try #require(URL(string: String(address)))
+        }
+
+        static func listeningLine(_ text: String) -> String? {
+            text.split(separator: "\n").first { $0.hasPrefix("listening on ") }.map(String.init)
+        }
+
+        var listeningText: String { output.withLock { $0.text } }
+
+        /// Sends SIGTERM and waits for the exit.
+        func stop() async {
+            process.terminate()
+            _ = await withCheckedContinuation { continuation in
+                let status = exitState.withLock { state -> Int32? in
+                    if let status = state.status { return status }
+                    state.waiters.append(continuation)
+                    return nil
+                }
+                if let status { continuation.resume(returning: status) }
+            }
+        }
+
+        func post(key: String) async throws -> (Int, String, String?) {
+            var request = URLRequest(url: baseURL.appendingPathComponent("messages"))
+            request.httpMethod = "POST"
+            request.httpBody = Data(#"{"conversation":"c","text":"hi"}"#.utf8)
+            request.setValue(key, forHTTPHeaderField: "Idempotency-Key")
+            let (data, response) = try await URLSession.shared.data(for: request)
+            let http = try #require(response as? HTTPURLResponse)
+            return (http.statusCode, String(decoding: data, as: UTF8.self), http.value(forHTTPHeaderField: "Idempotent-Replayed"))
+        }
+    }
+
+    func temporaryDirectory() throws -> URL {
+        let url = FileManager.default.temporaryDirectory.appendingPathComponent("outbox-serve-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+        return url
+    }
+
+    @Test("by default keys live in ./outbox-serve-keys and a retry after a restart is replayed")
+    func durableByDefault() async throws {
+        let directory = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let first = try await Serve([], in: directory)
+        #expect(first.listeningText.contains("idempotency keys in "))
+        #expect(first.listeningText.contains("outbox-serve-keys"))
+        let applied = try await first.post(key: "serve-key-1")
+        #expect(applied.0 == 201)
+        await first.stop()
+        var isDirectory: ObjCBool = false
+        #expect(FileManager.default.fileExists(atPath: directory.appendingPathComponent("outbox-serve-keys").path, isDirectory: &isDirectory))
+
+        let second = try await Serve([], in: directory)
+        let replayed = try await second.post(key: "serve-key-1")
+        #expect(replayed.0 == 201)
+        #expect(replayed.1 == applied.1)
+        #expect(replayed.2 == "true")
+        await second.stop()
+    }
+
+    @Test("--keys-dir names the directory")
+    func keysDirectory() async throws {
+        let directory = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let keys = directory.appendingPathComponent("elsewhere").path
+        let first = try await Serve(["--keys-dir", keys], in: directory)
+        _ = try await first.post(key: "serve-key-2")
+        await first.stop()
+        #expect(FileManager.default.fileExists(atPath: keys))
+        #expect(!FileManager.default.fileExists(atPath: directory.appendingPathComponent("outbox-serve-keys").path))
+        let second = try await Serve(["--keys-dir", keys], in: directory)
+        #expect(try await second.post(key: "serve-key-2").2 == "true")
+        await second.stop()
+    }
+
+    @Test("--in-memory-keys forgets keys on exit and writes nothing")
+    func inMemory() async throws {
+        let directory = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let first = try await Serve(["--in-memory-keys"], in: directory)
+        #expect(first.listeningText.contains("in memory"))
+        #expect(try await first.post(key: "serve-key-3").0 == 201)
+        await first.stop()
+        let second = try await Serve(["--in-memory-keys"], in: directory)
+        let again = try await second.post(key: "serve-key-3")
+        #expect(again.0 == 201)
+        #expect(again.2 == nil)
+        await second.stop()
+        #expect(try FileManager.default.contentsOfDirectory(atPath: directory.path).isEmpty)
+    }
+
+    @Test("--keys-dir and --in-memory-keys together are a usage error")
+    func exclusive() async throws {
+        let run = try await OutboxTool.run(["serve", "--in-memory-keys", "--keys-dir", "/tmp/x"])
+        #expect(run.status == 64)
+        #expect(run.stderr.contains("exclude each other"))
+    }
+}
