@@ -43,15 +43,17 @@ public struct ServerFaults: Sendable, Hashable, Codable {
     public init() {}
 
     /// `rate` spread over 503s, 429s, answers held past the timeout,
-    /// dropped connections and slow answers. ``slowApply`` is not in the mix
-    /// (yet): a client must treat 409 with `Retry-After` as transient for it.
+    /// dropped connections, slow answers and slow applies (whose retries
+    /// meet 409 + `Retry-After` while the first request still runs: a client
+    /// must treat that as transient, as `HTTPOutboxHandler` does).
     public static func mixed(rate: Double, seed: UInt64 = 1) -> ServerFaults {
         var faults = ServerFaults()
-        faults.serverError = rate * 0.3
+        faults.serverError = rate * 0.25
         faults.tooManyRequests = rate * 0.2
         faults.delayPastTimeout = rate * 0.15
         faults.dropAfterApply = rate * 0.2
-        faults.slow = rate * 0.15
+        faults.slow = rate * 0.1
+        faults.slowApply = rate * 0.1
         faults.seed = seed
         return faults
     }

@@ -13,7 +13,7 @@ import Testing
 struct FaultyServerTests {
     /// Counts delivered events and lets the test await a number of them.
     final class Deliveries: Sendable {
-        private let state = Mutex<(count: Int, waiters: [(Int, CheckedContinuation<Void, Never>)])>((0, []))
+        private let state = Mutex<(count: Int, conflicts: Int, waiters: [(Int, CheckedContinuation<Void, Never>)])>((0, 0, []))
         private let task = Mutex<Task<Void, Never>?>(nil)
 
         init(_ events: AsyncStream<OutboxEvent>) {
@@ -21,14 +21,19 @@ struct FaultyServerTests {
                 for await event in events {
                     if case .delivered = event { self?.add() }
                     if case .quarantined = event { self?.add() }
+                    if case .conflict = event { self?.add(conflict: true) }
                 }
             }
             self.task.withLock { $0 = task }
         }
 
-        private func add() {
+        /// Entries that ended in `conflict` (they count as finished too).
+        var conflicts: Int { state.withLock { $0.conflicts } }
+
+        private func add(conflict: Bool = false) {
             let ready = state.withLock { state -> [CheckedContinuation<Void, Never>] in
                 state.count += 1
+                if conflict { state.conflicts += 1 }
                 let met = state.waiters.filter { $0.0 <= state.count }.map(\.1)
                 state.waiters.removeAll { $0.0 <= state.count }
                 return met
@@ -51,11 +56,7 @@ struct FaultyServerTests {
         deinit { task.withLock { $0?.cancel() } }
     }
 
-    /// Every fault but `slowApply`: its retry meets 409 + `Retry-After`, which
-    /// the HTTP handler must treat as transient first (see SlowApplyTests).
-    static let dispatcherFaults = ServerFaults.Fault.allCases.filter { $0 != .slowApply }
-
-    @Test("every write is applied exactly once, whatever the fault", arguments: dispatcherFaults)
+    @Test("every write is applied exactly once, whatever the fault", arguments: ServerFaults.Fault.allCases)
     func exactlyOnceUnder(fault: ServerFaults.Fault) async throws {
         var faults = ServerFaults()
         faults.retryAfterSeconds = 0
@@ -68,7 +69,9 @@ struct FaultyServerTests {
         case .delayPastTimeout: faults.delayPastTimeout = 0.3
         case .dropAfterApply: faults.dropAfterApply = 0.5
         case .slow: faults.slow = 0.5
-        case .slowApply: faults.slowApply = 0.3
+        case .slowApply:
+            faults.slowApply = 0.3
+            faults.slowApplyDelay = .milliseconds(1500)
         }
         let server = try await ReferenceServer.start(faults: faults, keyStore: InMemoryIdempotencyKeyStore())
         let store = InMemoryOutboxStore(partition: "e2e")
@@ -105,6 +108,13 @@ struct FaultyServerTests {
         if fault == .delayPastTimeout || fault == .dropAfterApply {
             // The write happened but its answer was lost: the retry was answered from the key store.
             #expect(ledger.replays + ledger.inProgress > 0)
+        }
+        if fault == .slowApply {
+            // Retries met the first request still running (409 + Retry-After),
+            // waited, and got its stored answer: delivered, never a conflict.
+            #expect(ledger.inProgress > 0)
+            #expect(ledger.replays > 0)
+            #expect(deliveries.conflicts == 0)
         }
     }
 
