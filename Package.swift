@@ -125,7 +125,8 @@ let package = Package(
             ]
         ),
 
-        // Runs the built `outbox` tool as a child process, for every test target.
+        // Shared by the test targets: runs the built `outbox` tool as a child
+        // process; small helpers for tests that must not sleep.
         .target(name: "CLITestSupport", path: "Tests/CLITestSupport"),
 
         .testTarget(
@@ -142,6 +143,7 @@ let package = Package(
         .testTarget(
             name: "OutboxTests",
             dependencies: [
+                "CLITestSupport",
                 "Outbox",
                 "OutboxLog",
                 "OutboxLogTesting",

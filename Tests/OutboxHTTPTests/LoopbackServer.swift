@@ -1,3 +1,4 @@
+import CLITestSupport
 import Foundation
 import HTTPTypes
 import Hummingbird
@@ -76,7 +77,7 @@ final class LoopbackServer: Sendable {
             return count
         }
         let reply = replies(record, earlier)
-        if reply.withhold { try await waitUntilCancelled() }
+        if reply.withhold { try await suspendUntilCancelled() }
         var fields = HTTPFields()
         for (name, value) in reply.headers { fields[HTTPField.Name(name)!] = value }
         return Response(
@@ -133,18 +134,4 @@ private enum Glue {
         Darwin.socket(AF_INET, SOCK_STREAM, 0)
         #endif
     }
-}
-
-/// Suspends until the task is cancelled (the server stopping), then throws.
-func waitUntilCancelled() async throws {
-    let parked = Mutex<CheckedContinuation<Void, Never>?>(nil)
-    await withTaskCancellationHandler {
-        await withCheckedContinuation { continuation in
-            parked.withLock { $0 = continuation }
-            if Task.isCancelled { parked.withLock { $0.take() }?.resume() }
-        }
-    } onCancel: {
-        parked.withLock { $0.take() }?.resume()
-    }
-    throw CancellationError()
 }

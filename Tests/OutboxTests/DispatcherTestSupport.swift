@@ -1,3 +1,4 @@
+import CLITestSupport
 import Foundation
 import Outbox
 import Synchronization
@@ -164,19 +165,4 @@ struct DispatcherFixture {
                 dependencies: dependencies, maxAttempts: maxAttempts, createdAt: clock.now())
         ).id
     }
-}
-
-/// Suspends until the task is cancelled, then throws `CancellationError`:
-/// a handler that hangs until the watchdog gives up on it.
-func suspendUntilCancelled() async throws {
-    let parked = Mutex<CheckedContinuation<Void, Never>?>(nil)
-    await withTaskCancellationHandler {
-        await withCheckedContinuation { continuation in
-            parked.withLock { $0 = continuation }
-            if Task.isCancelled { parked.withLock { $0.take() }?.resume() }
-        }
-    } onCancel: {
-        parked.withLock { $0.take() }?.resume()
-    }
-    throw CancellationError()
 }
