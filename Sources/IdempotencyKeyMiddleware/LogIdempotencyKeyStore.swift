@@ -49,29 +49,47 @@ public final class LogIdempotencyKeyStore: IdempotencyKeyStore {
     ) async throws -> LogIdempotencyKeyStore {
         let log = try await OutboxLog.open(at: directory, configuration: configuration)
         do {
-            var records: [String: KeyRecord] = [:]
-            var dropped: [LogKey] = []
-            let decoder = JSONDecoder()
-            for try await entry in log.allEntries() {
-                guard let key = String(validating: entry.key.bytes, as: UTF8.self) else { continue }
-                let record: KeyRecord
-                do { record = try decoder.decode(KeyRecord.self, from: Data(entry.value)) } catch {
-                    throw UnreadableRecord(key: key, reason: "\(error)")
-                }
-                if record.expiresAt.map({ $0 > now }) ?? false {
+            let records = try await loadLive(from: log, now: now)
+            return LogIdempotencyKeyStore(log: log, records: records)
+        } catch {
+            try? await log.close()
+            throw error
+        }
+    }
+
+    /// The unexpired records of `log`; expired ones are deleted from it.
+    /// (Its own function: with the loop inline, `open`'s error handling
+    /// crashed Swift 6.3's optimizer.)
+    private static func loadLive(from log: OutboxLog, now: Date) async throws -> [String: KeyRecord] {
+        var records: [String: KeyRecord] = [:]
+        var dropped: [LogKey] = []
+        var after: UInt64 = 0
+        while true {
+            let page = try await log.entries(after: after, limit: 1024)
+            guard let last = page.last else { break }
+            after = last.sequence
+            for entry in page {
+                guard let key = String(validating: entry.key.bytes, as: UTF8.self) else { continue }  // not ours
+                let record = try decode(entry.value, key: key)
+                if let expiresAt = record.expiresAt, expiresAt > now {
                     records[key] = record
                 } else {
                     dropped.append(entry.key)
                 }
             }
-            for start in stride(from: 0, to: dropped.count, by: 1024) {
-                let chunk = dropped[start..<min(start + 1024, dropped.count)]
-                try await log.append(chunk.map { LogWrite.tombstone($0) }, durability: .written)
-            }
-            return LogIdempotencyKeyStore(log: log, records: records)
+        }
+        for start in stride(from: 0, to: dropped.count, by: 1024) {
+            let chunk = dropped[start..<min(start + 1024, dropped.count)]
+            try await log.append(chunk.map { LogWrite.tombstone($0) }, durability: .written)
+        }
+        return records
+    }
+
+    private static func decode(_ bytes: [UInt8], key: String) throws -> KeyRecord {
+        do {
+            return try JSONDecoder().decode(KeyRecord.self, from: Data(bytes))
         } catch {
-            try? await log.close()
-            throw error
+            throw UnreadableRecord(key: key, reason: "\(error)")
         }
     }
 
