@@ -44,6 +44,26 @@ struct GroupCommitTests {
     }
 }
 
+extension GroupCommitTests {
+    @Test("after a burst of concurrent producers, sequential durable appends still get one sync each")
+    func sequentialAppendsNeverWaitForCompany() async throws {
+        let disk = GatedSyncFileSystem(base: SimulatedFileSystem(directories: ["/data"]))
+        let log = try await OutboxLog.open(at: simulatedLogDirectory, configuration: simulatedConfiguration(disk, segmentSize: 1 << 20))
+        // A burst of concurrent producers first, so the writer has seen big groups.
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for i in 0..<64 { group.addTask { try await log.put(LogKey("burst\(i)"), [1], durability: .durable) } }
+            try await group.waitForAll()
+        }
+        let before = disk.counts.syncs
+        for i in 0..<20 {
+            try await log.put(LogKey("one\(i)"), [2], durability: .durable)
+            #expect(log.statistics.durableSequence == log.statistics.nextSequence - 1)
+        }
+        #expect(disk.counts.syncs - before == 20)
+        try await log.close()
+    }
+}
+
 /// Passes everything to `base`, but can hold `synchronize` calls (on the
 /// engine's writer thread) until released; counts syncs and write sizes.
 final class GatedSyncFileSystem: FileSystem, Sendable {
