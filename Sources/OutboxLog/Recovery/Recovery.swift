@@ -177,6 +177,9 @@ struct Recovery {
         var nextID: UInt32 = 1
         var damaged: [DamagedSegment] = []
         var tornTail: (candidate: Candidate, analysis: SegmentAnalysis, id: UInt32)?
+        // Where the newest segment's records stop being vouched for by a
+        // durable watermark (see `rewrite(_:path:from:to:)`).
+        var newestUnprovenFrom: Int64?
         var segmentsWithKnownDamage: Set<UInt32> = []
         // The segment before this one; its end is only trusted if it was undamaged.
         var previous: (header: SegmentHeader?, name: String, lastSequence: UInt64?, damaged: Bool)?
@@ -277,6 +280,12 @@ struct Recovery {
                 }
             }
             let analysis = scanned.analysis
+            if isNewest && header.coverEnd == nil {
+                // A record is proven durable once a later one carries a
+                // watermark at or above its sequence number.
+                let proven = analysis.leading.maximumWatermark
+                newestUnprovenFrom = scanned.records.first { $0.sequence > proven }?.offset
+            }
             report.records += recordCount
             files.append(file)
             endsWithMarker = analysis.leading.records == 0 ? endsWithMarker : analysis.leading.endsWithMarker
@@ -338,19 +347,32 @@ struct Recovery {
                 readableEnds[id] = damage.offset
                 logger.info("found a torn tail (read-only: left in place)", metadata: metadata)
             } else {
-                try cutTornTail(candidate, at: damage.offset, emptied: analysis.leading.records == 0, files: &files, index: &index)
+                try cutTornTail(
+                    candidate, at: damage.offset, emptied: analysis.leading.records == 0, rewritingFrom: newestUnprovenFrom,
+                    files: &files, index: &index)
                 logger.warning("cut a torn tail", metadata: metadata)
             }
         } else if let newest = files.last, newest.header.coverEnd == nil, !configuration.readOnly {
-            // Appends continue in the newest segment. Sync it once, so every
-            // record recovered is on stable storage before any new record
-            // claims so in its durable watermark.
+            // Appends continue in the newest segment. Make it durable once
+            // (rewriting what no watermark vouches for), so every record
+            // recovered is on stable storage before any new record claims so
+            // in its durable watermark.
             let descriptor: FileDescriptor
             do {
                 descriptor = try fileSystem.openFile(newest.path, mode: .readWrite)
-                try fileSystem.synchronize(descriptor)
             } catch {
                 throw .io("cannot reopen the newest segment for appending", error, file: newest.path)
+            }
+            do throws(OutboxLogError) {
+                if let from = newestUnprovenFrom {
+                    try rewrite(descriptor, path: newest.path, from: from, to: ordered.last!.size)
+                }
+                do { try fileSystem.synchronize(descriptor) } catch {
+                    throw .io("cannot sync the newest segment", error, file: newest.path)
+                }
+            } catch {
+                try? fileSystem.close(descriptor)
+                throw error
             }
             let writable = SegmentFile(
                 id: newest.id, header: newest.header, path: newest.path, descriptor: descriptor, fileSystem: fileSystem)
@@ -453,7 +475,8 @@ struct Recovery {
     /// then go to a new segment with a fresh salt, so bytes of the cut tail
     /// can never resurface as records; a segment left empty is deleted.
     private func cutTornTail(
-        _ candidate: Candidate, at offset: Int64, emptied: Bool, files: inout [SegmentFile], index: inout LogIndex
+        _ candidate: Candidate, at offset: Int64, emptied: Bool, rewritingFrom unproven: Int64?,
+        files: inout [SegmentFile], index: inout LogIndex
     ) throws(OutboxLogError) {
         if emptied {
             if let last = files.popLast() { index.usage[last.id] = nil }
@@ -461,13 +484,45 @@ struct Recovery {
             try fileSystem.syncDirectory(layout.directory)
             return
         }
-        do {
-            let descriptor = try fileSystem.openFile(candidate.path, mode: .readWrite)
-            defer { try? fileSystem.close(descriptor) }
-            try fileSystem.truncate(descriptor, to: offset)
-            try fileSystem.synchronize(descriptor)
-        } catch {
+        let descriptor: FileDescriptor
+        do { descriptor = try fileSystem.openFile(candidate.path, mode: .readWrite) } catch {
             throw .io("cannot cut the torn tail", error, file: candidate.path, offset: offset)
         }
+        defer { try? fileSystem.close(descriptor) }
+        do { try fileSystem.truncate(descriptor, to: offset) } catch {
+            throw .io("cannot cut the torn tail", error, file: candidate.path, offset: offset)
+        }
+        if let unproven, unproven < offset { try rewrite(descriptor, path: candidate.path, from: unproven, to: offset) }
+        do { try fileSystem.synchronize(descriptor) } catch {
+            throw .io("cannot sync the cut segment", error, file: candidate.path, offset: offset)
+        }
+    }
+
+    /// Writes bytes `from..<end` of the newest segment again, unchanged,
+    /// before the sync that makes recovered records durable.
+    ///
+    /// Records that no durable watermark vouches for may have been read
+    /// from the page cache without being on disk: after a failed `fsync`,
+    /// Linux keeps the unwritten pages readable but marks them clean, so a
+    /// later `fsync` — by the next process, say, after the app was killed —
+    /// succeeds without writing them (PostgreSQL's "fsyncgate"). Writing the
+    /// bytes again dirties the pages, so the sync that follows really
+    /// flushes them, or fails. Only the newest segment can hold such
+    /// records: every other segment was synced before the next one existed.
+    private func rewrite(_ descriptor: FileDescriptor, path: FilePath, from: Int64, to end: Int64) throws(OutboxLogError) {
+        let chunk: Int64 = 1 << 20
+        var offset = from
+        while offset < end {
+            let count = Int(min(chunk, end - offset))
+            do throws(Errno) {
+                let bytes = try fileSystem.readBytes(descriptor, count: count, at: offset)
+                guard bytes.count == count else { throw Errno.ioError }
+                try fileSystem.writeFully(descriptor, bytes, at: offset)
+            } catch {
+                throw .io("cannot rewrite unsynced records", error, file: path, offset: offset)
+            }
+            offset += Int64(count)
+        }
+        logger.debug("rewrote records no watermark vouches for", metadata: ["file": "\(path)", "bytes": "\(end - from)"])
     }
 }

@@ -1,0 +1,41 @@
+import Foundation
+import OutboxLog
+import OutboxLogTesting
+import Synchronization
+import SystemPackage
+import Testing
+
+/// Regressions for the engine bugs `outbox torture` found (Docs/RELIABILITY.md):
+/// each test is the smallest history that broke the promise.
+@Suite("Torture findings")
+struct TortureFindingsTests {
+    /// Values that fill a little over a third of a 4 KiB segment: two per segment.
+    static func big(_ seed: Int) -> [UInt8] { .pattern(1500, seed: seed) }
+
+    @Test("after a failed sync and an app kill, what recovery vouches for survives a power loss (fsyncgate)")
+    func recoveryRewritesRecordsAFailedSyncLeftInThePageCache() async throws {
+        let disk = SimulatedFileSystem(directories: ["/data"])
+        let log = try await OutboxLog.open(at: simulatedLogDirectory, configuration: simulatedConfiguration(disk))
+        for i in 0..<3 { try await log.put(LogKey("durable-\(i)"), .pattern(40, seed: i), durability: .durable) }
+        try await log.put("written", .pattern(40, seed: 10), durability: .written)
+        disk.faults.install(.nthCall(1, of: .synchronize))
+        await #expect(throws: OutboxLogError.self) { try await log.put("doomed", [1], durability: .durable) }
+        _ = try? await log.close()
+
+        // The app dies. Linux keeps the pages that failed to sync readable
+        // (marked clean), so the next process sees them and its sync succeeds
+        // without writing them.
+        disk.simulateProcessCrash()
+        let recovered = try await OutboxLog.open(at: simulatedLogDirectory, configuration: simulatedConfiguration(disk))
+        let keys = Set(recovered.keys)
+        #expect(keys.contains("written"))
+        try await recovered.close()  // syncs, and a marker vouches for every record
+
+        // Then the machine dies: what the recovery vouched for must be on disk.
+        disk.simulatePowerLoss(.dropUnsynced)
+        let reopened = try await OutboxLog.open(at: simulatedLogDirectory, configuration: simulatedConfiguration(disk))
+        #expect(Set(reopened.keys) == keys)
+        for i in 0..<3 { #expect(try await reopened.get(LogKey("durable-\(i)"))?.value == .pattern(40, seed: i)) }
+        try await reopened.close()
+    }
+}
