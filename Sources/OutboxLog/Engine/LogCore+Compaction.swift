@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import SystemPackage
 
 /// What a compaction did.
@@ -134,6 +135,27 @@ extension LogCore {
         try await waitFor(last, durable: true)
     }
 
+    /// Blocks the compaction thread until every record up to `sequence` is
+    /// durable (the writer syncs it, or has already), or the log fails.
+    private func waitUntilDurable(_ sequence: UInt64) throws(OutboxLogError) {
+        if state.withLock({ sequence <= $0.durableSequence }) { return }
+        let done = DispatchSemaphore(value: 0)
+        let outcome = Mutex<Result<Void, OutboxLogError>>(.success(()))
+        // The wait itself is async (a continuation the writer resumes); this
+        // thread may block, the cooperative pool must not, so it only hops
+        // through a task.
+        Task {
+            do throws(OutboxLogError) {
+                try await self.waitFor(sequence, durable: true)
+            } catch {
+                outcome.withLock { $0 = .failure(error) }
+            }
+            done.signal()
+        }
+        done.wait()
+        try outcome.withLock { $0 }.get()
+    }
+
     private func runOnOwnThread<T: Sendable>(_ body: @escaping @Sendable () throws(OutboxLogError) -> T) async throws(OutboxLogError) -> T {
         let result = await withCheckedContinuation { (continuation: CheckedContinuation<Result<T, OutboxLogError>, Never>) in
             let thread = Thread {
@@ -216,6 +238,12 @@ extension LogCore {
             // An empty run in the middle of the log still needs a segment to
             // carry its sequence range, or the next open would see a gap.
             let outputs = try writer.finish(needsPlaceholder: !plan.atStart)
+
+            // The records the copy left behind as dead were superseded by
+            // later appends — possibly ones not yet on disk. Deleting the
+            // inputs before those are durable would let a power loss take
+            // both the old value and the new one: a hole in the history.
+            try waitUntilDurable(state.withLock { $0.nextSequence - 1 })
 
             // 3. Commit.
             let intent = CompactionIntent(
