@@ -62,4 +62,22 @@ struct TortureFindingsTests {
         #expect(try await reopened.get("other")?.value == Self.big(2))
         try await reopened.close()
     }
+
+    @Test("compaction skips a sealed segment whose bytes are still waiting to be written")
+    func compactionDoesNotReadUnwrittenSegments() async throws {
+        let disk = SimulatedFileSystem(directories: ["/data"])
+        let log = try await OutboxLog.open(at: simulatedLogDirectory, configuration: simulatedConfiguration(disk))
+        try await log.put("a", Self.big(1), durability: .written)  // segment 1
+        try await log.put("a", Self.big(2), durability: .buffered)
+        try await log.put("a", Self.big(3), durability: .written)  // segment 2 exists on disk
+        try await log.put("a", Self.big(4), durability: .buffered)  // segment 2, in memory only
+        try await log.put("b", Self.big(5), durability: .buffered)  // rolls: segment 3, in memory only
+        try await log.put("c", .pattern(10, seed: 6), durability: .buffered)
+        // Segment 2 is sealed but half-written: it must not be read yet.
+        let report = try await log.compact()
+        #expect(report.inputSegments == 1)
+        #expect(try await log.get("a")?.value == Self.big(4))
+        #expect(try await log.get("b")?.value == Self.big(5))
+        try await log.close()
+    }
 }

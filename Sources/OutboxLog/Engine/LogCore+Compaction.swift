@@ -200,10 +200,16 @@ extension LogCore {
             }
             var inputs: [Input] = []
             for id in sealed[first...] {
-                guard let slot = state.slots[id], let file = slot.file else { return nil }
+                guard let slot = state.slots[id], let file = slot.file else { break }
                 let usage = state.index.usage[id] ?? SegmentUsage()
-                inputs.append(Input(file: file, usage: usage, size: Int64(SegmentHeader.size) + usage.totalBytes))
+                let size = Int64(SegmentHeader.size) + usage.totalBytes
+                // A segment sealed by a roll at append time may still have
+                // bytes waiting for the writer (buffered appends): the run
+                // ends before it, or the copy would read past its end.
+                guard slot.writtenSize >= size else { break }
+                inputs.append(Input(file: file, usage: usage, size: size))
             }
+            guard !inputs.isEmpty else { return nil }
             let lastInput = state.order.firstIndex(of: inputs.last!.file.id)!
             let coverEnd =
                 lastInput + 1 < state.order.count
