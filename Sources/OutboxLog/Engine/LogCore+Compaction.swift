@@ -69,7 +69,10 @@ extension LogCore {
         guard let ratio = configuration.automaticCompactionRatio, !configuration.readOnly else { return }
         let minimum = Int64(configuration.automaticCompactionMinimumBytes ?? configuration.segmentSize)
         let due = state.withLock { state -> Bool in
-            guard case .open = state.phase, !state.compactionRunning else { return false }
+            // Never once `close()` has begun: it waits only for a compaction
+            // already running, and one started by its own closing flush (a
+            // roll) would go on touching the files after the lock is gone.
+            guard case .open = state.phase, !state.closing, !state.compactionRunning else { return false }
             var total: Int64 = 0
             var dead: Int64 = 0
             for id in state.order where id != state.activeID {
