@@ -84,7 +84,8 @@ struct TortureFindingsTests {
     @Test("close() leaves no compaction running: the log touches no file after it returns")
     func closeStartsNoCompaction() async throws {
         let disk = SimulatedFileSystem(directories: ["/data"])
-        let recorder = CallRecorder(base: disk)
+        let armed = Mutex((armed: false, calls: 0))
+        let recorder = HookedFileSystem(base: disk) { _ in armed.withLock { if $0.armed { $0.calls += 1 } } }
         var configuration = simulatedConfiguration(recorder)
         configuration.automaticCompactionRatio = 0.5
         configuration.automaticCompactionMinimumBytes = 4096
@@ -94,85 +95,11 @@ struct TortureFindingsTests {
         for seed in 0..<4 { try await log.put("a", Self.big(seed), durability: .buffered) }
         try await log.put("b", Self.big(9), durability: .buffered)
         try await log.close()
-        recorder.arm()
+        armed.withLock { $0.armed = true }
         // A compaction thread started during close() would call the file
         // system within microseconds; give it every chance to show up.
-        for _ in 0..<20_000 where recorder.callsSinceArmed == 0 { await Task.yield() }
-        #expect(recorder.callsSinceArmed == 0, "the log touched its files after close() returned")
+        for _ in 0..<20_000 where armed.withLock({ $0.calls }) == 0 { await Task.yield() }
+        #expect(armed.withLock { $0.calls } == 0, "the log touched its files after close() returned")
         withExtendedLifetime(log) {}
-    }
-}
-
-/// Passes every call through and counts those made after ``arm()``.
-final class CallRecorder: FileSystem, Sendable {
-    let base: any FileSystem
-    private let state = Mutex((armed: false, calls: 0))
-
-    init(base: any FileSystem) { self.base = base }
-
-    func arm() { state.withLock { $0.armed = true } }
-    var callsSinceArmed: Int { state.withLock { $0.calls } }
-
-    private func note() { state.withLock { if $0.armed { $0.calls += 1 } } }
-
-    func openFile(_ path: FilePath, mode: FileOpenMode) throws(Errno) -> FileDescriptor {
-        note()
-        return try base.openFile(path, mode: mode)
-    }
-    func close(_ descriptor: FileDescriptor) throws(Errno) {
-        note()
-        try base.close(descriptor)
-    }
-    func read(_ descriptor: FileDescriptor, into buffer: UnsafeMutableRawBufferPointer, at offset: Int64) throws(Errno) -> Int {
-        note()
-        return try base.read(descriptor, into: buffer, at: offset)
-    }
-    func write(_ descriptor: FileDescriptor, _ bytes: UnsafeRawBufferPointer, at offset: Int64) throws(Errno) -> Int {
-        note()
-        return try base.write(descriptor, bytes, at: offset)
-    }
-    func size(of descriptor: FileDescriptor) throws(Errno) -> Int64 {
-        note()
-        return try base.size(of: descriptor)
-    }
-    func truncate(_ descriptor: FileDescriptor, to size: Int64) throws(Errno) {
-        note()
-        try base.truncate(descriptor, to: size)
-    }
-    func synchronize(_ descriptor: FileDescriptor) throws(Errno) {
-        note()
-        try base.synchronize(descriptor)
-    }
-    func synchronizeDirectory(_ path: FilePath) throws(Errno) {
-        note()
-        try base.synchronizeDirectory(path)
-    }
-    func rename(_ source: FilePath, to destination: FilePath) throws(Errno) {
-        note()
-        try base.rename(source, to: destination)
-    }
-    func removeFile(_ path: FilePath) throws(Errno) {
-        note()
-        try base.removeFile(path)
-    }
-    func createDirectory(_ path: FilePath) throws(Errno) {
-        note()
-        try base.createDirectory(path)
-    }
-    func removeDirectory(_ path: FilePath) throws(Errno) {
-        note()
-        try base.removeDirectory(path)
-    }
-    func contentsOfDirectory(_ path: FilePath) throws(Errno) -> [String] {
-        note()
-        return try base.contentsOfDirectory(path)
-    }
-    func itemKind(at path: FilePath) throws(Errno) -> FileItemKind? {
-        note()
-        return try base.itemKind(at: path)
-    }
-    func lockExclusively(_ descriptor: FileDescriptor) throws(Errno) {
-        note()
-        try base.lockExclusively(descriptor)
     }
 }
