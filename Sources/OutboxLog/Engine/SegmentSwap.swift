@@ -27,6 +27,11 @@ struct SegmentSwap {
 
     /// Rolls a committed swap forward: inputs deleted (or moved aside),
     /// outputs renamed into place, then the intent removed. Idempotent.
+    ///
+    /// `segmentSalts` holds every segment file present, by base, with its
+    /// salt, or `nil` if its header is unreadable (fill it with
+    /// `updateValue(_:forKey:)`: a subscript assignment of `nil` removes the
+    /// key). An input that is absent was handled before a crash.
     func finish(_ intent: CompactionIntent, segmentSalts: [UInt64: UInt64?]) throws(OutboxLogError) {
         let outputSalts = Set(intent.outputs.map(\.salt))
         for input in intent.inputs {
