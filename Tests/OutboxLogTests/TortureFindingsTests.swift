@@ -1,3 +1,4 @@
+import Dispatch
 import Foundation
 import OutboxLog
 import OutboxLogTesting
@@ -101,5 +102,49 @@ struct TortureFindingsTests {
         for _ in 0..<20_000 where armed.withLock({ $0.calls }) == 0 { await Task.yield() }
         #expect(armed.withLock { $0.calls } == 0, "the log touched its files after close() returned")
         withExtendedLifetime(log) {}
+    }
+
+    @Test("a scan racing a compaction returns every live key, once, with its annotation")
+    func scanRacingCompaction() async throws {
+        let disk = SimulatedFileSystem(directories: ["/data"])
+        // Holds the scan's first read until the compaction has swapped files.
+        let gate = Mutex((armed: false, held: false))
+        let release = DispatchSemaphore(value: 0)
+        let hooked = HookedFileSystem(base: disk) { operation in
+            // Once armed, the first read is the scan's (nothing else reads
+            // until the compaction starts, after the scan is held).
+            guard operation == .read else { return }
+            let hold = gate.withLock { gate -> Bool in
+                guard gate.armed, !gate.held else { return false }
+                gate.held = true
+                return true
+            }
+            if hold { release.wait() }
+        }
+        let log = try await OutboxLog.open(at: simulatedLogDirectory, configuration: simulatedConfiguration(hooked))
+        var expected: [LogKey: ([UInt8], [UInt8])] = [:]
+        for round in 0..<3 {
+            for i in 0..<30 {
+                let key = LogKey("k\(i)")
+                let value = [UInt8].pattern(100, seed: round * 100 + i)
+                try await log.put(key, value, durability: .written)
+                let note = [UInt8].pattern(8, seed: i)
+                try await log.annotate(key, note, durability: .written)
+                expected[key] = (value, note)
+            }
+        }
+        gate.withLock { $0.armed = true }
+        let scan = Task { try await log.entries(after: 0, limit: 10_000) }
+        while !gate.withLock({ $0.held }) { await Task.yield() }
+        let compaction = try await log.compact()
+        #expect(compaction.inputSegments > 1)
+        release.signal()
+        let entries = try await scan.value
+        #expect(entries.count == expected.count)
+        #expect(Set(entries.map(\.key)) == Set(expected.keys))
+        for entry in entries {
+            #expect(entry.value == expected[entry.key]?.0 && entry.annotation?.payload == expected[entry.key]?.1, "\(entry.key)")
+        }
+        try await log.close()
     }
 }
