@@ -20,12 +20,14 @@ public final class ReferenceServer: Sendable {
     public let port: Int
     public let host: String
     private let api: ReferenceAPI
+    private let attemptLog: AttemptLogBox?
     private let task: Task<Void, any Error>
 
-    private init(host: String, port: Int, api: ReferenceAPI, task: Task<Void, any Error>) {
+    private init(host: String, port: Int, api: ReferenceAPI, attemptLog: AttemptLogBox?, task: Task<Void, any Error>) {
         self.host = host
         self.port = port
         self.api = api
+        self.attemptLog = attemptLog
         self.task = task
     }
 
@@ -34,16 +36,21 @@ public final class ReferenceServer: Sendable {
     /// - Parameters:
     ///   - port: 0 picks a free port.
     ///   - keyStore: where idempotency keys live; default in memory.
+    ///   - recordAttempts: keep an ``AttemptLog`` of every write request
+    ///     (it grows with every request: for tests, not a long-running server).
     public static func start(
         host: String = "127.0.0.1", port: Int = 0, faults: ServerFaults = ServerFaults(),
         keyStore: (any IdempotencyKeyStore)? = nil,
         middleware: IdempotencyMiddleware<ReferenceContext>.Configuration = .init(),
+        recordAttempts: Bool = false,
         logger: Logger? = nil
     ) async throws -> ReferenceServer {
         let ledger = LedgerBox()
         let draw = FaultDraw(faults)
         let store = CountingKeyStore(base: keyStore ?? InMemoryIdempotencyKeyStore(), ledger: ledger)
         let router = Router(context: ReferenceContext.self)
+        let attemptLog = recordAttempts ? AttemptLogBox() : nil
+        if let attemptLog { router.add(middleware: AttemptLogMiddleware(box: attemptLog)) }
         router.add(middleware: FaultInjectionMiddleware(draw: draw))
         router.add(middleware: IdempotencyMiddleware(store: store, configuration: middleware))
         let api = ReferenceAPI(ledger: ledger, faults: draw)
@@ -62,7 +69,7 @@ public final class ReferenceServer: Sendable {
             task.cancel()
             throw ServerError.didNotStart
         }
-        return ReferenceServer(host: host, port: bound, api: api, task: task)
+        return ReferenceServer(host: host, port: bound, api: api, attemptLog: attemptLog, task: task)
     }
 
     enum ServerError: Error { case didNotStart }
@@ -72,6 +79,10 @@ public final class ReferenceServer: Sendable {
 
     /// What the server applied and absorbed so far.
     public var ledger: ReferenceLedger { api.report }
+
+    /// Every write request received so far, with its key; empty unless the
+    /// server was started with `recordAttempts`.
+    public var attempts: AttemptLog { attemptLog?.log.withLock { $0 } ?? AttemptLog() }
 
     /// Stops listening.
     public func stop() async {
