@@ -148,3 +148,50 @@ struct TortureFindingsTests {
         try await log.close()
     }
 }
+
+@Suite("Torture findings: the compaction commit point")
+struct CompactionCommitPointTests {
+    /// A log whose next compaction fails at the directory sync right after
+    /// its intent was renamed into place: the commit point has passed.
+    static func compactionFailingAfterCommit(_ disk: SimulatedFileSystem) async throws -> (OutboxLog, [LogKey: [UInt8]]) {
+        let renamed = Mutex(false)
+        let hooked = HookedFileSystem(base: disk) { operation, paths in
+            if operation == .rename, paths.last?.lastComponent?.string == "COMPACTION" {
+                renamed.withLock { $0 = true }
+                return nil
+            }
+            guard operation == .synchronizeDirectory else { return nil }
+            return renamed.withLock { $0 } ? .ioError : nil
+        }
+        let log = try await OutboxLog.open(at: simulatedLogDirectory, configuration: simulatedConfiguration(hooked))
+        var expected: [LogKey: [UInt8]] = [:]
+        for round in 0..<4 {
+            for i in 0..<20 {
+                let value = [UInt8].pattern(120, seed: round * 100 + i)
+                try await log.put(LogKey("k\(i)"), value, durability: .durable)
+                expected[LogKey("k\(i)")] = value
+            }
+        }
+        await #expect(throws: OutboxLogError.self) { try await log.compact() }
+        #expect(renamed.withLock { $0 }, "the fault must hit after the commit point")
+        return (log, expected)
+    }
+
+    @Test("a compaction failing after its commit point poisons the log and keeps its outputs for the next open",
+          arguments: [false, true])
+    func failureAfterCommit(powerLoss: Bool) async throws {
+        let disk = SimulatedFileSystem(directories: ["/data"])
+        let (log, expected) = try await Self.compactionFailingAfterCommit(disk)
+        await #expect { try await log.put("after", [1], durability: .buffered) } throws: {
+            ($0 as? OutboxLogError)?.code == .poisoned
+        }
+        // The app dies, or the machine: the next open finishes or rolls back the swap.
+        if powerLoss { disk.simulatePowerLoss(.dropUnsynced) } else { disk.simulateProcessCrash() }
+        withExtendedLifetime(log) {}
+        let reopened = try await OutboxLog.open(at: simulatedLogDirectory, configuration: simulatedConfiguration(disk))
+        #expect(reopened.recoveryReport.interruptedCompaction != nil)
+        #expect(Set(reopened.keys) == Set(expected.keys))
+        for (key, value) in expected { #expect(try await reopened.get(key)?.value == value) }
+        try await reopened.close()
+    }
+}

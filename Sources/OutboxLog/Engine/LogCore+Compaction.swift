@@ -235,6 +235,9 @@ extension LogCore {
                 }
             })
         var moved: [Moved] = []
+        // Set once the intent is renamed into place: from then on the swap
+        // will happen, whatever fails next.
+        var committed = false
 
         do throws(OutboxLogError) {
             // 2. Copy the live records.
@@ -259,7 +262,7 @@ extension LogCore {
                 inputs: plan.inputs.map { .init(base: $0.file.header.baseSequence, salt: $0.file.header.salt) },
                 outputs: outputs.map { .init(base: $0.header.baseSequence, salt: $0.header.salt) },
                 quarantineInputs: false)
-            try swap.commit(intent)
+            try swap.commit(intent, committed: &committed)
 
             // 4. Swap in memory.
             let inputIDs = Set(plan.inputs.map(\.file.id))
@@ -293,7 +296,17 @@ extension LogCore {
             report.bytesAfter = outputs.reduce(0) { $0 + $1.size }
             report.recordsCopied = moved.count
         } catch {
-            writer.abandon()
+            guard committed else {
+                writer.abandon()
+                throw error
+            }
+            // The intent is in place but the directory sync after it failed:
+            // the next open will finish the swap if the rename survives, or
+            // roll it back if not. Either way it needs the outputs, and this
+            // log cannot know which will happen: it is poisoned, as after
+            // any failed sync.
+            let waiters = state.withLock { poison(error, in: &$0) }
+            for waiter in waiters { waiter.continuation.resume(returning: .failure(error)) }
             throw error
         }
 

@@ -85,7 +85,12 @@ struct SegmentSwap {
 
     /// Makes a swap durable: the intent is written, synced and renamed into
     /// place, and the directory synced. After this, the swap will happen.
-    func commit(_ intent: CompactionIntent) throws(OutboxLogError) {
+    ///
+    /// `committed` is set as soon as the rename succeeds: a failure after
+    /// it (the directory sync) leaves an intent the next open may find, so
+    /// the caller must keep the outputs and must not carry on as if the
+    /// swap had not happened.
+    func commit(_ intent: CompactionIntent, committed: inout Bool) throws(OutboxLogError) {
         try fileSystem.syncDirectory(layout.directory)  // the outputs' names
         let descriptor = try fileSystem.createFile(at: layout.temporaryIntentFile, contents: intent.encoded())
         try? fileSystem.close(descriptor)
@@ -94,6 +99,7 @@ struct SegmentSwap {
         } catch {
             throw .io("cannot commit compaction record", error, file: layout.intentFile)
         }
+        committed = true
         try fileSystem.syncDirectory(layout.directory)
     }
 

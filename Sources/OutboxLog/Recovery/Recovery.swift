@@ -555,7 +555,10 @@ struct Recovery {
                 metadata: ["file": "\(segment.name)", "kept": "\(kept.count)", "reason": "\(segment.reason)"])
         }
         let intent = CompactionIntent(inputs: inputs, outputs: outputs, quarantineInputs: true)
-        try swap.commit(intent)
+        // A failure after the commit point leaves the intent (and the
+        // outputs) for the next open to finish: the open fails either way.
+        var committed = false
+        try swap.commit(intent, committed: &committed)
         var salts: [UInt64: UInt64?] = [:]
         for candidate in ordered { salts.updateValue((try? candidate.header.get())?.salt, forKey: candidate.base) }
         try swap.finish(intent, segmentSalts: salts)
