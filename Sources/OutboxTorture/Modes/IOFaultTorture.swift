@@ -151,9 +151,9 @@ enum IOFaultTorture {
             disk.simulateProcessCrash()
         }
         withExtendedLifetime(log) {}
-        let expectation = RecoveryCheck.Expectation.crash(
+        var expectation = RecoveryCheck.Expectation.crash(
             acknowledged: acknowledged, inFlight: failure == nil ? 0 : 1, keeping: powerLoss ? .durable : .written)
-        let death = powerLoss ? "power loss" : "app kill"
+        var death = powerLoss ? "power loss" : "app kill"
 
         // Half the time, the first recovery meets a fault of its own.
         if random.nextBool() {
@@ -173,7 +173,13 @@ enum IOFaultTorture {
             }
             // The failed recovery's process dies too; maybe the machine.
             disk.simulateProcessCrash()
-            if random.nextBool() { disk.simulatePowerLoss(.dropUnsynced) }
+            if random.nextBool() {
+                disk.simulatePowerLoss(.dropUnsynced)
+                // Now only the durable promises hold: what the workload left
+                // `written` was never synced by a recovery that failed.
+                expectation = .crash(acknowledged: acknowledged, inFlight: failure == nil ? 0 : 1, keeping: .durable)
+                death += " and, after the faulty recovery, a power loss"
+            }
         }
 
         switch await RecoveryCheck.reopen(directory, fileSystem: disk, oracle: oracle, expecting: expectation) {

@@ -46,6 +46,7 @@ struct KillPlan: Sendable, CustomStringConvertible {
     /// The supervisor's policy for this plan.
     var policy: ChildSupervisor.KillPolicy {
         var policy = ChildSupervisor.KillPolicy()
+        policy.hangLimit = .seconds(60)  // a worker's whole workload takes a few seconds at most
         switch moment {
         case .never:
             break

@@ -91,7 +91,11 @@ enum KillTorture {
             default: return fail("the worker printed \"\(event.text)\"; stderr: \(outcome.errorTail)")
             }
         }
-        if outcome.hung { return fail("the worker hung (killed after \(acknowledged) acknowledgements)") }
+        if outcome.hung {
+            return fail(
+                "the worker hung (killed after \(acknowledged) acknowledgements, last lines \(outcome.lines.suffix(3)); "
+                    + "thread stacks in worker.stderr.stacks)")
+        }
         switch outcome.termination {
         case .signaled(let signal) where signal == SIGKILL && outcome.killed:
             report.count(.kill) { $0.faults += 1 }

@@ -54,6 +54,14 @@ struct LibfiuTorture {
 
     var directory: FilePath { root.appending("log") }
 
+    /// No kill: the worker stops at its first failed step. A run takes a
+    /// second or two; one still running after 30 s is hung.
+    static var policy: ChildSupervisor.KillPolicy {
+        var policy = ChildSupervisor.KillPolicy.never
+        policy.hangLimit = .seconds(30)
+        return policy
+    }
+
     /// One run of the worker under libfiu; `false` after a violation.
     /// - Parameter cycleNumber: the iofault cycle this run stands in for (for the report).
     mutating func cycle(seed: UInt64, cycleNumber: Int? = nil, report: inout TortureReport) async -> Bool {
@@ -82,7 +90,7 @@ struct LibfiuTorture {
         let outcome: ChildSupervisor.Outcome
         do {
             outcome = try await ChildSupervisor.run(
-                fiuRun, arguments, errorFile: root.appending("worker.stderr").string, policy: .never)
+                fiuRun, arguments, errorFile: root.appending("worker.stderr").string, policy: Self.policy)
         } catch {
             return violation("cannot run fiu-run: \(error)")
         }
@@ -120,7 +128,10 @@ struct LibfiuTorture {
             report.count(.iofault) { $0.faults += 1 }
             report.detail(.iofault, "libfiu: real syscall faults (\(point.name.split(separator: "/").last!))")
         default:
-            return violation("\(context): the worker \(outcome.termination); stderr: \(outcome.errorTail)")
+            let stacks = outcome.hung ? " (thread stacks in \(root.appending("worker.stderr.stacks")))" : ""
+            return violation(
+                "\(context): the worker \(outcome.hung ? "hung and was " : "")\(outcome.termination) after printing "
+                    + "\(outcome.lines.suffix(3))\(stacks); stderr: \(outcome.errorTail)")
         }
         report.count(.iofault) { $0.acknowledged += acknowledged }
         report.detail(.iofault, "libfiu: runs")

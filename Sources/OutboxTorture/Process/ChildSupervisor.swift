@@ -87,6 +87,7 @@ enum ChildSupervisor {
                 let now = clock.now
                 if now >= started + policy.hangLimit {
                     hung = true
+                    dumpStacks(of: child.pid, to: errorFile + ".stacks")
                     kill()
                 } else if let after = policy.after, now >= started + after {
                     kill()
@@ -98,6 +99,26 @@ enum ChildSupervisor {
         let termination = child.wait()
         return Outcome(
             lines: lines, termination: termination, killed: killed, hung: hung, errorTail: tail(of: errorFile))
+    }
+
+    /// Where a hung child's threads were, if gdb is installed: written to
+    /// `path` before the child is killed, for the report.
+    static func dumpStacks(of pid: Int32, to path: String) {
+        let gdb = "/usr/bin/gdb"
+        guard FileManager.default.isExecutableFile(atPath: gdb) else { return }
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: gdb)
+        process.arguments = ["-p", "\(pid)", "-batch", "-ex", "thread apply all bt 20"]
+        FileManager.default.createFile(atPath: path, contents: nil)
+        guard let output = FileHandle(forWritingAtPath: path) else { return }
+        process.standardOutput = output
+        process.standardError = output
+        process.standardInput = FileHandle.nullDevice
+        do {
+            try process.run()
+            process.waitUntilExit()  // on the supervisor's own thread
+        } catch {}
+        try? output.close()
     }
 
     /// The last lines of a file, for a report.
