@@ -20,14 +20,15 @@ public enum TortureMode: String, Sendable, Codable, CodingKeyRepresentable, Case
     public var description: String { rawValue }
 
     /// How `--mode all` shares its time among the modes: the kill loop and
-    /// corruption get the most (the bar counts their cycles).
+    /// corruption get the most (the long profile's bar counts their cycles:
+    /// 1,000 kills and 10,000 corruption cases in ten minutes).
     var shareOfAll: Double {
         switch self {
-        case .kill: 0.36
-        case .powerloss: 0.12
-        case .iofault: 0.14
-        case .corrupt: 0.24
-        case .outbox: 0.14
+        case .kill: 0.42
+        case .powerloss: 0.10
+        case .iofault: 0.10
+        case .corrupt: 0.28
+        case .outbox: 0.10
         }
     }
 }

@@ -29,7 +29,7 @@ struct KillPlan: Sendable, CustomStringConvertible {
 
     static func draw(seed: UInt64, cycle: Int) -> KillPlan {
         var random = SplitMix64.derived(seed: seed, stream: 0x4B49_4C4C_0000_0000 | UInt64(cycle))
-        let count = 200 + random.next(below: 600)
+        let count = 100 + random.next(below: 400)
         let readOnlyCheck = random.next(below: 3) == 0
         let roll = random.next(below: 100)
         let moment: Moment

@@ -30,11 +30,15 @@ public struct TortureWorkload: Sendable, Hashable {
 
         public init() {}
 
-        /// Many compactions: for the kill loop, which stops a compaction midway.
+        /// For the kill loop: many compactions (to stop one midway), and few
+        /// `durable` appends — a kill keeps `written` ones just the same,
+        /// and every sync spent is a kill cycle fewer.
         public static var compactionHeavy: Profile {
             var profile = Profile()
             profile.compactPercent = 6
             profile.largeValuePercent = 8
+            profile.bufferedInTen = 4
+            profile.writtenInTen = 5
             return profile
         }
     }
