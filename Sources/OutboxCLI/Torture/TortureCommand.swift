@@ -21,7 +21,7 @@ struct TortureCommand: AsyncParsableCommand {
             """
     )
 
-    @Option(help: "Stop starting new cycles after this many seconds in total (shared among the modes).")
+    @Option(help: "Stop starting new cycles after this many seconds in total, shared among the modes (default 60 without --cycles).")
     var seconds: Double?
 
     @Option(help: "Run at most this many cycles per mode (instead of, or as well as, --seconds).")

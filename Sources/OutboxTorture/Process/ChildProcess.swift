@@ -13,7 +13,7 @@ import Darwin
 ///
 /// Every method blocks: call them from a dedicated thread (see
 /// ``ChildSupervisor``), never from Swift's cooperative pool.
-final class ChildProcess: @unchecked Sendable {
+final class ChildProcess {
     /// How the child ended.
     enum Termination: Sendable, Hashable, CustomStringConvertible {
         case exited(Int32)
