@@ -3,7 +3,7 @@
 // swift-outbox: a durable on-device outbox for server-bound writes, on its own
 // segmented, CRC-framed append-only log.
 //
-// Dependencies flow one way:  CLI → Outbox → OutboxLog → CZlib.
+// Dependencies flow one way:  CLI → (OutboxTorture →) Outbox → OutboxLog → CZlib.
 
 import PackageDescription
 
@@ -110,6 +110,24 @@ let package = Package(
             ]
         ),
 
+        // The crash-recovery torture suite behind `outbox torture`: kill -9
+        // loops, simulated power loss, I/O faults (simulated and libfiu),
+        // corruption fuzzing, and kills of an outbox mid-drain, all held to
+        // an oracle. A test driver: nothing but the CLI and tests import it.
+        .target(
+            name: "OutboxTorture",
+            dependencies: [
+                "IdempotencyKeyMiddleware",
+                "Outbox",
+                "OutboxHTTP",
+                "OutboxLog",
+                "OutboxLogTesting",
+                "OutboxReferenceServer",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "SystemPackage", package: "swift-system"),
+            ]
+        ),
+
         // The `outbox` command-line tool.
         .executableTarget(
             name: "OutboxCLI",
@@ -119,6 +137,7 @@ let package = Package(
                 "OutboxLog",
                 "OutboxLogTesting",
                 "OutboxReferenceServer",
+                "OutboxTorture",
                 "IdempotencyKeyMiddleware",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
@@ -162,6 +181,17 @@ let package = Package(
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        .testTarget(
+            name: "TortureTests",
+            dependencies: [
+                "CLITestSupport",
+                "OutboxLog",
+                "OutboxLogTesting",
+                "OutboxReferenceServer",
+                "OutboxTorture",
+                .product(name: "SystemPackage", package: "swift-system"),
             ]
         ),
         .testTarget(

@@ -29,6 +29,8 @@ struct OutboxCommand: AsyncParsableCommand {
             OutboxDrain.self,
             OutboxDemo.self,
             OutboxServe.self,
+            TortureCommand.self,
+            TortureWorkerCommand.self,
         ]
     )
 

@@ -2,6 +2,12 @@ import OutboxLog
 import Synchronization
 import SystemPackage
 
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
 /// Simulates the process dying just before its Nth change to the disk.
 ///
 /// Every call passes through to `base` until the Nth *mutating* call
@@ -9,7 +15,9 @@ import SystemPackage
 /// open-for-create), or until ``crash()``; that call and every call after
 /// it fail with `EIO` without reaching `base` — except `close`, which still
 /// releases the descriptor (and its lock), as the kernel does for a dead
-/// process. Pair it with a
+/// process. ``crash()`` returns only once no call is still inside `base`:
+/// after it, the dead process can change nothing, even from a thread that
+/// was in the middle of a call (a compaction's rename, say) when it died. Pair it with a
 /// ``SimulatedFileSystem`` as `base`: after the "crash", call
 /// ``SimulatedFileSystem/simulateProcessCrash()`` or
 /// ``SimulatedFileSystem/simulatePowerLoss(_:seed:)`` on the base and reopen
@@ -17,13 +25,13 @@ import SystemPackage
 /// mutating calls (``mutatingCalls``), so a test can crash at every one.
 public final class CrashingFileSystem: FileSystem, Sendable {
     public let base: any FileSystem
-    private let state: Mutex<(count: Int, crashAt: Int?, crashed: Bool)>
+    private let state: Mutex<(count: Int, crashAt: Int?, crashed: Bool, inFlight: Int)>
 
     /// - Parameter crashAt: the 1-based mutating call that does not happen;
     ///   `nil` never crashes (just counts).
     public init(base: any FileSystem, crashAt: Int?) {
         self.base = base
-        self.state = Mutex((0, crashAt, false))
+        self.state = Mutex((0, crashAt, false, 0))
     }
 
     /// Mutating calls that went through (or were attempted, once crashed).
@@ -32,26 +40,37 @@ public final class CrashingFileSystem: FileSystem, Sendable {
     /// Whether the crash point has been reached.
     public var hasCrashed: Bool { state.withLock { $0.crashed } }
 
-    /// Crashes now: nothing reaches the disk any more.
-    public func crash() { state.withLock { $0.crashed = true } }
+    /// Crashes now: nothing reaches the disk any more. Waits for the calls
+    /// already inside `base` to return (they happened before the death).
+    public func crash() {
+        state.withLock { $0.crashed = true }
+        while state.withLock({ $0.inFlight }) > 0 { sched_yield() }
+    }
 
-    private func pass(mutating: Bool) throws(Errno) {
+    /// Runs `body` (the call to `base`) unless the process is dead; counts
+    /// it as in flight meanwhile, so ``crash()`` can wait for it.
+    private func pass<T>(mutating: Bool, _ body: () throws(Errno) -> T) throws(Errno) -> T {
         let dead = state.withLock { state -> Bool in
             if state.crashed { return true }
-            guard mutating else { return false }
-            state.count += 1
-            if let crashAt = state.crashAt, state.count >= crashAt {
-                state.crashed = true
-                return true
+            if mutating {
+                state.count += 1
+                if let crashAt = state.crashAt, state.count >= crashAt {
+                    state.crashed = true
+                    return true
+                }
             }
+            state.inFlight += 1
             return false
         }
         if dead { throw .ioError }
+        defer { state.withLock { $0.inFlight -= 1 } }
+        return try body()
     }
 
     public func openFile(_ path: FilePath, mode: FileOpenMode) throws(Errno) -> FileDescriptor {
-        try pass(mutating: mode == .createOrOpen || mode == .createNew)
-        return try base.openFile(path, mode: mode)
+        return try pass(mutating: mode == .createOrOpen || mode == .createNew) { () throws(Errno) in
+            try base.openFile(path, mode: mode)
+        }
     }
 
     public func close(_ descriptor: FileDescriptor) throws(Errno) {
@@ -62,69 +81,82 @@ public final class CrashingFileSystem: FileSystem, Sendable {
     public func read(
         _ descriptor: FileDescriptor, into buffer: UnsafeMutableRawBufferPointer, at offset: Int64
     ) throws(Errno) -> Int {
-        try pass(mutating: false)
-        return try base.read(descriptor, into: buffer, at: offset)
+        return try pass(mutating: false) { () throws(Errno) in
+            try base.read(descriptor, into: buffer, at: offset)
+        }
     }
 
     public func write(_ descriptor: FileDescriptor, _ bytes: UnsafeRawBufferPointer, at offset: Int64) throws(Errno)
         -> Int
     {
-        try pass(mutating: true)
-        return try base.write(descriptor, bytes, at: offset)
+        return try pass(mutating: true) { () throws(Errno) in
+            try base.write(descriptor, bytes, at: offset)
+        }
     }
 
     public func size(of descriptor: FileDescriptor) throws(Errno) -> Int64 {
-        try pass(mutating: false)
-        return try base.size(of: descriptor)
+        return try pass(mutating: false) { () throws(Errno) in
+            try base.size(of: descriptor)
+        }
     }
 
     public func truncate(_ descriptor: FileDescriptor, to size: Int64) throws(Errno) {
-        try pass(mutating: true)
-        try base.truncate(descriptor, to: size)
+        try pass(mutating: true) { () throws(Errno) in
+            try base.truncate(descriptor, to: size)
+        }
     }
 
     public func synchronize(_ descriptor: FileDescriptor) throws(Errno) {
-        try pass(mutating: true)
-        try base.synchronize(descriptor)
+        try pass(mutating: true) { () throws(Errno) in
+            try base.synchronize(descriptor)
+        }
     }
 
     public func synchronizeDirectory(_ path: FilePath) throws(Errno) {
-        try pass(mutating: true)
-        try base.synchronizeDirectory(path)
+        try pass(mutating: true) { () throws(Errno) in
+            try base.synchronizeDirectory(path)
+        }
     }
 
     public func rename(_ source: FilePath, to destination: FilePath) throws(Errno) {
-        try pass(mutating: true)
-        try base.rename(source, to: destination)
+        try pass(mutating: true) { () throws(Errno) in
+            try base.rename(source, to: destination)
+        }
     }
 
     public func removeFile(_ path: FilePath) throws(Errno) {
-        try pass(mutating: true)
-        try base.removeFile(path)
+        try pass(mutating: true) { () throws(Errno) in
+            try base.removeFile(path)
+        }
     }
 
     public func createDirectory(_ path: FilePath) throws(Errno) {
-        try pass(mutating: true)
-        try base.createDirectory(path)
+        try pass(mutating: true) { () throws(Errno) in
+            try base.createDirectory(path)
+        }
     }
 
     public func removeDirectory(_ path: FilePath) throws(Errno) {
-        try pass(mutating: true)
-        try base.removeDirectory(path)
+        try pass(mutating: true) { () throws(Errno) in
+            try base.removeDirectory(path)
+        }
     }
 
     public func contentsOfDirectory(_ path: FilePath) throws(Errno) -> [String] {
-        try pass(mutating: false)
-        return try base.contentsOfDirectory(path)
+        return try pass(mutating: false) { () throws(Errno) in
+            try base.contentsOfDirectory(path)
+        }
     }
 
     public func itemKind(at path: FilePath) throws(Errno) -> FileItemKind? {
-        try pass(mutating: false)
-        return try base.itemKind(at: path)
+        return try pass(mutating: false) { () throws(Errno) in
+            try base.itemKind(at: path)
+        }
     }
 
     public func lockExclusively(_ descriptor: FileDescriptor) throws(Errno) {
-        try pass(mutating: false)
-        try base.lockExclusively(descriptor)
+        try pass(mutating: false) { () throws(Errno) in
+            try base.lockExclusively(descriptor)
+        }
     }
 }

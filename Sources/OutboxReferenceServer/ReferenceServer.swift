@@ -26,13 +26,18 @@ public final class ReferenceServer: Sendable {
     public let host: String
     private let api: ReferenceAPI
     private let activityTracker: ServerActivity
+    private let attemptLog: AttemptLogBox?
     private let task: Task<Void, any Error>
 
-    private init(host: String, port: Int, api: ReferenceAPI, activity: ServerActivity, task: Task<Void, any Error>) {
+    private init(
+        host: String, port: Int, api: ReferenceAPI, activity: ServerActivity, attemptLog: AttemptLogBox?,
+        task: Task<Void, any Error>
+    ) {
         self.host = host
         self.port = port
         self.api = api
         self.activityTracker = activity
+        self.attemptLog = attemptLog
         self.task = task
     }
 
@@ -45,10 +50,13 @@ public final class ReferenceServer: Sendable {
     ///     server restart is still answered from the key) for anything that
     ///     must survive a restart — `outbox serve` and `outbox demo` use it;
     ///     ``InMemoryIdempotencyKeyStore`` for tests and throwaway runs.
+    ///   - recordAttempts: keep an ``AttemptLog`` of every write request
+    ///     (it grows with every request: for tests, not a long-running server).
     public static func start(
         host: String = "127.0.0.1", port: Int = 0, faults: ServerFaults = ServerFaults(),
         keyStore: any IdempotencyKeyStore,
         middleware: IdempotencyMiddleware<ReferenceContext>.Configuration = .init(),
+        recordAttempts: Bool = false,
         logger: Logger? = nil
     ) async throws -> ReferenceServer {
         let ledger = LedgerBox()
@@ -57,6 +65,8 @@ public final class ReferenceServer: Sendable {
         let store = CountingKeyStore(base: keyStore, ledger: ledger)
         let router = Router(context: ReferenceContext.self)
         router.add(middleware: ActivityMiddleware(activity: activity))
+        let attemptLog = recordAttempts ? AttemptLogBox() : nil
+        if let attemptLog { router.add(middleware: AttemptLogMiddleware(box: attemptLog)) }
         router.add(middleware: FaultInjectionMiddleware(draw: draw))
         router.add(middleware: IdempotencyMiddleware(store: store, configuration: middleware))
         router.add(middleware: SlowApplyMiddleware(activity: activity))
@@ -76,7 +86,7 @@ public final class ReferenceServer: Sendable {
             task.cancel()
             throw ServerError.didNotStart
         }
-        return ReferenceServer(host: host, port: bound, api: api, activity: activity, task: task)
+        return ReferenceServer(host: host, port: bound, api: api, activity: activity, attemptLog: attemptLog, task: task)
     }
 
     enum ServerError: Error { case didNotStart }
@@ -97,6 +107,10 @@ public final class ReferenceServer: Sendable {
     public func waitForActivity(_ condition: @escaping @Sendable (ReferenceActivity) -> Bool) async {
         await activityTracker.wait(until: condition)
     }
+
+    /// Every write request received so far, with its key; empty unless the
+    /// server was started with `recordAttempts`.
+    public var attempts: AttemptLog { attemptLog?.log.withLock { $0 } ?? AttemptLog() }
 
     /// Stops listening.
     public func stop() async {

@@ -69,6 +69,13 @@ public struct RecoveryReport: Sendable, Hashable, CustomStringConvertible {
 
     public init(directory: String) { self.directory = directory }
 
+    /// Zeroes the per-scan counts before the scan salvage runs again after
+    /// its repairs (what was found and repaired is kept).
+    mutating func restartCounts() {
+        records = 0
+        bytes = 0
+    }
+
     public var description: String {
         var lines = [
             "\(directory): \(segments) segment(s), \(records) record(s), \(liveKeys) live key(s), \(bytes) bytes"

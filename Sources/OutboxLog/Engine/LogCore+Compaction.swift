@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import SystemPackage
 
 /// What a compaction did.
@@ -68,7 +69,10 @@ extension LogCore {
         guard let ratio = configuration.automaticCompactionRatio, !configuration.readOnly else { return }
         let minimum = Int64(configuration.automaticCompactionMinimumBytes ?? configuration.segmentSize)
         let due = state.withLock { state -> Bool in
-            guard case .open = state.phase, !state.compactionRunning else { return false }
+            // Never once `close()` has begun: it waits only for a compaction
+            // already running, and one started by its own closing flush (a
+            // roll) would go on touching the files after the lock is gone.
+            guard case .open = state.phase, !state.closing, !state.compactionRunning else { return false }
             var total: Int64 = 0
             var dead: Int64 = 0
             for id in state.order where id != state.activeID {
@@ -134,6 +138,27 @@ extension LogCore {
         try await waitFor(last, durable: true)
     }
 
+    /// Blocks the compaction thread until every record up to `sequence` is
+    /// durable (the writer syncs it, or has already), or the log fails.
+    private func waitUntilDurable(_ sequence: UInt64) throws(OutboxLogError) {
+        if state.withLock({ sequence <= $0.durableSequence }) { return }
+        let done = DispatchSemaphore(value: 0)
+        let outcome = Mutex<Result<Void, OutboxLogError>>(.success(()))
+        // The wait itself is async (a continuation the writer resumes); this
+        // thread may block, the cooperative pool must not, so it only hops
+        // through a task.
+        Task {
+            do throws(OutboxLogError) {
+                try await self.waitFor(sequence, durable: true)
+            } catch {
+                outcome.withLock { $0 = .failure(error) }
+            }
+            done.signal()
+        }
+        done.wait()
+        try outcome.withLock { $0 }.get()
+    }
+
     private func runOnOwnThread<T: Sendable>(_ body: @escaping @Sendable () throws(OutboxLogError) -> T) async throws(OutboxLogError) -> T {
         let result = await withCheckedContinuation { (continuation: CheckedContinuation<Result<T, OutboxLogError>, Never>) in
             let thread = Thread {
@@ -178,10 +203,16 @@ extension LogCore {
             }
             var inputs: [Input] = []
             for id in sealed[first...] {
-                guard let slot = state.slots[id], let file = slot.file else { return nil }
+                guard let slot = state.slots[id], let file = slot.file else { break }
                 let usage = state.index.usage[id] ?? SegmentUsage()
-                inputs.append(Input(file: file, usage: usage, size: Int64(SegmentHeader.size) + usage.totalBytes))
+                let size = Int64(SegmentHeader.size) + usage.totalBytes
+                // A segment sealed by a roll at append time may still have
+                // bytes waiting for the writer (buffered appends): the run
+                // ends before it, or the copy would read past its end.
+                guard slot.writtenSize >= size else { break }
+                inputs.append(Input(file: file, usage: usage, size: size))
             }
+            guard !inputs.isEmpty else { return nil }
             let lastInput = state.order.firstIndex(of: inputs.last!.file.id)!
             let coverEnd =
                 lastInput + 1 < state.order.count
@@ -204,6 +235,9 @@ extension LogCore {
                 }
             })
         var moved: [Moved] = []
+        // Set once the intent is renamed into place: from then on the swap
+        // will happen, whatever fails next.
+        var committed = false
 
         do throws(OutboxLogError) {
             // 2. Copy the live records.
@@ -217,12 +251,18 @@ extension LogCore {
             // carry its sequence range, or the next open would see a gap.
             let outputs = try writer.finish(needsPlaceholder: !plan.atStart)
 
+            // The records the copy left behind as dead were superseded by
+            // later appends — possibly ones not yet on disk. Deleting the
+            // inputs before those are durable would let a power loss take
+            // both the old value and the new one: a hole in the history.
+            try waitUntilDurable(state.withLock { $0.nextSequence - 1 })
+
             // 3. Commit.
             let intent = CompactionIntent(
                 inputs: plan.inputs.map { .init(base: $0.file.header.baseSequence, salt: $0.file.header.salt) },
                 outputs: outputs.map { .init(base: $0.header.baseSequence, salt: $0.header.salt) },
                 quarantineInputs: false)
-            try swap.commit(intent)
+            try swap.commit(intent, committed: &committed)
 
             // 4. Swap in memory.
             let inputIDs = Set(plan.inputs.map(\.file.id))
@@ -256,7 +296,17 @@ extension LogCore {
             report.bytesAfter = outputs.reduce(0) { $0 + $1.size }
             report.recordsCopied = moved.count
         } catch {
-            writer.abandon()
+            guard committed else {
+                writer.abandon()
+                throw error
+            }
+            // The intent is in place but the directory sync after it failed:
+            // the next open will finish the swap if the rename survives, or
+            // roll it back if not. Either way it needs the outputs, and this
+            // log cannot know which will happen: it is poisoned, as after
+            // any failed sync.
+            let waiters = state.withLock { poison(error, in: &$0) }
+            for waiter in waiters { waiter.continuation.resume(returning: .failure(error)) }
             throw error
         }
 

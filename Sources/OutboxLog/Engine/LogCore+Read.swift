@@ -154,26 +154,41 @@ extension LogCore {
                         throw .corruption("segment no longer verifies: \(stop.reason)", file: file.path, offset: stop.offset)
                     }
                 }
-                // Keep the records the index still points at.
-                let live = state.withLock { state -> [(ScannedRecord, IndexEntry)] in
-                    candidates.compactMap { record in
-                        guard record.kind == .value, let entry = state.index.entries[record.key],
-                            entry.value
-                                == Location(segment: file.id, offset: UInt32(record.offset), length: UInt32(record.length))
-                        else { return nil }
-                        return (record, entry)
+                // Keep the records the index still points at. A compaction
+                // may have swapped this file out since the snapshot: its live
+                // records then sit, with the same sequence numbers, in an
+                // output file the snapshot does not have — read them there.
+                // Files are captured under the same lock, or a swap in
+                // between would lose an annotation.
+                let (live, files) = state.withLock { state -> ([(ScannedRecord, IndexEntry, moved: Bool)], [UInt32: SegmentFile]) in
+                    let swappedOut = state.slots[file.id] == nil
+                    let here = { (record: ScannedRecord) in
+                        Location(segment: file.id, offset: UInt32(record.offset), length: UInt32(record.length))
                     }
+                    let live = candidates.compactMap { record -> (ScannedRecord, IndexEntry, moved: Bool)? in
+                        guard record.kind == .value, let entry = state.index.entries[record.key] else { return nil }
+                        if entry.value == here(record) { return (record, entry, false) }
+                        return swappedOut && state.slots[entry.value.segment]?.file != nil ? (record, entry, true) : nil
+                    }
+                    let needsFiles = live.contains { $0.moved || $0.1.annotation.exists }
+                    return (live, needsFiles ? state.slots.compactMapValues(\.file) : [:])
                 }
-                var annotationFiles: [UInt32: SegmentFile] = [:]
-                if live.contains(where: { $0.1.annotation.exists }) {
-                    annotationFiles = state.withLock { state in state.slots.compactMapValues(\.file) }
-                }
-                for (record, entry) in live {
-                    let frame = try reader.window(at: record.offset, count: record.length)
-                    let keyEnd = RecordFrame.headerSize + record.key.count
-                    var item = LogEntry(
-                        key: record.key, sequence: record.sequence, value: Array(frame[keyEnd...]), annotation: nil)
-                    if entry.annotation.exists, let annotationFile = annotationFiles[entry.annotation.segment] {
+                for (record, entry, moved) in live {
+                    var item: LogEntry
+                    if moved {
+                        // The index's copy must be this very record, moved:
+                        // otherwise the record was superseded after the swap.
+                        guard let target = files[entry.value.segment] else { continue }
+                        let copy = try target.readRecord(
+                            at: Int64(entry.value.offset), length: Int(entry.value.length), expecting: record.key)
+                        guard copy.sequence == record.sequence else { continue }
+                        item = LogEntry(key: record.key, sequence: record.sequence, value: copy.payload, annotation: nil)
+                    } else {
+                        let frame = try reader.window(at: record.offset, count: record.length)
+                        let keyEnd = RecordFrame.headerSize + record.key.count
+                        item = LogEntry(key: record.key, sequence: record.sequence, value: Array(frame[keyEnd...]), annotation: nil)
+                    }
+                    if entry.annotation.exists, let annotationFile = files[entry.annotation.segment] {
                         let annotation = try annotationFile.readRecord(
                             at: Int64(entry.annotation.offset), length: Int(entry.annotation.length),
                             expecting: record.key)

@@ -27,6 +27,11 @@ struct SegmentSwap {
 
     /// Rolls a committed swap forward: inputs deleted (or moved aside),
     /// outputs renamed into place, then the intent removed. Idempotent.
+    ///
+    /// `segmentSalts` holds every segment file present, by base, with its
+    /// salt, or `nil` if its header is unreadable (fill it with
+    /// `updateValue(_:forKey:)`: a subscript assignment of `nil` removes the
+    /// key). An input that is absent was handled before a crash.
     func finish(_ intent: CompactionIntent, segmentSalts: [UInt64: UInt64?]) throws(OutboxLogError) {
         let outputSalts = Set(intent.outputs.map(\.salt))
         for input in intent.inputs {
@@ -80,7 +85,12 @@ struct SegmentSwap {
 
     /// Makes a swap durable: the intent is written, synced and renamed into
     /// place, and the directory synced. After this, the swap will happen.
-    func commit(_ intent: CompactionIntent) throws(OutboxLogError) {
+    ///
+    /// `committed` is set as soon as the rename succeeds: a failure after
+    /// it (the directory sync) leaves an intent the next open may find, so
+    /// the caller must keep the outputs and must not carry on as if the
+    /// swap had not happened.
+    func commit(_ intent: CompactionIntent, committed: inout Bool) throws(OutboxLogError) {
         try fileSystem.syncDirectory(layout.directory)  // the outputs' names
         let descriptor = try fileSystem.createFile(at: layout.temporaryIntentFile, contents: intent.encoded())
         try? fileSystem.close(descriptor)
@@ -89,6 +99,7 @@ struct SegmentSwap {
         } catch {
             throw .io("cannot commit compaction record", error, file: layout.intentFile)
         }
+        committed = true
         try fileSystem.syncDirectory(layout.directory)
     }
 

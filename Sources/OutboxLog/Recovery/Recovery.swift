@@ -49,7 +49,7 @@ struct Recovery {
         let start = clock.now
         var report = RecoveryReport(directory: layout.directory.string)
         report.readOnly = configuration.readOnly
-        var result = try attempt(report: &report, salvaged: false)
+        var result = try attempt(report: &report, salvagePasses: 0)
         result.report.duration = clock.now - start
         return result
     }
@@ -65,7 +65,8 @@ struct Recovery {
         var header: Result<SegmentHeader, SegmentHeader.DecodeError>
     }
 
-    private func attempt(report: inout RecoveryReport, salvaged: Bool) throws(OutboxLogError) -> RecoveredLog {
+    private func attempt(report: inout RecoveryReport, salvagePasses: Int) throws(OutboxLogError) -> RecoveredLog {
+        let salvaged = salvagePasses > 0
         let names: [String]
         do { names = try fileSystem.contentsOfDirectory(layout.directory) } catch {
             throw .io("cannot list the log directory", error, file: layout.directory)
@@ -176,7 +177,12 @@ struct Recovery {
         var files: [SegmentFile] = []
         var nextID: UInt32 = 1
         var damaged: [DamagedSegment] = []
+        // Ranges of sequence numbers salvage will mark as lost.
+        var gaps: [Gap] = []
         var tornTail: (candidate: Candidate, analysis: SegmentAnalysis, id: UInt32)?
+        // Where the newest segment's records stop being vouched for by a
+        // durable watermark (see `rewrite(_:path:from:to:)`).
+        var newestUnprovenFrom: Int64?
         var segmentsWithKnownDamage: Set<UInt32> = []
         // The segment before this one; its end is only trusted if it was undamaged.
         var previous: (header: SegmentHeader?, name: String, lastSequence: UInt64?, damaged: Bool)?
@@ -222,7 +228,17 @@ struct Recovery {
                 case .success(let header): reason = "header names base \(header.baseSequence), the file name \(candidate.base)"
                 case .failure(let failure): reason = "bad segment header (\(failure))"
                 }
-                damaged.append(DamagedSegment(candidate: candidate, header: nil, offset: 0, reason: reason))
+                // Its range starts where the previous segment's ends, if
+                // that one is intact: salvage accounts for it from there.
+                var rangeStart = candidate.base
+                if let earlier, !earlier.damaged, let previousHeader = earlier.header,
+                    let expected = previousHeader.coverEnd ?? earlier.lastSequence.map({ $0 + 1 })
+                {
+                    rangeStart = expected
+                }
+                damaged.append(
+                    DamagedSegment(
+                        candidate: candidate, header: nil, offset: 0, reason: reason, minimumSequence: rangeStart))
                 previous = (nil, name, nil, true)
                 continue
             }
@@ -254,6 +270,17 @@ struct Recovery {
                         continue
                     }
                     report.skipped.append(.init(file: name, offset: 0, bytes: 0, reason: gap))
+                    if salvagePasses < Self.maximumGapPasses {
+                        // Salvage records the loss on disk, so the next open
+                        // (strict, say) does not trip over the same gap. (A
+                        // gap may show only once the damage around it is
+                        // repaired: hence more than one pass.)
+                        gaps.append(
+                            expected.map { Gap(from: $0, to: header.baseSequence, replacing: nil) }
+                                ?? Gap(
+                                    from: previousHeader.baseSequence, to: header.baseSequence,
+                                    replacing: (previousHeader.salt, earlier.name)))
+                    }
                 }
             }
 
@@ -277,6 +304,12 @@ struct Recovery {
                 }
             }
             let analysis = scanned.analysis
+            if isNewest && header.coverEnd == nil {
+                // A record is proven durable once a later one carries a
+                // watermark at or above its sequence number.
+                let proven = analysis.leading.maximumWatermark
+                newestUnprovenFrom = scanned.records.first { $0.sequence > proven }?.offset
+            }
             report.records += recordCount
             files.append(file)
             endsWithMarker = analysis.leading.records == 0 ? endsWithMarker : analysis.leading.endsWithMarker
@@ -302,6 +335,12 @@ struct Recovery {
         }
 
         // 4. Damage other than a torn tail.
+        if !gaps.isEmpty && damaged.isEmpty && !configuration.readOnly {
+            try salvage([], gaps: gaps, ordered: ordered, highestSequence: highestSequence, report: &report)
+            files.removeAll()
+            report.restartCounts()
+            return try attempt(report: &report, salvagePasses: salvagePasses + 1)
+        }
         if let first = damaged.first {
             if configuration.recoveryMode == .strict || salvaged {
                 throw OutboxLogError(
@@ -316,9 +355,10 @@ struct Recovery {
                         ?? [.init(file: segment.name, offset: segment.offset, bytes: segment.candidate.size - segment.offset, reason: segment.reason)]
                 }
             } else {
-                try salvage(damaged, ordered: ordered, highestSequence: highestSequence, report: &report)
+                try salvage(damaged, gaps: gaps, ordered: ordered, highestSequence: highestSequence, report: &report)
                 files.removeAll()
-                return try attempt(report: &report, salvaged: true)
+                report.restartCounts()
+                return try attempt(report: &report, salvagePasses: salvagePasses + 1)
             }
         }
 
@@ -338,19 +378,32 @@ struct Recovery {
                 readableEnds[id] = damage.offset
                 logger.info("found a torn tail (read-only: left in place)", metadata: metadata)
             } else {
-                try cutTornTail(candidate, at: damage.offset, emptied: analysis.leading.records == 0, files: &files, index: &index)
+                try cutTornTail(
+                    candidate, at: damage.offset, emptied: analysis.leading.records == 0, rewritingFrom: newestUnprovenFrom,
+                    files: &files, index: &index)
                 logger.warning("cut a torn tail", metadata: metadata)
             }
         } else if let newest = files.last, newest.header.coverEnd == nil, !configuration.readOnly {
-            // Appends continue in the newest segment. Sync it once, so every
-            // record recovered is on stable storage before any new record
-            // claims so in its durable watermark.
+            // Appends continue in the newest segment. Make it durable once
+            // (rewriting what no watermark vouches for), so every record
+            // recovered is on stable storage before any new record claims so
+            // in its durable watermark.
             let descriptor: FileDescriptor
             do {
                 descriptor = try fileSystem.openFile(newest.path, mode: .readWrite)
-                try fileSystem.synchronize(descriptor)
             } catch {
                 throw .io("cannot reopen the newest segment for appending", error, file: newest.path)
+            }
+            do throws(OutboxLogError) {
+                if let from = newestUnprovenFrom {
+                    try rewrite(descriptor, path: newest.path, from: from, to: ordered.last!.size)
+                }
+                do { try fileSystem.synchronize(descriptor) } catch {
+                    throw .io("cannot sync the newest segment", error, file: newest.path)
+                }
+            } catch {
+                try? fileSystem.close(descriptor)
+                throw error
             }
             let writable = SegmentFile(
                 id: newest.id, header: newest.header, path: newest.path, descriptor: descriptor, fileSystem: fileSystem)
@@ -372,6 +425,19 @@ struct Recovery {
 
     // MARK: - Repairs
 
+    /// How many times salvage may fill gaps and scan again.
+    static let maximumGapPasses = 3
+
+    /// Sequence numbers no segment holds any more (a deleted file, or an
+    /// empty segment that is not the newest): salvage writes an empty
+    /// placeholder segment covering `from..<to`, as compaction does for an
+    /// emptied run, replacing the empty segment if there is one.
+    private struct Gap {
+        var from: UInt64
+        var to: UInt64
+        var replacing: (salt: UInt64, name: String)?
+    }
+
     private struct DamagedSegment {
         var candidate: Candidate
         var header: SegmentHeader?
@@ -385,7 +451,10 @@ struct Recovery {
 
     private func finishSwap(_ intent: CompactionIntent, segments: [UInt64: Candidate]) throws(OutboxLogError) {
         var salts: [UInt64: UInt64?] = [:]
-        for (base, candidate) in segments { salts[base] = (try? candidate.header.get())?.salt }
+        // updateValue, not a subscript: assigning a nil salt (an unreadable
+        // header) through the subscript would remove the key, and the swap
+        // would then skip that input instead of moving it aside.
+        for (base, candidate) in segments { salts.updateValue((try? candidate.header.get())?.salt, forKey: base) }
         try swap.finish(intent, segmentSalts: salts)
     }
 
@@ -393,16 +462,45 @@ struct Recovery {
     /// original into `damaged/`, through the same committed swap compaction
     /// uses, so a crash midway is finished by the next open.
     private func salvage(
-        _ damaged: [DamagedSegment], ordered: [Candidate], highestSequence: UInt64, report: inout RecoveryReport
+        _ damaged: [DamagedSegment], gaps: [Gap], ordered: [Candidate], highestSequence: UInt64,
+        report: inout RecoveryReport
     ) throws(OutboxLogError) {
         var inputs: [CompactionIntent.SegmentIdentity] = []
         var outputs: [CompactionIntent.SegmentIdentity] = []
+        for gap in gaps {
+            if let replaced = gap.replacing {
+                inputs.append(.init(base: gap.from, salt: replaced.salt))
+                report.quarantinedFiles.append(replaced.name)
+            }
+            let placeholder = SegmentHeader(baseSequence: gap.from, coverEnd: gap.to, salt: UInt64.random(in: 1...UInt64.max))
+            let descriptor = try fileSystem.createFile(
+                at: layout.compactingSegmentFile(base: gap.from), contents: placeholder.encoded())
+            try? fileSystem.close(descriptor)
+            outputs.append(.init(base: gap.from, salt: placeholder.salt))
+            logger.error(
+                "salvage marked missing records as lost",
+                metadata: ["sequences": "\(gap.from)..<\(gap.to)"])
+        }
         for segment in damaged {
             inputs.append(.init(base: segment.candidate.base, salt: segment.header?.salt ?? 0))
             report.quarantinedFiles.append(segment.name)
             guard let header = segment.header else {
                 report.skipped.append(
                     .init(file: segment.name, offset: 0, bytes: segment.candidate.size, reason: segment.reason))
+                // Nothing in it can be trusted, not even its range: the file
+                // name says where it starts, the next segment where it ends.
+                // An empty placeholder keeps that range accounted for.
+                let position = ordered.firstIndex { $0.base == segment.candidate.base }!
+                let base = segment.minimumSequence ?? segment.candidate.base
+                let coverEnd = position + 1 < ordered.count ? ordered[position + 1].base : highestSequence + 1
+                if coverEnd > base {
+                    let placeholder = SegmentHeader(
+                        baseSequence: base, coverEnd: coverEnd, salt: UInt64.random(in: 1...UInt64.max))
+                    let descriptor = try fileSystem.createFile(
+                        at: layout.compactingSegmentFile(base: base), contents: placeholder.encoded())
+                    try? fileSystem.close(descriptor)
+                    outputs.append(.init(base: base, salt: placeholder.salt))
+                }
                 continue
             }
             // Collect every intact record, past all damage.
@@ -425,9 +523,23 @@ struct Recovery {
             let coverEnd =
                 position + 1 < ordered.count ? ordered[position + 1].base : max(highestSequence, ownHighest) + 1
             let base = max(header.baseSequence, minimum)
-            let output = SegmentHeader(baseSequence: base, coverEnd: max(coverEnd, base), salt: UInt64.random(in: 1...UInt64.max))
+            // Records outside the range this file holds in the log (a file
+            // copied from elsewhere in the log under another name) are not
+            // this position's history: keeping them would break the next scan.
+            let inRange = kept.filter { $0.sequence >= base && $0.sequence < coverEnd }
+            if inRange.count < kept.count {
+                report.skipped.append(
+                    .init(
+                        file: segment.name, offset: 0, bytes: 0,
+                        reason: "\(kept.count - inRange.count) record(s) outside the segment's range \(base)..<\(max(coverEnd, base))"))
+            }
+            // Nothing of the log's history is left in it (its whole range
+            // belongs to its neighbours): no output, or one named after the
+            // next segment would replace that segment.
+            guard coverEnd > base else { continue }
+            let output = SegmentHeader(baseSequence: base, coverEnd: coverEnd, salt: UInt64.random(in: 1...UInt64.max))
             var bytes = output.encoded()
-            for record in kept {
+            for record in inRange {
                 let frame = try reader.window(at: record.offset, count: record.length)
                 let start = bytes.count
                 bytes.append(contentsOf: frame)
@@ -443,9 +555,12 @@ struct Recovery {
                 metadata: ["file": "\(segment.name)", "kept": "\(kept.count)", "reason": "\(segment.reason)"])
         }
         let intent = CompactionIntent(inputs: inputs, outputs: outputs, quarantineInputs: true)
-        try swap.commit(intent)
+        // A failure after the commit point leaves the intent (and the
+        // outputs) for the next open to finish: the open fails either way.
+        var committed = false
+        try swap.commit(intent, committed: &committed)
         var salts: [UInt64: UInt64?] = [:]
-        for candidate in ordered { salts[candidate.base] = (try? candidate.header.get())?.salt }
+        for candidate in ordered { salts.updateValue((try? candidate.header.get())?.salt, forKey: candidate.base) }
         try swap.finish(intent, segmentSalts: salts)
     }
 
@@ -453,7 +568,8 @@ struct Recovery {
     /// then go to a new segment with a fresh salt, so bytes of the cut tail
     /// can never resurface as records; a segment left empty is deleted.
     private func cutTornTail(
-        _ candidate: Candidate, at offset: Int64, emptied: Bool, files: inout [SegmentFile], index: inout LogIndex
+        _ candidate: Candidate, at offset: Int64, emptied: Bool, rewritingFrom unproven: Int64?,
+        files: inout [SegmentFile], index: inout LogIndex
     ) throws(OutboxLogError) {
         if emptied {
             if let last = files.popLast() { index.usage[last.id] = nil }
@@ -461,13 +577,45 @@ struct Recovery {
             try fileSystem.syncDirectory(layout.directory)
             return
         }
-        do {
-            let descriptor = try fileSystem.openFile(candidate.path, mode: .readWrite)
-            defer { try? fileSystem.close(descriptor) }
-            try fileSystem.truncate(descriptor, to: offset)
-            try fileSystem.synchronize(descriptor)
-        } catch {
+        let descriptor: FileDescriptor
+        do { descriptor = try fileSystem.openFile(candidate.path, mode: .readWrite) } catch {
             throw .io("cannot cut the torn tail", error, file: candidate.path, offset: offset)
         }
+        defer { try? fileSystem.close(descriptor) }
+        do { try fileSystem.truncate(descriptor, to: offset) } catch {
+            throw .io("cannot cut the torn tail", error, file: candidate.path, offset: offset)
+        }
+        if let unproven, unproven < offset { try rewrite(descriptor, path: candidate.path, from: unproven, to: offset) }
+        do { try fileSystem.synchronize(descriptor) } catch {
+            throw .io("cannot sync the cut segment", error, file: candidate.path, offset: offset)
+        }
+    }
+
+    /// Writes bytes `from..<end` of the newest segment again, unchanged,
+    /// before the sync that makes recovered records durable.
+    ///
+    /// Records that no durable watermark vouches for may have been read
+    /// from the page cache without being on disk: after a failed `fsync`,
+    /// Linux keeps the unwritten pages readable but marks them clean, so a
+    /// later `fsync` — by the next process, say, after the app was killed —
+    /// succeeds without writing them (PostgreSQL's "fsyncgate"). Writing the
+    /// bytes again dirties the pages, so the sync that follows really
+    /// flushes them, or fails. Only the newest segment can hold such
+    /// records: every other segment was synced before the next one existed.
+    private func rewrite(_ descriptor: FileDescriptor, path: FilePath, from: Int64, to end: Int64) throws(OutboxLogError) {
+        let chunk: Int64 = 1 << 20
+        var offset = from
+        while offset < end {
+            let count = Int(min(chunk, end - offset))
+            do throws(Errno) {
+                let bytes = try fileSystem.readBytes(descriptor, count: count, at: offset)
+                guard bytes.count == count else { throw Errno.ioError }
+                try fileSystem.writeFully(descriptor, bytes, at: offset)
+            } catch {
+                throw .io("cannot rewrite unsynced records", error, file: path, offset: offset)
+            }
+            offset += Int64(count)
+        }
+        logger.debug("rewrote records no watermark vouches for", metadata: ["file": "\(path)", "bytes": "\(end - from)"])
     }
 }

@@ -1,0 +1,53 @@
+import ArgumentParser
+import Foundation
+import OutboxTorture
+import SystemPackage
+
+/// `outbox torture-worker log|outbox …`: the child processes `outbox
+/// torture` spawns and kills. Hidden: its output is a line protocol for the
+/// parent (see `WorkerLine`), not for people.
+struct TortureWorkerCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "torture-worker",
+        abstract: "A worker process of `outbox torture` (internal).",
+        shouldDisplay: false,
+        subcommands: [LogWorkerCommand.self, OutboxWorkerCommand.self]
+    )
+}
+
+/// `outbox torture-worker log --directory D --seed S --stream N --count C [--compaction-heavy]`
+struct LogWorkerCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "log", abstract: "Run one seeded log workload, printing each acknowledgement.")
+
+    @Option var directory: String
+    @Option var seed: UInt64
+    @Option var stream: UInt64
+    @Option var count: Int
+    @Flag var compactionHeavy = false
+
+    func run() async throws {
+        let status = await LogWorker.run(
+            .init(directory: FilePath(directory), seed: seed, stream: stream, count: count, compactionHeavy: compactionHeavy))
+        if status != 0 { throw ExitCode(status) }
+    }
+}
+
+/// `outbox torture-worker outbox --root R --base-url URL --seed S --cycle C --count N`
+struct OutboxWorkerCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "outbox", abstract: "Enqueue a seeded list of writes and drain them to a server.")
+
+    @Option var root: String
+    @Option var baseURL: String
+    @Option var seed: UInt64
+    @Option var cycle: Int
+    @Option var count: Int
+
+    func run() async throws {
+        guard let url = URL(string: baseURL) else { throw ValidationError("bad --base-url \(baseURL)") }
+        let status = await OutboxWorker.run(
+            .init(root: FilePath(root), baseURL: url, seed: seed, cycle: cycle, count: count))
+        if status != 0 { throw ExitCode(status) }
+    }
+}

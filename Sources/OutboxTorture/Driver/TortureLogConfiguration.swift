@@ -1,0 +1,26 @@
+import Logging
+import OutboxLog
+
+/// The log configuration every torture mode uses, worker and verifier
+/// alike: tiny segments, so a short workload rolls many of them and
+/// automatic compaction runs often.
+public enum TortureLogConfiguration {
+    /// Small segments: a few dozen records each, so workloads roll often.
+    public static let segmentSize = 8192
+
+    public static func make(
+        fileSystem: any FileSystem = PosixFileSystem(), recovery: OutboxLog.Configuration.RecoveryMode = .strict
+    ) -> OutboxLog.Configuration {
+        var configuration = OutboxLog.Configuration()
+        configuration.segmentSize = segmentSize
+        configuration.automaticCompactionRatio = 0.5
+        configuration.automaticCompactionMinimumBytes = 4 * segmentSize
+        // Large values are up to 16 KiB: let them through tiny segments.
+        configuration.maximumRecordSize = 64 << 10
+        configuration.readerThreads = 1
+        configuration.fileSystem = fileSystem
+        configuration.recoveryMode = recovery
+        configuration.logger = Logger(label: "outbox.torture", factory: { _ in SwiftLogNoOpLogHandler() })
+        return configuration
+    }
+}

@@ -1,0 +1,34 @@
+/// The torture modes: each attacks the engine's promise from a different side.
+public enum TortureMode: String, Sendable, Codable, CodingKeyRepresentable, CaseIterable, CustomStringConvertible {
+    /// `kill -9` of a real worker process (the `outbox` binary) at random
+    /// moments, on a real directory; several cycles on the same log.
+    case kill
+    /// Simulated power loss through the simulated file system, in every
+    /// ``OutboxLogTesting/PowerLossMode``.
+    case powerloss
+    /// EIO/ENOSPC on the Nth write, sync, rename, directory sync, create or
+    /// truncate (simulated), also during recovery; and real-syscall faults
+    /// under libfiu when `fiu-run` is installed.
+    case iofault
+    /// Bit flips, truncations, zeroed pages, garbage, deleted, duplicated
+    /// and foreign segment files, on copies of real logs.
+    case corrupt
+    /// `kill -9` of an app process draining its outbox to a real loopback
+    /// server that counts side effects per idempotency key.
+    case outbox
+
+    public var description: String { rawValue }
+
+    /// How `--mode all` shares its time among the modes: the kill loop and
+    /// corruption get the most (the long profile's bar counts their cycles:
+    /// 1,000 kills and 10,000 corruption cases in ten minutes).
+    var shareOfAll: Double {
+        switch self {
+        case .kill: 0.42
+        case .powerloss: 0.10
+        case .iofault: 0.10
+        case .corrupt: 0.28
+        case .outbox: 0.10
+        }
+    }
+}

@@ -1,0 +1,123 @@
+import Foundation
+import Logging
+import Outbox
+import OutboxHTTP
+import OutboxLog
+import OutboxLogTesting
+import SystemPackage
+
+/// The child side of the outbox mode: an "app" that opens its outbox,
+/// enqueues a known list of writes (each with an id fixed by the seed, as an
+/// app that retries its own enqueue after a restart would), reports every
+/// acknowledged enqueue with its idempotency key, and drains the queue to
+/// the server through the real dispatcher and HTTP handler until nothing is
+/// left to send. The parent kills it whenever it likes.
+public enum OutboxWorker {
+    /// What to run; the parent passes these on the command line.
+    public struct Job: Sendable {
+        public var root: FilePath
+        public var baseURL: URL
+        public var seed: UInt64
+        public var cycle: Int
+        public var count: Int
+
+        public init(root: FilePath, baseURL: URL, seed: UInt64, cycle: Int, count: Int) {
+            self.root = root
+            self.baseURL = baseURL
+            self.seed = seed
+            self.cycle = cycle
+            self.count = count
+        }
+    }
+
+    public static let partition = "torture"
+
+    /// The write the app records: a message, unique to its seed, cycle and index.
+    struct Message: OutboxAction, Encodable {
+        static let type = "torture_message"
+        let conversation: String
+        let text: String
+        var method: String { "POST" }
+        var endpoint: String { "/messages" }
+        var scope: String? { conversation }
+    }
+
+    /// The text of entry `index`, by which the server's attempt log finds it.
+    public static func tag(seed: UInt64, cycle: Int, index: Int) -> String { "torture-\(seed)-\(cycle)-\(index)" }
+
+    /// The entry id of `index`: the same in every life of the app.
+    static func id(seed: UInt64, cycle: Int, index: Int) -> OutboxEntry.ID {
+        var random = SplitMix64.derived(seed: seed, stream: 0x4F42_0000_0000_0000 | UInt64(cycle) << 20 | UInt64(index))
+        let bytes = random.nextBytes(16)
+        let uuid = UUID(uuid: (
+            bytes[0], bytes[1], bytes[2], bytes[3], bytes[4], bytes[5], bytes[6], bytes[7],
+            bytes[8], bytes[9], bytes[10], bytes[11], bytes[12], bytes[13], bytes[14], bytes[15]))
+        return OutboxEntry.ID(uuid)
+    }
+
+    /// Runs the job; returns the exit status (0 drained, 2 open failed, 3 a step failed).
+    public static func run(_ job: Job) async -> Int32 {
+        let quiet = Logger(label: "outbox.torture", factory: { _ in SwiftLogNoOpLogHandler() })
+        var configuration = OutboxStoreConfiguration()
+        configuration.log.logger = quiet
+        let store: LogOutboxStore
+        do {
+            store = try await LogOutboxStore.open(root: job.root, partition: partition, configuration: configuration)
+        } catch {
+            WorkerLine.openFailed(code: WorkerLine.word(error.code), message: error.description).send()
+            return LogWorker.Status.openFailed
+        }
+        var http = HTTPOutboxHandler.Configuration(baseURL: job.baseURL)
+        // Shorter than the server's held answers: some attempts time out
+        // after the server applied them, and are retried with the same key.
+        http.requestTimeout = .milliseconds(OutboxModeTorture.clientTimeoutMilliseconds)
+        var dispatching = OutboxDispatcherConfiguration()
+        dispatching.maximumConcurrentDeliveries = 4
+        dispatching.backoff = OutboxBackoff(base: .milliseconds(5), cap: .milliseconds(100))
+        dispatching.deliveryTimeout = .seconds(5)
+        dispatching.maximumAge = nil
+        dispatching.logger = quiet
+        let dispatcher = OutboxDispatcher(
+            store: store, handlers: [:], fallback: HTTPOutboxHandler(configuration: http), configuration: dispatching)
+        WorkerLine.ready.send()
+        await dispatcher.start()
+
+        // Every life enqueues the whole list again: what was recorded
+        // before comes back as a duplicate, what was not is recorded now.
+        for index in 0..<job.count {
+            let message = Message(
+                conversation: "conversation-\(index % 6)", text: tag(seed: job.seed, cycle: job.cycle, index: index))
+            let id = id(seed: job.seed, cycle: job.cycle, index: index)
+            do {
+                switch try await dispatcher.enqueue(message, id: id) {
+                case .enqueued(let entry), .coalesced(let entry, _):
+                    WorkerLine.enqueued(id: "\(index)", key: entry.idempotencyKey).send()
+                case .duplicate:
+                    WorkerLine.enqueued(id: "\(index)", key: "-").send()
+                }
+            } catch {
+                WorkerLine.fail(index, code: WorkerLine.word(error.code), message: error.description).send()
+                return LogWorker.Status.stepFailed
+            }
+        }
+
+        // Drain: retries come due on the dispatcher's timer; flush as well,
+        // and look again at least every 20 ms.
+        do {
+            while true {
+                await dispatcher.flush()
+                if try await store.summary().unsent == 0 { break }
+                let next = try await store.nextDueDate() ?? Date()
+                let wait = min(max(0, next.timeIntervalSinceNow), 0.02)
+                try? await Task.sleep(for: .milliseconds(Int(wait * 1000) + 1))
+            }
+            await dispatcher.stop()
+            try await store.close()
+        } catch {
+            WorkerLine.fail(job.count, code: "outbox", message: "\(error)").send()
+            return LogWorker.Status.stepFailed
+        }
+        WorkerLine.drained.send()
+        return LogWorker.Status.done
+    }
+}

@@ -1,0 +1,52 @@
+import OutboxTorture
+import Testing
+
+/// The short torture profile run by `swift test`: every mode, a few cycles
+/// each, with fixed seeds and one random seed (printed). The long profile is
+/// `outbox torture --seconds 600 --mode all` (Docs/RELIABILITY.md).
+///
+/// Serialized: the kill and outbox modes spawn processes and the corrupt
+/// mode syncs real files; on two cores, one at a time is faster and keeps
+/// kill moments meaningful.
+@Suite("Torture, short profile", .serialized)
+struct ShortProfileTests {
+    @Test("kill -9 loop: every written/durable acknowledgement survives, the log is a prefix", arguments: [11 as UInt64, 12])
+    func kill(seed: UInt64) async throws {
+        let report = try await TortureHarness.run([.kill], seed: seed, cycles: 6)
+        TortureHarness.expectClean(report, .kill)
+    }
+
+    @Test("simulated power loss in every mode: every durable acknowledgement survives", arguments: [21 as UInt64, 22])
+    func powerLoss(seed: UInt64) async throws {
+        let report = try await TortureHarness.run([.powerloss], seed: seed, cycles: 5)
+        TortureHarness.expectClean(report, .powerloss)
+    }
+
+    @Test("I/O faults: poisoning, nothing acknowledged unsynced, recovery under faults", arguments: [31 as UInt64, 32])
+    func ioFaults(seed: UInt64) async throws {
+        let report = try await TortureHarness.run([.iofault], seed: seed, cycles: 7)
+        TortureHarness.expectClean(report, .iofault)
+    }
+
+    @Test("corruption: never a crash, a hang or a byte that was not written", arguments: [41 as UInt64])
+    func corruption(seed: UInt64) async throws {
+        let report = try await TortureHarness.run([.corrupt], seed: seed, cycles: 12)
+        TortureHarness.expectClean(report, .corrupt)
+        // The first case of a base log is an undamaged control.
+        #expect(report[.corrupt].details["undamaged controls"] == 1)
+    }
+
+    @Test("outbox: the app killed mid-drain, every write applied exactly once under one key", arguments: [51 as UInt64])
+    func outbox(seed: UInt64) async throws {
+        let report = try await TortureHarness.run([.outbox], seed: seed, cycles: 2)
+        TortureHarness.expectClean(report, .outbox)
+        #expect((report[.outbox].details["apps killed"] ?? 0) > 0)
+    }
+
+    @Test("every mode with a random seed (printed above)")
+    func randomSeed() async throws {
+        let seed = TortureHarness.randomSeed
+        let report = try await TortureHarness.run(TortureMode.allCases, seed: seed, cycles: 3)
+        for mode in TortureMode.allCases { TortureHarness.expectClean(report, mode) }
+    }
+}

@@ -1,0 +1,42 @@
+import CLITestSupport
+import Foundation
+import OutboxTorture
+import SystemPackage
+import Testing
+
+/// Runs the torture driver from a test: a scratch directory of its own,
+/// the built `outbox` binary as the worker, and the checks every profile
+/// test makes — the run found no violation *and* did real work.
+enum TortureHarness {
+    /// A seed for the one random-seed run of each suite, printed so a
+    /// failure can be replayed with `outbox torture --seed`.
+    static let randomSeed: UInt64 = {
+        let seed = UInt64.random(in: 0...UInt64(Int64.max))
+        print("torture tests: random seed \(seed) (replay with: outbox torture --seed \(seed))")
+        return seed
+    }()
+
+    static func run(_ modes: [TortureMode], seed: UInt64, cycles: Int, libfiu: Bool = false) async throws -> TortureReport {
+        let directory = FileManager.default.temporaryDirectory.path + "/outbox-torture-test-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let executable = try #require(OutboxTool.executable, "build the outbox binary first: swift build --build-tests")
+        var options = TortureOptions(
+            seed: seed, modes: modes, cycles: cycles, directory: FilePath(directory), workerExecutable: executable.path)
+        options.libfiu = libfiu
+        return await Torture.run(options)
+    }
+
+    /// No violation, and `mode` ran cycles, injected faults, and checked
+    /// what it recovered (and, except for corruption, acknowledged writes).
+    static func expectClean(_ report: TortureReport, _ mode: TortureMode, sourceLocation: SourceLocation = #_sourceLocation) {
+        let counts = report[mode]
+        #expect(report.violations.isEmpty, "seed \(report.seed):\n\(report.text)", sourceLocation: sourceLocation)
+        #expect(counts.cycles > 0, "no \(mode) cycle completed:\n\(report.text)", sourceLocation: sourceLocation)
+        #expect(counts.faults > 0, "no fault injected:\n\(report.text)", sourceLocation: sourceLocation)
+        #expect(counts.recovered > 0, "nothing recovered was checked:\n\(report.text)", sourceLocation: sourceLocation)
+        if mode != .corrupt {
+            #expect(counts.acknowledged > 0, "nothing acknowledged:\n\(report.text)", sourceLocation: sourceLocation)
+        }
+    }
+}
