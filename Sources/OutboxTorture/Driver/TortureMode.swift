@@ -24,10 +24,10 @@ public enum TortureMode: String, Sendable, Codable, CodingKeyRepresentable, Case
     /// 1,000 kills and 10,000 corruption cases in ten minutes).
     var shareOfAll: Double {
         switch self {
-        case .kill: 0.38
+        case .kill: 0.32
         case .powerloss: 0.10
         case .iofault: 0.10
-        case .corrupt: 0.32
+        case .corrupt: 0.38
         case .outbox: 0.10
         }
     }
