@@ -137,6 +137,11 @@ public final class FaultInjectingFileSystem: FileSystem, Sendable {
         return try base.itemKind(at: path)
     }
 
+    /// Passes the hint on: a hint is not an operation that can fail.
+    public func adviseWillRead(_ descriptor: FileDescriptor, offset: Int64, length: Int64) {
+        base.adviseWillRead(descriptor, offset: offset, length: length)
+    }
+
     public func lockExclusively(_ descriptor: FileDescriptor) throws(Errno) {
         try check(.lockExclusively, paths(of: descriptor))
         try base.lockExclusively(descriptor)

@@ -1,5 +1,6 @@
 import OutboxLog
 import OutboxLogTesting
+import Synchronization
 import SystemPackage
 
 /// Passes every call through to `base`, calling `hook` with the operation
@@ -8,6 +9,8 @@ import SystemPackage
 final class HookedFileSystem: FileSystem, Sendable {
     let base: any FileSystem
     let hook: @Sendable (FileSystemOperation, [FilePath]) -> Errno?
+    /// Every read-ahead hint given, in order: (descriptor, offset, length).
+    let readAdvice = Mutex<[(descriptor: Int32, offset: Int64, length: Int64)]>([])
 
     init(base: any FileSystem, hook: @escaping @Sendable (FileSystemOperation, [FilePath]) -> Errno?) {
         self.base = base
@@ -85,5 +88,9 @@ final class HookedFileSystem: FileSystem, Sendable {
     func lockExclusively(_ descriptor: FileDescriptor) throws(Errno) {
         try check(.lockExclusively)
         try base.lockExclusively(descriptor)
+    }
+    func adviseWillRead(_ descriptor: FileDescriptor, offset: Int64, length: Int64) {
+        readAdvice.withLock { $0.append((descriptor.rawValue, offset, length)) }
+        base.adviseWillRead(descriptor, offset: offset, length: length)
     }
 }

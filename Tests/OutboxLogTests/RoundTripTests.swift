@@ -41,6 +41,28 @@ struct RoundTripTests {
         try await reopened.close()
     }
 
+    @Test("recovery asks the file system to read ahead every segment, whole, and still reads every record")
+    func recoveryReadsAhead() async throws {
+        let directory = TemporaryDirectory()
+        let log = try await OutboxLog.open(at: directory.path, configuration: smallSegments())
+        for i in 0..<200 { try await log.put(LogKey("key-\(i)"), .pattern(40, seed: i), durability: .buffered) }
+        try await log.close()
+        let files = LogFiles(directory: directory.path)
+        let sizes = files.segments.map { Int64(files.read($0).count) }
+        #expect(sizes.count > 3)
+
+        let hooked = HookedFileSystem(base: PosixFileSystem()) { _ in }
+        var configuration = smallSegments()
+        configuration.fileSystem = hooked
+        let reopened = try await OutboxLog.open(at: directory.path, configuration: configuration)
+        #expect(reopened.recoveryReport.liveKeys == 200)
+        let advice = hooked.readAdvice.withLock { $0 }
+        #expect(advice.map(\.offset) == Array(repeating: 0, count: sizes.count))
+        #expect(advice.map(\.length).sorted() == sizes.sorted())
+        #expect(Set(advice.map(\.descriptor)).count == sizes.count)
+        try await reopened.close()
+    }
+
     @Test("a batch get reads every key as single gets do, buffered records included, missing keys as nil")
     func batchGet() async throws {
         let directory = TemporaryDirectory()

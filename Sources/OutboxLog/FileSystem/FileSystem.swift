@@ -91,6 +91,18 @@ public protocol FileSystem: Sendable {
     /// lock is released when the descriptor is closed (or the process dies)
     /// and is never inherited by child processes.
     func lockExclusively(_ descriptor: FileDescriptor) throws(Errno)
+
+    /// A hint that the file's bytes `[offset, offset + length)` will be read
+    /// soon, so the system may start reading them in the background
+    /// (`posix_fadvise(POSIX_FADV_WILLNEED)` on Linux). Recovery gives it for
+    /// the next segment while it checksums the current one. Never fails:
+    /// a hint that cannot be given changes nothing but speed.
+    func adviseWillRead(_ descriptor: FileDescriptor, offset: Int64, length: Int64)
+}
+
+extension FileSystem {
+    /// No read-ahead: file systems that simulate or wrap others ignore the hint.
+    public func adviseWillRead(_ descriptor: FileDescriptor, offset: Int64, length: Int64) {}
 }
 
 /// What ``FileSystem/itemKind(at:)`` found.

@@ -70,6 +70,13 @@ public struct PosixFileSystem: FileSystem {
         }
     }
 
+    public func adviseWillRead(_ descriptor: FileDescriptor, offset: Int64, length: Int64) {
+        #if canImport(Glibc) || canImport(Musl)
+        // Starts the reads and returns; the result is only a hint's.
+        _ = posix_fadvise(descriptor.rawValue, off_t(offset), off_t(length), Int32(POSIX_FADV_WILLNEED))
+        #endif
+    }
+
     public func size(of descriptor: FileDescriptor) throws(Errno) -> Int64 {
         var info = stat()
         if fstat(descriptor.rawValue, &info) != 0 { throw Errno(rawValue: errno) }

@@ -37,9 +37,16 @@ final class SegmentPrefetcher: Sendable {
     init(_ jobs: [Job], collectLaterRecords: Bool) {
         guard !jobs.isEmpty else { return }
         let thread = Thread { [self] in
-            for job in jobs {
+            if let first = jobs.first { first.fileSystem.adviseWillRead(first.descriptor, offset: 0, length: first.size) }
+            for (position, job) in jobs.enumerated() {
                 room.wait()
                 if cancelled.withLock({ $0 }) { return }
+                // Let the disk read the next segment while this one is
+                // checksummed: a cold open then overlaps I/O with CPU.
+                if position + 1 < jobs.count {
+                    let next = jobs[position + 1]
+                    next.fileSystem.adviseWillRead(next.descriptor, offset: 0, length: next.size)
+                }
                 let result = Result { () throws(OutboxLogError) -> ScannedSegment in
                     try Self.scan(job, collectLaterRecords: collectLaterRecords)
                 }
