@@ -140,19 +140,29 @@ extension LogCore {
                 let reader = ChunkedFileReader(
                     fileSystem: fileSystem, descriptor: file.descriptor, path: file.path,
                     fileSize: min(size, writtenSize))
-                let scanner = SegmentScanner(reader: reader, header: file.header)
+                let scannedSize = min(size, writtenSize)
                 var candidates: [ScannedRecord] = []
-                let collect = { (record: ScannedRecord) in if record.sequence > after { candidates.append(record) } }
-                let run: SegmentScanner.Run
-                if knownDamage {
-                    // Damage reported at open (read-only salvage): step over it.
-                    run = try SegmentAnalysis.analyze(scanner, file: file.name, visit: collect, visitLater: collect).leading
+                let runLastSequence: UInt64?
+                if !knownDamage, let resumed = takeScanCursor(after: after, file: file, scannedSize: scannedSize) {
+                    // The previous page stopped inside this segment: go on
+                    // from there instead of verifying it all over again.
+                    candidates = resumed.remaining
+                    runLastSequence = resumed.lastSequence
                 } else {
-                    run = try scanner.scanRun(
-                        from: Int64(SegmentHeader.size), previous: nil, resumingAfterDamage: false, visit: collect)
-                    if let stop = run.stop {
-                        throw .corruption("segment no longer verifies: \(stop.reason)", file: file.path, offset: stop.offset)
+                    let scanner = SegmentScanner(reader: reader, header: file.header)
+                    let collect = { (record: ScannedRecord) in if record.sequence > after { candidates.append(record) } }
+                    let run: SegmentScanner.Run
+                    if knownDamage {
+                        // Damage reported at open (read-only salvage): step over it.
+                        run = try SegmentAnalysis.analyze(scanner, file: file.name, visit: collect, visitLater: collect).leading
+                    } else {
+                        run = try scanner.scanRun(
+                            from: Int64(SegmentHeader.size), previous: nil, resumingAfterDamage: false, visit: collect)
+                        if let stop = run.stop {
+                            throw .corruption("segment no longer verifies: \(stop.reason)", file: file.path, offset: stop.offset)
+                        }
                     }
+                    runLastSequence = run.lastSequence
                 }
                 // Keep the records the index still points at. A compaction
                 // may have swapped this file out since the snapshot: its live
@@ -160,20 +170,22 @@ extension LogCore {
                 // output file the snapshot does not have — read them there.
                 // Files are captured under the same lock, or a swap in
                 // between would lose an annotation.
-                let (live, files) = state.withLock { state -> ([(ScannedRecord, IndexEntry, moved: Bool)], [UInt32: SegmentFile]) in
+                let (live, files) = state.withLock { state -> ([(Int, IndexEntry, moved: Bool)], [UInt32: SegmentFile]) in
                     let swappedOut = state.slots[file.id] == nil
                     let here = { (record: ScannedRecord) in
                         Location(segment: file.id, offset: UInt32(record.offset), length: UInt32(record.length))
                     }
-                    let live = candidates.compactMap { record -> (ScannedRecord, IndexEntry, moved: Bool)? in
+                    let live = candidates.indices.compactMap { position -> (Int, IndexEntry, moved: Bool)? in
+                        let record = candidates[position]
                         guard record.kind == .value, let entry = state.index.entries[record.key] else { return nil }
-                        if entry.value == here(record) { return (record, entry, false) }
-                        return swappedOut && state.slots[entry.value.segment]?.file != nil ? (record, entry, true) : nil
+                        if entry.value == here(record) { return (position, entry, false) }
+                        return swappedOut && state.slots[entry.value.segment]?.file != nil ? (position, entry, true) : nil
                     }
                     let needsFiles = live.contains { $0.moved || $0.1.annotation.exists }
                     return (live, needsFiles ? state.slots.compactMapValues(\.file) : [:])
                 }
-                for (record, entry, moved) in live {
+                for (position, entry, moved) in live {
+                    let record = candidates[position]
                     var item: LogEntry
                     if moved {
                         // The index's copy must be this very record, moved:
@@ -196,11 +208,50 @@ extension LogCore {
                     }
                     result.append(item)
                     lastScanned = record.sequence
-                    if result.count == limit { return (result, lastScanned) }
+                    if result.count == limit {
+                        saveScanCursor(
+                            ScanCursor(
+                                after: lastScanned, file: file, scannedSize: scannedSize,
+                                remaining: Array(candidates[(position + 1)...]), lastSequence: runLastSequence))
+                        return (result, lastScanned)
+                    }
                 }
-                if let last = run.lastSequence { lastScanned = max(lastScanned, last) }
+                if let last = runLastSequence { lastScanned = max(lastScanned, last) }
             }
             return (result, nil)
+    }
+
+    /// Where a page of ``entries(after:limit:)`` stopped inside a segment:
+    /// the verified records of that segment it had not considered yet. The
+    /// next page, asked for the entries after the last one returned, starts
+    /// from them instead of verifying the whole segment again — paging
+    /// through a log costs one scan of it, not one per page.
+    struct ScanCursor {
+        /// The `after` of the page that may resume here.
+        var after: UInt64
+        /// The very file that was scanned (a compaction replaces the object).
+        var file: SegmentFile
+        /// How many bytes of it the scan verified: a segment that has grown
+        /// since is scanned again.
+        var scannedSize: Int64
+        var remaining: [ScannedRecord]
+        /// The last record of the scanned run.
+        var lastSequence: UInt64?
+    }
+
+    private func saveScanCursor(_ cursor: ScanCursor) {
+        scanCursor.withLock { $0 = cursor }
+    }
+
+    /// The cursor, if it continues exactly this scan; forgets any other
+    /// (it would only hold a replaced file open).
+    private func takeScanCursor(after: UInt64, file: SegmentFile, scannedSize: Int64) -> ScanCursor? {
+        scanCursor.withLock { saved -> ScanCursor? in
+            guard let cursor = saved else { return nil }
+            saved = nil
+            guard cursor.after == after, cursor.file === file, cursor.scannedSize == scannedSize else { return nil }
+            return cursor
+        }
     }
 
     /// Writes out buffered records so scans of the files see them.

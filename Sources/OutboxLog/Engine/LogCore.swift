@@ -16,6 +16,8 @@ final class LogCore: Sendable {
     /// Signalled when the writer thread sleeps and work arrives.
     let writerWakeup = DispatchSemaphore(value: 0)
     let readers: BlockingThreadPool
+    /// Where the last page of `entries(after:limit:)` stopped (see `ScanCursor`).
+    let scanCursor = Mutex<ScanCursor?>(nil)
     private let lockDescriptor: FileDescriptor
 
     var fileSystem: any FileSystem { configuration.fileSystem }
@@ -149,6 +151,7 @@ final class LogCore: Sendable {
             return
         }
         await waitForCompaction()
+        scanCursor.withLock { $0 = nil }  // it may hold a segment file open
         let checkpoint = await closingCheckpoint()
         let result = await withCheckedContinuation { continuation in
             let wake = state.withLock { state -> Bool in
