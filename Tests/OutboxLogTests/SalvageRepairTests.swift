@@ -49,18 +49,29 @@ struct SalvageRepairTests {
         return report
     }
 
-    @Test("a segment whose header cannot be read is moved aside, and the log opens strict afterwards")
-    func unreadableHeader() async throws {
-        let directory = TemporaryDirectory()
-        let (values, sequences) = try await Self.makeLog(directory.path)
-        let files = LogFiles(directory: directory.path)
+    /// Makes the log, damages its second segment with `damage`, and returns
+    /// that segment and the values that must survive: every key whose
+    /// record was not in the damaged segment's sequence range.
+    static func damageSecondSegment(
+        _ directory: FilePath, _ damage: (LogFiles, FilePath) throws -> Void
+    ) async throws -> (victim: FilePath, survivors: [LogKey: [UInt8]]) {
+        let (values, sequences) = try await makeLog(directory)
+        let files = LogFiles(directory: directory)
         let victim = files.segments[1]
         let base = try #require(UInt64(victim.lastComponent!.stem))
         let next = try #require(UInt64(files.segments[2].lastComponent!.stem))
-        try files.overwrite(victim, at: 0, with: [UInt8](repeating: 0, count: segmentHeaderSize))
-
+        try damage(files, victim)
         let lost = Set(sequences.filter { $0.value >= base && $0.value < next }.map(\.key))
-        let report = try await Self.expectRepaired(directory.path, keeping: values.filter { !lost.contains($0.key) })
+        return (victim, values.filter { !lost.contains($0.key) })
+    }
+
+    @Test("a segment whose header cannot be read is moved aside, and the log opens strict afterwards")
+    func unreadableHeader() async throws {
+        let directory = TemporaryDirectory()
+        let (victim, survivors) = try await Self.damageSecondSegment(directory.path) { files, victim in
+            try files.overwrite(victim, at: 0, with: [UInt8](repeating: 0, count: segmentHeaderSize))
+        }
+        let report = try await Self.expectRepaired(directory.path, keeping: survivors)
         #expect(report.quarantinedFiles == [victim.lastComponent!.string])
         #expect(FileManager.default.fileExists(atPath: directory.appending("damaged").appending(victim.lastComponent!.string).string))
     }
@@ -68,15 +79,10 @@ struct SalvageRepairTests {
     @Test("a deleted segment's range is recorded as lost, and the log opens strict afterwards")
     func deletedSegment() async throws {
         let directory = TemporaryDirectory()
-        let (values, sequences) = try await Self.makeLog(directory.path)
-        let files = LogFiles(directory: directory.path)
-        let victim = files.segments[1]
-        let base = try #require(UInt64(victim.lastComponent!.stem))
-        let next = try #require(UInt64(files.segments[2].lastComponent!.stem))
-        try FileManager.default.removeItem(atPath: victim.string)
-
-        let lost = Set(sequences.filter { $0.value >= base && $0.value < next }.map(\.key))
-        let report = try await Self.expectRepaired(directory.path, keeping: values.filter { !lost.contains($0.key) })
+        let (_, survivors) = try await Self.damageSecondSegment(directory.path) { _, victim in
+            try FileManager.default.removeItem(atPath: victim.string)
+        }
+        let report = try await Self.expectRepaired(directory.path, keeping: survivors)
         #expect(report.skipped.contains { $0.reason.contains("missing") })
     }
 
