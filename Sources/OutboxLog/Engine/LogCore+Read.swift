@@ -137,10 +137,9 @@ extension LogCore {
                 do throws(Errno) { size = try fileSystem.size(of: file.descriptor) } catch {
                     throw .io("cannot read segment size", error, file: file.path)
                 }
-                let reader = ChunkedFileReader(
-                    fileSystem: fileSystem, descriptor: file.descriptor, path: file.path,
-                    fileSize: min(size, writtenSize))
                 let scannedSize = min(size, writtenSize)
+                let reader = ChunkedFileReader(
+                    fileSystem: fileSystem, descriptor: file.descriptor, path: file.path, fileSize: scannedSize)
                 var candidates: [ScannedRecord] = []
                 let runLastSequence: UInt64?
                 if !knownDamage, let resumed = takeScanCursor(after: after, file: file, scannedSize: scannedSize) {

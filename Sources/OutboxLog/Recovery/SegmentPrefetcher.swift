@@ -24,6 +24,9 @@ final class SegmentPrefetcher: Sendable {
         var size: Int64
         var header: SegmentHeader
         var name: String
+
+        /// Asks the file system to start reading the whole segment.
+        func adviseWillRead() { fileSystem.adviseWillRead(descriptor, offset: 0, length: size) }
     }
 
     private let results = Mutex<[Result<ScannedSegment, OutboxLogError>]>([])
@@ -37,16 +40,13 @@ final class SegmentPrefetcher: Sendable {
     init(_ jobs: [Job], collectLaterRecords: Bool) {
         guard !jobs.isEmpty else { return }
         let thread = Thread { [self] in
-            if let first = jobs.first { first.fileSystem.adviseWillRead(first.descriptor, offset: 0, length: first.size) }
+            jobs[0].adviseWillRead()
             for (position, job) in jobs.enumerated() {
                 room.wait()
                 if cancelled.withLock({ $0 }) { return }
                 // Let the disk read the next segment while this one is
                 // checksummed: a cold open then overlaps I/O with CPU.
-                if position + 1 < jobs.count {
-                    let next = jobs[position + 1]
-                    next.fileSystem.adviseWillRead(next.descriptor, offset: 0, length: next.size)
-                }
+                if position + 1 < jobs.count { jobs[position + 1].adviseWillRead() }
                 let result = Result { () throws(OutboxLogError) -> ScannedSegment in
                     try Self.scan(job, collectLaterRecords: collectLaterRecords)
                 }
