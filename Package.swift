@@ -31,6 +31,10 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
     ],
     targets: [
+        // The package's one lock type (pthread mutex / os_unfair_lock): seen by
+        // ThreadSanitizer, and available below iOS 18.
+        .target(name: "OutboxLocking"),
+
         // zlib's crc32 checksums every record and header.
         .systemLibrary(
             name: "CZlib",
@@ -44,6 +48,7 @@ let package = Package(
         .target(
             name: "OutboxLog",
             dependencies: [
+                "OutboxLocking",
                 "CZlib",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "SystemPackage", package: "swift-system"),
@@ -56,6 +61,7 @@ let package = Package(
         .target(
             name: "OutboxLogTesting",
             dependencies: [
+                "OutboxLocking",
                 "OutboxLog",
                 .product(name: "SystemPackage", package: "swift-system"),
             ]
@@ -65,6 +71,7 @@ let package = Package(
         .target(
             name: "Outbox",
             dependencies: [
+                "OutboxLocking",
                 "OutboxLog",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
@@ -86,6 +93,7 @@ let package = Package(
         .target(
             name: "IdempotencyKeyMiddleware",
             dependencies: [
+                "OutboxLocking",
                 "OutboxLog",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
@@ -102,6 +110,7 @@ let package = Package(
         .target(
             name: "OutboxReferenceServer",
             dependencies: [
+                "OutboxLocking",
                 "IdempotencyKeyMiddleware",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
@@ -117,6 +126,7 @@ let package = Package(
         .target(
             name: "OutboxTorture",
             dependencies: [
+                "OutboxLocking",
                 "IdempotencyKeyMiddleware",
                 "Outbox",
                 "OutboxHTTP",
@@ -132,6 +142,7 @@ let package = Package(
         .executableTarget(
             name: "OutboxCLI",
             dependencies: [
+                "OutboxLocking",
                 "Outbox",
                 "OutboxHTTP",
                 "OutboxLog",
@@ -146,11 +157,12 @@ let package = Package(
 
         // Shared by the test targets: runs the built `outbox` tool as a child
         // process; small helpers for tests that must not sleep.
-        .target(name: "CLITestSupport", path: "Tests/CLITestSupport"),
+        .target(name: "CLITestSupport", dependencies: ["OutboxLocking"], path: "Tests/CLITestSupport"),
 
         .testTarget(
             name: "OutboxLogTests",
             dependencies: [
+                "OutboxLocking",
                 "CLITestSupport",
                 "OutboxLog",
                 "OutboxLogTesting",
@@ -162,6 +174,7 @@ let package = Package(
         .testTarget(
             name: "OutboxTests",
             dependencies: [
+                "OutboxLocking",
                 "CLITestSupport",
                 "Outbox",
                 "OutboxLog",
@@ -175,6 +188,7 @@ let package = Package(
         .testTarget(
             name: "OutboxHTTPTests",
             dependencies: [
+                "OutboxLocking",
                 "CLITestSupport",
                 "Outbox",
                 "OutboxHTTP",
@@ -197,6 +211,7 @@ let package = Package(
         .testTarget(
             name: "EndToEndTests",
             dependencies: [
+                "OutboxLocking",
                 "CLITestSupport",
                 "IdempotencyKeyMiddleware",
                 "Outbox",

@@ -3,7 +3,7 @@ import Foundation
 import HTTPTypes
 import Hummingbird
 import NIOCore
-import Synchronization
+import OutboxLocking
 
 /// The HTTP details of the Idempotency-Key contract, shared by the
 /// middleware and its tests.
@@ -63,7 +63,7 @@ public enum IdempotencyHTTP {
     }
 
     final class Collector: Sendable {
-        let buffer = Mutex(ByteBuffer())
+        let buffer = Locked(ByteBuffer())
     }
 
     struct CollectingWriter: ResponseBodyWriter {

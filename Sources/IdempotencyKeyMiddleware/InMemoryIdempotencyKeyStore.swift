@@ -1,11 +1,11 @@
 import Foundation
-import Synchronization
+import OutboxLocking
 
 /// Keys in memory: for tests and throwaway servers that may forget keys on
 /// restart (a retry after a restart runs the request again). For anything
 /// else use ``LogIdempotencyKeyStore`` or a store on your own database.
 public final class InMemoryIdempotencyKeyStore: IdempotencyKeyStore {
-    private let records = Mutex<[String: KeyRecord]>([:])
+    private let records = Locked<[String: KeyRecord]>([:])
 
     public init() {}
 

@@ -1,6 +1,6 @@
 import Foundation
 import OutboxLog
-import Synchronization
+import OutboxLocking
 import SystemPackage
 
 /// Keys in an ``OutboxLog``: the durable default. Completed responses
@@ -21,11 +21,11 @@ import SystemPackage
 /// writes to.
 public final class LogIdempotencyKeyStore: IdempotencyKeyStore {
     let log: OutboxLog
-    private let records: Mutex<[String: KeyRecord]>
+    private let records: Locked<[String: KeyRecord]>
 
     private init(log: OutboxLog, records: [String: KeyRecord]) {
         self.log = log
-        self.records = Mutex(records)
+        self.records = Locked(records)
     }
 
     /// A record in the log that this version cannot read.

@@ -1,5 +1,5 @@
 import OutboxLog
-import Synchronization
+import OutboxLocking
 import SystemPackage
 
 #if canImport(Glibc)
@@ -25,13 +25,13 @@ import Darwin
 /// mutating calls (``mutatingCalls``), so a test can crash at every one.
 public final class CrashingFileSystem: FileSystem, Sendable {
     public let base: any FileSystem
-    private let state: Mutex<(count: Int, crashAt: Int?, crashed: Bool, inFlight: Int)>
+    private let state: Locked<(count: Int, crashAt: Int?, crashed: Bool, inFlight: Int)>
 
     /// - Parameter crashAt: the 1-based mutating call that does not happen;
     ///   `nil` never crashes (just counts).
     public init(base: any FileSystem, crashAt: Int?) {
         self.base = base
-        self.state = Mutex((0, crashAt, false, 0))
+        self.state = Locked((0, crashAt, false, 0))
     }
 
     /// Mutating calls that went through (or were attempted, once crashed).

@@ -1,5 +1,5 @@
 import OutboxLog
-import Synchronization
+import OutboxLocking
 import SystemPackage
 
 /// Wraps any `FileSystem` (typically the real `PosixFileSystem`) and applies
@@ -29,7 +29,7 @@ public final class FaultInjectingFileSystem: FileSystem, Sendable {
     public let faults: FaultInjector
 
     /// Descriptor → path it was opened with, for path filters.
-    private let openPaths = Mutex<[CInt: FilePath]>([:])
+    private let openPaths = Locked<[CInt: FilePath]>([:])
 
     /// Wraps `base`; pass an existing `faults` to share rules and counters
     /// with another file system.

@@ -1,4 +1,4 @@
-import Synchronization
+import OutboxLocking
 import SystemPackage
 
 /// Identifies a rule installed in a ``FaultInjector``.
@@ -78,12 +78,12 @@ public final class FaultInjector: Sendable {
         var random: SplitMix64
     }
 
-    private let state: Mutex<State>
+    private let state: Locked<State>
 
     /// Creates an injector with no rules and zeroed counters. `seed` drives
     /// random triggers and partial-write lengths.
     public init(seed: UInt64 = 0) {
-        state = Mutex(State(random: SplitMix64(seed: seed)))
+        state = Locked(State(random: SplitMix64(seed: seed)))
     }
 
     /// Installs `rule`; it starts counting matching calls now.

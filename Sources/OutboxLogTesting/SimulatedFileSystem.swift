@@ -1,5 +1,5 @@
 import OutboxLog
-import Synchronization
+import OutboxLocking
 import SystemPackage
 
 /// An in-memory `FileSystem` that knows exactly what a process crash and a
@@ -71,7 +71,7 @@ public final class SimulatedFileSystem: FileSystem, Sendable {
     /// The fault rules and call counters applied to every call.
     public let faults: FaultInjector
 
-    let state: Mutex<SimulatedState>
+    let state: Locked<SimulatedState>
 
     /// Creates an empty file system holding only the root directory `/`,
     /// which is always durable. Each path in `directories` is then created
@@ -87,12 +87,12 @@ public final class SimulatedFileSystem: FileSystem, Sendable {
                 preconditionFailure("cannot create directory \(directory): \(error)")
             }
         }
-        state = Mutex(initial)
+        state = Locked(initial)
     }
 
     init(state: SimulatedState, faults: FaultInjector) {
         self.faults = faults
-        self.state = Mutex(state)
+        self.state = Locked(state)
     }
 
     // MARK: Descriptors

@@ -2,7 +2,7 @@ import HTTPTypes
 import Hummingbird
 import IdempotencyKeyMiddleware
 import NIOCore
-import Synchronization
+import OutboxLocking
 
 /// Every write request the server received — applied, replayed, refused or
 /// disturbed by a fault — with the idempotency key it carried.
@@ -48,5 +48,5 @@ struct AttemptLogMiddleware: RouterMiddleware {
 
 /// The attempt log behind a lock, shared with its middleware.
 final class AttemptLogBox: Sendable {
-    let log = Mutex(AttemptLog())
+    let log = Locked(AttemptLog())
 }

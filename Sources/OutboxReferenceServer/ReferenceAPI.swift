@@ -3,7 +3,7 @@ import HTTPTypes
 import Hummingbird
 import IdempotencyKeyMiddleware
 import NIOCore
-import Synchronization
+import OutboxLocking
 
 /// The reference API: albums, photos, likes and messages — enough to show
 /// offline creation, `local:` ids, coalescing and rejections.
@@ -18,7 +18,7 @@ import Synchronization
 final class ReferenceAPI: Sendable {
     let ledger: LedgerBox
     let faults: FaultDraw
-    private let albums = Mutex<Set<String>>([])
+    private let albums = Locked<Set<String>>([])
 
     init(ledger: LedgerBox, faults: FaultDraw) {
         self.ledger = ledger

@@ -1,6 +1,6 @@
 import Foundation
 import IdempotencyKeyMiddleware
-import Synchronization
+import OutboxLocking
 
 /// What the reference server did: every write it applied, by idempotency
 /// key, and what the middleware absorbed. The demo's proof of "exactly once".
@@ -33,7 +33,7 @@ public struct ReferenceLedger: Sendable, Hashable, Codable {
 
 /// The ledger behind a lock.
 final class LedgerBox: Sendable {
-    private let ledger = Mutex(ReferenceLedger())
+    private let ledger = Locked(ReferenceLedger())
 
     func update(_ body: (inout ReferenceLedger) -> Void) { ledger.withLock { body(&$0) } }
     var snapshot: ReferenceLedger { ledger.withLock { $0 } }

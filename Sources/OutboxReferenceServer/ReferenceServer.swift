@@ -4,7 +4,7 @@ import Hummingbird
 import IdempotencyKeyMiddleware
 import Logging
 import NIOCore
-import Synchronization
+import OutboxLocking
 
 /// The reference Idempotency-Key server: the reference API behind
 /// ``IdempotencyMiddleware``, with optional faults in front of both (and

@@ -1,5 +1,5 @@
 import Hummingbird
-import Synchronization
+import OutboxLocking
 
 /// What the reference server is doing right now, for tests that must act
 /// at a precise moment (a retry while the first request still runs).
@@ -19,7 +19,7 @@ final class ServerActivity: Sendable {
         var waiters: [(condition: @Sendable (ReferenceActivity) -> Bool, continuation: CheckedContinuation<Void, Never>)] = []
     }
 
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     var snapshot: ReferenceActivity { state.withLock { $0.activity } }
 

@@ -1,5 +1,5 @@
 import Foundation
-import Synchronization
+import OutboxLocking
 
 /// Faults the reference server injects into write requests, each with a
 /// probability per request (at most one fault per request).
@@ -66,11 +66,11 @@ public struct ServerFaults: Sendable, Hashable, Codable {
 /// Draws faults from a seeded generator and counts them.
 final class FaultDraw: Sendable {
     let faults: ServerFaults
-    private let state: Mutex<(random: UInt64, counts: [ServerFaults.Fault: Int])>
+    private let state: Locked<(random: UInt64, counts: [ServerFaults.Fault: Int])>
 
     init(_ faults: ServerFaults) {
         self.faults = faults
-        state = Mutex((faults.seed, [:]))
+        state = Locked((faults.seed, [:]))
     }
 
     func next() -> ServerFaults.Fault? {

@@ -1,10 +1,10 @@
-import Synchronization
+import OutboxLocking
 
 /// Suspends until the task is cancelled, then throws `CancellationError`:
 /// a handler or server that never answers on its own, for tests of
 /// timeouts and watchdogs that must not wait on a real clock.
 public func suspendUntilCancelled() async throws {
-    let parked = Mutex<CheckedContinuation<Void, Never>?>(nil)
+    let parked = Locked<CheckedContinuation<Void, Never>?>(nil)
     await withTaskCancellationHandler {
         await withCheckedContinuation { continuation in
             parked.withLock { $0 = continuation }

@@ -4,7 +4,7 @@ import IdempotencyKeyMiddleware
 import Outbox
 import OutboxHTTP
 import OutboxReferenceServer
-import Synchronization
+import OutboxLocking
 import Testing
 
 /// The whole path — store, dispatcher, HTTP handler, network, middleware,
@@ -13,8 +13,8 @@ import Testing
 struct FaultyServerTests {
     /// Counts delivered events and lets the test await a number of them.
     final class Deliveries: Sendable {
-        private let state = Mutex<(count: Int, conflicts: Int, waiters: [(Int, CheckedContinuation<Void, Never>)])>((0, 0, []))
-        private let task = Mutex<Task<Void, Never>?>(nil)
+        private let state = Locked<(count: Int, conflicts: Int, waiters: [(Int, CheckedContinuation<Void, Never>)])>((0, 0, []))
+        private let task = Locked<Task<Void, Never>?>(nil)
 
         init(_ events: AsyncStream<OutboxEvent>) {
             let task = Task { [weak self] in

@@ -4,7 +4,7 @@ import Hummingbird
 @testable import IdempotencyKeyMiddleware
 import Logging
 import NIOCore
-import Synchronization
+import OutboxLocking
 import Testing
 
 #if canImport(FoundationNetworking)
@@ -57,7 +57,7 @@ final class Gate: Sendable {
         var arrivals: [CheckedContinuation<Void, Never>] = []
     }
 
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     /// Called by the handler: waits until the gate is opened.
     func pass() async {
@@ -102,13 +102,13 @@ final class Gate: Sendable {
 
 /// The middleware's clock, moved by hand.
 final class TestClock: Sendable {
-    let now = Mutex(Date(timeIntervalSince1970: 1_900_000_000))
+    let now = Locked(Date(timeIntervalSince1970: 1_900_000_000))
     var date: Date { now.withLock { $0 } }
     func advance(by seconds: TimeInterval) { now.withLock { $0 = $0.addingTimeInterval(seconds) } }
 }
 
 final class CreatedCounter: Sendable {
-    private let value = Mutex(0)
+    private let value = Locked(0)
     func next() -> Int { value.withLock { $0 += 1; return $0 } }
     var count: Int { value.withLock { $0 } }
 }

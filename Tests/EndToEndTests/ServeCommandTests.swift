@@ -1,6 +1,6 @@
 import CLITestSupport
 import Foundation
-import Synchronization
+import OutboxLocking
 import Testing
 
 #if canImport(FoundationNetworking)
@@ -13,8 +13,8 @@ struct ServeCommandTests {
     /// A running `outbox serve`, ended with SIGTERM.
     final class Serve: @unchecked Sendable {
         let process = Process()
-        private let output = Mutex<(text: String, ended: Bool, waiters: [CheckedContinuation<String?, Never>])>(("", false, []))
-        private let exitState = Mutex<(status: Int32?, waiters: [CheckedContinuation<Int32, Never>])>((nil, []))
+        private let output = Locked<(text: String, ended: Bool, waiters: [CheckedContinuation<String?, Never>])>(("", false, []))
+        private let exitState = Locked<(status: Int32?, waiters: [CheckedContinuation<Int32, Never>])>((nil, []))
         /// `http://127.0.0.1:PORT`, from the "listening on" line.
         private(set) var baseURL = URL(string: "http://invalid")!
 

@@ -1,7 +1,7 @@
 import Foundation
 import Outbox
 import OutboxHTTP
-import Synchronization
+import OutboxLocking
 import Testing
 
 /// The HTTP handler against a real server on 127.0.0.1.
@@ -9,7 +9,7 @@ import Testing
 struct HTTPOutboxHandlerTests {
     /// A token provider that hands out "stale" until asked to refresh.
     final class RotatingTokens: OutboxTokenProvider {
-        let refreshes = Mutex(0)
+        let refreshes = Locked(0)
         func token() async throws -> String? { refreshes.withLock { $0 == 0 ? "stale" : "fresh" } }
         func refreshedToken() async throws -> String? {
             refreshes.withLock { $0 += 1 }

@@ -4,7 +4,7 @@ import HTTPTypes
 import Hummingbird
 import Logging
 import NIOCore
-import Synchronization
+import OutboxLocking
 
 /// A request the test server received.
 struct ReceivedRequest: Sendable {
@@ -26,9 +26,9 @@ final class LoopbackServer: Sendable {
         var withhold = false
     }
 
-    private let received = Mutex<[ReceivedRequest]>([])
+    private let received = Locked<[ReceivedRequest]>([])
     private let replies: @Sendable (ReceivedRequest, Int) -> Reply
-    private let task: Mutex<Task<Void, any Error>?> = Mutex(nil)
+    private let task: Locked<Task<Void, any Error>?> = Locked(nil)
     let port: Int
 
     /// Starts the server; `replies` gets each request and how many requests

@@ -2,7 +2,7 @@ import Dispatch
 import Foundation
 import OutboxLog
 import OutboxLogTesting
-import Synchronization
+import OutboxLocking
 import SystemPackage
 import Testing
 
@@ -14,7 +14,7 @@ struct CrashingFileSystemTests {
         let entered = DispatchSemaphore(value: 0)
         let release = DispatchSemaphore(value: 0)
         // Holds the first rename inside the disk until released.
-        let holding = Mutex(true)
+        let holding = Locked(true)
         let gate = HookedFileSystem(base: disk) { operation in
             guard operation == .rename, holding.withLock({ $0 }) else { return }
             holding.withLock { $0 = false }

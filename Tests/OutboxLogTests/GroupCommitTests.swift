@@ -2,7 +2,7 @@ import Dispatch
 import Foundation
 import OutboxLog
 import OutboxLogTesting
-import Synchronization
+import OutboxLocking
 import SystemPackage
 import Testing
 
@@ -68,7 +68,7 @@ extension GroupCommitTests {
 /// engine's writer thread) until released; counts syncs and write sizes.
 final class GatedSyncFileSystem: FileSystem, Sendable {
     let base: any FileSystem
-    private let state = Mutex((held: false, syncs: 0, largestWrite: 0))
+    private let state = Locked((held: false, syncs: 0, largestWrite: 0))
     private let gate = DispatchSemaphore(value: 0)
 
     init(base: any FileSystem) { self.base = base }

@@ -1,6 +1,6 @@
 import OutboxLog
 import OutboxLogTesting
-import Synchronization
+import OutboxLocking
 import SystemPackage
 
 /// Passes every call through to `base`, calling `hook` with the operation
@@ -10,7 +10,7 @@ final class HookedFileSystem: FileSystem, Sendable {
     let base: any FileSystem
     let hook: @Sendable (FileSystemOperation, [FilePath]) -> Errno?
     /// Every read-ahead hint given, in order: (descriptor, offset, length).
-    let readAdvice = Mutex<[(descriptor: Int32, offset: Int64, length: Int64)]>([])
+    let readAdvice = Locked<[(descriptor: Int32, offset: Int64, length: Int64)]>([])
 
     init(base: any FileSystem, hook: @escaping @Sendable (FileSystemOperation, [FilePath]) -> Errno?) {
         self.base = base

@@ -1,3 +1,4 @@
+import OutboxLocking
 import OutboxLog
 import OutboxLogTesting
 import SystemPackage

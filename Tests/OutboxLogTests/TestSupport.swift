@@ -1,6 +1,6 @@
 import Foundation
 import Logging
-import Synchronization
+import OutboxLocking
 import OutboxLog
 import SystemPackage
 import Testing
@@ -125,10 +125,7 @@ func expectLog(_ log: OutboxLog, equals model: LogModel, _ comment: Comment? = n
     }
 }
 
-/// A value shared between tasks, behind a lock.
-final class Locked<Value: Sendable>: Sendable {
-    private let mutex: Mutex<Value>
-    init(_ value: Value) { mutex = Mutex(value) }
-    func withLock<R>(_ body: (inout Value) -> R) -> R { mutex.withLock { body(&$0) } }
-    var value: Value { mutex.withLock { $0 } }
+extension Locked where Value: Sendable {
+    /// A copy of the value shared between tasks.
+    var value: Value { withLock { $0 } }
 }

@@ -2,7 +2,7 @@ import Dispatch
 import Foundation
 import OutboxLog
 import OutboxLogTesting
-import Synchronization
+import OutboxLocking
 import SystemPackage
 import Testing
 
@@ -85,7 +85,7 @@ struct TortureFindingsTests {
     @Test("close() leaves no compaction running: the log touches no file after it returns")
     func closeStartsNoCompaction() async throws {
         let disk = SimulatedFileSystem(directories: ["/data"])
-        let armed = Mutex((armed: false, calls: 0))
+        let armed = Locked((armed: false, calls: 0))
         let recorder = HookedFileSystem(base: disk) { _ in armed.withLock { if $0.armed { $0.calls += 1 } } }
         var configuration = simulatedConfiguration(recorder)
         configuration.automaticCompactionRatio = 0.5
@@ -108,7 +108,7 @@ struct TortureFindingsTests {
     func scanRacingCompaction() async throws {
         let disk = SimulatedFileSystem(directories: ["/data"])
         // Holds the scan's first read until the compaction has swapped files.
-        let gate = Mutex((armed: false, held: false))
+        let gate = Locked((armed: false, held: false))
         let release = DispatchSemaphore(value: 0)
         let hooked = HookedFileSystem(base: disk) { operation in
             // Once armed, the first read is the scan's (nothing else reads
@@ -154,7 +154,7 @@ struct CompactionCommitPointTests {
     /// A log whose next compaction fails at the directory sync right after
     /// its intent was renamed into place: the commit point has passed.
     static func compactionFailingAfterCommit(_ disk: SimulatedFileSystem) async throws -> (OutboxLog, [LogKey: [UInt8]]) {
-        let renamed = Mutex(false)
+        let renamed = Locked(false)
         let hooked = HookedFileSystem(base: disk) { operation, paths in
             if operation == .rename, paths.last?.lastComponent?.string == "COMPACTION" {
                 renamed.withLock { $0 = true }

@@ -1,6 +1,6 @@
 import Foundation
 import Outbox
-import Synchronization
+import OutboxLocking
 import Testing
 
 /// The dispatcher's promises that are easy to break quietly: the concurrency
@@ -56,7 +56,7 @@ struct DispatcherContractTests {
 
     @Test("client wins resends what was sent, with local: ids already replaced")
     func clientWinsResendIsRemapped() async throws {
-        let resent = Mutex<[OutboxDelivery]>([])
+        let resent = Locked<[OutboxDelivery]>([])
         let handler = ClosureOutboxHandler(conflictPolicy: .clientWins) { delivery in
             delivery.endpoint.hasPrefix("/albums/") ? .conflict(reason: "stale", httpStatus: 409) : .delivered(serverID: "a-9")
         } resend: { delivery in
@@ -80,7 +80,7 @@ struct DispatcherContractTests {
     @Test("a handler that ignores cancellation past its timeout is never overlapped by the entry's next attempt")
     func noOverlapAfterTimeout() async throws {
         let gate = Gate()  // stays shut: the first call hangs, ignoring cancellation
-        let calls = Mutex(0)
+        let calls = Locked(0)
         let handler = ScriptedHandler(onDeliver: { _ in
             if calls.withLock({ $0 += 1; return $0 }) == 1 { await gate.pass() }
         })
@@ -138,7 +138,7 @@ final class Gate: Sendable {
         var arrivalWatchers: [(Int, CheckedContinuation<Void, Never>)] = []
     }
 
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     var maximumInside: Int { state.withLock { $0.maximumInside } }
 

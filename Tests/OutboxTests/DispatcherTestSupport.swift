@@ -1,14 +1,14 @@
 import CLITestSupport
 import Foundation
 import Outbox
-import Synchronization
+import OutboxLocking
 import Testing
 
 /// A handler scripted per entry: records every delivery it sees and answers
 /// from a script (by payload text), default `.delivered(nil)`.
 final class ScriptedHandler: OutboxHandler {
     let conflictPolicy: OutboxConflictPolicy
-    private let state = Mutex<(deliveries: [OutboxDelivery], script: [String: [OutboxOutcome]], resends: Int)>(([], [:], 0))
+    private let state = Locked<(deliveries: [OutboxDelivery], script: [String: [OutboxOutcome]], resends: Int)>(([], [:], 0))
     private let onDeliver: (@Sendable (OutboxDelivery) async throws -> Void)?
 
     init(conflictPolicy: OutboxConflictPolicy = .manual, onDeliver: (@Sendable (OutboxDelivery) async throws -> Void)? = nil) {
@@ -50,9 +50,9 @@ final class ScriptedHandler: OutboxHandler {
 /// Collects a dispatcher's events and lets a test wait for one to happen —
 /// by awaiting the event stream, never by sleeping.
 final class EventLog: Sendable {
-    private let events = Mutex<[OutboxEvent]>([])
-    private let waiters = Mutex<[(token: UUID, predicate: @Sendable ([OutboxEvent]) -> Bool, continuation: CheckedContinuation<Void, Never>)]>([])
-    private let task: Mutex<Task<Void, Never>?> = Mutex(nil)
+    private let events = Locked<[OutboxEvent]>([])
+    private let waiters = Locked<[(token: UUID, predicate: @Sendable ([OutboxEvent]) -> Bool, continuation: CheckedContinuation<Void, Never>)]>([])
+    private let task: Locked<Task<Void, Never>?> = Locked(nil)
 
     init(_ stream: AsyncStream<OutboxEvent>) {
         let task = Task { [weak self] in

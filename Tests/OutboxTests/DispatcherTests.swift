@@ -1,7 +1,7 @@
 import CLITestSupport
 import Foundation
 import Outbox
-import Synchronization
+import OutboxLocking
 import Testing
 
 /// The dispatcher against scripted handlers and a manual clock: no real
@@ -124,7 +124,7 @@ struct DispatcherTests {
     @Test("a thrown error and a delivery past its timeout are transient")
     func thrownAndTimedOut() async throws {
         struct Boom: Error {}
-        let hang = Mutex(true)
+        let hang = Locked(true)
         let handler = ScriptedHandler(onDeliver: { delivery in
             let text = String(decoding: delivery.entry.payload, as: UTF8.self)
             if text == "throws" { throw Boom() }

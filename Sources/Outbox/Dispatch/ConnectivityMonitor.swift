@@ -1,5 +1,5 @@
 import Foundation
-import Synchronization
+import OutboxLocking
 
 #if canImport(Network)
 import Network
@@ -14,9 +14,9 @@ public protocol ConnectivityMonitor: Sendable {
 /// Connectivity the app reports itself (`setOnline(_:)`): for Linux
 /// servers, tests, and apps with their own reachability logic.
 public final class ManualConnectivityMonitor: ConnectivityMonitor {
-    private let state: Mutex<(online: Bool, continuations: [UInt64: AsyncStream<Bool>.Continuation], next: UInt64)>
+    private let state: Locked<(online: Bool, continuations: [UInt64: AsyncStream<Bool>.Continuation], next: UInt64)>
 
-    public init(online: Bool = true) { state = Mutex((online, [:], 0)) }
+    public init(online: Bool = true) { state = Locked((online, [:], 0)) }
 
     public var isOnline: Bool { state.withLock { $0.online } }
 

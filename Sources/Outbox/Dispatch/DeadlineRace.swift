@@ -1,5 +1,5 @@
 import Foundation
-import Synchronization
+import OutboxLocking
 
 /// Runs work against a deadline on an ``OutboxClock``, and gives up on the
 /// work — cancelling it, but not waiting for it — when the deadline comes
@@ -22,7 +22,7 @@ enum DeadlineRace {
             var done = false
         }
 
-        let state = Mutex(State())
+        let state = Locked(State())
 
         /// Resumes the waiter once; cancels whichever task lost.
         func finish(_ outcome: Outcome<Value>) {

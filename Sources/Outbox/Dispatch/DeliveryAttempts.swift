@@ -1,6 +1,6 @@
 import Foundation
 import Logging
-import Synchronization
+import OutboxLocking
 
 /// One delivery attempt of a claimed entry: resolve its `local:`
 /// references, run its handler under the watchdog, record the outcome.
@@ -15,7 +15,7 @@ final class DeliveryAttempts: Sendable {
     let broadcaster: EventBroadcaster
     let metrics: DispatcherMetrics
     /// Backoff jitter, shared by every attempt.
-    let jitter: Mutex<JitterRandom>
+    let jitter: Locked<JitterRandom>
     let abandoned = AbandonedDeliveries()
 
     private var logger: Logger { configuration.logger }
@@ -29,7 +29,7 @@ final class DeliveryAttempts: Sendable {
         self.clock = clock
         self.broadcaster = broadcaster
         self.metrics = metrics
-        self.jitter = Mutex(JitterRandom(seed: configuration.randomSeed))
+        self.jitter = Locked(JitterRandom(seed: configuration.randomSeed))
     }
 
     /// Delivers one claimed (in-flight) entry and records the outcome.
@@ -212,7 +212,7 @@ final class DeliveryAttempts: Sendable {
 /// cancellation), by entry: the entry's next attempt waits for them, so an
 /// entry is never sent twice at once.
 final class AbandonedDeliveries: Sendable {
-    private let running = Mutex<[OutboxEntry.ID: Task<Void, Never>]>([:])
+    private let running = Locked<[OutboxEntry.ID: Task<Void, Never>]>([:])
 
     /// Keeps `task` until it really ends.
     func remember(_ task: Task<Void, Never>, for id: OutboxEntry.ID) {

@@ -1,5 +1,5 @@
 import Foundation
-import Synchronization
+import OutboxLocking
 
 /// The dispatcher's notion of time: when things are due, how long a
 /// delivery may take, when to wake up. Injected so tests never sleep
@@ -37,10 +37,10 @@ public final class ManualOutboxClock: OutboxClock {
         var nextID: UInt64 = 0
     }
 
-    private let state: Mutex<State>
+    private let state: Locked<State>
 
     public init(now: Date = Date(timeIntervalSince1970: 1_800_000_000)) {
-        state = Mutex(State(now: now))
+        state = Locked(State(now: now))
     }
 
     public func now() -> Date { state.withLock { $0.now } }

@@ -1,7 +1,7 @@
 import Foundation
 import Logging
 import Metrics
-import Synchronization
+import OutboxLocking
 
 /// Drains an ``OutboxStore`` to the server: routes each due entry to the
 /// handler registered for its type, applies the outcome, and wakes itself up
@@ -251,7 +251,7 @@ public actor OutboxDispatcher {
                             running += 1
                             group.addTask {
                                 let result = await attempts.attempt(entry, with: handler)
-                                finished.count.add(1, ordering: .releasing)
+                                finished.count.withLock { $0 += 1 }
                                 return result
                             }
                         }
@@ -266,7 +266,7 @@ public actor OutboxDispatcher {
                 running -= 1
                 collected += 1
                 report.add(result)
-                while running > 0, finished.count.load(ordering: .acquiring) > collected, let result = await group.next() {
+                while running > 0, finished.count.withLock { $0 } > collected, let result = await group.next() {
                     running -= 1
                     collected += 1
                     report.add(result)
@@ -309,5 +309,5 @@ public actor OutboxDispatcher {
 
 /// How many attempts of a drain have ended (shared with the attempt tasks).
 private final class FinishedAttempts: Sendable {
-    let count = Atomic<Int>(0)
+    let count = Locked(0)
 }

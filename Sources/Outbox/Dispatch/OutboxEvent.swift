@@ -1,5 +1,5 @@
 import Foundation
-import Synchronization
+import OutboxLocking
 
 /// Something that happened to an entry, for optimistic UI, badges and logs.
 public enum OutboxEvent: Sendable, Hashable {
@@ -25,11 +25,14 @@ public enum OutboxEvent: Sendable, Hashable {
 
 /// Fans events out to every subscriber; each gets its own stream.
 final class EventBroadcaster: Sendable {
-    private let subscribers = Mutex<[UInt64: AsyncStream<OutboxEvent>.Continuation]>([:])
-    private let nextID = Atomic<UInt64>(0)
+    private let subscribers = Locked<[UInt64: AsyncStream<OutboxEvent>.Continuation]>([:])
+    private let nextID = Locked<UInt64>(0)
 
     func stream() -> AsyncStream<OutboxEvent> {
-        let id = nextID.add(1, ordering: .relaxed).newValue
+        let id = nextID.withLock { next -> UInt64 in
+            next += 1
+            return next
+        }
         let (stream, continuation) = AsyncStream<OutboxEvent>.makeStream(bufferingPolicy: .bufferingNewest(10_000))
         continuation.onTermination = { [weak self] _ in
             _ = self?.subscribers.withLock { $0.removeValue(forKey: id) }

@@ -1,5 +1,5 @@
 import Foundation
-import Synchronization
+import OutboxLocking
 
 import SystemPackage
 
@@ -54,7 +54,7 @@ enum FastUUID {
         }
     }
 
-    private static let pool = Mutex(RandomPool())
+    private static let pool = Locked(RandomPool())
 
     #if !canImport(Darwin)
     /// Opened once, never closed: the pool refills from it for the life of the process.

@@ -1,5 +1,5 @@
 import Foundation
-import Synchronization
+import OutboxLocking
 
 /// An ``OutboxStore`` that keeps everything in memory: for unit tests of app
 /// code that enqueues or drains. It behaves exactly like ``LogOutboxStore``
@@ -67,7 +67,7 @@ public final class InMemoryOutboxStore: OutboxStore {
 
 /// Bodies in a dictionary.
 private final class MemoryBackend: StoreBackend {
-    private let bodies = Mutex<[OutboxEntryID: EntryBody]>([:])
+    private let bodies = Locked<[OutboxEntryID: EntryBody]>([:])
 
     func prepare(_ body: EntryBody) throws(OutboxError) -> PreparedBody {
         PreparedBody(body: body, encoded: nil, storedBytes: try EntryCodec.encode(body, sealer: nil).count)

@@ -1,6 +1,6 @@
 import Foundation
 import OutboxLog
-import Synchronization
+import OutboxLocking
 
 /// The behaviour every store shares: the scheduler behind one lock, and the
 /// rule that a change is handed to storage *under* that lock (so storage
@@ -20,13 +20,13 @@ final class StoreCore: Sendable {
         var closed = false
     }
 
-    private let state: Mutex<State>
+    private let state: Locked<State>
 
     init(partition: String, configuration: OutboxStoreConfiguration, backend: any StoreBackend, scheduler: Scheduler) {
         self.partition = partition
         self.configuration = configuration
         self.backend = backend
-        self.state = Mutex(State(scheduler: scheduler))
+        self.state = Locked(State(scheduler: scheduler))
     }
 
     // MARK: Running changes

@@ -1,6 +1,6 @@
 import Foundation
 import Logging
-import Synchronization
+import OutboxLocking
 
 /// Why the demo stopped before its queue was drained.
 struct DemoFailure: Error, CustomStringConvertible {
@@ -24,7 +24,7 @@ struct DemoFailure: Error, CustomStringConvertible {
 /// queue that cannot drain. Disarmed while the app is being killed on
 /// purpose (its disk "dies" and every store call fails).
 final class DemoFailures: Sendable {
-    private let state = Mutex<(armed: Bool, first: String?)>((true, nil))
+    private let state = Locked<(armed: Bool, first: String?)>((true, nil))
 
     var first: String? { state.withLock { $0.first } }
 

@@ -6,7 +6,7 @@ import OutboxLog
 import OutboxLogTesting
 import OutboxReferenceServer
 import IdempotencyKeyMiddleware
-import Synchronization
+import OutboxLocking
 import SystemPackage
 
 /// "A day of a real app", played against the reference server: writes made

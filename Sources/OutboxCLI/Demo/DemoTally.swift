@@ -1,6 +1,6 @@
 import Foundation
 import Outbox
-import Synchronization
+import OutboxLocking
 
 /// Counts the dispatchers' events across both lives of the app.
 final class Tally: Sendable {
@@ -14,7 +14,7 @@ final class Tally: Sendable {
         var remappedIDs: Set<OutboxEntry.ID> = []
     }
 
-    private let counts = Mutex(Counts())
+    private let counts = Locked(Counts())
 
     var snapshot: Counts { counts.withLock { $0 } }
 

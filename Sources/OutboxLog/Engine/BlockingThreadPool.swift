@@ -1,7 +1,7 @@
 import DequeModule
 import Dispatch
 import Foundation
-import Synchronization
+import OutboxLocking
 
 /// A few dedicated threads for blocking file I/O.
 ///
@@ -15,7 +15,7 @@ final class BlockingThreadPool: Sendable {
         var stopping = false
     }
 
-    private let state = Mutex(State())
+    private let state = Locked(State())
     private let available = DispatchSemaphore(value: 0)
     private let threadCount: Int
 

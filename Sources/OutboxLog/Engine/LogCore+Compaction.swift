@@ -1,5 +1,5 @@
 import Foundation
-import Synchronization
+import OutboxLocking
 import SystemPackage
 
 /// What a compaction did.
@@ -143,7 +143,7 @@ extension LogCore {
     private func waitUntilDurable(_ sequence: UInt64) throws(OutboxLogError) {
         if state.withLock({ sequence <= $0.durableSequence }) { return }
         let done = DispatchSemaphore(value: 0)
-        let outcome = Mutex<Result<Void, OutboxLogError>>(.success(()))
+        let outcome = Locked<Result<Void, OutboxLogError>>(.success(()))
         // The wait itself is async (a continuation the writer resumes); this
         // thread may block, the cooperative pool must not, so it only hops
         // through a task.

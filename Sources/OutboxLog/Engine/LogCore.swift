@@ -1,7 +1,7 @@
 import Dispatch
 import Foundation
 import Logging
-import Synchronization
+import OutboxLocking
 import SystemPackage
 
 /// The engine behind ``OutboxLog``: one lock over the state, one writer
@@ -12,12 +12,12 @@ final class LogCore: Sendable {
     let recoveryReport: RecoveryReport
     /// Recovery found the log ending with a marker (it was closed cleanly).
     let recoveredWithMarker: Bool
-    let state: Mutex<LogState>
+    let state: Locked<LogState>
     /// Signalled when the writer thread sleeps and work arrives.
     let writerWakeup = DispatchSemaphore(value: 0)
     let readers: BlockingThreadPool
     /// Where the last page of `entries(after:limit:)` stopped (see `ScanCursor`).
-    let scanCursor = Mutex<ScanCursor?>(nil)
+    let scanCursor = Locked<ScanCursor?>(nil)
     private let lockDescriptor: FileDescriptor
 
     var fileSystem: any FileSystem { configuration.fileSystem }
@@ -51,7 +51,7 @@ final class LogCore: Sendable {
             initial.activeCRCSeed = active.crcSeed
             initial.slots[active.id]!.writtenSize = recovered.activeSize
         }
-        state = Mutex(initial)
+        state = Locked(initial)
     }
 
     /// Opens (creating if allowed) and recovers the log in `directory`.

@@ -1,4 +1,4 @@
-import Synchronization
+import OutboxLocking
 import SystemPackage
 
 #if canImport(Glibc)
@@ -201,7 +201,7 @@ private enum ProcessLocks {
         var inode: UInt64
     }
 
-    static let held = Mutex<[Identity: CInt]>([:])
+    static let held = Locked<[Identity: CInt]>([:])
 
     static func claim(_ identity: Identity, for descriptor: FileDescriptor) throws(Errno) {
         let claimed = held.withLock { held -> Bool in

@@ -1,6 +1,6 @@
 import Dispatch
 import Foundation
-import Synchronization
+import OutboxLocking
 import SystemPackage
 
 /// One segment's scan: its analysis and the records it found, in order.
@@ -29,8 +29,8 @@ final class SegmentPrefetcher: Sendable {
         func adviseWillRead() { fileSystem.adviseWillRead(descriptor, offset: 0, length: size) }
     }
 
-    private let results = Mutex<[Result<ScannedSegment, OutboxLogError>]>([])
-    private let cancelled = Mutex(false)
+    private let results = Locked<[Result<ScannedSegment, OutboxLogError>]>([])
+    private let cancelled = Locked(false)
     /// Counts finished scans the caller has not taken yet.
     private let ready = DispatchSemaphore(value: 0)
     /// Counts scans the thread may start: at most two ahead of the caller.

@@ -1,4 +1,4 @@
-import Synchronization
+import OutboxLocking
 
 /// Runs `work` but stops waiting for it after `limit`: the torture's guard
 /// against an open that hangs. A hung operation cannot be cancelled (it
@@ -23,9 +23,9 @@ enum Deadline {
 
     /// A continuation that only the first of several racers resumes.
     private final class ResumeOnce<T: Sendable>: Sendable {
-        private let continuation: Mutex<CheckedContinuation<T?, Never>?>
+        private let continuation: Locked<CheckedContinuation<T?, Never>?>
 
-        init(_ continuation: CheckedContinuation<T?, Never>) { self.continuation = Mutex(continuation) }
+        init(_ continuation: CheckedContinuation<T?, Never>) { self.continuation = Locked(continuation) }
 
         func resume(returning value: T?) {
             continuation.withLock { $0.take() }?.resume(returning: value)

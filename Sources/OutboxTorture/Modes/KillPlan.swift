@@ -1,5 +1,5 @@
 import OutboxLogTesting
-import Synchronization
+import OutboxLocking
 
 /// When the kill loop SIGKILLs its worker in one cycle, and how the parent
 /// checks the result. Drawn from the seed and the cycle number; the kill
@@ -82,7 +82,7 @@ struct KillPlan: Sendable, CustomStringConvertible {
 
 /// A counter a `Sendable` closure can bump.
 final class Counter: Sendable {
-    private let value = Mutex(0)
+    private let value = Locked(0)
 
     /// Returns the current count and adds one.
     func next() -> Int {

@@ -1,5 +1,5 @@
 import Foundation
-import Synchronization
+import OutboxLocking
 
 #if canImport(Glibc)
 import Glibc
@@ -54,7 +54,7 @@ final class ChildProcess {
         try spawnLock.withLock { _ throws -> ChildProcess in try spawnLocked(executable, arguments, errorFile: errorFile) }
     }
 
-    private static let spawnLock = Mutex(())
+    private static let spawnLock = Locked(())
 
     private static func spawnLocked(_ executable: String, _ arguments: [String], errorFile: String) throws -> ChildProcess {
         var ends: [Int32] = [-1, -1]
