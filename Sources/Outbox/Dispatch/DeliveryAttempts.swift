@@ -17,6 +17,9 @@ final class DeliveryAttempts: Sendable {
     /// Backoff jitter, shared by every attempt.
     let jitter: Locked<JitterRandom>
     let abandoned = AbandonedDeliveries()
+    /// Not-sent and interrupted attempts in a row, per entry, in this
+    /// process: the exponent of their backoff. Cleared by any other outcome.
+    let streaks = Locked<[OutboxEntry.ID: Int]>([:])
 
     private var logger: Logger { configuration.logger }
 
@@ -32,13 +35,20 @@ final class DeliveryAttempts: Sendable {
         self.jitter = Locked(JitterRandom(seed: configuration.randomSeed))
     }
 
-    /// Delivers one claimed (in-flight) entry and records the outcome.
+    /// Delivers one claimed (in-flight) entry and records the outcome. Every
+    /// attempt ends with a recorded outcome: if recording fails, the entry's
+    /// lease is released as an interrupted attempt, and if even that fails,
+    /// the running dispatcher reclaims the lease when it expires.
     func attempt(_ entry: OutboxEntry, with handler: any OutboxHandler) async -> OutboxFlushReport {
         var report = OutboxFlushReport()
         do throws(OutboxError) {
-            // Too old to keep trying: quarantine, never drop silently.
-            if let maximumAge = configuration.maximumAge, clock.now() >= entry.createdAt.adding(maximumAge) {
-                try await quarantine(entry.id, reason: "expired: older than \(maximumAge)", httpStatus: nil, into: &report)
+            // Too long since the server first answered: quarantine, never drop silently.
+            if let maximumAge = configuration.maximumAge, let answered = entry.firstAnswerAt,
+                clock.now() >= answered.adding(maximumAge)
+            {
+                try await quarantine(
+                    entry, reason: "expired: the server first answered more than \(maximumAge) ago", httpStatus: nil,
+                    into: &report)
                 return report
             }
             if let stillRunning = await previousDeliveryStillRunning(entry.id) {
@@ -47,23 +57,38 @@ final class DeliveryAttempts: Sendable {
             }
             publish(.sending(entry.id, attempt: entry.attempts))
 
-            let outcome: OutboxOutcome
+            var outcome: OutboxOutcome
             var sent: OutboxDelivery?
-            switch try await resolveReferences(entry) {
-            case .unresolved(let unresolved):
-                outcome = unresolved
-            case .resolved(let delivery):
-                let started = ContinuousClock.now
-                outcome = await deliver(delivery, with: handler)
-                metrics.deliveryTime.record(duration: started.duration(to: .now))
-                sent = delivery
+            do throws(OutboxError) {
+                switch try await resolveReferences(entry) {
+                case .unresolved(let unresolved):
+                    outcome = unresolved
+                case .resolved(let delivery):
+                    let started = ContinuousClock.now
+                    outcome = await deliver(delivery, with: handler)
+                    metrics.deliveryTime.record(duration: started.duration(to: .now))
+                    sent = delivery
+                }
+            } catch {
+                // Nothing was sent: end the attempt, do not leave it in flight.
+                outcome = .notSent(reason: "cannot resolve its local: references: \(error)")
             }
             try await apply(outcome, to: entry, delivery: sent, handler: handler, into: &report)
         } catch {
             report.errors.append("\(entry.id): \(error)")
             logger.error("attempt failed in the store", metadata: ["id": "\(entry.id)", "error": "\(error)"])
+            await release(entry, because: error)
         }
         return report
+    }
+
+    /// Ends an attempt whose outcome could not be recorded: the entry goes
+    /// back to the queue as interrupted, due at once.
+    private func release(_ entry: OutboxEntry, because error: OutboxError) async {
+        guard let current = try? await store.entry(entry.id), current.status == .inFlight else { return }
+        _ = try? await store.recordFailure(
+            entry.id, error: "interrupted: the outcome could not be recorded (\(error))", httpStatus: nil,
+            retryAt: clock.now(), countsAsAttempt: false, serverAnsweredAt: nil)
     }
 
     /// The entry with its `local:` references replaced by server ids, or the
@@ -94,17 +119,26 @@ final class DeliveryAttempts: Sendable {
         return .resolved(OutboxDelivery(entry: entry, endpoint: remapped.endpoint, payload: remapped.payload, attempt: entry.attempts))
     }
 
-    /// Runs the handler with a timeout; a timeout or a thrown error is transient.
+    /// Runs the handler with a timeout. A thrown error is transient; a
+    /// timeout, or a cancellation by the dispatcher (``OutboxDispatcher/stop()``,
+    /// a drain's deadline), is an interrupted attempt: the request may have
+    /// been sent.
     private func deliver(_ delivery: OutboxDelivery, with handler: any OutboxHandler) async -> OutboxOutcome {
         let deadline = clock.now().adding(configuration.deliveryTimeout)
         let result = await DeadlineRace.run(until: deadline, clock: clock) { try await handler.deliver(delivery) }
         switch result {
         case .finished(.success(let outcome)): return outcome
         case .finished(.failure(let error)):
+            if Task.isCancelled || error is CancellationError {
+                return .interrupted(reason: "the attempt was cancelled (the dispatcher stopped or its deadline passed)")
+            }
             return .transient(reason: "the handler threw: \(error)", httpStatus: nil, retryAfter: nil)
         case .timedOut(let abandoned):
             self.abandoned.remember(abandoned, for: delivery.entry.id)
-            return .transient(reason: "timed out after \(configuration.deliveryTimeout)", httpStatus: nil, retryAfter: nil)
+            return .interrupted(reason: "no outcome within the delivery timeout of \(configuration.deliveryTimeout)")
+        case .cancelled(let abandoned):
+            self.abandoned.remember(abandoned, for: delivery.entry.id)
+            return .interrupted(reason: "the attempt was cancelled (the dispatcher stopped)")
         }
     }
 
@@ -128,27 +162,37 @@ final class DeliveryAttempts: Sendable {
     ) async throws(OutboxError) {
         switch outcome {
         case .delivered(let serverID):
+            streaks.withLock { $0[entry.id] = nil }
             try await store.recordSuccess(entry.id, serverID: serverID, at: clock.now())
             report.delivered += 1
             metrics.delivered.increment()
             publish(.delivered(entry.id, serverID: serverID))
 
         case .permanent(let reason, let status):
-            try await quarantine(entry.id, reason: reason, httpStatus: status, into: &report)
+            try await quarantine(entry, reason: reason, httpStatus: status, into: &report)
 
         case .transient(let reason, let status, let retryAfter):
             let now = clock.now()
-            let wait = retryAfter ?? jitter.withLock { configuration.backoff.delay(afterAttempt: entry.attempts, using: &$0) }
+            let wait = retryAfter.map(clampRetryAfter)
+                ?? jitter.withLock { configuration.backoff.delay(afterAttempt: entry.attempts, using: &$0) }
             let retryAt = now.adding(wait)
-            if let maximumAge = configuration.maximumAge, retryAt >= entry.createdAt.adding(maximumAge) {
-                try await quarantine(entry.id, reason: "expired after: \(reason)", httpStatus: status, into: &report)
+            let answered = status == nil ? nil : now
+            if let maximumAge = configuration.maximumAge, let first = entry.firstAnswerAt ?? answered,
+                retryAt >= first.adding(maximumAge)
+            {
+                try await quarantine(entry, reason: "expired after: \(reason)", httpStatus: status, into: &report)
                 return
             }
-            let (newStatus, cascade) = try await store.recordFailure(entry.id, error: reason, httpStatus: status, retryAt: retryAt)
+            streaks.withLock { $0[entry.id] = nil }
+            let (newStatus, cascade) = try await store.recordFailure(
+                entry.id, error: reason, httpStatus: status, retryAt: retryAt, countsAsAttempt: true,
+                serverAnsweredAt: answered)
             if newStatus == .dead {
-                report.quarantined += 1
-                metrics.quarantined.increment()
-                publish(.quarantined(entry.id, reason: "gave up after \(entry.attempts) attempt(s): \(reason)"))
+                let why = "gave up after \(entry.attempts) attempt(s): \(reason)"
+                report.quarantined += 1 + cascade.dependents.count
+                metrics.quarantined.increment(by: 1 + cascade.dependents.count)
+                warnQuarantined(entry, reason: why, httpStatus: status)
+                publish(.quarantined(entry.id, reason: why))
                 publishCascade(cascade, parent: entry.id)
             } else {
                 report.retried += 1
@@ -156,7 +200,49 @@ final class DeliveryAttempts: Sendable {
                 publish(.retryScheduled(entry.id, at: retryAt, reason: reason))
             }
 
+        case .notSent(let reason):
+            // The server never saw it: back off (capped), but never count it.
+            let retryAt = clock.now().adding(nextDelay(for: entry.id, using: configuration.backoff))
+            _ = try await store.recordFailure(
+                entry.id, error: "not sent: \(reason)", httpStatus: nil, retryAt: retryAt, countsAsAttempt: false,
+                serverAnsweredAt: nil)
+            report.notSent += 1
+            metrics.notSent.increment()
+            publish(.retryScheduled(entry.id, at: retryAt, reason: "not sent: \(reason)"))
+
+        case .interrupted(let reason):
+            // Sent, answer lost: resend soon with the same key.
+            let retryAt = clock.now().adding(nextDelay(for: entry.id, using: configuration.interruptedBackoff))
+            _ = try await store.recordFailure(
+                entry.id, error: "interrupted: \(reason)", httpStatus: nil, retryAt: retryAt, countsAsAttempt: false,
+                serverAnsweredAt: nil)
+            report.interrupted += 1
+            metrics.interrupted.increment()
+            publish(.interrupted(entry.id, at: retryAt, reason: reason))
+
+        case .inProgress(let reason, let retryAfter):
+            let now = clock.now()
+            let retryAt = now.adding(clampRetryAfter(retryAfter ?? configuration.retryAfterFloor))
+            streaks.withLock { $0[entry.id] = nil }
+            _ = try await store.recordFailure(
+                entry.id, error: reason, httpStatus: 409, retryAt: retryAt, countsAsAttempt: false, serverAnsweredAt: now)
+            report.inProgress += 1
+            publish(.retryScheduled(entry.id, at: retryAt, reason: reason))
+
+        case .alreadyProcessed(let reason, let status):
+            // Applied, most likely, but the answer is gone: a person (or the
+            // app) decides; dependents wait instead of being quarantined.
+            streaks.withLock { $0[entry.id] = nil }
+            try await store.markConflict(entry.id, reason: reason, httpStatus: status)
+            report.conflicts += 1
+            metrics.conflicts.increment()
+            logger.warning(
+                "needs attention: \(entry.method) \(entry.endpoint) was already processed by the server, its answer is lost",
+                metadata: metadata(entry, httpStatus: status, reason: reason))
+            publish(.conflict(entry.id, reason: reason))
+
         case .conflict(let reason, let status):
+            streaks.withLock { $0[entry.id] = nil }
             report.conflicts += 1
             metrics.conflicts.increment()
             switch handler.conflictPolicy {
@@ -176,8 +262,11 @@ final class DeliveryAttempts: Sendable {
                 let resend = delivery ?? OutboxDelivery(entry: entry, endpoint: entry.endpoint, payload: entry.payload, attempt: entry.attempts)
                 let deadline = clock.now().adding(configuration.deliveryTimeout)
                 let retried = await DeadlineRace.run(until: deadline, clock: clock) { try await handler.resendAfterConflict(resend) }
-                if case .timedOut(let stillRunning) = retried { abandoned.remember(stillRunning, for: entry.id) }
-                if case .finished(.success(let second)) = retried, second != outcome, !second.isConflict {
+                switch retried {
+                case .timedOut(let stillRunning), .cancelled(let stillRunning): abandoned.remember(stillRunning, for: entry.id)
+                case .finished: break
+                }
+                if case .finished(.success(let second)) = retried, second != outcome, !second.isConflict, !second.isAlreadyProcessed {
                     try await apply(second, to: entry, delivery: resend, handler: handler, into: &report)
                 } else {
                     try await store.markConflict(entry.id, reason: reason, httpStatus: status)
@@ -191,14 +280,46 @@ final class DeliveryAttempts: Sendable {
     }
 
     private func quarantine(
-        _ id: OutboxEntry.ID, reason: String, httpStatus: Int?, into report: inout OutboxFlushReport
+        _ entry: OutboxEntry, reason: String, httpStatus: Int?, into report: inout OutboxFlushReport
     ) async throws(OutboxError) {
-        let cascade = try await store.quarantine(id, reason: reason, httpStatus: httpStatus)
+        streaks.withLock { $0[entry.id] = nil }
+        let cascade = try await store.quarantine(entry.id, reason: reason, httpStatus: httpStatus)
         report.quarantined += 1 + cascade.dependents.count
         metrics.quarantined.increment(by: 1 + cascade.dependents.count)
-        logger.warning("quarantined an entry", metadata: ["id": "\(id)", "reason": "\(reason)"])
-        publish(.quarantined(id, reason: reason))
-        publishCascade(cascade, parent: id)
+        warnQuarantined(entry, reason: reason, httpStatus: httpStatus)
+        publish(.quarantined(entry.id, reason: reason))
+        publishCascade(cascade, parent: entry.id)
+    }
+
+    /// One warning per quarantined entry, naming the request: what a
+    /// developer needs to find the route or the payload at fault.
+    private func warnQuarantined(_ entry: OutboxEntry, reason: String, httpStatus: Int?) {
+        logger.warning(
+            "quarantined \(entry.method) \(entry.endpoint)\(httpStatus.map { " (HTTP \($0))" } ?? ""): \(reason)",
+            metadata: metadata(entry, httpStatus: httpStatus, reason: reason))
+    }
+
+    private func metadata(_ entry: OutboxEntry, httpStatus: Int?, reason: String) -> Logger.Metadata {
+        var metadata: Logger.Metadata = [
+            "id": "\(entry.id)", "type": "\(entry.type)", "method": "\(entry.method)", "endpoint": "\(entry.endpoint)",
+            "reason": "\(reason)",
+        ]
+        if let httpStatus { metadata["status"] = "\(httpStatus)" }
+        return metadata
+    }
+
+    /// The delay of the n-th not-sent or interrupted attempt in a row.
+    private func nextDelay(for id: OutboxEntry.ID, using backoff: OutboxBackoff) -> Duration {
+        let streak = streaks.withLock { streaks -> Int in
+            streaks[id, default: 0] += 1
+            return streaks[id]!
+        }
+        return jitter.withLock { backoff.delay(afterAttempt: streak, using: &$0) }
+    }
+
+    /// A server's `Retry-After`, within the configured floor and cap.
+    private func clampRetryAfter(_ wait: Duration) -> Duration {
+        min(max(wait, configuration.retryAfterFloor), max(configuration.retryAfterFloor, configuration.retryAfterCap))
     }
 
     private func publishCascade(_ cascade: OutboxCascade, parent: OutboxEntry.ID) {
@@ -229,6 +350,11 @@ final class AbandonedDeliveries: Sendable {
 extension OutboxOutcome {
     var isConflict: Bool {
         if case .conflict = self { return true }
+        return false
+    }
+
+    var isAlreadyProcessed: Bool {
+        if case .alreadyProcessed = self { return true }
         return false
     }
 }

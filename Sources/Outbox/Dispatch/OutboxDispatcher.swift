@@ -15,7 +15,12 @@ import OutboxLocking
 /// ```
 ///
 /// - `flush()` coalesces concurrent callers onto one running drain, so an
-///   entry is never sent twice at once.
+///   entry is never sent twice at once. A running drain keeps every slot
+///   busy: it claims again when an attempt ends, when something is enqueued
+///   or flushed, and when the next retry comes due.
+/// - Lifecycle: `start` … `stop` … `start` again. While stopped, `enqueue`
+///   records the write (the commit point still holds) and it is sent after
+///   the next `start`.
 /// - Triggers: `start()` (cold start), every `enqueue`, a timer at the
 ///   earliest retry time, `connectivityChanged(isOnline:)`,
 ///   `appDidBecomeActive()`, `resume()`.
@@ -33,15 +38,27 @@ public actor OutboxDispatcher {
     private let attempts: DeliveryAttempts
     private var logger: Logger { configuration.logger }
 
-    private var drainTask: Task<OutboxFlushReport, Never>?
+    /// The running drain, if any: flushes join it, enqueues and flushes wake it.
+    private var running: (task: Task<OutboxFlushReport, Never>, wakeup: Wakeup)?
     private var drainAgain = false
     private var paused = false
     private var online = true
-    private var started = false
+    private var lifecycle = Lifecycle.idle
+    /// While ``drain(until:)`` runs: no attempt starts after this.
+    private var claimDeadline: Date?
     private var timer: (task: Task<Void, Never>, deadline: Date)?
     private var monitorTask: Task<Void, Never>?
     private var reportedUnhandled: Set<OutboxEntry.ID> = []
     private var lastPrune: Date?
+    private var lastLeaseCheck: Date?
+
+    private enum Lifecycle {
+        /// Never started: every enqueue flushes in the background.
+        case idle
+        case started
+        /// After ``stop()``: enqueues are recorded and sent after the next ``start(connectivity:)``.
+        case stopped
+    }
 
     private let metrics: DispatcherMetrics
 
@@ -99,7 +116,13 @@ public actor OutboxDispatcher {
         case .duplicate:
             break
         }
-        Task { await self.flush() }
+        if lifecycle == .stopped {
+            logger.notice(
+                "recorded while the dispatcher is stopped: it is sent after the next start()",
+                metadata: ["id": "\(request.id)"])
+        } else {
+            Task { await self.flush() }
+        }
         return result
     }
 
@@ -127,13 +150,16 @@ public actor OutboxDispatcher {
     // MARK: - Triggers
 
     /// Flushes now (the cold-start trigger) and follows `connectivity`.
+    /// After ``stop()``, starts again (and sends what was recorded meanwhile).
     ///
     /// With a monitor, the cold-start flush waits for its first answer (the
     /// current state), so nothing is attempted while the device is offline.
     public func start(connectivity: (any ConnectivityMonitor)? = nil) {
-        guard !started else { return }
-        started = true
+        guard lifecycle != .started else { return }
+        lifecycle = .started
+        paused = false
         guard let connectivity else {
+            online = true
             Task { await self.flush() }
             return
         }
@@ -156,15 +182,22 @@ public actor OutboxDispatcher {
         if isOnline { Task { await self.flush() } }
     }
 
-    /// Stops the timer and the connectivity subscription, waits for a
-    /// running drain, and ends every event stream.
+    /// Stops: no new attempt starts, running attempts are cancelled (each
+    /// is recorded as interrupted and resent later with the same key), the
+    /// timer and the connectivity subscription end, and so does every event
+    /// stream. Returns once the running drain has recorded its attempts, or
+    /// at once if the calling task is cancelled. ``start(connectivity:)``
+    /// starts again.
     public func stop() async {
+        lifecycle = .stopped
         monitorTask?.cancel()
         monitorTask = nil
         timer?.task.cancel()
         timer = nil
-        paused = true
-        if let drainTask { _ = await drainTask.value }
+        if let running {
+            running.task.cancel()
+            _ = await Self.value(of: running.task)
+        }
         broadcaster.finish()
     }
 
@@ -191,38 +224,109 @@ public actor OutboxDispatcher {
     // MARK: - Flushing
 
     /// Sends everything that is due, until nothing is; returns what it did.
-    /// Concurrent callers join the running drain instead of starting another.
+    /// Concurrent callers join the running drain instead of starting another
+    /// (and wake it, so it claims what became due). If the calling task is
+    /// cancelled, returns at once with what is known (an empty report when it
+    /// joined a drain): the drain goes on for the dispatcher's other triggers.
     @discardableResult
     public func flush() async -> OutboxFlushReport {
-        if let drainTask {
-            drainAgain = true
-            return await drainTask.value
-        }
-        let task = Task { await self.drainUntilQuiet() }
-        drainTask = task
-        return await task.value
+        await Self.value(of: drainTask()) ?? OutboxFlushReport()
     }
 
-    private func drainUntilQuiet() async -> OutboxFlushReport {
+    /// Sends what is due and keeps going — waiting for retries to come due,
+    /// sending what is enqueued meanwhile — until nothing is left unsent or
+    /// `deadline` passes. No attempt starts after the deadline; attempts
+    /// running then end within ``OutboxDispatcherConfiguration/deliveryTimeout``
+    /// (each is recorded: no entry stays in flight), so this returns within
+    /// the deadline plus one delivery timeout — or at once if the calling
+    /// task is cancelled.
+    ///
+    /// Entries that cannot be sent before the deadline (a retry due later,
+    /// a dependency not delivered) stay queued; ``summary()`` and
+    /// ``OutboxStore/entries(matching:)`` tell what is left and why.
+    @discardableResult
+    public func drain(until deadline: Date) async -> OutboxFlushReport {
+        var report = OutboxFlushReport()
+        claimDeadline = deadline
+        defer { claimDeadline = nil }
+        while !Task.isCancelled {
+            guard let pass = await Self.value(of: drainTask()) else { break }
+            report.add(pass)
+            let now = clock.now()
+            guard now < deadline, let unsent = try? await store.summary().unsent, unsent > 0 else { break }
+            // Wait for the next retry (or the deadline), woken early by an
+            // enqueue or a flush: they start a drain of their own.
+            let next = min((try? await store.nextDueDate()) ?? deadline, deadline)
+            if next > now {
+                if let running { _ = await Self.value(of: running.task) } else { await sleep(until: next) }
+            }
+            if clock.now() >= deadline { break }
+        }
+        return report
+    }
+
+    /// The running drain, or a new one.
+    private func drainTask() -> Task<OutboxFlushReport, Never> {
+        if let running {
+            drainAgain = true
+            running.wakeup.signal()
+            return running.task
+        }
+        let wakeup = Wakeup()
+        let task = Task { await self.drainUntilQuiet(wakeup: wakeup) }
+        running = (task, wakeup)
+        return task
+    }
+
+    /// Sleeps on the dispatcher's clock until `date`, the calling task's
+    /// cancellation, or a drain started meanwhile (an enqueue, a flush).
+    private func sleep(until date: Date) async {
+        let wakeup = Wakeup()
+        sleepers.append(wakeup)
+        let clock = self.clock
+        let alarm = Task {
+            try? await clock.sleep(until: date)
+            wakeup.signal()
+        }
+        await wakeup.wait()
+        alarm.cancel()
+        sleepers.removeAll { $0 === wakeup }
+    }
+
+    /// ``drain(until:)`` callers waiting for the next due time.
+    private var sleepers: [Wakeup] = []
+
+    private func drainUntilQuiet(wakeup: Wakeup) async -> OutboxFlushReport {
         var report = OutboxFlushReport()
         repeat {
             drainAgain = false
-            report.add(await drain())
-        } while drainAgain && !paused && online
+            report.add(await drain(wakeup: wakeup))
+        } while drainAgain && mayClaim
         // No await between the last check and this: a flush that arrives
         // later starts a new drain rather than joining a finished one.
-        drainTask = nil
+        running = nil
+        for sleeper in sleepers { sleeper.signal() }
         await pruneIfDue()
         await scheduleTimer()
         return report
     }
 
-    /// One pass: keeps up to `maximumConcurrentDeliveries` attempts running,
-    /// claiming due entries from the store whenever slots free up. A claim
-    /// puts its entries in flight in one write, so an entry is never handed
-    /// to two attempts.
-    private func drain() async -> OutboxFlushReport {
+    /// Whether a drain may start attempts now.
+    private var mayClaim: Bool {
+        !paused && online && lifecycle != .stopped && !Task.isCancelled
+            && claimDeadline.map { clock.now() < $0 } ?? true
+    }
+
+    /// One pass: keeps up to `maximumConcurrentDeliveries` attempts running.
+    /// It claims due entries whenever a slot is free and something may have
+    /// become due — an attempt ended, an enqueue or a flush woke it, the next
+    /// retry time came — and ends when nothing runs and nothing is due. A
+    /// claim puts its entries in flight in one write, so an entry is never
+    /// handed to two attempts. Cancelling the pass (``stop()``) cancels the
+    /// running attempts; each still records its outcome.
+    private func drain(wakeup: Wakeup) async -> OutboxFlushReport {
         var report = OutboxFlushReport()
+        await reclaimExpiredLeases()
         let lease = configuration.deliveryTimeout + configuration.leaseGrace
         let handlers = self.handlers
         let hasFallback = fallback != nil
@@ -233,10 +337,19 @@ public actor OutboxDispatcher {
         await withTaskGroup(of: OutboxFlushReport.self) { group in
             var running = 0
             var collected = 0
-            var claiming = true
+            var storeFailed = false
+            var dueAlarm: (task: Task<Void, Never>, at: Date)?
+            defer { dueAlarm?.task.cancel() }
             while true {
+                while finished.count.withLock({ $0 }) > collected, let result = await group.next() {
+                    running -= 1
+                    collected += 1
+                    report.add(result)
+                }
+                var claimedAny = false
+                let claiming = !storeFailed && mayClaim
                 let capacity = configuration.maximumConcurrentDeliveries - running
-                if claiming && capacity > 0 && !paused && online {
+                if claiming && capacity > 0 {
                     do {
                         let claim = try await store.claimDue(at: clock.now(), limit: capacity, lease: lease) { type in
                             hasFallback || handlers[type] != nil
@@ -249,31 +362,66 @@ public actor OutboxDispatcher {
                         for entry in claim.entries {
                             guard let handler = handlers[entry.type] ?? fallback else { continue }  // accepted above
                             running += 1
+                            claimedAny = true
                             group.addTask {
                                 let result = await attempts.attempt(entry, with: handler)
                                 finished.count.withLock { $0 += 1 }
+                                wakeup.signal()
                                 return result
                             }
                         }
                     } catch {
                         // Let the running attempts finish and record their outcomes.
-                        claiming = false
+                        storeFailed = true
                         report.errors.append("claimDue: \(error)")
                         logger.error("cannot claim due entries", metadata: ["error": "\(error)"])
                     }
                 }
-                guard running > 0, let result = await group.next() else { break }
-                running -= 1
-                collected += 1
-                report.add(result)
-                while running > 0, finished.count.withLock { $0 } > collected, let result = await group.next() {
-                    running -= 1
-                    collected += 1
-                    report.add(result)
+                if running == 0 && !claimedAny { break }
+                guard claiming else {
+                    // Nothing new starts: wait for the running attempts only.
+                    if let result = await group.next() {
+                        running -= 1
+                        collected += 1
+                        report.add(result)
+                    }
+                    continue
                 }
+                // Free slots: also wake when the next retry comes due.
+                if running < configuration.maximumConcurrentDeliveries,
+                    let next = try? await store.nextDueDate(), dueAlarm.map({ next < $0.at }) ?? true
+                {
+                    dueAlarm?.task.cancel()
+                    let clock = self.clock
+                    dueAlarm = (Task {
+                        do { try await clock.sleep(until: next) } catch { return }
+                        wakeup.signal()
+                    }, next)
+                }
+                await wakeup.wait()
+                if let alarm = dueAlarm, alarm.at <= clock.now() { dueAlarm = nil }
             }
         }
         return report
+    }
+
+    /// Puts entries whose lease expired back in the queue, at most once per
+    /// `leaseGrace`: an attempt that could not record its outcome (its store
+    /// write failed) does not hold its entry until the next open.
+    private func reclaimExpiredLeases() async {
+        let now = clock.now()
+        if let lastLeaseCheck, now < lastLeaseCheck.adding(configuration.leaseGrace) { return }
+        lastLeaseCheck = now
+        do {
+            let reclaimed = try await store.reclaimExpiredLeases(at: now)
+            if !reclaimed.isEmpty {
+                logger.warning(
+                    "reclaimed entries whose attempt never recorded an outcome",
+                    metadata: ["count": "\(reclaimed.count)", "ids": "\(reclaimed.prefix(10))"])
+            }
+        } catch {
+            logger.error("cannot reclaim expired leases", metadata: ["error": "\(error)"])
+        }
     }
 
     /// Drops succeeded entries past their audit window and stale mappings,
@@ -288,7 +436,7 @@ public actor OutboxDispatcher {
     }
 
     private func scheduleTimer() async {
-        guard !paused, online, let next = try? await store.nextDueDate() else { return }
+        guard !paused, online, lifecycle != .stopped, let next = try? await store.nextDueDate() else { return }
         if let timer, timer.deadline <= next { return }
         timer?.task.cancel()
         let clock = self.clock
@@ -305,6 +453,58 @@ public actor OutboxDispatcher {
     }
 
     private nonisolated func publish(_ event: OutboxEvent) { broadcaster.publish(event) }
+
+    /// The value of `task`, or `nil` as soon as the calling task is
+    /// cancelled (the task itself goes on).
+    private static func value<Value: Sendable>(of task: Task<Value, Never>) async -> Value? {
+        let waiter = Locked<CheckedContinuation<Value?, Never>?>(nil)
+        return await withTaskCancellationHandler {
+            await withCheckedContinuation { continuation in
+                waiter.withLock { $0 = continuation }
+                if Task.isCancelled { waiter.withLock { $0.take() }?.resume(returning: nil) }
+                Task {
+                    let value = await task.value
+                    waiter.withLock { $0.take() }?.resume(returning: value)
+                }
+            }
+        } onCancel: {
+            waiter.withLock { $0.take() }?.resume(returning: nil)
+        }
+    }
+}
+
+/// A wake-up call that is never lost: ``signal()`` before ``wait()`` makes
+/// the next wait return at once; many signals before a wait count as one.
+/// One waiter at a time.
+final class Wakeup: Sendable {
+    private let state = Locked<(signalled: Bool, waiter: CheckedContinuation<Void, Never>?)>((false, nil))
+
+    func signal() {
+        let waiter = state.withLock { state -> CheckedContinuation<Void, Never>? in
+            guard let waiter = state.waiter else {
+                state.signalled = true
+                return nil
+            }
+            state.waiter = nil
+            return waiter
+        }
+        waiter?.resume()
+    }
+
+    /// Returns at the next signal (at once if one came since the last wait).
+    func wait() async {
+        await withCheckedContinuation { continuation in
+            let now = state.withLock { state -> Bool in
+                if state.signalled {
+                    state.signalled = false
+                    return true
+                }
+                state.waiter = continuation
+                return false
+            }
+            if now { continuation.resume() }
+        }
+    }
 }
 
 /// How many attempts of a drain have ended (shared with the attempt tasks).
