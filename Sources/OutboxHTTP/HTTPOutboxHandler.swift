@@ -103,8 +103,13 @@ public struct HTTPOutboxHandler: OutboxHandler {
         var description: String { "the endpoint makes \(url), which is not on \(base): not sent" }
     }
 
-    /// The request for `delivery`: the same bytes for the same delivery and token.
-    func request(for delivery: OutboxDelivery, token: String?) throws -> HTTPTransportRequest {
+    /// The request an attempt of `delivery` sends: the same bytes for the
+    /// same delivery and token, in any process (stored headers sorted by
+    /// name, then `Idempotency-Key`, then `Authorization`).
+    ///
+    /// - Throws: if `baseURL` + endpoint would leave the configured scheme,
+    ///   host and port (such a request is never sent).
+    public func request(for delivery: OutboxDelivery, token: String?) throws -> HTTPTransportRequest {
         let base = configuration.baseURL.absoluteString.hasSuffix("/")
             ? String(configuration.baseURL.absoluteString.dropLast()) : configuration.baseURL.absoluteString
         let text = base + delivery.endpoint

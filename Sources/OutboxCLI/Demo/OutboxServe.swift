@@ -12,7 +12,12 @@ struct OutboxServe: AsyncParsableCommand {
         discussion: """
             The demo's API (POST /albums, POST /albums/{id}/photos, PUT /posts/{id}/like, \
             POST /messages, GET /ledger) behind the Idempotency-Key middleware, optionally \
-            with injected faults. Point `outbox drain --base-url` at it. Idempotency keys are \
+            with injected faults: --fault-rate R disturbs that share of writes with 503s, 429s, \
+            answers held past the client's timeout, connections dropped after apply, slow \
+            answers and slow applies, and connection-level faults — closed before any response, \
+            reset (RST) after apply, half-open (applied, never answered), idle keep-alive \
+            connections closed by the server, and 303 See Other after apply. \
+            Point `outbox drain --base-url` at it. Idempotency keys are \
             kept durably (an OutboxLog in --keys-dir), so a retry after a server restart is \
             still answered with the stored response; --in-memory-keys forgets them on exit.
             """
