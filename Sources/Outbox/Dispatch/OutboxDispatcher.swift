@@ -246,12 +246,15 @@ public actor OutboxDispatcher {
     /// ``OutboxStore/entries(matching:)`` tell what is left and why.
     @discardableResult
     public func drain(until deadline: Date) async -> OutboxFlushReport {
-        var report = OutboxFlushReport()
         claimDeadline = deadline
-        defer { claimDeadline = nil }
+        // Every drain until then counts, whoever started it (a timer, an enqueue).
+        deadlineReport = OutboxFlushReport()
+        defer {
+            claimDeadline = nil
+            deadlineReport = nil
+        }
         while !Task.isCancelled {
-            guard let pass = await Self.value(of: drainTask()) else { break }
-            report.add(pass)
+            guard await Self.value(of: drainTask()) != nil else { break }
             let now = clock.now()
             guard now < deadline, let unsent = try? await store.summary().unsent, unsent > 0 else { break }
             // Wait for the next retry (or the deadline), woken early by an
@@ -262,8 +265,11 @@ public actor OutboxDispatcher {
             }
             if clock.now() >= deadline { break }
         }
-        return report
+        return deadlineReport ?? OutboxFlushReport()
     }
+
+    /// What every drain did while ``drain(until:)`` runs.
+    private var deadlineReport: OutboxFlushReport?
 
     /// The running drain, or a new one.
     private func drainTask() -> Task<OutboxFlushReport, Never> {
@@ -305,6 +311,7 @@ public actor OutboxDispatcher {
         // No await between the last check and this: a flush that arrives
         // later starts a new drain rather than joining a finished one.
         running = nil
+        deadlineReport?.add(report)
         for sleeper in sleepers { sleeper.signal() }
         await pruneIfDue()
         await scheduleTimer()
