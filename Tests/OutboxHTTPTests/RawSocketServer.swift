@@ -56,7 +56,8 @@ final class RawSocketServer: Sendable {
     private let state = Locked<(captures: [Capture], held: [Int32], connections: Int, stopped: Bool, idleClosed: Int)>(
         ([], [], 0, false, 0))
 
-    init(script: @escaping @Sendable (_ capture: Capture, _ earlierOnPath: Int) -> Behaviour) throws {
+    /// - Parameter port: 0 for any free port.
+    init(port: Int = 0, script: @escaping @Sendable (_ capture: Capture, _ earlierOnPath: Int) -> Behaviour) throws {
         self.script = script
         let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         var reuse: Int32 = 1
@@ -64,6 +65,7 @@ final class RawSocketServer: Sendable {
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
         address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_port = UInt16(port).bigEndian
         let bound = withUnsafePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(listener, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
         }
@@ -72,7 +74,7 @@ final class RawSocketServer: Sendable {
         _ = withUnsafeMutablePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(listener, $0, &length) }
         }
-        port = Int(UInt16(bigEndian: address.sin_port))
+        self.port = Int(UInt16(bigEndian: address.sin_port))
         self.listener = listener
         Thread { [self] in
             while true {
