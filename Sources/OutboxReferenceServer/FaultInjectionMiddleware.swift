@@ -60,8 +60,10 @@ struct FaultInjectionMiddleware: RouterMiddleware {
             throw DroppedConnection()
         case .halfOpen:
             _ = try await next(request, context)
-            // Never answer; the connection ends when the client gives up.
-            try? await context.channel.closeFuture.get()
+            // No answer. The client's FIN may only half-close the channel,
+            // so the hold is bounded rather than waiting for the close.
+            try? await Task.sleep(for: faults.halfOpenHold)
+            try? await context.channel.close()
             throw DroppedConnection()
         case .idleClose:
             let response = try await next(request, context)

@@ -46,9 +46,14 @@ public struct ServerFaults: Sendable, Hashable, Codable {
     public var closeBeforeResponse = 0.0
     /// The request is applied, then the connection is reset (RST, not FIN).
     public var resetAfterApply = 0.0
-    /// The request is applied, then the server never answers and keeps the
-    /// connection open (half-open): the client must time out.
+    /// The request is applied, then the server does not answer and keeps
+    /// the connection open (half-open) for ``halfOpenHold``, then closes it:
+    /// the client must time out.
     public var halfOpen = 0.0
+    /// How long a half-open connection is held. Longer than the client's
+    /// request timeout (30 s by default); bounded, so stopping the server
+    /// never waits on a client that keeps its end open.
+    public var halfOpenHold: Duration = .seconds(35)
     /// Answered normally, then the connection is closed while idle in the
     /// client's keep-alive pool (without `Connection: close`), after
     /// ``idleCloseDelay``: the next request on it races the close.
@@ -89,6 +94,23 @@ public struct ServerFaults: Sendable, Hashable, Codable {
     public enum Fault: String, Sendable, Hashable, Codable, CaseIterable {
         case serverError, tooManyRequests, delayPastTimeout, dropAfterApply, slow, slowApply
         case closeBeforeResponse, resetAfterApply, halfOpen, idleClose, seeOther
+    }
+
+    /// Sets the probability of `fault`.
+    public mutating func set(_ fault: Fault, to rate: Double) {
+        switch fault {
+        case .serverError: serverError = rate
+        case .tooManyRequests: tooManyRequests = rate
+        case .delayPastTimeout: delayPastTimeout = rate
+        case .dropAfterApply: dropAfterApply = rate
+        case .slow: slow = rate
+        case .slowApply: slowApply = rate
+        case .closeBeforeResponse: closeBeforeResponse = rate
+        case .resetAfterApply: resetAfterApply = rate
+        case .halfOpen: halfOpen = rate
+        case .idleClose: idleClose = rate
+        case .seeOther: seeOther = rate
+        }
     }
 
     /// The probability of `fault`.

@@ -74,7 +74,9 @@ struct FaultyServerTests {
             faults.slowApplyDelay = .milliseconds(1500)
         case .closeBeforeResponse: faults.closeBeforeResponse = 0.5
         case .resetAfterApply: faults.resetAfterApply = 0.5
-        case .halfOpen: faults.halfOpen = 0.3
+        case .halfOpen:
+            faults.halfOpen = 0.3
+            faults.halfOpenHold = .milliseconds(1500)  // past the client's 1 s timeout
         case .idleClose:
             faults.idleClose = 0.5
             faults.idleCloseDelay = .milliseconds(1)

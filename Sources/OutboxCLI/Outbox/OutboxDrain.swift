@@ -88,9 +88,9 @@ struct OutboxDrain: AsyncParsableCommand {
             handler.requestTimeout = requestTimeout
             var configuration = OutboxDispatcherConfiguration()
             configuration.maximumConcurrentDeliveries = concurrency
-            // The watchdog and the request time out together: an attempt
-            // running at the deadline ends within one request timeout.
-            configuration.deliveryTimeout = requestTimeout
+            // The request's own timeout comes first (it knows whether the
+            // request left); the watchdog a second later is the backstop.
+            configuration.deliveryTimeout = requestTimeout + .seconds(1)
             configuration.logger = options.logger(level: .warning)
             let dispatcher = OutboxDispatcher(
                 store: store, handlers: [:], fallback: HTTPOutboxHandler(configuration: handler), configuration: configuration)
