@@ -12,7 +12,7 @@ outbox=${OUTBOX:-.build/release/outbox}
 work=$(mktemp -d)
 trap 'kill "$server" 2>/dev/null || true; rm -rf "$work"' EXIT
 
-"$outbox" enqueue "$work/q" --count 1000 --size 64 > "$work/keys.txt"
+"$outbox" enqueue "$work/q" --count 1000 --size 64 --endpoint "POST /messages" > "$work/keys.txt"
 "$outbox" serve --port 0 --in-memory-keys --fault dropAfterApply=0.05 --fault serverError=0.05 --seed 14 \
     > "$work/serve.log" 2>&1 &
 server=$!
@@ -23,7 +23,7 @@ echo "server: $url (dropAfterApply 5 %, serverError 5 %)"
 for kill in 1 2 3 4 5; do
     "$outbox" drain "$work/q" --base-url "$url" --until-empty --timeout 120 --json > "$work/drain-$kill.json" 2>&1 &
     drain=$!
-    sleep "0.$((RANDOM % 5 + 3))"
+    sleep "0.$((RANDOM % 3 + 1))"  # 0.1–0.3 s: mid-drain
     kill -9 "$drain" 2>/dev/null || true
     wait "$drain" 2>/dev/null || true
     echo "kill -9 #$kill: $(curl -s "$url/ledger" | python3 -c 'import json,sys; print(len(json.load(sys.stdin)["applied"]), "keys applied so far")')"

@@ -29,14 +29,14 @@ import OutboxLocking
 public actor OutboxDispatcher {
     /// The queue being drained.
     public nonisolated let store: any OutboxStore
-    private let handlers: [String: any OutboxHandler]
-    private let fallback: (any OutboxHandler)?
-    private let configuration: OutboxDispatcherConfiguration
-    private let clock: any OutboxClock
+    let handlers: [String: any OutboxHandler]
+    let fallback: (any OutboxHandler)?
+    let configuration: OutboxDispatcherConfiguration
+    let clock: any OutboxClock
     private let broadcaster: EventBroadcaster
     /// Runs each attempt, off this actor.
-    private let attempts: DeliveryAttempts
-    private var logger: Logger { configuration.logger }
+    let attempts: DeliveryAttempts
+    var logger: Logger { configuration.logger }
 
     /// The running drain, if any: flushes join it, enqueues and flushes wake it.
     private var running: (task: Task<OutboxFlushReport, Never>, wakeup: Wakeup)?
@@ -48,9 +48,9 @@ public actor OutboxDispatcher {
     private var claimDeadline: Date?
     private var timer: (task: Task<Void, Never>, deadline: Date)?
     private var monitorTask: Task<Void, Never>?
-    private var reportedUnhandled: Set<OutboxEntry.ID> = []
+    var reportedUnhandled: Set<OutboxEntry.ID> = []
     private var lastPrune: Date?
-    private var lastLeaseCheck: Date?
+    var lastLeaseCheck: Date?
 
     private enum Lifecycle {
         /// Never started: every enqueue flushes in the background.
@@ -196,7 +196,7 @@ public actor OutboxDispatcher {
         timer = nil
         if let running {
             running.task.cancel()
-            _ = await Self.value(of: running.task)
+            _ = await valueUnlessCancelled(of: running.task)
         }
         broadcaster.finish()
     }
@@ -230,7 +230,7 @@ public actor OutboxDispatcher {
     /// joined a drain): the drain goes on for the dispatcher's other triggers.
     @discardableResult
     public func flush() async -> OutboxFlushReport {
-        await Self.value(of: drainTask()) ?? OutboxFlushReport()
+        await valueUnlessCancelled(of: drainTask()) ?? OutboxFlushReport()
     }
 
     /// Sends what is due and keeps going — waiting for retries to come due,
@@ -254,14 +254,14 @@ public actor OutboxDispatcher {
             deadlineReport = nil
         }
         while !Task.isCancelled {
-            guard await Self.value(of: drainTask()) != nil else { break }
+            guard await valueUnlessCancelled(of: drainTask()) != nil else { break }
             let now = clock.now()
             guard now < deadline, let unsent = try? await store.summary().unsent, unsent > 0 else { break }
             // Wait for the next retry (or the deadline), woken early by an
             // enqueue or a flush: they start a drain of their own.
             let next = min((try? await store.nextDueDate()) ?? deadline, deadline)
             if next > now {
-                if let running { _ = await Self.value(of: running.task) } else { await sleep(until: next) }
+                if let running { _ = await valueUnlessCancelled(of: running.task) } else { await sleep(until: next) }
             }
             if clock.now() >= deadline { break }
         }
@@ -319,116 +319,9 @@ public actor OutboxDispatcher {
     }
 
     /// Whether a drain may start attempts now.
-    private var mayClaim: Bool {
+    var mayClaim: Bool {
         !paused && online && lifecycle != .stopped && !Task.isCancelled
             && claimDeadline.map { clock.now() < $0 } ?? true
-    }
-
-    /// One pass: keeps up to `maximumConcurrentDeliveries` attempts running.
-    /// It claims due entries whenever a slot is free and something may have
-    /// become due — an attempt ended, an enqueue or a flush woke it, the next
-    /// retry time came — and ends when nothing runs and nothing is due. A
-    /// claim puts its entries in flight in one write, so an entry is never
-    /// handed to two attempts. Cancelling the pass (``stop()``) cancels the
-    /// running attempts; each still records its outcome.
-    private func drain(wakeup: Wakeup) async -> OutboxFlushReport {
-        var report = OutboxFlushReport()
-        await reclaimExpiredLeases()
-        let lease = configuration.deliveryTimeout + configuration.leaseGrace
-        let handlers = self.handlers
-        let hasFallback = fallback != nil
-        let attempts = self.attempts
-        // Attempts count themselves here as they end, so the loop can take
-        // every finished one at once and refill all their slots in one claim.
-        let finished = FinishedAttempts()
-        await withTaskGroup(of: OutboxFlushReport.self) { group in
-            var running = 0
-            var collected = 0
-            var storeFailed = false
-            var dueAlarm: (task: Task<Void, Never>, at: Date)?
-            defer { dueAlarm?.task.cancel() }
-            while true {
-                while finished.count.withLock({ $0 }) > collected, let result = await group.next() {
-                    running -= 1
-                    collected += 1
-                    report.add(result)
-                }
-                var claimedAny = false
-                let claiming = !storeFailed && mayClaim
-                let capacity = configuration.maximumConcurrentDeliveries - running
-                if claiming && capacity > 0 {
-                    do {
-                        let claim = try await store.claimDue(at: clock.now(), limit: capacity, lease: lease) { type in
-                            hasFallback || handlers[type] != nil
-                        }
-                        for (id, type) in claim.unaccepted where reportedUnhandled.insert(id).inserted {
-                            report.unhandled += 1
-                            publish(.unhandled(id, type: type))
-                            logger.warning("no handler for entry type", metadata: ["type": "\(type)", "id": "\(id)"])
-                        }
-                        for entry in claim.entries {
-                            guard let handler = handlers[entry.type] ?? fallback else { continue }  // accepted above
-                            running += 1
-                            claimedAny = true
-                            group.addTask {
-                                let result = await attempts.attempt(entry, with: handler)
-                                finished.count.withLock { $0 += 1 }
-                                wakeup.signal()
-                                return result
-                            }
-                        }
-                    } catch {
-                        // Let the running attempts finish and record their outcomes.
-                        storeFailed = true
-                        report.errors.append("claimDue: \(error)")
-                        logger.error("cannot claim due entries", metadata: ["error": "\(error)"])
-                    }
-                }
-                if running == 0 && !claimedAny { break }
-                guard claiming else {
-                    // Nothing new starts: wait for the running attempts only.
-                    if let result = await group.next() {
-                        running -= 1
-                        collected += 1
-                        report.add(result)
-                    }
-                    continue
-                }
-                // Free slots: also wake when the next retry comes due.
-                if running < configuration.maximumConcurrentDeliveries,
-                    let next = try? await store.nextDueDate(), dueAlarm.map({ next < $0.at }) ?? true
-                {
-                    dueAlarm?.task.cancel()
-                    let clock = self.clock
-                    dueAlarm = (Task {
-                        do { try await clock.sleep(until: next) } catch { return }
-                        wakeup.signal()
-                    }, next)
-                }
-                await wakeup.wait()
-                if let alarm = dueAlarm, alarm.at <= clock.now() { dueAlarm = nil }
-            }
-        }
-        return report
-    }
-
-    /// Puts entries whose lease expired back in the queue, at most once per
-    /// `leaseGrace`: an attempt that could not record its outcome (its store
-    /// write failed) does not hold its entry until the next open.
-    private func reclaimExpiredLeases() async {
-        let now = clock.now()
-        if let lastLeaseCheck, now < lastLeaseCheck.adding(configuration.leaseGrace) { return }
-        lastLeaseCheck = now
-        do {
-            let reclaimed = try await store.reclaimExpiredLeases(at: now)
-            if !reclaimed.isEmpty {
-                logger.warning(
-                    "reclaimed entries whose attempt never recorded an outcome",
-                    metadata: ["count": "\(reclaimed.count)", "ids": "\(reclaimed.prefix(10))"])
-            }
-        } catch {
-            logger.error("cannot reclaim expired leases", metadata: ["error": "\(error)"])
-        }
     }
 
     /// Drops succeeded entries past their audit window and stale mappings,
@@ -459,62 +352,5 @@ public actor OutboxDispatcher {
         await flush()
     }
 
-    private nonisolated func publish(_ event: OutboxEvent) { broadcaster.publish(event) }
-
-    /// The value of `task`, or `nil` as soon as the calling task is
-    /// cancelled (the task itself goes on).
-    private static func value<Value: Sendable>(of task: Task<Value, Never>) async -> Value? {
-        let waiter = Locked<CheckedContinuation<Value?, Never>?>(nil)
-        return await withTaskCancellationHandler {
-            await withCheckedContinuation { continuation in
-                waiter.withLock { $0 = continuation }
-                if Task.isCancelled { waiter.withLock { $0.take() }?.resume(returning: nil) }
-                Task {
-                    let value = await task.value
-                    waiter.withLock { $0.take() }?.resume(returning: value)
-                }
-            }
-        } onCancel: {
-            waiter.withLock { $0.take() }?.resume(returning: nil)
-        }
-    }
-}
-
-/// A wake-up call that is never lost: ``signal()`` before ``wait()`` makes
-/// the next wait return at once; many signals before a wait count as one.
-/// One waiter at a time.
-final class Wakeup: Sendable {
-    private let state = Locked<(signalled: Bool, waiter: CheckedContinuation<Void, Never>?)>((false, nil))
-
-    func signal() {
-        let waiter = state.withLock { state -> CheckedContinuation<Void, Never>? in
-            guard let waiter = state.waiter else {
-                state.signalled = true
-                return nil
-            }
-            state.waiter = nil
-            return waiter
-        }
-        waiter?.resume()
-    }
-
-    /// Returns at the next signal (at once if one came since the last wait).
-    func wait() async {
-        await withCheckedContinuation { continuation in
-            let now = state.withLock { state -> Bool in
-                if state.signalled {
-                    state.signalled = false
-                    return true
-                }
-                state.waiter = continuation
-                return false
-            }
-            if now { continuation.resume() }
-        }
-    }
-}
-
-/// How many attempts of a drain have ended (shared with the attempt tasks).
-private final class FinishedAttempts: Sendable {
-    let count = Locked(0)
+    nonisolated func publish(_ event: OutboxEvent) { broadcaster.publish(event) }
 }
