@@ -15,7 +15,9 @@ struct WireFaultTests {
     /// queue is empty.
     static func dispatcher(_ server: RawSocketServer, store: InMemoryOutboxStore) -> OutboxDispatcher {
         var http = HTTPOutboxHandler.Configuration(baseURL: server.baseURL, tokenProvider: StaticTokenProvider("t0k3n"))
-        http.requestTimeout = .milliseconds(300)
+        // Short, for the half-open and slow-header cases; a loaded machine
+        // may time out an answered attempt too (one more identical resend).
+        http.requestTimeout = .milliseconds(500)
         var configuration = OutboxDispatcherConfiguration()
         configuration.maximumAge = nil
         configuration.deliveryTimeout = .seconds(5)
@@ -54,7 +56,7 @@ struct WireFaultTests {
         #expect(report.delivered == 1, "\(fault): \(report)")
         #expect(try await store.completion(of: entry.id)?.serverID == "srv-1")
         let sent = server.captures.filter { $0.path == "/messages/\(fault)" }
-        #expect(sent.count == 2, "\(fault): \(sent.count) requests")
+        #expect(sent.count >= 2, "\(fault): \(sent.count) requests")
         let first = try #require(sent.first)
         #expect(first.body == entry.payload, "the body went out whole")
         #expect(first.head.contains("Idempotency-Key: \(entry.idempotencyKey)"))
@@ -68,7 +70,7 @@ struct WireFaultTests {
         case .refuseBeforeBody:
             #expect(report.retried == 1)  // the server answered 503: a real, counted failure
         default:
-            #expect(report.interrupted == 1, "\(fault): sent whole, answer lost: interrupted, \(report)")
+            #expect(report.interrupted >= 1, "\(fault): sent whole, answer lost: interrupted, \(report)")
             #expect(report.retried == 0)
         }
     }
