@@ -211,6 +211,19 @@ struct DeliveryRulesTests {
         #expect(try await fixture.store.entries(matching: OutboxFilter(statuses: [.inFlight])).isEmpty)
     }
 
+    @Test("drain(until:) returns at once when what is left can only wait for a person, not at its deadline")
+    func drainDoesNotWaitForNothing() async throws {
+        let fixture = DispatcherFixture()
+        fixture.handler.script("parent", .alreadyProcessed(reason: "HTTP 410", httpStatus: 410))
+        let parent = try await fixture.add("parent")
+        let child = try await fixture.add("child", dependencies: [parent])
+        // The manual clock never moves: waiting for the deadline would hang here.
+        let report = await fixture.dispatcher.drain(until: fixture.clock.now().addingTimeInterval(3600))
+        #expect(report.conflicts == 1)
+        #expect(try await fixture.store.status(parent) == .conflict)
+        #expect(try await fixture.store.status(child) == .pending)
+    }
+
     @Test("lifecycle: enqueue after stop() is recorded and sent after the next start(); start() after stop() starts again")
     func restartAfterStop() async throws {
         let fixture = DispatcherFixture()

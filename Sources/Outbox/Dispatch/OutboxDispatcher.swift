@@ -257,9 +257,12 @@ public actor OutboxDispatcher {
             guard await valueUnlessCancelled(of: drainTask()) != nil else { break }
             let now = clock.now()
             guard now < deadline, let unsent = try? await store.summary().unsent, unsent > 0 else { break }
+            // Nothing will come due by itself (what is left waits for a
+            // dependency that needs a person, say): waiting cannot help.
+            guard let due = try? await store.nextDueDate() else { break }
             // Wait for the next retry (or the deadline), woken early by an
             // enqueue or a flush: they start a drain of their own.
-            let next = min((try? await store.nextDueDate()) ?? deadline, deadline)
+            let next = min(due, deadline)
             if next > now {
                 if let running { _ = await valueUnlessCancelled(of: running.task) } else { await sleep(until: next) }
             }
