@@ -44,21 +44,12 @@ enum PartitionDirectory {
         return String(validating: bytes, as: UTF8.self)
     }
 
-    /// Creates `root` and `root/partitions` if missing (mode 0700).
+    /// Creates `root/partitions`, `root` and any missing directory above
+    /// them (mode 0700 for each one it creates): a first launch must not
+    /// fail because Application Support does not exist yet.
     static func prepare(root: FilePath, fileSystem: any FileSystem) throws(OutboxError) {
-        for directory in [root, root.appending("partitions")] {
-            do {
-                if try fileSystem.itemKind(at: directory) == nil {
-                    try fileSystem.createDirectory(directory)
-                    try fileSystem.synchronizeDirectory(directory.removingLastComponent())
-                }
-            } catch where error == .fileExists {
-                continue
-            } catch {
-                throw OutboxError(
-                    .storage, "cannot create \(directory)",
-                    storage: OutboxLogError(.io, "cannot create directory", file: directory, errno: error))
-            }
+        do { try fileSystem.createDirectoryWithParents(root.appending("partitions")) } catch {
+            throw OutboxError(.storage, "cannot create the outbox directory \(root)", storage: error)
         }
     }
 
