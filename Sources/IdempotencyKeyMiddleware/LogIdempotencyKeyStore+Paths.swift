@@ -16,7 +16,7 @@ extension LogIdempotencyKeyStore {
 
     /// Opens (creating if needed, with any missing parents) the store in the
     /// directory a `file:` URL names; see ``open(at:configuration:now:)-(FilePath,_,_)``.
-    /// Any other URL throws ``OutboxLogError/Code/invalidArgument``.
+    /// Any other URL throws an `OutboxLogError` with the code `.invalidArgument`.
     public static func open(
         at url: URL, configuration: OutboxLog.Configuration = .init(), now: Date = Date()
     ) async throws -> LogIdempotencyKeyStore {

@@ -44,15 +44,6 @@ enum PartitionDirectory {
         return String(validating: bytes, as: UTF8.self)
     }
 
-    /// Creates `root/partitions`, `root` and any missing directory above
-    /// them (mode 0700 for each one it creates): a first launch must not
-    /// fail because Application Support does not exist yet.
-    static func prepare(root: FilePath, fileSystem: any FileSystem) throws(OutboxError) {
-        do { try fileSystem.createDirectoryWithParents(root.appending("partitions")) } catch {
-            throw OutboxError(.storage, "cannot create the outbox directory \(root)", storage: error)
-        }
-    }
-
     /// The partitions that have a directory under `root`.
     static func list(root: FilePath, fileSystem: any FileSystem) -> [String] {
         let names = (try? fileSystem.contentsOfDirectory(root.appending("partitions"))) ?? []
