@@ -29,6 +29,8 @@ public final class LogOutboxStore: OutboxStore {
     }
 
     /// Opens (creating if needed) the queue of `partition` under `root`.
+    /// The log's open creates `root`, `root/partitions` and any missing
+    /// directory above them (mode 0700), on the log's own threads.
     ///
     /// - Throws: ``OutboxError`` — `.wrongKey` if the configured encryption
     ///   key does not open this partition's data, `.keyRequired` if the data
@@ -39,7 +41,6 @@ public final class LogOutboxStore: OutboxStore {
         now: Date = Date()
     ) async throws(OutboxError) -> LogOutboxStore {
         guard !partition.isEmpty else { throw OutboxError(.invalidArgument, "the partition (user) name is empty") }
-        try PartitionDirectory.prepare(root: root, fileSystem: configuration.log.fileSystem)
         let directory = PartitionDirectory.path(root: root, partition: partition)
         let log: OutboxLog
         do { log = try await OutboxLog.open(at: directory, configuration: configuration.log) } catch {

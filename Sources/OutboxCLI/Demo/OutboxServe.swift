@@ -10,15 +10,27 @@ struct OutboxServe: AsyncParsableCommand {
         commandName: "serve",
         abstract: "Run the reference Idempotency-Key server until interrupted.",
         discussion: """
-            The demo's API (POST /albums, POST /albums/{id}/photos, PUT /posts/{id}/like, \
-            POST /messages, GET /ledger) behind the Idempotency-Key middleware, optionally \
-            with injected faults: --fault-rate R disturbs that share of writes with 503s, 429s, \
-            answers held past the client's timeout, connections dropped after apply, slow \
-            answers and slow applies, and connection-level faults — closed before any response, \
-            reset (RST) after apply, half-open (applied, never answered), idle keep-alive \
-            connections closed by the server, and 303 See Other after apply. \
-            Point `outbox drain --base-url` at it. Idempotency keys are \
-            kept durably (an OutboxLog in --keys-dir), so a retry after a server restart is \
+            The demo's API behind the Idempotency-Key middleware, optionally with injected faults. \
+            Point `outbox drain --base-url`, or README.md's app sample, at it. Every write \
+            needs an Idempotency-Key header; bodies are JSON.
+
+            Faults: --fault-rate R disturbs that share of writes with 503s, 429s, answers held \
+            past the client's timeout, connections dropped after apply, slow answers and slow \
+            applies, and connection-level faults — closed before any response, reset (RST) after \
+            apply, half-open (applied, never answered), idle keep-alive connections closed by the \
+            server, and 303 See Other after apply. --fault NAME=RATE (repeatable) injects chosen \
+            faults instead.
+
+              POST /albums                                {"title"}                  → 201 {"id": "alb-N"}
+              POST /albums/{album}/photos                 {"caption", "album"}       → 201 {"id": "ph-N"}
+              PUT  /posts/{post}/like                     {"liked"}                  → 200 {"id", "liked"}
+              POST /messages                              {"conversation", "text"}   → 201 {"id": "msg-N"}
+              POST /conversations/{conversation}/messages {"conversationID", "body"} → 201 {"id": "msg-N"}
+              GET  /ledger                                what was applied, by idempotency key
+
+            A 422 answers an unknown album, a message without a body or naming another \
+            conversation, and any message containing #reject. Idempotency keys are kept \
+            durably (an OutboxLog in --keys-dir), so a retry after a server restart is \
             still answered with the stored response; --in-memory-keys forgets them on exit.
             """
     )
