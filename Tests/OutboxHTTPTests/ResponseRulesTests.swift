@@ -144,8 +144,16 @@ struct ResponseRulesTests {
         let server = try RawSocketServer(port: port) { _, _ in .answer(status: 201, body: #"{"id":"up"}"#) }
         defer { server.stop() }
         clock.advance(by: .seconds(300))
-        let report = await dispatcher.flush()
-        #expect(report.delivered == 3)
+        var report = await dispatcher.flush()
+        // A loaded machine may fail a first connection to the new server
+        // too; whatever fails now is retried like everything else.
+        for _ in 0..<5 where report.delivered < 3 {
+            guard let next = try await store.nextDueDate() else { break }
+            clock.set(to: next)
+            report.add(await dispatcher.flush())
+        }
+        let left = try await store.entries(matching: .all).map { $0.lastError ?? "" }
+        #expect(report.delivered == 3, "left: \(left)")
         #expect(report.quarantined == 0)
         for id in ids { #expect(try await store.completion(of: id)?.serverID == "up") }
         #expect(try await store.summary().total == 0)

@@ -58,7 +58,9 @@ public struct OutboxFlushReport: Sendable, Hashable, Codable {
 
     public init() {}
 
-    mutating func add(_ other: OutboxFlushReport) {
+    /// Adds `other`'s counts and errors to this report (for totals over
+    /// several flushes).
+    public mutating func add(_ other: OutboxFlushReport) {
         delivered += other.delivered
         retried += other.retried
         quarantined += other.quarantined
