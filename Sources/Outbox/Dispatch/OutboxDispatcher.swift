@@ -27,6 +27,9 @@ public actor OutboxDispatcher {
     private let handlers: [String: any OutboxHandler]
     private let fallback: (any OutboxHandler)?
     private let configuration: OutboxDispatcherConfiguration
+    /// Why the configuration cannot be used (``OutboxDispatcherConfiguration/validate()``):
+    /// the dispatcher then refuses to work.
+    private let configurationError: OutboxError?
     private let clock: any OutboxClock
     private let broadcaster: EventBroadcaster
     /// Runs each attempt, off this actor.
@@ -58,6 +61,13 @@ public actor OutboxDispatcher {
         self.handlers = handlers
         self.fallback = fallback
         self.configuration = configuration
+        do {
+            try configuration.validate()
+            configurationError = nil
+        } catch {
+            configurationError = error
+            configuration.logger.error("the dispatcher's configuration is invalid; it will send nothing", metadata: ["error": "\(error)"])
+        }
         self.clock = clock
         let broadcaster = EventBroadcaster()
         let metrics = DispatcherMetrics()
@@ -74,10 +84,12 @@ public actor OutboxDispatcher {
     /// the seeds' "action → outbox.add → event → flush" in one call.
     @discardableResult
     public func enqueue<Action: OutboxAction>(
-        _ action: Action, id: OutboxEntry.ID = OutboxEntry.ID()
+        _ action: Action, id: OutboxEntry.ID = OutboxEntry.ID(), idempotencyKey: String? = nil
     ) async throws(OutboxError) -> OutboxEnqueueResult {
         let request: OutboxEnqueueRequest
-        do { request = try OutboxEnqueueRequest(action, id: id, createdAt: clock.now()) } catch {
+        do {
+            request = try OutboxEnqueueRequest(action, id: id, idempotencyKey: idempotencyKey, createdAt: clock.now())
+        } catch {
             throw OutboxError(.invalidArgument, "the action's payload could not be encoded: \(error)", entry: id)
         }
         return try await enqueue(request)
@@ -86,6 +98,7 @@ public actor OutboxDispatcher {
     /// Records a request built by hand; see ``enqueue(_:id:)``.
     @discardableResult
     public func enqueue(_ request: OutboxEnqueueRequest) async throws(OutboxError) -> OutboxEnqueueResult {
+        if let configurationError { throw configurationError }
         let result = try await store.enqueue(request)
         switch result {
         case .enqueued(let entry), .coalesced(let entry, _):
@@ -194,6 +207,11 @@ public actor OutboxDispatcher {
     /// Concurrent callers join the running drain instead of starting another.
     @discardableResult
     public func flush() async -> OutboxFlushReport {
+        if let configurationError {
+            var report = OutboxFlushReport()
+            report.errors.append("\(configurationError)")
+            return report
+        }
         if let drainTask {
             drainAgain = true
             return await drainTask.value

@@ -50,7 +50,7 @@ enum PartitionDirectory {
             do {
                 if try fileSystem.itemKind(at: directory) == nil {
                     try fileSystem.createDirectory(directory)
-                    try fileSystem.synchronizeDirectory(directory.removingLastComponent())
+                    try fileSystem.synchronizeDirectory(directory.containingDirectory)
                 }
             } catch where error == .fileExists {
                 continue
