@@ -9,7 +9,7 @@ import Testing
 /// the durability it was enqueued with (`enqueueDurability`). The log may
 /// report a later record `written` before an earlier one is `durable`; a
 /// claim must not take that as leave to send the earlier entry.
-@Suite("Send before durable")
+@Suite("Send before durable", .timeLimit(.minutes(2)))
 struct SendBeforeDurableTests {
     static func core(_ backend: ScriptedBackend, configure: (inout OutboxStoreConfiguration) -> Void = { _ in }) -> StoreCore {
         var configuration = quietConfiguration()
@@ -67,6 +67,21 @@ struct SendBeforeDurableTests {
             Issue.record("beginAttempt handed out \(entry.id) before its enqueue was durable")
         }
         _ = await enqueue.result
+    }
+
+    @Test("a duplicate of an enqueue still waiting for its sync answers only once that sync has, and fails with it")
+    func duplicateWaitsForTheOriginal() async throws {
+        let backend = ScriptedBackend()
+        let core = Self.core(backend)
+        let id = OutboxEntry.ID()
+        let first = Task { try await core.enqueue(request(id, payload: "A")) }
+        await backend.waitForDurableWaiters(1)
+        let second = Task { try await core.enqueue(request(id, payload: "A")) }
+        await backend.waitForDurableWaiters(2)  // the duplicate waits for the first one's sync
+        backend.failSync(Self.syncFailure)
+        let duplicate = await second.result
+        #expect(throws: OutboxError.self) { try duplicate.get() }
+        _ = await first.result
     }
 
     @Test("an entry whose enqueue already returned is claimed at the attempt's durability, without a sync")

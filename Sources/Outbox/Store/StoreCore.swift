@@ -25,8 +25,8 @@ final class StoreCore: Sendable {
         var failure: OutboxError?
         var closed = false
         /// Entries whose enqueue was handed to storage but has not yet been
-        /// acknowledged at `enqueueDurability`.
-        var unconfirmed: Set<OutboxEntryID> = []
+        /// acknowledged at `enqueueDurability`, with that acknowledgement.
+        var unconfirmed: [OutboxEntryID: StoreAcknowledgement] = [:]
     }
 
     private let state: Locked<State>
@@ -46,7 +46,7 @@ final class StoreCore: Sendable {
     /// Durability a claim of these entries waits for: the attempt's, or the
     /// enqueue's if one of them may not have reached it yet.
     private func durability(forSending ids: some Sequence<OutboxEntryID>, _ state: State) -> Durability {
-        guard ids.contains(where: state.unconfirmed.contains) else { return configuration.attemptDurability }
+        guard ids.contains(where: { state.unconfirmed[$0] != nil }) else { return configuration.attemptDurability }
         return Self.stronger(configuration.attemptDurability, configuration.enqueueDurability)
     }
 
@@ -69,17 +69,22 @@ final class StoreCore: Sendable {
     }
 
     /// The first half of ``perform(_:newBody:_:)``: runs `change` and hands
-    /// its changes to storage, under the lock, without waiting; then, still
-    /// under the lock, `whileLocked` sees the result (only if the changes
-    /// were handed over).
+    /// its changes to storage, under the lock, without waiting. Still under
+    /// the lock, `whileLocked` then sees the result and the acknowledgement
+    /// if changes were handed over, and `unchanged` the result if there were
+    /// none.
     private func submit<Result>(
         newBody: PreparedBody? = nil, _ change: (inout Scheduler) throws(OutboxError) -> (Result, [StoreChange]),
-        whileLocked: (inout State, Result) -> Void = { _, _ in }
+        whileLocked: (inout State, Result, StoreAcknowledgement) -> Void = { _, _, _ in },
+        unchanged: (inout State, Result) -> Void = { _, _ in }
     ) throws(OutboxError) -> (Result, StoreAcknowledgement?) {
         try state.withLock { state throws(OutboxError) -> (Result, StoreAcknowledgement?) in
             try check(state)
             let (result, changes) = try change(&state.scheduler)
-            guard !changes.isEmpty else { return (result, nil) }
+            guard !changes.isEmpty else {
+                unchanged(&state, result)
+                return (result, nil)
+            }
             let acknowledgement: StoreAcknowledgement
             do throws(OutboxError) {
                 acknowledgement = try backend.submit(changes, newBody: newBody, scheduler: state.scheduler)
@@ -87,7 +92,7 @@ final class StoreCore: Sendable {
                 state.failure = error
                 throw error
             }
-            whileLocked(&state, result)
+            whileLocked(&state, result, acknowledgement)
             return (result, acknowledgement)
         }
     }
@@ -143,6 +148,7 @@ final class StoreCore: Sendable {
         try Admission.recordSize(LogBackend.frameSize(ofBody: prepared.storedBytes), limit: recordLimit, entry: request.id)
         // The new entry is built from the body in hand: reading it back would
         // wait for the write and cost a read per enqueue.
+        var original: StoreAcknowledgement?
         let ((outcome, entry), acknowledgement) = try submit(newBody: prepared) { scheduler throws(OutboxError) in
             let (outcome, changes) = try scheduler.enqueue(request, storedBytes: prepared.storedBytes, now: now)
             var entry: OutboxEntry?
@@ -153,12 +159,15 @@ final class StoreCore: Sendable {
                     metadata: metadata, failure: scheduler.failure(request.id), completion: nil, strings: scheduler.strings)
             }
             return ((outcome, entry), changes)
-        } whileLocked: { state, result in
-            // Until its acknowledgement, a claim of it waits for the enqueue's durability.
-            if result.1 != nil { state.unconfirmed.insert(request.id) }
+        } whileLocked: { state, result, acknowledgement in
+            // Until it is acknowledged, a claim of it waits for the enqueue's durability.
+            if result.1 != nil { state.unconfirmed[request.id] = acknowledgement }
+        } unchanged: { state, result in
+            // A duplicate of an enqueue still in progress answers once that one has.
+            if case .duplicate(let id, _) = result.0 { original = state.unconfirmed[id] }
         }
-        try await wait(for: acknowledgement, configuration.enqueueDurability)
-        if entry != nil { state.withLock { _ = $0.unconfirmed.remove(request.id) } }
+        try await wait(for: acknowledgement ?? original, configuration.enqueueDurability)
+        if entry != nil { state.withLock { _ = $0.unconfirmed.removeValue(forKey: request.id) } }
         switch (outcome, entry) {
         case (.duplicate(let id, let status), _): return .duplicate(id, status: status)
         case (.enqueued, let entry?): return .enqueued(entry)
@@ -177,7 +186,7 @@ final class StoreCore: Sendable {
         let ((claimed, unaccepted), acknowledgement) = try submit { scheduler in
             let result = scheduler.claim(now: start, limit: max(0, limit), leaseUntil: leaseUntil, accepts: accepting)
             return ((result.claimed, result.unaccepted), result.changes)
-        } whileLocked: { state, result in
+        } whileLocked: { state, result, _ in
             durability = self.durability(forSending: result.0, state)
         }
         // Read the bodies while the attempt marks are being written.
@@ -216,7 +225,7 @@ final class StoreCore: Sendable {
         var durability = configuration.attemptDurability
         let (_, acknowledgement) = try submit { scheduler throws(OutboxError) in
             ((), try scheduler.beginAttempt(id, now: start, leaseUntil: leaseUntil))
-        } whileLocked: { state, _ in
+        } whileLocked: { state, _, _ in
             durability = self.durability(forSending: CollectionOfOne(id), state)
         }
         try await wait(for: acknowledgement, durability)
