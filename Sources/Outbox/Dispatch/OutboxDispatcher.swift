@@ -82,6 +82,10 @@ public actor OutboxDispatcher {
     /// Records `action` (the commit point), publishes ``OutboxEvent/enqueued(_:)``
     /// for optimistic UI, and starts a best-effort flush in the background:
     /// the seeds' "action → outbox.add → event → flush" in one call.
+    ///
+    /// `idempotencyKey`: `nil` (the default) derives the key from the
+    /// partition and `id`; pass your own when a retry of this call cannot
+    /// reproduce `id` (see ``OutboxEnqueueRequest/idempotencyKey``).
     @discardableResult
     public func enqueue<Action: OutboxAction>(
         _ action: Action, id: OutboxEntry.ID = OutboxEntry.ID(), idempotencyKey: String? = nil
