@@ -52,12 +52,14 @@ struct ReferenceOutbox {
         return first?.id == entry.id
     }
 
-    /// Every unfinished entry `id` waits for through its dependencies,
-    /// directly or not.
+    /// Every entry `id` waits for through its dependencies, directly or not.
+    /// Each is older than the one that depends on it: a link to a younger
+    /// entry (an id discarded and enqueued again, which may even close a
+    /// loop) is not a dependency any more, and ends the chain.
     private func ancestors(of id: OutboxEntry.ID?) -> [Entry] {
         var found: [Entry] = []
         var next = id
-        while let parent = next, let entry = entries[parent] {
+        while let parent = next, let entry = entries[parent], found.last.map({ entry.sequence < $0.sequence }) ?? true {
             found.append(entry)
             next = entry.parent
         }

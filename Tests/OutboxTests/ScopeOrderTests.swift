@@ -137,4 +137,29 @@ struct ScopeOrderTests {
         #expect(try await subject.store.dueIDs(at: now) == [second])
         try await subject.close()
     }
+
+    @Test("an id discarded and enqueued again never closes a loop of dependencies; retry refuses what could never go", arguments: StoreKind.allCases)
+    func reusedIDs(kind: StoreKind) async throws {
+        var subject = try await StoreUnderTest.make(kind)
+        let now = Date()
+        let first = OutboxEntry.ID()
+        try await subject.store.add(request(first, payload: "first", scope: "s"))
+        let child = try await subject.store.add(request(payload: "child", scope: "s", dependencies: [first]))
+        #expect(try await subject.store.discard(first).dependents == [child])  // the child dies with it
+        // The same id again, now depending on the (dead) child: quarantined at once.
+        guard case .enqueued(let again) = try await subject.store.enqueue(request(first, payload: "again", dependencies: [child]))
+        else { throw CancellationError() }
+        #expect(again.status == .dead)
+        try await subject.reopen(now: now)
+        // The child depended on the first entry with that id, not this one.
+        #expect(try await subject.store.dependents(of: first).isEmpty)
+        await expectOutboxError(.invalidTransition) { try await subject.store.retry(child, at: now) }
+        await expectOutboxError(.invalidTransition) { try await subject.store.retry(first, at: now) }
+        #expect(try await subject.store.summary().unsent == 0)
+        _ = try await subject.store.discard(child)
+        _ = try await subject.store.discard(first)
+        try await subject.reopen(now: now)
+        #expect(try await subject.store.summary().total == 0)
+        try await subject.close()
+    }
 }
