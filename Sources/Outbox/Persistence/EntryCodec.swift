@@ -16,9 +16,9 @@ import Foundation
 /// u8 version (1) · u8 status · u16 attempts · i64 when (ms)
 /// i32 httpStatus (−1: none) · str? lastError
 /// ```
-/// Completion (its own key): `u8 version (2) · i64 syncedAt (ms) · str? serverID
-/// · str? idempotencyKey` (the key only when the app supplied it; version 1,
-/// written before keys could be, ends after the server id).
+/// Completion (its own key): `u8 version · i64 syncedAt (ms) · str? serverID`,
+/// then, in version 2 only (written when the app supplied the entry's
+/// idempotency key), `str? idempotencyKey`; version 1 otherwise.
 /// `str` is a u32 length and UTF-8; `str?` a u8 presence flag then `str`.
 enum EntryCodec {
     static let version: UInt8 = 1
@@ -170,11 +170,13 @@ enum EntryCodec {
     // MARK: Completion
 
     static func encodeCompletion(_ completion: Completion) -> [UInt8] {
+        // Version 1 unless there is a key to keep, so that a store with no
+        // app-supplied key stays readable by a build from before keys.
         var writer = ByteWriter(capacity: 32)
-        writer.integer(completionVersion)
+        writer.integer(completion.idempotencyKey == nil ? 1 : completionVersion)
         writer.integer(completion.syncedAt)
         writer.optionalString(completion.serverID)
-        writer.optionalString(completion.idempotencyKey)
+        if let key = completion.idempotencyKey { writer.optionalString(key) }
         return writer.bytes
     }
 
