@@ -199,7 +199,7 @@ struct OutboxCommandTests {
             #expect(result.stderrLines.count == 1, "\(arguments[0])")
             #expect(result.stderr.hasPrefix("error: ") && result.stderr.contains("locked"), "\(arguments[0]): \(result.stderr)")
         }
-        #expect(FileManager.default.fileExists(atPath: root.appending("partitions/alice").string))
+        #expect(try FileManager.default.contentsOfDirectory(atPath: root.appending("partitions").string).contains { $0.hasPrefix("outbox+") })
         try await held.close()
 
         let list = try await outbox("list", root.string, "--user", "alice", "--json")

@@ -1,0 +1,146 @@
+import Crypto
+import Foundation
+import OutboxLog
+import SystemPackage
+
+// Finding a user's queue under its keyed name (PartitionDirectory): moving a
+// queue from its name before issue 15, sealing a plain queue when a key is
+// first given, and refusing to mix plain and sealed queues in one root.
+
+extension LogOutboxStore {
+    /// The directory of `partition`'s queue, after any move or sealing it
+    /// needed. Creates the root's salt (and the root) for an unencrypted
+    /// root that has none, if the configuration creates missing queues.
+    ///
+    /// - Throws: `.keyRequired` to create a plain queue in a root that holds
+    ///   sealed ones; `.wrongKey` to create a queue under a key that opens
+    ///   none of the root's sealed queues (one root, one key); the key check
+    ///   of a queue being moved; `.storage` for I/O.
+    static func queueDirectory(
+        root: FilePath, partition: String, configuration: OutboxStoreConfiguration
+    ) async throws(OutboxError) -> FilePath {
+        let key = configuration.encryptionKey
+        let fileSystem = configuration.log.fileSystem
+        let legacy = PartitionDirectory.legacyPath(root: root, partition: partition)
+        let create = configuration.log.createIfMissing
+        let (naming, legacyExists) = try await offThePool { () throws(OutboxError) -> (KeyedNaming?, Bool) in
+            let legacyExists = (try? fileSystem.itemKind(at: legacy)) == .directory
+            if key == nil, create || legacyExists {
+                do throws(OutboxLogError) {
+                    _ = try fileSystem.createDirectoryWithParents(PartitionDirectory.partitionsDirectory(root))
+                } catch {
+                    throw .storage(error)
+                }
+            }
+            let naming = try PartitionDirectory.naming(
+                root: root, key: key, fileSystem: fileSystem, create: create || legacyExists)
+            return (naming, legacyExists)
+        }
+        guard let naming else {
+            // No salt, nothing to create: the log's open reports the queue missing.
+            return PartitionDirectory.path(root: root, name: PartitionDirectory.name(partition, naming: KeyedNaming(key: SymmetricKey(size: .bits256))))
+        }
+        let directory = PartitionDirectory.path(root: root, name: PartitionDirectory.name(partition, naming: naming))
+        let exists = (try? fileSystem.itemKind(at: directory)) == .directory
+        if legacyExists {
+            if exists {
+                // A move that committed and was cut before it deleted the old directory.
+                do { try await OutboxLog.destroy(at: legacy, fileSystem: fileSystem) } catch { throw .storage(error) }
+            } else {
+                try await move(legacy, as: .legacy(partition: partition, key: key), to: directory, configuration: configuration)
+            }
+            return directory
+        }
+        guard !exists else { return directory }
+        try await checkRootKey(root: root, key: key, fileSystem: fileSystem)
+        // A plain queue of this user, now opened with a key: seal it.
+        if key != nil, let plainNaming = try PartitionDirectory.naming(root: root, key: nil, fileSystem: fileSystem, create: false) {
+            let plain = PartitionDirectory.path(root: root, name: PartitionDirectory.name(partition, naming: plainNaming))
+            if (try? fileSystem.itemKind(at: plain)) == .directory {
+                try await move(plain, as: RecordFormat(partition: partition, key: nil), to: directory, configuration: configuration)
+            }
+        }
+        return directory
+    }
+
+    /// Removes what a failed open created: the root's salt if it created
+    /// the root, then the directories it created that are empty.
+    static func undoCreation(_ created: CreatedDirectories, root: FilePath, fileSystem: any FileSystem) {
+        if created.isNew(root) { try? fileSystem.removeFile(root.appending(PartitionDirectory.saltName)) }
+        created.removeIfEmpty()
+    }
+
+    /// Moves the queue at `source` (records in `format`) to `target`: a
+    /// rename if it stays plain, a sealed copy if a key is configured.
+    private static func move(
+        _ source: FilePath, as format: RecordFormat, to target: FilePath, configuration: OutboxStoreConfiguration
+    ) async throws(OutboxError) {
+        let key = configuration.encryptionKey
+        var logConfiguration = configuration.log
+        logConfiguration.createIfMissing = false
+        logConfiguration.automaticCompactionRatio = nil
+        let log: OutboxLog
+        do { log = try await OutboxLog.open(at: source, configuration: logConfiguration) } catch { throw .storage(error) }
+        do {
+            try await checkKey(log, key: key, partition: format.partition, writing: false)
+            if let key {
+                try await PartitionRewrite.copy(
+                    log, as: format, to: target, as: RecordFormat(partition: format.partition, key: key), targetKey: key,
+                    configuration: configuration.log)
+            }
+            try await log.closeForMove()
+        } catch {
+            try? await log.close()
+            throw error
+        }
+        let fileSystem = configuration.log.fileSystem
+        if key != nil {
+            do { try await OutboxLog.destroy(at: source, fileSystem: fileSystem) } catch { throw .storage(error) }
+            return
+        }
+        try await offThePool { () throws(OutboxError) in
+            do throws(Errno) {
+                try fileSystem.rename(source, to: target)
+                try fileSystem.synchronizeDirectory(target.removingLastComponent())
+            } catch {
+                throw .storage(OutboxLogError(.io, "cannot move the queue to its new name", file: source, errno: error))
+            }
+        }
+    }
+
+    /// One root, one key: a new queue is not created beside sealed queues
+    /// without a key, nor beside sealed queues none of which opens with its key.
+    private static func checkRootKey(root: FilePath, key: SymmetricKey?, fileSystem: any FileSystem) async throws(OutboxError) {
+        let (sealed, opening) = await (try? offThePool { () throws(OutboxError) -> (Int, Int) in
+            let names = (try? fileSystem.contentsOfDirectory(PartitionDirectory.partitionsDirectory(root))) ?? []
+            var sealed = 0
+            var opening = 0
+            for name in names where name.hasPrefix(PartitionDirectory.prefix) && !name.hasSuffix(PartitionRewrite.temporarySuffix) {
+                let directory = PartitionDirectory.path(root: root, name: name)
+                guard let contents = try? SmallFile.read(directory.appending(PartitionDirectory.nameFileName), fileSystem: fileSystem),
+                    contents.first == RecordFormat.sealedMarker
+                else { continue }
+                sealed += 1
+                if let key, (try? RecordSealer(key: key).open(
+                    contents.dropFirst(), .partitionName, partition: "", binding: Array(name.utf8))) != nil {
+                    opening += 1
+                }
+            }
+            return (sealed, opening)
+        }) ?? (0, 0)
+        if key == nil, sealed > 0 {
+            throw OutboxError(.keyRequired, "the queues under \(root) are encrypted; open them with their key")
+        }
+        if key != nil, sealed > 0, opening == 0 {
+            throw OutboxError(
+                .wrongKey, "the encryption key opens none of the queues under \(root) (one root holds the queues of one key); nothing was changed")
+        }
+    }
+}
+
+extension OutboxLog {
+    /// Closes a log about to be moved or deleted.
+    fileprivate func closeForMove() async throws(OutboxError) {
+        do { try await close() } catch { throw .storage(error) }
+    }
+}
