@@ -32,6 +32,8 @@ struct PartitionDirectoryTests {
         #expect(LogOutboxStore.partitions(root: root.path, encryptionKey: SymmetricKey(size: .bits256)) == [])
         #expect(try Self.queueDirectories(root).allSatisfy { $0.hasPrefix("outbox+") && $0.count == 7 + 32 })
 
+        // A purge without the key cannot find the queue: it says so instead of deleting nothing quietly.
+        await expectOutboxError(.keyRequired) { try await LogOutboxStore.purge(root: root.path, partition: "bob") }
         try await LogOutboxStore.purge(root: root.path, partition: "bob", encryptionKey: key)
         #expect(LogOutboxStore.partitions(root: root.path, encryptionKey: key) == ["alice@example.com"])
     }

@@ -10,4 +10,4 @@ try configuration.setEncryptionKey(key)          // 32 raw bytes: no `import Cry
 let root = FileManager.default.temporaryDirectory.appendingPathComponent("sealed-outbox")
 let store = try await LogOutboxStore.open(root: root, partition: "user-42", configuration: configuration)
 try await store.close()                          // reopening needs the same key: `.wrongKey` otherwise
-try await LogOutboxStore.purge(root: root, partition: "user-42")     // at logout: the queue, then its key
+try await LogOutboxStore.purge(root: root, partition: "user-42", configuration: configuration)  // at logout: the queue, then its key

@@ -112,21 +112,14 @@ extension LogOutboxStore {
     /// without a key, nor beside sealed queues none of which opens with its key.
     private static func checkRootKey(root: FilePath, key: SymmetricKey?, fileSystem: any FileSystem) async throws(OutboxError) {
         let (sealed, opening) = await (try? offThePool { () throws(OutboxError) -> (Int, Int) in
-            let names = (try? fileSystem.contentsOfDirectory(PartitionDirectory.partitionsDirectory(root))) ?? []
-            var sealed = 0
-            var opening = 0
-            for name in names where name.hasPrefix(PartitionDirectory.prefix) && !name.hasSuffix(PartitionRewrite.temporarySuffix) {
-                let directory = PartitionDirectory.path(root: root, name: name)
-                guard let contents = try? SmallFile.read(directory.appending(PartitionDirectory.nameFileName), fileSystem: fileSystem),
-                    contents.first == RecordFormat.sealedMarker
-                else { continue }
-                sealed += 1
-                if let key, (try? RecordSealer(key: key).open(
-                    contents.dropFirst(), .partitionName, partition: "", binding: Array(name.utf8))) != nil {
-                    opening += 1
-                }
-            }
-            return (sealed, opening)
+            let files = PartitionDirectory.sealedNameFiles(root: root, fileSystem: fileSystem)
+            let opening = key.map { key in
+                let sealer = RecordSealer(key: key)
+                return files.filter { file in
+                    (try? sealer.open(file.contents.dropFirst(), .partitionName, partition: "", binding: Array(file.directory.utf8))) != nil
+                }.count
+            } ?? 0
+            return (files.count, opening)
         }) ?? (0, 0)
         if key == nil, sealed > 0 {
             throw OutboxError(.keyRequired, "the queues under \(root) are encrypted; open them with their key")

@@ -69,6 +69,10 @@ public final class LogOutboxStore: OutboxStore {
             try await checkKey(log, key: key, partition: partition, writing: true)
             try await offThePool { () throws(OutboxError) in
                 try PartitionDirectory.writeName(partition, directory: directory, key: key, fileSystem: fileSystem)
+                if fileSystem is PosixFileSystem {
+                    ApplePlatformProtection.apply(to: root)
+                    ApplePlatformProtection.apply(to: directory)
+                }
             }
             let format = RecordFormat(partition: partition, key: key)
             var scheduler = Scheduler(partition: partition, configuration: configuration)
@@ -90,17 +94,26 @@ public final class LogOutboxStore: OutboxStore {
 
     /// Deletes `partition`'s queue under `root`, for logout. Fails with
     /// ``OutboxError/Code/busy`` (deleting nothing) while a store has it open.
+    ///
     /// An encrypted queue's directory is named by its key: pass the key.
+    /// Without one, where no plain queue of `partition` exists but the root
+    /// holds encrypted queues, this fails with ``OutboxError/Code/keyRequired``
+    /// rather than return as if it had deleted something.
     public static func purge(
         root: FilePath, partition: String, encryptionKey: SymmetricKey? = nil,
         fileSystem: any FileSystem = PosixFileSystem()
     ) async throws(OutboxError) {
-        let naming = try await offThePool { () throws(OutboxError) -> KeyedNaming? in
-            try PartitionDirectory.naming(root: root, key: encryptionKey, fileSystem: fileSystem, create: false)
+        let (directories, sealedQueues) = try await offThePool { () throws(OutboxError) -> ([FilePath], Bool) in
+            var directories = [PartitionDirectory.legacyPath(root: root, partition: partition)]
+            if let naming = try PartitionDirectory.naming(root: root, key: encryptionKey, fileSystem: fileSystem, create: false) {
+                directories.append(PartitionDirectory.path(root: root, name: PartitionDirectory.name(partition, naming: naming)))
+            }
+            directories = directories.filter { (try? fileSystem.itemKind(at: $0)) == .directory }
+            return (directories, encryptionKey == nil && PartitionDirectory.holdsSealedQueues(root: root, fileSystem: fileSystem))
         }
-        var directories = [PartitionDirectory.legacyPath(root: root, partition: partition)]
-        if let naming {
-            directories.append(PartitionDirectory.path(root: root, name: PartitionDirectory.name(partition, naming: naming)))
+        if directories.isEmpty, sealedQueues {
+            throw OutboxError(
+                .keyRequired, "no plain queue of \(partition) under \(root), whose queues are encrypted: pass the key to purge")
         }
         for directory in directories {
             do {
@@ -113,6 +126,16 @@ public final class LogOutboxStore: OutboxStore {
         }
     }
 
+    /// Deletes `partition`'s queue under `root`, with the key and file system
+    /// of `configuration`; see ``purge(root:partition:encryptionKey:fileSystem:)``.
+    public static func purge(
+        root: FilePath, partition: String, configuration: OutboxStoreConfiguration
+    ) async throws(OutboxError) {
+        try await purge(
+            root: root, partition: partition, encryptionKey: configuration.encryptionKey,
+            fileSystem: configuration.log.fileSystem)
+    }
+
     /// The partitions (users) that have a queue under `root` and that this
     /// caller can name: without a key, the unencrypted queues; with
     /// `encryptionKey`, the queues sealed under it. Reads one small file per
@@ -121,6 +144,12 @@ public final class LogOutboxStore: OutboxStore {
         root: FilePath, encryptionKey: SymmetricKey? = nil, fileSystem: any FileSystem = PosixFileSystem()
     ) -> [String] {
         PartitionDirectory.list(root: root, key: encryptionKey, fileSystem: fileSystem)
+    }
+
+    /// The partitions under `root` that `configuration`'s key (or its
+    /// absence) can name; see ``partitions(root:encryptionKey:fileSystem:)``.
+    public static func partitions(root: FilePath, configuration: OutboxStoreConfiguration) -> [String] {
+        partitions(root: root, encryptionKey: configuration.encryptionKey, fileSystem: configuration.log.fileSystem)
     }
 
     // MARK: Loading

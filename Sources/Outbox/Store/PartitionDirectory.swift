@@ -135,6 +135,23 @@ enum PartitionDirectory {
         return result.sorted()
     }
 
+    /// Whether some queue under `root` has a sealed name file. Blocking.
+    static func holdsSealedQueues(root: FilePath, fileSystem: any FileSystem) -> Bool {
+        sealedNameFiles(root: root, fileSystem: fileSystem).isEmpty == false
+    }
+
+    /// The sealed name files under `root`, by directory name. Blocking.
+    static func sealedNameFiles(root: FilePath, fileSystem: any FileSystem) -> [(directory: String, contents: [UInt8])] {
+        let names = (try? fileSystem.contentsOfDirectory(partitionsDirectory(root))) ?? []
+        return names.compactMap { name in
+            guard name.hasPrefix(prefix), !name.hasSuffix(PartitionRewrite.temporarySuffix),
+                let contents = try? SmallFile.read(path(root: root, name: name).appending(nameFileName), fileSystem: fileSystem),
+                contents.first == RecordFormat.sealedMarker
+            else { return nil }
+            return (name, contents)
+        }
+    }
+
     // MARK: Names from before issue 15
 
     /// The percent-escaped directory name queues had before issue 15
