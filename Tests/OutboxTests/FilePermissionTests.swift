@@ -25,7 +25,7 @@ struct FilePermissionTests {
             _ = try await store.recordFailure(second, error: "timeout", httpStatus: nil, retryAt: Date())
             try await store.close()
         }
-        try await LogOutboxStore.purge(root: outbox, partition: "bob")
+        try await LogOutboxStore.purge(root: outbox, partition: "bob", configuration: configuration)
 
         var checked = 0
         let enumerator = try #require(FileManager.default.enumerator(atPath: outbox.string))

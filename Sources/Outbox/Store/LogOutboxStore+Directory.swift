@@ -51,7 +51,11 @@ extension LogOutboxStore {
             }
             return directory
         }
-        guard !exists else { return directory }
+        if exists {
+            try await checkNotReplaced(directory, root: root, fileSystem: fileSystem)
+            _ = try await finishReplacement(directory, fileSystem: fileSystem)
+            return directory
+        }
         try await checkRootKey(root: root, key: key, fileSystem: fileSystem)
         // A plain queue of this user, now opened with a key: seal it.
         if key != nil, let plainNaming = try PartitionDirectory.naming(root: root, key: nil, fileSystem: fileSystem, create: false) {
@@ -84,9 +88,24 @@ extension LogOutboxStore {
         do {
             try await checkKey(log, key: key, partition: format.partition, writing: false)
             if let key {
+                // A queue of this layout (not one from before issue 15) is
+                // named in the copy until it is deleted: opens refuse it.
+                let sourceName = source.lastComponent?.string ?? ""
+                let previous = sourceName.hasPrefix(PartitionDirectory.prefix) ? sourceName : nil
+                let targetName = target.lastComponent?.string ?? ""
+                let fileSystem = configuration.log.fileSystem
                 try await PartitionRewrite.copy(
                     log, as: format, to: target, as: RecordFormat(partition: format.partition, key: key), targetKey: key,
-                    configuration: configuration.log)
+                    configuration: configuration.log,
+                    beforeCommit: { temporary throws(OutboxError) in
+                        try PartitionDirectory.writeName(
+                            format.partition, directory: temporary, name: targetName, key: key, fileSystem: fileSystem)
+                        if let previous {
+                            try SmallFile.write(
+                                Array(previous.utf8), to: temporary.appending(PartitionDirectory.previousFileName),
+                                fileSystem: fileSystem, replacing: true)
+                        }
+                    })
             }
             try await log.closeForMove()
         } catch {
@@ -96,6 +115,7 @@ extension LogOutboxStore {
         let fileSystem = configuration.log.fileSystem
         if key != nil {
             do { try await OutboxLog.destroy(at: source, fileSystem: fileSystem) } catch { throw .storage(error) }
+            _ = try await finishReplacement(target, fileSystem: fileSystem)
             return
         }
         try await offThePool { () throws(OutboxError) in

@@ -26,6 +26,10 @@ enum PartitionDirectory {
     static let prefix = "outbox+"
     static let saltName = "SALT"
     static let nameFileName = "PARTITION"
+    /// In a queue that replaced another (a re-key, the sealing of a plain
+    /// queue): the directory name of the queue it replaced, until that one
+    /// is deleted. Names only `outbox+<hex>` directories.
+    static let previousFileName = "PREVIOUS"
 
     static func partitionsDirectory(_ root: FilePath) -> FilePath { root.appending("partitions") }
 
@@ -76,14 +80,15 @@ enum PartitionDirectory {
 
     /// Writes the `PARTITION` file of a queue's directory (once: an existing
     /// one is kept). Blocking.
-    static func writeName(_ partition: String, directory: FilePath, key: SymmetricKey?, fileSystem: any FileSystem)
-        throws(OutboxError)
-    {
+    /// `name` is the directory's final name (a copy is built under another).
+    static func writeName(
+        _ partition: String, directory: FilePath, name: String? = nil, key: SymmetricKey?, fileSystem: any FileSystem
+    ) throws(OutboxError) {
         let path = directory.appending(nameFileName)
         if try SmallFile.read(path, fileSystem: fileSystem) != nil { return }
         var contents = Array(partition.utf8)
         if let key {
-            let binding = Array((directory.lastComponent?.string ?? "").utf8)
+            let binding = Array((name ?? directory.lastComponent?.string ?? "").utf8)
             contents = [RecordFormat.sealedMarker]
                 + (try RecordSealer(key: key).seal(contents, .partitionName, partition: "", binding: binding))
         }

@@ -25,7 +25,9 @@ enum PartitionRewrite {
     /// under `targetKey`), and commits it.
     static func copy(
         _ source: OutboxLog, as sourceFormat: RecordFormat, to target: FilePath, as targetFormat: RecordFormat,
-        targetKey: SymmetricKey?, configuration: OutboxLog.Configuration
+        targetKey: SymmetricKey?, configuration: OutboxLog.Configuration,
+        beforeCommit: @escaping @Sendable (FilePath) throws(OutboxError) -> Void = { _ in },
+        progress: @Sendable (RekeyStep) -> Void = { _ in }
     ) async throws(OutboxError) {
         let temporary = FilePath(target.string + temporarySuffix)
         let fileSystem = configuration.fileSystem
@@ -50,6 +52,7 @@ enum PartitionRewrite {
                 for record in page {
                     // A body and its state in one batch, as the store writes them.
                     try await append(copy, try translate(record, from: sourceFormat, to: targetFormat))
+                    progress(.copying)
                 }
             }
             do { try await copy.sync() } catch { throw OutboxError.storage(error) }
@@ -59,6 +62,8 @@ enum PartitionRewrite {
             try? await OutboxLog.destroy(at: temporary, fileSystem: fileSystem)
             throw error
         }
+        try await offThePool { () throws(OutboxError) in try beforeCommit(temporary) }
+        progress(.copied)
         try await offThePool { () throws(OutboxError) in
             do throws(Errno) {
                 try fileSystem.rename(temporary, to: target)
@@ -105,4 +110,18 @@ enum PartitionRewrite {
     }
 
     static func littleEndian(_ value: UInt64) -> [UInt8] { withUnsafeBytes(of: value.littleEndian) { Array($0) } }
+}
+
+/// The steps of a re-key, in order, for a test that kills the process at
+/// each (`outbox rekey --kill-self-at`).
+package enum RekeyStep: String, Sendable, CaseIterable {
+    /// After each record copied into the new queue (before its commit).
+    case copying
+    /// The new queue is complete and synced, not yet in place.
+    case copied
+    /// The new queue is in place (renamed, directory synced); the old one
+    /// still exists.
+    case committed
+    /// The old queue is deleted; the new one still names it as its previous.
+    case oldDeleted
 }
