@@ -90,7 +90,9 @@ struct RecordFormat: Sendable {
         guard stored.count > 9, stored[0] == Self.sealedMarker else {
             throw OutboxError(.corruptEntry, "an entry body of an encrypted queue is not sealed")
         }
-        var plain = try sealer.open(stored[9...], .body, partition: partition, binding: key.bytes)
+        var plain = try Self.authenticated { () throws(OutboxError) in
+            try sealer.open(stored[9...], .body, partition: partition, binding: key.bytes)
+        }
         guard plain.count >= Self.plainSequenceOffset + 8,
             entryKey(OutboxEntryID(bytes: Array(plain[2..<18]))) == key
         else { throw OutboxError(.corruptEntry, "a sealed entry body is not the one its key names") }
@@ -108,7 +110,10 @@ struct RecordFormat: Sendable {
 
     func plainState(_ stored: [UInt8], key: LogKey) throws(OutboxError) -> [UInt8] {
         guard let sealer else { return stored }
-        return try sealer.open(try Self.unmarked(stored, "state"), .state, partition: partition, binding: key.bytes)
+        let box = try Self.unmarked(stored, "state")
+        return try Self.authenticated { () throws(OutboxError) in
+            try sealer.open(box, .state, partition: partition, binding: key.bytes)
+        }
     }
 
     /// The stored form of the completion of `id`.
@@ -121,12 +126,23 @@ struct RecordFormat: Sendable {
     /// The entry a stored completion belongs to, and its plain encoding.
     func plainCompletion(_ stored: [UInt8], key: LogKey) throws(OutboxError) -> (OutboxEntryID, [UInt8]) {
         guard let sealer else { return (OutboxEntryID(bytes: Array(key.bytes.dropFirst())), stored) }
-        let opened = try sealer.open(
-            try Self.unmarked(stored, "completion"), .completion, partition: partition, binding: key.bytes)
+        let box = try Self.unmarked(stored, "completion")
+        let opened = try Self.authenticated { () throws(OutboxError) in
+            try sealer.open(box, .completion, partition: partition, binding: key.bytes)
+        }
         guard opened.count >= 16, completionKey(OutboxEntryID(bytes: Array(opened[..<16]))) == key else {
             throw OutboxError(.corruptEntry, "a sealed completion is not the one its key names")
         }
         return (OutboxEntryID(bytes: Array(opened[..<16])), Array(opened[16...]))
+    }
+
+    /// The key check at open proved the key: a record that then fails to
+    /// open was damaged or tampered with (its CRC can be forged, its tag
+    /// cannot), or moved from another key, kind or queue.
+    private static func authenticated(_ open: () throws(OutboxError) -> [UInt8]) throws(OutboxError) -> [UInt8] {
+        do { return try open() } catch {
+            throw OutboxError(.corruptEntry, "a sealed record fails authentication: damaged, tampered with, or moved")
+        }
     }
 
     private static func unmarked(_ stored: [UInt8], _ what: String) throws(OutboxError) -> ArraySlice<UInt8> {
