@@ -32,6 +32,29 @@ extension LogOutboxStore {
         try await rekey(root: root, partition: partition, from: oldKey, to: newKey, configuration: configuration) { _ in }
     }
 
+    /// Re-encrypts `partition`'s queue under the directory a `file:` URL
+    /// names, from `configuration`'s key to `newKey` (raw bytes: 32, 24 or
+    /// 16), without importing Crypto; see
+    /// ``rekey(root:partition:from:to:configuration:)``. Open the queue with
+    /// the new key afterwards.
+    ///
+    /// - Throws: `.invalidArgument` if `configuration` has no key, `newKey`
+    ///   has another length, or `root` is not a file URL; otherwise as the
+    ///   `SymmetricKey` form.
+    public static func rekey(
+        root: URL, partition: String, configuration: OutboxStoreConfiguration, newKey: [UInt8]
+    ) async throws(OutboxError) {
+        guard let oldKey = configuration.encryptionKey else {
+            throw OutboxError(.invalidArgument, "the configuration has no encryption key to re-key from")
+        }
+        var next = configuration
+        try next.setEncryptionKey(newKey)
+        guard let newKey = next.encryptionKey else { return }
+        let path: FilePath
+        do { path = try root.filePath() } catch { throw OutboxError(.invalidArgument, error.message) }
+        try await rekey(root: path, partition: partition, from: oldKey, to: newKey, configuration: configuration)
+    }
+
     /// ``rekey(root:partition:from:to:configuration:)``, telling `progress`
     /// each step (the CLI's crash test kills itself at one).
     package static func rekey(

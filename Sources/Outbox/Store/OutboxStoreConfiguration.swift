@@ -27,7 +27,10 @@ public struct OutboxStoreConfiguration: Sendable {
     /// Keep the local→server id mapping of a succeeded entry this long after
     /// no entry depends on it any more. Default 7 days.
     public var mappingRetention: Duration = .seconds(7 * 24 * 3600)
-    /// Seal payload, endpoint and headers with AES-GCM under this key.
+    /// Seal everything the store writes with AES-GCM under this key: every
+    /// field of every entry, its state, the server's ids, and the user's name
+    /// (directories and log keys are keyed hashes). Sizes, counts and order
+    /// stay visible; see <doc:ProtectingTheOutbox>. One key per root.
     public var encryptionKey: SymmetricKey?
 
     /// Durability of the enqueue (the commit point). Default `durable`.
