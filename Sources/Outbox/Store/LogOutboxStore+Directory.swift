@@ -23,7 +23,8 @@ extension LogOutboxStore {
         let fileSystem = configuration.log.fileSystem
         let legacy = PartitionDirectory.legacyPath(root: root, partition: partition)
         let create = configuration.log.createIfMissing
-        let (naming, legacyExists) = try await offThePool { () throws(OutboxError) -> (KeyedNaming?, Bool) in
+        // Stats, the salt and the directory listing: small, but file system calls all the same.
+        let found = try await offThePool { () throws(OutboxError) -> Found in
             let legacyExists = (try? fileSystem.itemKind(at: legacy)) == .directory
             if key == nil, create || legacyExists {
                 do throws(OutboxLogError) {
@@ -32,16 +33,26 @@ extension LogOutboxStore {
                     throw .storage(error)
                 }
             }
-            let naming = try PartitionDirectory.naming(
-                root: root, key: key, fileSystem: fileSystem, create: create || legacyExists)
-            return (naming, legacyExists)
+            guard
+                let naming = try PartitionDirectory.naming(
+                    root: root, key: key, fileSystem: fileSystem, create: create || legacyExists)
+            else { return Found(directory: nil, exists: false, legacyExists: legacyExists, plain: nil) }
+            let directory = PartitionDirectory.path(root: root, name: PartitionDirectory.name(partition, naming: naming))
+            var plain: FilePath?
+            if key != nil, let plainNaming = try PartitionDirectory.naming(root: root, key: nil, fileSystem: fileSystem, create: false) {
+                let path = PartitionDirectory.path(root: root, name: PartitionDirectory.name(partition, naming: plainNaming))
+                if (try? fileSystem.itemKind(at: path)) == .directory { plain = path }
+            }
+            return Found(
+                directory: directory, exists: (try? fileSystem.itemKind(at: directory)) == .directory,
+                legacyExists: legacyExists, plain: plain)
         }
-        guard let naming else {
-            // No salt, nothing to create: the log's open reports the queue missing.
-            return PartitionDirectory.path(root: root, name: PartitionDirectory.name(partition, naming: KeyedNaming(key: SymmetricKey(size: .bits256))))
+        // No salt and nothing to create: no queue can exist; the log's open reports it missing.
+        guard let directory = found.directory else {
+            return PartitionDirectory.path(root: root, name: PartitionDirectory.prefix + "none")
         }
-        let directory = PartitionDirectory.path(root: root, name: PartitionDirectory.name(partition, naming: naming))
-        let exists = (try? fileSystem.itemKind(at: directory)) == .directory
+        let legacyExists = found.legacyExists
+        let exists = found.exists
         if legacyExists {
             if exists {
                 // A move that committed and was cut before it deleted the old directory.
@@ -58,13 +69,21 @@ extension LogOutboxStore {
         }
         try await checkRootKey(root: root, key: key, fileSystem: fileSystem)
         // A plain queue of this user, now opened with a key: seal it.
-        if key != nil, let plainNaming = try PartitionDirectory.naming(root: root, key: nil, fileSystem: fileSystem, create: false) {
-            let plain = PartitionDirectory.path(root: root, name: PartitionDirectory.name(partition, naming: plainNaming))
-            if (try? fileSystem.itemKind(at: plain)) == .directory {
-                try await move(plain, as: RecordFormat(partition: partition, key: nil), to: directory, configuration: configuration)
-            }
+        if let plain = found.plain {
+            try await move(plain, as: RecordFormat(partition: partition, key: nil), to: directory, configuration: configuration)
         }
         return directory
+    }
+
+    /// What ``queueDirectory(root:partition:configuration:)`` found on disk.
+    private struct Found: Sendable {
+        /// Where the queue lives (`nil`: no salt, so no queue can exist yet).
+        var directory: FilePath?
+        var exists: Bool
+        /// A queue from before issue 15 is there.
+        var legacyExists: Bool
+        /// With a key: this user's plain queue, to seal.
+        var plain: FilePath?
     }
 
     /// Removes what a failed open created: the root's salt if it created
