@@ -118,3 +118,38 @@ struct RekeyTests {
         #expect(!leftovers.contains("PREVIOUS"), "\(leftovers)")
     }
 }
+
+/// The CLI on encrypted queues: `--key-file` on every command, `outbox rekey`'s refusals.
+@Suite("outbox commands with --key-file")
+struct EncryptedCommandTests {
+    @Test("enqueue and list with the key; without it nothing is listed; a rekey from the wrong key exits 2 and changes nothing")
+    func keyFile() async throws {
+        let root = TemporaryRoot()
+        let queue = root.path.string + "/queue"
+        let key = root.path.string + "/key"
+        let wrong = root.path.string + "/wrong"
+        let new = root.path.string + "/new"
+        for path in [key, wrong, new] {
+            try Data(OutboxStoreConfiguration.newEncryptionKey()).write(to: URL(fileURLWithPath: path))
+        }
+        let enqueue = try await OutboxTool.run(["enqueue", queue, "--user", "ivy", "--count", "2", "--size", "8", "--key-file", key])
+        #expect(enqueue.status == 0, "\(enqueue.stderr)")
+        #expect(try await OutboxTool.run(["list", queue, "--user", "ivy", "--key-file", key]).stdoutLines.count == 2)
+        #expect(try await OutboxTool.run(["list", queue, "--user", "ivy"]).stdout.isEmpty)
+
+        let refused = try await OutboxTool.run(["rekey", queue, "--user", "ivy", "--key-file", wrong, "--new-key-file", new])
+        #expect(refused.status == 2, "\(refused.stderr)")
+        #expect(refused.stderrLines.count == 1 && refused.stderr.hasPrefix("error: "), "\(refused.stderr)")
+        #expect(try await OutboxTool.run(["list", queue, "--user", "ivy", "--key-file", key]).stdoutLines.count == 2)
+
+        let short = root.path.string + "/short"
+        try Data([1, 2, 3]).write(to: URL(fileURLWithPath: short))
+        let bad = try await OutboxTool.run(["list", queue, "--user", "ivy", "--key-file", short])
+        #expect(bad.status == 64, "\(bad.stderr)")
+
+        let rekey = try await OutboxTool.run(["rekey", queue, "--user", "ivy", "--key-file", key, "--new-key-file", new])
+        #expect(rekey.status == 0, "\(rekey.stderr)")
+        #expect(try await OutboxTool.run(["list", queue, "--user", "ivy", "--key-file", new]).stdoutLines.count == 2)
+        #expect(try await OutboxTool.run(["list", queue, "--user", "ivy", "--key-file", key]).stdout.isEmpty)
+    }
+}
