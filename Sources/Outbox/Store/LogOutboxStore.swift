@@ -146,6 +146,12 @@ public final class LogOutboxStore: OutboxStore {
         PartitionDirectory.list(root: root, key: encryptionKey, fileSystem: fileSystem)
     }
 
+    /// Whether some queue under `root` is encrypted: listing without a key
+    /// shows none of them. Reads one small file per queue.
+    public static func holdsEncryptedQueues(root: FilePath, fileSystem: any FileSystem = PosixFileSystem()) -> Bool {
+        PartitionDirectory.holdsSealedQueues(root: root, fileSystem: fileSystem)
+    }
+
     /// The partitions under `root` that `configuration`'s key (or its
     /// absence) can name; see ``partitions(root:encryptionKey:fileSystem:)``.
     public static func partitions(root: FilePath, configuration: OutboxStoreConfiguration) -> [String] {

@@ -24,6 +24,7 @@ struct OutboxPurge: AsyncParsableCommand {
 
     func run() async throws {
         try options.requireExistingDirectory()
+        try options.requireKeyIfEncrypted()
         guard options.partitions().contains(user) else {
             StandardStreams.writeLine("no queue for \(user) in \(options.directory): nothing deleted")
             return

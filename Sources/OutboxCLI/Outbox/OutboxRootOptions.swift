@@ -75,6 +75,15 @@ struct OutboxRootOptions: ParsableArguments {
     }
 
     /// The users that have a queue under the root, sorted.
+    /// Fails with exit 2 and one line if the root's queues are encrypted
+    /// and no `--key-file` was given: without it they cannot even be found.
+    func requireKeyIfEncrypted() throws(CommandFailure) {
+        guard keyFile == nil, LogOutboxStore.holdsEncryptedQueues(root: root) else { return }
+        throw CommandFailure(
+            "key required: \(directory): the queues are encrypted; pass their key with --key-file",
+            exitCode: CommandFailure.cannotOpen)
+    }
+
     /// With `--key-file`, the users whose queues open with that key.
     func partitions() -> [String] { LogOutboxStore.partitions(root: root, configuration: configuration(create: false)) }
 
