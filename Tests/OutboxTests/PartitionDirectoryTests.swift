@@ -67,6 +67,14 @@ struct PartitionDirectoryTests {
         // The right key still opens it, and adds users.
         try await LogOutboxStore.open(root: root.path, partition: "bob", configuration: Self.sealed(key)).close()
         #expect(LogOutboxStore.partitions(root: root.path, encryptionKey: key) == ["alice", "bob"])
+
+        // An app whose users each have their own key says so.
+        let carolKey = SymmetricKey(size: .bits256)
+        var own = Self.sealed(carolKey)
+        own.oneKeyPerRoot = false
+        try await LogOutboxStore.open(root: root.path, partition: "carol", configuration: own).close()
+        #expect(LogOutboxStore.partitions(root: root.path, encryptionKey: carolKey) == ["carol"])
+        #expect(LogOutboxStore.partitions(root: root.path, encryptionKey: key) == ["alice", "bob"])
     }
 
     @Test("a plain queue opened with a key for the first time is sealed: entries kept, nothing readable left")

@@ -67,7 +67,7 @@ extension LogOutboxStore {
             _ = try await finishReplacement(directory, fileSystem: fileSystem)
             return directory
         }
-        try await checkRootKey(root: root, key: key, fileSystem: fileSystem)
+        try await checkRootKey(root: root, key: key, oneKeyPerRoot: configuration.oneKeyPerRoot, fileSystem: fileSystem)
         // A plain queue of this user, now opened with a key: seal it.
         if let plain = found.plain {
             try await move(plain, as: RecordFormat(partition: partition, key: nil), to: directory, configuration: configuration)
@@ -149,7 +149,9 @@ extension LogOutboxStore {
 
     /// One root, one key: a new queue is not created beside sealed queues
     /// without a key, nor beside sealed queues none of which opens with its key.
-    private static func checkRootKey(root: FilePath, key: SymmetricKey?, fileSystem: any FileSystem) async throws(OutboxError) {
+    private static func checkRootKey(
+        root: FilePath, key: SymmetricKey?, oneKeyPerRoot: Bool, fileSystem: any FileSystem
+    ) async throws(OutboxError) {
         let (sealed, opening) = await (try? offThePool { () throws(OutboxError) -> (Int, Int) in
             let files = PartitionDirectory.sealedNameFiles(root: root, fileSystem: fileSystem)
             let opening = key.map { key in
@@ -163,9 +165,11 @@ extension LogOutboxStore {
         if key == nil, sealed > 0 {
             throw OutboxError(.keyRequired, "the queues under \(root) are encrypted; open them with their key")
         }
-        if key != nil, sealed > 0, opening == 0 {
+        if key != nil, oneKeyPerRoot, sealed > 0, opening == 0 {
             throw OutboxError(
-                .wrongKey, "the encryption key opens none of the queues under \(root) (one root holds the queues of one key); nothing was changed")
+                .wrongKey,
+                "the encryption key opens none of the queues under \(root) (one root holds the queues of one key, "
+                    + "unless oneKeyPerRoot is off); nothing was changed")
         }
     }
 }

@@ -4,7 +4,7 @@ import OutboxLog
 import SystemPackage
 
 /// An ``OutboxStore`` on ``OutboxLog``: each user's queue in its own log
-/// directory, `<root>/partitions/<user>/`.
+/// directory, `<root>/partitions/outbox+<keyed hash of the user>/` (Docs/SECURITY.md).
 ///
 /// An entry's body (request, payload, scheduling fields) is one value record,
 /// written once at enqueue; each status change is a small annotation record

@@ -26,8 +26,8 @@ extension OutboxStoreConfiguration {
 
     /// A new random 256-bit key for ``setEncryptionKey(_:)``, as 32 raw
     /// bytes from the system's secure random generator. Create it once per
-    /// outbox root (one key seals every queue under a root), and store it
-    /// where the outbox's files are not.
+    /// outbox root (one key seals every queue under a root, unless
+    /// ``oneKeyPerRoot`` is off), and store it where the outbox's files are not.
     public static func newEncryptionKey() -> [UInt8] {
         SymmetricKey(size: .bits256).withUnsafeBytes { Array($0) }
     }

@@ -32,6 +32,14 @@ public struct OutboxStoreConfiguration: Sendable {
     /// (directories and log keys are keyed hashes). Sizes, counts and order
     /// stay visible; see <doc:ProtectingTheOutbox>. One key per root.
     public var encryptionKey: SymmetricKey?
+    /// Whether every encrypted queue under a root shares one key (default
+    /// `true`). A queue's directory is named by its key, so a wrong key
+    /// cannot be told from a new user's by name: with `true`, opening a new
+    /// queue under a key that opens none of the root's encrypted queues fails
+    /// with ``OutboxError/Code/wrongKey``. Set `false` if each user has a key
+    /// of their own: such a key then creates its user's queue, and a wrong
+    /// key looks like a new user with an empty queue.
+    public var oneKeyPerRoot = true
 
     /// Durability of the enqueue (the commit point). Default `durable`.
     public var enqueueDurability: Durability = .durable
