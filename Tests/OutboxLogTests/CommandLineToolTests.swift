@@ -238,6 +238,69 @@ struct CommandLineToolTests {
         #expect(append.stdoutLines.compactMap { UInt64($0) }.count == 2)
     }
 
+    @Test(
+        "a refused second open (or destroy) in this process leaves the lock held: another process is still refused",
+        arguments: ["open", "destroy", "open read-only"])
+    func refusedSecondOpenKeepsTheLock(_ attempt: String) async throws {
+        let directory = TemporaryDirectory()
+        let path = directory.path.string
+        let log = try await OutboxLog.open(at: directory.path, configuration: testConfiguration())
+        try await log.put("held", [1], durability: .durable)
+
+        // POSIX record locks belong to the process: closing *any* descriptor
+        // of LOCK would drop them. A refused attempt must not do that.
+        for _ in 0..<3 {
+            await #expect {
+                switch attempt {
+                case "destroy":
+                    try await OutboxLog.destroy(at: directory.path)
+                case "open read-only":
+                    var configuration = testConfiguration()
+                    configuration.readOnly = true
+                    _ = try await OutboxLog.open(at: directory.path, configuration: configuration)
+                default:
+                    _ = try await OutboxLog.open(at: directory.path, configuration: testConfiguration())
+                }
+            } throws: { error in
+                (error as? OutboxLogError)?.code == .locked
+            }
+        }
+
+        let other = try await outbox("log", "append", path, "--count", "1", "--size", "8", "--durability", "durable")
+        #expect(other.status == 2, "another process opened a log this process holds: \(other.stdout)")
+        #expect(other.stderr.contains("locked"))
+        let verify = try await outbox("log", "verify", path)
+        #expect(verify.status == 2)
+        #expect(verify.stderr.contains("locked"))
+        #expect(try await log.get("held")?.value == [1])
+
+        try await log.close()
+        let after = try await outbox("log", "append", path, "--count", "1", "--size", "8", "--durability", "durable")
+        #expect(after.status == 0, "\(after.stderr)")
+    }
+
+    @Test("PosixFileSystem: closing another descriptor of a locked file keeps the lock; releasing it closes both")
+    func closingAnotherDescriptorKeepsTheLock() async throws {
+        let directory = TemporaryDirectory()
+        let fileSystem = PosixFileSystem()
+        let lockFile = directory.appending("LOCK")
+        let holder = try fileSystem.openAndLock(lockFile)
+        #expect(throws: Errno.wouldBlock) { _ = try fileSystem.openAndLock(lockFile) }
+        for _ in 0..<2 {
+            let reader = try fileSystem.openFile(lockFile, mode: .readOnly)
+            #expect(throws: Errno.wouldBlock) { try fileSystem.lockExclusively(reader) }
+            try fileSystem.close(reader)
+        }
+        let refused = try await outbox("log", "verify", directory.path.string)
+        #expect(refused.status == 2 && refused.stderr.contains("locked"), "\(refused.stderr)")
+
+        try fileSystem.close(holder)
+        let allowed = try await outbox("log", "verify", directory.path.string)
+        #expect(allowed.status == 0, "\(allowed.stderr)")
+        let again = try fileSystem.openAndLock(lockFile)
+        try fileSystem.close(again)
+    }
+
     // MARK: arguments
 
     @Test(

@@ -18,21 +18,21 @@ final class LogCore: Sendable {
     let readers: BlockingThreadPool
     /// Where the last page of `entries(after:limit:)` stopped (see `ScanCursor`).
     let scanCursor = Locked<ScanCursor?>(nil)
-    private let lockDescriptor: FileDescriptor
+    private let lock: DirectoryLock
 
     var fileSystem: any FileSystem { configuration.fileSystem }
     var logger: Logger { configuration.logger }
 
     private init(
         layout: DirectoryLayout, configuration: OutboxLog.Configuration, recovered: RecoveredLog,
-        readers: BlockingThreadPool, lockDescriptor: FileDescriptor
+        readers: BlockingThreadPool, lock: DirectoryLock
     ) {
         self.layout = layout
         self.configuration = configuration
         self.recoveryReport = recovered.report
         self.recoveredWithMarker = recovered.endsWithMarker || recovered.nextSequence == 1
         self.readers = readers
-        self.lockDescriptor = lockDescriptor
+        self.lock = lock
         var slots: [UInt32: SegmentSlot] = [:]
         for file in recovered.segments {
             // Sealed segments are entirely on disk.
@@ -103,21 +103,8 @@ final class LogCore: Sendable {
             break
         }
 
-        let lockDescriptor: FileDescriptor
-        do { lockDescriptor = try fileSystem.openFile(layout.lockFile, mode: .createOrOpen) } catch {
-            throw .io("cannot open the lock file", error, file: layout.lockFile)
-        }
-        do {
-            try fileSystem.lockExclusively(lockDescriptor)
-        } catch {
-            try? fileSystem.close(lockDescriptor)
-            if error == .wouldBlock || error == .resourceTemporarilyUnavailable {
-                throw OutboxLogError(
-                    .locked, "the log is open in another OutboxLog, in this process or another", file: directory,
-                    errno: error)
-            }
-            throw .io("cannot lock the log directory", error, file: layout.lockFile)
-        }
+        let lock = try DirectoryLock.acquire(
+            layout, fileSystem: fileSystem, refusal: "the log is open in another OutboxLog, in this process or another")
         do {
             let recovered = try Recovery(layout: layout, configuration: configuration).run()
             configuration.logger.debug(
@@ -126,11 +113,9 @@ final class LogCore: Sendable {
                     "directory": "\(directory)", "segments": "\(recovered.report.segments)",
                     "records": "\(recovered.report.records)", "clean": "\(recovered.report.isClean)",
                 ])
-            return LogCore(
-                layout: layout, configuration: configuration, recovered: recovered, readers: readers,
-                lockDescriptor: lockDescriptor)
+            return LogCore(layout: layout, configuration: configuration, recovered: recovered, readers: readers, lock: lock)
         } catch {
-            try? fileSystem.close(lockDescriptor)
+            lock.release()
             throw error
         }
     }
@@ -170,7 +155,7 @@ final class LogCore: Sendable {
             return state.closeWaiters
         }
         readers.shutdown()
-        try? fileSystem.close(lockDescriptor)
+        lock.release()
         for waiter in waiting { waiter.resume() }
         logger.debug("closed log", metadata: ["directory": "\(layout.directory)"])
         try checkpoint.get()
