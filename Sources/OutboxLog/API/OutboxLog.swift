@@ -65,7 +65,7 @@ public final class OutboxLog: Sendable {
     public static func destroy(
         at directory: FilePath, fileSystem: any FileSystem = PosixFileSystem()
     ) async throws(OutboxLogError) {
-        let pool = BlockingThreadPool(threads: 1, name: "outbox-log-destroy")
+        let pool = BlockingThreadPool(threads: 1, name: "outbox-destroy")
         defer { pool.shutdown() }
         try await pool.run { () throws(OutboxLogError) in
             try LogDirectoryRemoval(directory: directory, fileSystem: fileSystem).run()

@@ -85,7 +85,7 @@ extension LogCore {
             return true
         }
         guard due else { return }
-        let thread = Thread { [self] in
+        EngineThread.start("outbox-compact") { [self] in
             do {
                 let report = try compactClaimed()
                 logger.info("automatic compaction", metadata: ["result": "\(report)"])
@@ -93,8 +93,6 @@ extension LogCore {
                 logger.error("automatic compaction failed", metadata: ["error": "\(error)"])
             }
         }
-        thread.name = "outbox-log-compaction"
-        thread.start()
     }
 
     /// Waits for a running compaction to finish.
@@ -161,15 +159,13 @@ extension LogCore {
 
     private func runOnOwnThread<T: Sendable>(_ body: @escaping @Sendable () throws(OutboxLogError) -> T) async throws(OutboxLogError) -> T {
         let result = await withCheckedContinuation { (continuation: CheckedContinuation<Result<T, OutboxLogError>, Never>) in
-            let thread = Thread {
+            EngineThread.start("outbox-compact") {
                 do throws(OutboxLogError) {
                     continuation.resume(returning: .success(try body()))
                 } catch {
                     continuation.resume(returning: .failure(error))
                 }
             }
-            thread.name = "outbox-log-compaction"
-            thread.start()
         }
         return try result.get()
     }

@@ -24,9 +24,7 @@ extension LogCore {
         // Read the segment to append to now, not when the thread first runs:
         // by then an append may already have started a new segment.
         let target = state.withLock { state in state.activeID.flatMap { state.slots[$0]?.file } }
-        let thread = Thread { [self] in self.writerLoop(target: target) }
-        thread.name = "outbox-log-writer"
-        thread.start()
+        EngineThread.start("outbox-writer") { [self] in self.writerLoop(target: target) }
     }
 
     private func writerLoop(target initialTarget: SegmentFile?) {

@@ -59,7 +59,7 @@ final class LogCore: Sendable {
         -> LogCore
     {
         try configuration.validate()
-        let readers = BlockingThreadPool(threads: configuration.readerThreads, name: "outbox-log-io")
+        let readers = BlockingThreadPool(threads: configuration.readerThreads, name: "outbox-io")
         do {
             let core = try await readers.run { () throws(OutboxLogError) -> LogCore in
                 try openBlocking(at: directory, configuration: configuration, readers: readers)

@@ -18,7 +18,14 @@ extension FileSystem {
             try? removeFile(temporary)
             throw .io("cannot rename new segment into place", error, file: final)
         }
-        try syncDirectory(layout.directory)
+        do {
+            try syncDirectory(layout.directory)
+        } catch {
+            // The file stays (an empty segment is harmless to recovery); the
+            // descriptor must not: the caller never learns it.
+            try? close(descriptor)
+            throw error
+        }
         return descriptor
     }
 

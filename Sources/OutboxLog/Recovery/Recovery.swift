@@ -207,7 +207,7 @@ struct Recovery {
                     name: candidate.path.lastComponent?.string ?? candidate.path.string)
             },
             collectLaterRecords: indexLaterRuns)
-        defer { prefetcher.cancel() }
+        defer { prefetcher.finish() }
         for (position, candidate) in ordered.enumerated() {
             let earlier = previous
             // Size the index once, from what the first segments hold, rather
