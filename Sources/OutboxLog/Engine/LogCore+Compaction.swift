@@ -349,6 +349,11 @@ extension LogCore {
             do throws(OutboxLogError) {
                 for record in live {
                     let frame = try reader.window(at: record.offset, count: record.length)
+                    if let reason = RecordFrame.reverify(frame, crcSeed: file.crcSeed, sequence: record.sequence) {
+                        throw OutboxLogError.corruption(
+                            "a live record no longer verifies when copied (\(reason)); the compaction stopped",
+                            file: file.path, offset: record.offset)
+                    }
                     let to = try writer.append(frame: frame, sequence: record.sequence)
                     moved.append(
                         Moved(

@@ -88,8 +88,27 @@ enum RecordFrame {
         }
     }
 
+    /// Whether `frame` — bytes read again to be copied — is still exactly
+    /// the frame a scan verified: the whole buffer one frame that verifies
+    /// against `crcSeed`, numbered `sequence`. Returns why not, or `nil`.
+    ///
+    /// Compaction and salvage scan a segment, then read each record again
+    /// to copy it: a bit that flips in between must fail here, or
+    /// ``reseal(_:crcSeed:)`` would give the damaged bytes a valid CRC.
+    static func reverify(_ frame: UnsafeRawBufferPointer, crcSeed: UInt32, sequence: UInt64) -> String? {
+        switch decode(frame, at: 0, crcSeed: crcSeed, maximumLength: OutboxLog.Configuration.absoluteMaximumRecordSize) {
+        case .failure(.incomplete): return "the record is cut short"
+        case .failure(.invalid(let reason)): return reason
+        case .success(let decoded):
+            if decoded.length != frame.count { return "the record's length changed to \(decoded.length)" }
+            if decoded.sequence != sequence { return "the record's sequence number changed to \(decoded.sequence)" }
+            return nil
+        }
+    }
+
     /// Recomputes the CRC of a frame in place for a new salt and makes it a
-    /// lone record (compaction copies committed records one by one).
+    /// lone record (compaction copies committed records one by one). Call
+    /// ``reverify(_:crcSeed:sequence:)`` on the bytes first.
     static func reseal(_ frame: UnsafeMutableRawBufferPointer, crcSeed: UInt32) {
         frame[9] &= ~knownFlags
         var crc = CRC32(continuing: crcSeed)

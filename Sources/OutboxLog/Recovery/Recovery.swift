@@ -541,6 +541,14 @@ struct Recovery {
             var bytes = output.encoded()
             for record in inRange {
                 let frame = try reader.window(at: record.offset, count: record.length)
+                if let reason = RecordFrame.reverify(frame, crcSeed: header.recordCRCSeed, sequence: record.sequence) {
+                    // Its bytes changed since the scan: damaged, like the rest.
+                    report.skipped.append(
+                        .init(
+                            file: segment.name, offset: record.offset, bytes: Int64(record.length),
+                            reason: "record no longer verifies when copied: \(reason)"))
+                    continue
+                }
                 let start = bytes.count
                 bytes.append(contentsOf: frame)
                 bytes.withUnsafeMutableBytes { raw in
