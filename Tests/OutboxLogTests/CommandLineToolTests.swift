@@ -197,6 +197,36 @@ struct CommandLineToolTests {
         #expect(dump.stderr.hasPrefix("error: corruption: "))
     }
 
+    @Test("every log command takes a bare relative directory name")
+    func relativeDirectory() async throws {
+        let directory = TemporaryDirectory()
+        let cwd = directory.path.string
+        let append = try await OutboxTool.run(
+            ["log", "append", "lg", "--create", "--count", "3", "--size", "16", "--durability", "durable"],
+            currentDirectory: cwd)
+        #expect(append.status == 0, "\(append.stderr)")
+        #expect(append.stdoutLines.count == 3)
+        #expect(FileManager.default.fileExists(atPath: cwd + "/lg/LOCK"))
+        for command in [["log", "verify", "lg"], ["log", "dump", "lg"], ["log", "stats", "lg"], ["log", "compact", "lg"]] {
+            let result = try await OutboxTool.run(command, currentDirectory: cwd)
+            #expect(result.status == 0, "\(command): \(result.stderr)")
+        }
+        let reopened = try await OutboxLog.open(at: directory.appending("lg"), configuration: testConfiguration())
+        #expect(reopened.keys.count == 3)
+        try await reopened.close()
+    }
+
+    @Test("append --create under a missing parent fails with one line and creates nothing")
+    func createUnderMissingParent() async throws {
+        let directory = TemporaryDirectory()
+        let result = try await OutboxTool.run(
+            ["log", "append", "missing/lg", "--create", "--count", "1", "--size", "1", "--durability", "durable"],
+            currentDirectory: directory.path.string)
+        #expect(result.status == 2)
+        #expect(result.stderrLines.count == 1)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: directory.path.string).isEmpty)
+    }
+
     @Test("verify exits 2 with one line on stderr for a missing directory, and creates nothing")
     func verifyMissingDirectory() async throws {
         let directory = TemporaryDirectory()

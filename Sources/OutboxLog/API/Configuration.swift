@@ -29,6 +29,11 @@ extension OutboxLog {
         /// The format's upper bound on a record: 1 GiB.
         public static let absoluteMaximumRecordSize = 1 << 30
 
+        /// The most bytes (frames included) one atomic batch may hold: 2 GiB.
+        /// A batch is written into a single segment, whose records are
+        /// addressed by 32-bit offsets.
+        public static let absoluteMaximumBatchSize = 1 << 31
+
         /// Strict (the default) or salvage; see ``RecoveryMode``.
         public var recoveryMode: RecoveryMode = .strict
 
@@ -87,6 +92,9 @@ extension OutboxLog {
                 "maximumRecordSize must be in \(RecordFrame.headerSize + 1)...\(Self.absoluteMaximumRecordSize)")
             if let ratio = automaticCompactionRatio {
                 try require(ratio > 0 && ratio <= 1, "automaticCompactionRatio must be in (0, 1]")
+            }
+            if let minimum = automaticCompactionMinimumBytes {
+                try require(minimum >= 0, "automaticCompactionMinimumBytes must not be negative")
             }
             try require(groupCommitLimit >= 4096, "groupCommitLimit must be at least 4 KiB")
             try require(bufferedFlushThreshold >= 1, "bufferedFlushThreshold must be positive")

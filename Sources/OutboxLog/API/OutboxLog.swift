@@ -83,10 +83,12 @@ public final class OutboxLog: Sendable {
     /// Appends `writes` as one atomic batch: after a crash, recovery finds
     /// all of them or none. Returns the sequence number of the last record.
     ///
-    /// Nothing is written if the batch is invalid: an empty batch, a key
-    /// longer than ``LogKey/maximumLength``, a record larger than
-    /// ``Configuration/maximumRecordSize`` (`.recordTooLarge`), or an
-    /// annotation of a key with no value (`.invalidArgument`).
+    /// Nothing is written, and the log stays usable, if the batch is
+    /// invalid: an empty batch, a key longer than ``LogKey/maximumLength``,
+    /// a tombstone with a payload, a batch larger than
+    /// ``Configuration/absoluteMaximumBatchSize``, an annotation of a key
+    /// with no value (`.invalidArgument`), or a record larger than
+    /// ``Configuration/maximumRecordSize`` (`.recordTooLarge`).
     @discardableResult
     public func append(_ writes: [LogWrite], durability: Durability) async throws(OutboxLogError) -> UInt64 {
         try await core.append(writes, durability: durability)
@@ -158,19 +160,27 @@ public final class OutboxLog: Sendable {
 
     /// Live entries in sequence order whose value's sequence number is
     /// greater than `after`, at most `limit`: one page of a scan.
+    ///
+    /// - Throws: `.invalidArgument` if `limit` is less than 1.
     public func entries(after sequence: UInt64 = 0, limit: Int = 1024) async throws(OutboxLogError) -> [LogEntry] {
-        try await core.entries(after: sequence, limit: max(1, limit)).entries
+        guard limit >= 1 else { throw OutboxLogError(.invalidArgument, "limit must be at least 1, not \(limit)") }
+        return try await core.entries(after: sequence, limit: limit).entries
     }
 
-    /// All live entries in sequence order, read page by page.
+    /// All live entries in sequence order, read page by page. The stream
+    /// ends with `.invalidArgument` if `pageSize` is less than 1.
     public func allEntries(pageSize: Int = 1024) -> AsyncThrowingStream<LogEntry, any Error> {
         let core = self.core
         return AsyncThrowingStream { continuation in
+            guard pageSize >= 1 else {
+                continuation.finish(throwing: OutboxLogError(.invalidArgument, "pageSize must be at least 1, not \(pageSize)"))
+                return
+            }
             let task = Task {
                 var after: UInt64 = 0
                 do {
                     while true {
-                        let page = try await core.entries(after: after, limit: max(1, pageSize))
+                        let page = try await core.entries(after: after, limit: pageSize)
                         for entry in page.entries { continuation.yield(entry) }
                         guard let next = page.resumeAfter, !Task.isCancelled else { break }
                         after = next

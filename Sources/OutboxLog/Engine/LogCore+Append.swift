@@ -100,6 +100,7 @@ extension LogCore {
     private func validate(_ writes: some Collection<LogWrite>) throws(OutboxLogError) {
         if configuration.readOnly { throw OutboxLogError(.invalidArgument, "the log was opened read-only") }
         if writes.isEmpty { throw OutboxLogError(.invalidArgument, "an append needs at least one record") }
+        var batchBytes = 0
         for write in writes {
             if write.key.count > LogKey.maximumLength {
                 throw OutboxLogError(
@@ -113,6 +114,13 @@ extension LogCore {
                     .recordTooLarge,
                     "record of \(write.frameSize) bytes exceeds the maximum of \(configuration.maximumRecordSize)")
             }
+            batchBytes += write.frameSize
+        }
+        if batchBytes > OutboxLog.Configuration.absoluteMaximumBatchSize {
+            throw OutboxLogError(
+                .invalidArgument,
+                "a batch of \(writes.count) records and \(batchBytes) bytes exceeds the maximum of "
+                    + "\(OutboxLog.Configuration.absoluteMaximumBatchSize) bytes per batch")
         }
     }
 

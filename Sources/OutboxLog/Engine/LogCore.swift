@@ -76,35 +76,11 @@ final class LogCore: Sendable {
     private static func openBlocking(
         at directory: FilePath, configuration: OutboxLog.Configuration, readers: BlockingThreadPool
     ) throws(OutboxLogError) -> LogCore {
-        let fileSystem = configuration.fileSystem
         let layout = DirectoryLayout(directory: directory)
-        let kind: FileItemKind?
-        do { kind = try fileSystem.itemKind(at: directory) } catch {
-            throw .io("cannot inspect the log directory", error, file: directory)
-        }
-        switch kind {
-        case .file:
-            throw OutboxLogError(.invalidArgument, "not a directory", file: directory)
-        case nil:
-            guard configuration.createIfMissing && !configuration.readOnly else {
-                throw OutboxLogError(.notFound, "the log directory does not exist", file: directory)
-            }
-            do {
-                try fileSystem.createDirectory(directory)
-                try fileSystem.synchronizeDirectory(directory.removingLastComponent())
-            } catch where error == .fileExists {
-                // Created concurrently: fine, the lock decides who owns it.
-            } catch where error == .noSuchFileOrDirectory {
-                throw OutboxLogError(.notFound, "the log directory's parent does not exist", file: directory, errno: error)
-            } catch {
-                throw .io("cannot create the log directory", error, file: directory)
-            }
-        case .directory:
-            break
-        }
-
-        let lock = try DirectoryLock.acquire(
-            layout, fileSystem: fileSystem, refusal: "the log is open in another OutboxLog, in this process or another")
+        let opening = LogDirectoryOpening(
+            layout: layout, fileSystem: configuration.fileSystem,
+            createIfMissing: configuration.createIfMissing && !configuration.readOnly)
+        let (lock, created) = try opening.lock()
         do {
             let recovered = try Recovery(layout: layout, configuration: configuration).run()
             configuration.logger.debug(
@@ -115,7 +91,7 @@ final class LogCore: Sendable {
                 ])
             return LogCore(layout: layout, configuration: configuration, recovered: recovered, readers: readers, lock: lock)
         } catch {
-            lock.release()
+            opening.abandon(lock, created: created)
             throw error
         }
     }
