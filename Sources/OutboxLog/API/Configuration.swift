@@ -64,8 +64,11 @@ extension OutboxLog {
         /// bytes are waiting. Default 256 KiB.
         public var bufferedFlushThreshold: Int = 256 << 10
 
-        /// Appends wait for the writer once this many bytes are waiting to be
-        /// written (back-pressure). Default 32 MiB.
+        /// The most bytes of appended records that wait in memory for the
+        /// writer (back-pressure): an append that would exceed it waits for
+        /// room first, and ``OutboxLog/submit(_:)`` is refused with
+        /// ``OutboxLogError/Code/backPressure``. A single batch larger than
+        /// this is admitted once nothing else waits. Default 32 MiB.
         public var maximumPendingBytes: Int = 32 << 20
 
         /// Threads that serve reads; blocking reads never run on Swift's

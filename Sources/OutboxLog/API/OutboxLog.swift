@@ -83,6 +83,12 @@ public final class OutboxLog: Sendable {
     /// Appends `writes` as one atomic batch: after a crash, recovery finds
     /// all of them or none. Returns the sequence number of the last record.
     ///
+    /// If ``Configuration/maximumPendingBytes`` of earlier records are still
+    /// waiting to be written, it first waits (first come, first served) for
+    /// the writer to make room: whatever the durability, appended bytes in
+    /// memory stay within that bound (a batch larger than the bound is
+    /// admitted alone, once nothing else waits).
+    ///
     /// Nothing is written, and the log stays usable, if the batch is
     /// invalid: an empty batch, a key longer than ``LogKey/maximumLength``,
     /// a tombstone with a payload, a batch larger than
@@ -108,8 +114,24 @@ public final class OutboxLog: Sendable {
     /// while holding your lock, wait after releasing it). Until a ticket is
     /// awaited (or a later write or sync happens), its records are only
     /// `buffered`. Validation is the same as ``append(_:durability:)``.
+    ///
+    /// Back-pressure: it obeys ``Configuration/maximumPendingBytes`` like
+    /// every append, but cannot wait for room, so when the batch would take
+    /// the bytes waiting to be written past it, it throws
+    /// ``OutboxLogError/Code/backPressure`` and writes nothing. Await
+    /// ``waitForRoom(bytes:)`` (outside your lock) and submit again.
     public func submit(_ writes: [LogWrite]) throws(OutboxLogError) -> LogTicket {
         LogTicket(core: core, sequence: try core.submit(writes))
+    }
+
+    /// Waits until a batch of `bytes` bytes would be admitted under
+    /// ``Configuration/maximumPendingBytes`` now: the writer has written
+    /// enough, and no append that waited earlier is still waiting. Another
+    /// producer may take the room first, so a ``submit(_:)`` after it may
+    /// still be refused with ``OutboxLogError/Code/backPressure``.
+    public func waitForRoom(bytes: Int = 0) async throws(OutboxLogError) {
+        guard bytes >= 0 else { throw OutboxLogError(.invalidArgument, "bytes must not be negative, not \(bytes)") }
+        try await core.waitForRoom(bytes: bytes)
     }
 
     /// Sets the value of `key`. Returns the record's sequence number.
@@ -225,7 +247,8 @@ public struct LogTicket: Sendable {
     public let sequence: UInt64
 
     /// Waits until the batch is `written` or `durable`. With `buffered`,
-    /// returns at once unless too many bytes are waiting to be written.
+    /// returns at once unless too many bytes are waiting to be written
+    /// (then until this batch is written).
     public func wait(for durability: Durability) async throws(OutboxLogError) {
         try await core.wait(for: sequence, reaching: durability)
     }

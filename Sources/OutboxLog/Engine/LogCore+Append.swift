@@ -2,54 +2,73 @@
 /// (for `written` and `durable`) parked until the writer thread reports.
 extension LogCore {
     /// Appends `writes` as one atomic batch; returns the sequence number of
-    /// the last record.
+    /// the last record. Waits for room first if too many bytes are waiting
+    /// to be written (see `LogCore+BackPressure.swift`).
     func append<Writes: RandomAccessCollection<LogWrite>>(
         _ writes: Writes, durability: Durability
     ) async throws(OutboxLogError) -> UInt64 {
-        try validate(writes)
-        switch durability {
-        case .buffered:
-            let (sequence, wake, overfull) = try state.withLock { state throws(OutboxLogError) -> (UInt64, Bool, Bool) in
-                let sequence = try encode(writes, into: &state)
-                let overfull = state.pendingBytes > configuration.maximumPendingBytes
-                let due = overfull || state.pendingBytes >= configuration.bufferedFlushThreshold
-                return (sequence, due && state.claimWriterWakeup(), overfull)
-            }
-            wakeWriter(wake)
-            // Back-pressure: never let buffered bytes pile up without bound.
-            if overfull { try await waitFor(sequence, durable: false) }
-            return sequence
-        case .written, .durable:
-            var sequence: UInt64 = 0
-            let result = await withUnsafeContinuation {
-                (continuation: UnsafeContinuation<Result<Void, OutboxLogError>, Never>) in
-                let outcome = state.withLock { state -> Result<Bool, OutboxLogError> in
-                    do throws(OutboxLogError) {
-                        sequence = try encode(writes, into: &state)
-                    } catch {
-                        return .failure(error)
+        let bytes = try validate(writes)
+        let maximum = configuration.maximumPendingBytes
+        var reserved = false
+        while true {
+            switch durability {
+            case .buffered:
+                let encoded = try state.withLock { state throws(OutboxLogError) -> (UInt64, Bool)? in
+                    guard state.takeRoom(bytes, reserved: reserved, maximum: maximum) else { return nil }
+                    let sequence = try encode(writes, into: &state)
+                    return (sequence, state.writeIsDue(configuration) && state.claimWriterWakeup())
+                }
+                if let (sequence, wake) = encoded {
+                    wakeWriter(wake)
+                    return sequence
+                }
+            case .written, .durable:
+                var sequence: UInt64?
+                let result = await withUnsafeContinuation {
+                    (continuation: UnsafeContinuation<Result<Void, OutboxLogError>, Never>) in
+                    let outcome = state.withLock { state -> Result<Bool, OutboxLogError> in
+                        guard state.takeRoom(bytes, reserved: reserved, maximum: maximum) else { return .success(false) }
+                        do throws(OutboxLogError) {
+                            sequence = try encode(writes, into: &state)
+                        } catch {
+                            return .failure(error)
+                        }
+                        state.waiters.append(
+                            Waiter(sequence: sequence!, durable: durability == .durable, continuation: continuation))
+                        return .success(state.claimWriterWakeup())
                     }
-                    state.waiters.append(
-                        Waiter(sequence: sequence, durable: durability == .durable, continuation: continuation))
-                    return .success(state.claimWriterWakeup())
+                    switch outcome {
+                    case .success(let wake):
+                        if sequence == nil { continuation.resume(returning: .success(())) } else { wakeWriter(wake) }
+                    case .failure(let error):
+                        continuation.resume(returning: .failure(error))
+                    }
                 }
-                switch outcome {
-                case .success(let wake): wakeWriter(wake)
-                case .failure(let error): continuation.resume(returning: .failure(error))
-                }
+                try result.get()
+                if let sequence { return sequence }
             }
-            try result.get()
-            return sequence
+            // Not admitted: wait until the writer has made room, reserved for us.
+            try await reserveRoom(bytes)
+            reserved = true
         }
     }
 
     /// Encodes and indexes `writes` now, without waiting for any I/O;
-    /// returns the sequence number of the last record.
+    /// returns the sequence number of the last record. Refused with
+    /// `.backPressure` if it is not admitted (see `LogCore+BackPressure.swift`).
     func submit<Writes: RandomAccessCollection<LogWrite>>(_ writes: Writes) throws(OutboxLogError) -> UInt64 {
-        try validate(writes)
+        let bytes = try validate(writes)
         let (sequence, wake) = try state.withLock { state throws(OutboxLogError) -> (UInt64, Bool) in
+            if let error = state.isAcceptingWrites { throw error }
+            guard state.admits(bytes, maximum: configuration.maximumPendingBytes) else {
+                throw OutboxLogError(
+                    .backPressure,
+                    "\(state.pendingBytes + state.reservedBytes) bytes are waiting to be written, the most is "
+                        + "\(configuration.maximumPendingBytes): this batch of \(bytes) bytes would exceed it; "
+                        + "wait for room and submit again")
+            }
             let sequence = try encode(writes, into: &state)
-            return (sequence, state.pendingBytes >= configuration.bufferedFlushThreshold && state.claimWriterWakeup())
+            return (sequence, state.writeIsDue(configuration) && state.claimWriterWakeup())
         }
         wakeWriter(wake)
         return sequence
@@ -97,7 +116,8 @@ extension LogCore {
     }
 
     /// Rejects a bad batch before anything is encoded: nothing is written.
-    private func validate(_ writes: some Collection<LogWrite>) throws(OutboxLogError) {
+    /// Returns the batch's size in bytes.
+    private func validate(_ writes: some Collection<LogWrite>) throws(OutboxLogError) -> Int {
         if configuration.readOnly { throw OutboxLogError(.invalidArgument, "the log was opened read-only") }
         if writes.isEmpty { throw OutboxLogError(.invalidArgument, "an append needs at least one record") }
         var batchBytes = 0
@@ -122,6 +142,7 @@ extension LogCore {
                 "a batch of \(writes.count) records and \(batchBytes) bytes exceeds the maximum of "
                     + "\(OutboxLog.Configuration.absoluteMaximumBatchSize) bytes per batch")
         }
+        return batchBytes
     }
 
     /// Encodes a batch into the open chunk and indexes it. Either the whole

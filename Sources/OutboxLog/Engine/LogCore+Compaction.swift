@@ -302,7 +302,7 @@ extension LogCore {
             // log cannot know which will happen: it is poisoned, as after
             // any failed sync.
             let waiters = state.withLock { poison(error, in: &$0) }
-            for waiter in waiters { waiter.continuation.resume(returning: .failure(error)) }
+            for waiter in waiters { waiter.resume(returning: .failure(error)) }
             throw error
         }
 
@@ -319,7 +319,7 @@ extension LogCore {
                 segmentSalts: salts)
         } catch {
             let waiters = state.withLock { poison(error, in: &$0) }
-            for waiter in waiters { waiter.continuation.resume(returning: .failure(error)) }
+            for waiter in waiters { waiter.resume(returning: .failure(error)) }
             throw error
         }
         report.duration = clock.now - start

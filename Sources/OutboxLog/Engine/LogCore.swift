@@ -190,8 +190,9 @@ final class LogCore: Sendable {
 
     /// Records a failed write or sync: from now on every operation fails
     /// until the log is reopened, because what reached the disk is unknown.
-    /// Returns the waiters to fail.
-    func poison(_ error: OutboxLogError, in state: inout LogState) -> [Waiter] {
+    /// Returns the waiters to fail: appends and barriers waiting for the
+    /// writer, and appends waiting for room.
+    func poison(_ error: OutboxLogError, in state: inout LogState) -> [UnsafeContinuation<Result<Void, OutboxLogError>, Never>] {
         if case .open = state.phase {
             state.phase = .poisoned(error)
             logger.critical(
@@ -201,8 +202,11 @@ final class LogCore: Sendable {
         state.queue.removeAll()
         state.openChunk = nil
         state.pendingBytes = 0
-        defer { state.waiters.removeAll() }
-        return state.waiters
+        defer {
+            state.waiters.removeAll()
+            state.roomWaiters.removeAll()
+        }
+        return state.waiters.map(\.continuation) + state.roomWaiters.map(\.continuation)
     }
 
     // MARK: - Statistics

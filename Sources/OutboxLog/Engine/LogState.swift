@@ -80,6 +80,10 @@ struct LogState {
     /// The chunk appends are filling (for the active segment).
     var openChunk: (offset: Int64, data: [UInt8], lastSequence: UInt64)?
     var pendingBytes = 0
+    /// Room promised to appends that waited for it and have yet to encode.
+    var reservedBytes = 0
+    /// Appends waiting for room under `maximumPendingBytes`, first come first served.
+    var roomWaiters: Deque<RoomWaiter> = []
     /// Chunk buffers the writer has finished with, kept for reuse: a fresh
     /// megabyte buffer costs a page fault per 4 KiB on first touch.
     var spareBuffers: [[UInt8]] = []
