@@ -194,4 +194,36 @@ struct CompactionCommitPointTests {
         for (key, value) in expected { #expect(try await reopened.get(key)?.value == value) }
         try await reopened.close()
     }
+
+    @Test("compact() waits for the roll it starts: a roll that fails fails the compaction and poisons the log (iofault seed 8734784727225801972 cycle 880)")
+    func compactionWaitsForItsRoll() async throws {
+        let disk = SimulatedFileSystem(directories: ["/data"])
+        let log = try await OutboxLog.open(at: simulatedLogDirectory, configuration: simulatedConfiguration(disk))
+        for i in 0..<10 { try await log.put(LogKey("k\(i % 3)"), .pattern(100, seed: i), durability: .durable) }
+        // From now on no new segment can be created (the disk is full); a
+        // compaction's own files are not affected.
+        disk.faults.install(
+            FaultRule(
+                failing: .openFile, trigger: .call(1), repetition: .always,
+                paths: .matching("new segments") { $0.string.hasSuffix(".seg.tmp") }, effect: .fail(.noSpace)))
+        await #expect {
+            _ = try await log.compact()
+        } throws: { error in
+            // The roll's own error (and the log is poisoned by it).
+            let error = error as? OutboxLogError
+            return error?.code == .io && error?.file?.string.hasSuffix(".seg.tmp") == true
+        }
+        #expect(disk.faults.injectedFaults.count == 1)
+        // Refused from then on, not a success followed by a surprise.
+        await #expect {
+            try await log.put("after", [1], durability: .buffered)
+        } throws: { error in
+            (error as? OutboxLogError)?.code == .poisoned
+        }
+        _ = try? await log.close()
+        disk.faults.removeAllRules()
+        let reopened = try await OutboxLog.open(at: simulatedLogDirectory, configuration: simulatedConfiguration(disk))
+        #expect(Set(reopened.keys) == ["k0", "k1", "k2"])
+        try await reopened.close()
+    }
 }

@@ -106,6 +106,28 @@ extension LogCore {
         try result.get()
     }
 
+    /// Waits until the writer has created segment `id` on disk (it was
+    /// started by a roll), or the log fails.
+    func waitUntilCreated(_ id: UInt32) async throws(OutboxLogError) {
+        let result = await withUnsafeContinuation {
+            (continuation: UnsafeContinuation<Result<Void, OutboxLogError>, Never>) in
+            let action = state.withLock { state -> Result<Bool, OutboxLogError>? in
+                if state.slots[id]?.file != nil { return nil }
+                if case .poisoned(let error) = state.phase { return .failure(.poisoned(by: error)) }
+                if case .closed = state.phase { return .failure(.closed()) }
+                state.creationWaiters.append(CreationWaiter(segment: id, continuation: continuation))
+                state.flushRequested = true
+                return .success(state.claimWriterWakeup())
+            }
+            switch action {
+            case nil: continuation.resume(returning: .success(()))
+            case .success(let wake): wakeWriter(wake)
+            case .failure(let error): continuation.resume(returning: .failure(error))
+            }
+        }
+        try result.get()
+    }
+
     /// Writes (or syncs) everything appended so far.
     func flush(durable: Bool) async throws(OutboxLogError) {
         let last = try state.withLock { state throws(OutboxLogError) -> UInt64 in

@@ -47,6 +47,11 @@ extension LogCore {
                 switch outcome {
                 case .success(let done):
                     for (id, file) in done.created { state.slots[id]?.file = file }
+                    state.creationWaiters.removeAll { waiter in
+                        guard state.slots[waiter.segment]?.file != nil else { return false }
+                        finished.append((waiter.continuation, .success(())))
+                        return true
+                    }
                     for (id, size) in done.writtenSizes { state.slots[id]?.writtenSize = size }
                     if let last = work.lastSequence { state.writtenSequence = max(state.writtenSequence, last) }
                     if let synced = done.syncedThrough {

@@ -60,17 +60,28 @@ final class LogCore: Sendable {
     {
         try configuration.validate()
         let readers = BlockingThreadPool(threads: configuration.readerThreads, name: "outbox-io")
+        let core: LogCore
         do {
-            let core = try await readers.run { () throws(OutboxLogError) -> LogCore in
+            core = try await readers.run { () throws(OutboxLogError) -> LogCore in
                 try openBlocking(at: directory, configuration: configuration, readers: readers)
             }
-            core.startWriter()
-            if !configuration.readOnly && !core.recoveredWithMarker { core.writeCheckpoint() }
-            return core
         } catch {
             readers.shutdown()
             throw error
         }
+        core.startWriter()
+        if !configuration.readOnly && !core.recoveredWithMarker {
+            // Written (not synced) before the open returns: an open that
+            // cannot write fails here, not at some later call, and the
+            // file-system calls of an open are the same on every run.
+            do {
+                try await core.waitFor(core.writeCheckpoint(), durable: false)
+            } catch {
+                _ = try? await core.close()
+                throw error
+            }
+        }
+        return core
     }
 
     private static func openBlocking(
@@ -158,14 +169,15 @@ final class LogCore: Sendable {
     }
 
     /// At open after a crash: everything recovered was synced by recovery,
-    /// so a marker can vouch for it. Written in the background.
-    func writeCheckpoint() {
-        let wake = state.withLock { state -> Bool in
-            _ = state.encodeMarker(configuration: configuration)
+    /// so a marker can vouch for it. Returns the marker's sequence number.
+    func writeCheckpoint() -> UInt64 {
+        let (marker, wake) = state.withLock { state -> (UInt64, Bool) in
+            let marker = state.encodeMarker(configuration: configuration)
             state.flushRequested = true
-            return state.claimWriterWakeup()
+            return (marker, state.claimWriterWakeup())
         }
         wakeWriter(wake)
+        return marker
     }
 
     /// Starts shutting down without waiting: used when the last reference
@@ -205,8 +217,10 @@ final class LogCore: Sendable {
         defer {
             state.waiters.removeAll()
             state.roomWaiters.removeAll()
+            state.creationWaiters.removeAll()
         }
         return state.waiters.map(\.continuation) + state.roomWaiters.map(\.continuation)
+            + state.creationWaiters.map(\.continuation)
     }
 
     // MARK: - Statistics

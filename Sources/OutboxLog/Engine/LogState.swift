@@ -26,6 +26,12 @@ enum WriteChunk {
     }
 }
 
+/// A compaction waiting for the writer to create the segment its roll started.
+struct CreationWaiter {
+    var segment: UInt32
+    var continuation: UnsafeContinuation<Result<Void, OutboxLogError>, Never>
+}
+
 /// An append (or a barrier) waiting to be written or synced.
 struct Waiter {
     var sequence: UInt64
@@ -91,6 +97,7 @@ struct LogState {
     /// checkpoint, so close need not write another.
     var lastFrameIsMarker = true
     var waiters: [Waiter] = []
+    var creationWaiters: [CreationWaiter] = []
     var flushRequested = false
     var writerSleeping = false
     var stopRequested = false
