@@ -16,6 +16,9 @@ public enum TortureMode: String, Sendable, Codable, CodingKeyRepresentable, Case
     /// `kill -9` of an app process draining its outbox to a real loopback
     /// server that counts side effects per idempotency key.
     case outbox
+    /// One opener at a time: a log held by this process is attacked by
+    /// more opens (and `destroy`) in this process, then by another process.
+    case lock
 
     public var description: String { rawValue }
 
@@ -29,6 +32,7 @@ public enum TortureMode: String, Sendable, Codable, CodingKeyRepresentable, Case
         case .iofault: 0.10
         case .corrupt: 0.38
         case .outbox: 0.10
+        case .lock: 0.05
         }
     }
 }
