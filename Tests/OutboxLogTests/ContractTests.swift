@@ -154,23 +154,26 @@ struct ContractTests {
     }
 
     @Test(
-        "an open that creates the directory and then fails leaves nothing behind",
-        arguments: [FileSystemOperation.synchronizeDirectory, .openFile])
-    func failedCreateLeavesNothing(_ failing: FileSystemOperation) async throws {
+        "an open that creates the directory (and its parents) and then fails leaves nothing behind",
+        arguments: [
+            (FileSystemOperation.synchronizeDirectory, 1), (.synchronizeDirectory, 3), (.createDirectory, 2), (.openFile, 1),
+        ])
+    func failedCreateLeavesNothing(_ failing: FileSystemOperation, _ call: Int) async throws {
         let disk = SimulatedFileSystem(directories: ["/data"])
-        disk.faults.install(FaultRule(failing: failing, trigger: .call(1), repetition: .once, effect: .fail(.noSpace)))
+        let directory: FilePath = "/data/new/parent/log"
+        disk.faults.install(FaultRule(failing: failing, trigger: .call(call), repetition: .once, effect: .fail(.noSpace)))
         await #expect {
-            _ = try await OutboxLog.open(at: simulatedLogDirectory, configuration: simulatedConfiguration(disk))
+            _ = try await OutboxLog.open(at: directory, configuration: simulatedConfiguration(disk))
         } throws: { error in
             (error as? OutboxLogError)?.code == .io
         }
         #expect(disk.faults.injectedFaults.count == 1)
-        #expect(try disk.itemKind(at: simulatedLogDirectory) == nil, "\(disk.allFiles())")
+        #expect(try disk.itemKind(at: "/data/new") == nil, "\(disk.allDirectories())")
         // The next open creates it for good.
-        let log = try await OutboxLog.open(at: simulatedLogDirectory, configuration: simulatedConfiguration(disk))
+        let log = try await OutboxLog.open(at: directory, configuration: simulatedConfiguration(disk))
         try await log.put("k", [1], durability: .durable)
         try await log.close()
-        #expect(disk.isDurable(simulatedLogDirectory))
+        #expect(disk.isDurable(directory))
     }
 
     @Test("annotations change without rewriting the value, die with it, and survive reopen and compaction")

@@ -63,6 +63,10 @@ public struct OutboxEntry: Sendable, Hashable, Identifiable {
 
     /// The bytes the entry takes in the store (payload, endpoint, headers, metadata).
     public var storedBytes: Int
+    /// When the server first answered an attempt (any status), if it has:
+    /// the dispatcher's ``OutboxDispatcherConfiguration/maximumAge`` counts
+    /// from here, so an outage (nothing answers) never expires a write.
+    public var firstAnswerAt: Date?
 
     /// Builds an entry by hand — for tests of handlers; stores build their own.
     public init(
@@ -70,7 +74,7 @@ public struct OutboxEntry: Sendable, Hashable, Identifiable {
         headers: [String: String], partition: String, scope: String?, dependencies: [ID], priority: Int,
         sequence: UInt64, coalescingKey: String?, status: OutboxStatus, attempts: Int, maxAttempts: Int,
         nextAttemptAt: Date, lastError: String?, lastHTTPStatus: Int?, createdAt: Date, syncedAt: Date?,
-        serverID: String?, storedBytes: Int
+        serverID: String?, storedBytes: Int, firstAnswerAt: Date? = nil
     ) {
         self.id = id
         self.idempotencyKey = idempotencyKey
@@ -95,5 +99,6 @@ public struct OutboxEntry: Sendable, Hashable, Identifiable {
         self.syncedAt = syncedAt
         self.serverID = serverID
         self.storedBytes = storedBytes
+        self.firstAnswerAt = firstAnswerAt
     }
 }

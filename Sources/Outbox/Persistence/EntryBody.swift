@@ -78,6 +78,7 @@ struct EntryBody: Sendable, Hashable {
             lastError: failure?.message,
             lastHTTPStatus: failure?.httpStatus, createdAt: Date(milliseconds: createdAt),
             syncedAt: completion.map { Date(milliseconds: $0.syncedAt) }, serverID: completion?.serverID,
-            storedBytes: Int(metadata.storedBytes))
+            storedBytes: Int(metadata.storedBytes),
+            firstAnswerAt: failure?.firstAnsweredAt.map(Date.init(milliseconds:)))
     }
 }

@@ -15,6 +15,9 @@ import Foundation
 /// ```
 /// u8 version (1) · u8 status · u16 attempts · i64 when (ms)
 /// i32 httpStatus (−1: none) · str? lastError
+/// [i64 firstAnsweredAt (ms)]   — present only if the server has answered;
+///                                 older readers ignore it, newer ones read
+///                                 its absence as "never answered"
 /// ```
 /// Completion (its own key): `u8 version (1) · i64 syncedAt (ms) · str? serverID`.
 /// `str` is a u32 length and UTF-8; `str?` a u8 presence flag then `str`.
@@ -133,6 +136,7 @@ enum EntryCodec {
         writer.integer(metadata.when)
         writer.integer(Int32(clamping: failure?.httpStatus ?? -1))
         writer.optionalString(failure?.message.map { String($0.prefix(2048)) })
+        if let firstAnsweredAt = failure?.firstAnsweredAt { writer.integer(firstAnsweredAt) }
         return writer.bytes
     }
 
@@ -153,9 +157,11 @@ enum EntryCodec {
             let when = try reader.integer(Int64.self)
             let httpStatus = try reader.integer(Int32.self)
             let message = try reader.optionalString()
+            let firstAnsweredAt = reader.isAtEnd ? nil : try reader.integer(Int64.self)
             let failure =
-                message == nil && httpStatus < 0 ? nil
-                : FailureInfo(message: message, httpStatus: httpStatus < 0 ? nil : Int(httpStatus))
+                message == nil && httpStatus < 0 && firstAnsweredAt == nil ? nil
+                : FailureInfo(
+                    message: message, httpStatus: httpStatus < 0 ? nil : Int(httpStatus), firstAnsweredAt: firstAnsweredAt)
             return State(status: status, attempts: attempts, when: when, failure: failure)
         } catch {
             throw OutboxError(.corruptEntry, "cannot decode an entry's state: \(error.reason)")

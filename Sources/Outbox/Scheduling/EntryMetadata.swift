@@ -31,6 +31,9 @@ struct EntryMetadata: Sendable, Hashable {
 struct FailureInfo: Sendable, Hashable {
     var message: String?
     var httpStatus: Int?
+    /// When the server first answered an attempt (ms since 1970): the
+    /// dispatcher's maximum age counts from here.
+    var firstAnsweredAt: Int64?
 }
 
 /// A delivered entry's mark: it satisfies dependencies and maps the

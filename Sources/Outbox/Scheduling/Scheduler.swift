@@ -447,23 +447,46 @@ struct Scheduler: Sendable {
     }
 
     /// Records a transient failure: retried at `retryAt`, unless the entry
-    /// has used all its attempts, in which case it is quarantined.
+    /// has used all its attempts, in which case it is quarantined. An
+    /// attempt that is not `counted` is given back (it never quarantines);
+    /// `answeredAt` is when the server answered it, if it did.
     mutating func fail(
-        _ id: OutboxEntryID, error: String, httpStatus: Int?, retryAt: Int64
+        _ id: OutboxEntryID, error: String, httpStatus: Int?, retryAt: Int64, counted: Bool = true,
+        answeredAt: Int64? = nil
     ) throws(OutboxError) -> (OutboxStatus, OutboxCascade, [StoreChange]) {
         var entry = try existing(id)
         guard entry.status.canMove(to: .failed) else { throw transitionError(entry, to: .failed) }
-        if entry.attempts >= entry.maxAttempts {
+        let firstAnswer = failures[id]?.firstAnsweredAt ?? answeredAt
+        if !counted {
+            entry.attempts = entry.attempts > 0 ? entry.attempts - 1 : 0
+        } else if entry.attempts >= entry.maxAttempts {
             let (cascade, changes) = try quarantine(
                 id, reason: "gave up after \(entry.attempts) attempt(s): \(error)", httpStatus: httpStatus)
             return (.dead, cascade, changes)
         }
         setStatus(&entry, .failed)
         entry.when = retryAt
-        failures[id] = FailureInfo(message: error, httpStatus: httpStatus)
+        failures[id] = FailureInfo(message: error, httpStatus: httpStatus, firstAnsweredAt: firstAnswer)
         commit(entry)
         consider(id)
         return (.failed, OutboxCascade(), [.state(id)])
+    }
+
+    /// Puts in-flight entries whose lease ended at or before `now` back in
+    /// the queue: pending, due at once, the attempt counted. Returns them.
+    mutating func reclaimExpiredLeases(now: Int64) -> [OutboxEntryID] {
+        let expired = entries.values.filter { $0.status == .inFlight && $0.when <= now }.map(\.id)
+        for id in expired {
+            guard var entry = entries[id] else { continue }
+            setStatus(&entry, .pending)
+            entry.when = now
+            failures[id] = FailureInfo(
+                message: "the attempt's lease expired without an outcome", httpStatus: nil,
+                firstAnsweredAt: failures[id]?.firstAnsweredAt)
+            commit(entry)
+            consider(id)
+        }
+        return expired
     }
 
     /// Quarantines an entry (`dead`) and, transitively, every entry that

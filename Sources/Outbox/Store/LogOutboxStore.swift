@@ -29,6 +29,8 @@ public final class LogOutboxStore: OutboxStore {
     }
 
     /// Opens (creating if needed) the queue of `partition` under `root`.
+    /// The log's open creates `root`, `root/partitions` and any missing
+    /// directory above them (mode 0700), on the log's own threads.
     ///
     /// - Throws: ``OutboxError`` — `.wrongKey` if the configured encryption
     ///   key does not open this partition's data, `.keyRequired` if the data
@@ -39,7 +41,6 @@ public final class LogOutboxStore: OutboxStore {
         now: Date = Date()
     ) async throws(OutboxError) -> LogOutboxStore {
         guard !partition.isEmpty else { throw OutboxError(.invalidArgument, "the partition (user) name is empty") }
-        try PartitionDirectory.prepare(root: root, fileSystem: configuration.log.fileSystem)
         let directory = PartitionDirectory.path(root: root, partition: partition)
         let log: OutboxLog
         do { log = try await OutboxLog.open(at: directory, configuration: configuration.log) } catch {
@@ -172,6 +173,17 @@ public final class LogOutboxStore: OutboxStore {
         _ id: OutboxEntry.ID, error: String, httpStatus: Int?, retryAt: Date
     ) async throws(OutboxError) -> (status: OutboxStatus, cascade: OutboxCascade) {
         try await core.recordFailure(id, error: error, httpStatus: httpStatus, retryAt: retryAt)
+    }
+    public func recordFailure(
+        _ id: OutboxEntry.ID, error: String, httpStatus: Int?, retryAt: Date, countsAsAttempt: Bool,
+        serverAnsweredAt: Date?
+    ) async throws(OutboxError) -> (status: OutboxStatus, cascade: OutboxCascade) {
+        try await core.recordFailure(
+            id, error: error, httpStatus: httpStatus, retryAt: retryAt, countsAsAttempt: countsAsAttempt,
+            serverAnsweredAt: serverAnsweredAt)
+    }
+    public func reclaimExpiredLeases(at now: Date) async throws(OutboxError) -> [OutboxEntry.ID] {
+        try await core.reclaimExpiredLeases(at: now)
     }
     public func quarantine(_ id: OutboxEntry.ID, reason: String, httpStatus: Int?) async throws(OutboxError) -> OutboxCascade {
         try await core.quarantine(id, reason: reason, httpStatus: httpStatus)

@@ -180,12 +180,21 @@ final class StoreCore: Sendable {
     }
 
     func recordFailure(
-        _ id: OutboxEntryID, error: String, httpStatus: Int?, retryAt: Date
+        _ id: OutboxEntryID, error: String, httpStatus: Int?, retryAt: Date, countsAsAttempt: Bool = true,
+        serverAnsweredAt: Date? = nil
     ) async throws(OutboxError) -> (status: OutboxStatus, cascade: OutboxCascade) {
         try await perform(configuration.outcomeDurability) { scheduler throws(OutboxError) in
             let (status, cascade, changes) = try scheduler.fail(
-                id, error: error, httpStatus: httpStatus, retryAt: retryAt.milliseconds)
+                id, error: error, httpStatus: httpStatus, retryAt: retryAt.milliseconds, counted: countsAsAttempt,
+                answeredAt: serverAnsweredAt?.milliseconds)
             return ((status, cascade), changes)
+        }
+    }
+
+    func reclaimExpiredLeases(at now: Date) async throws(OutboxError) -> [OutboxEntryID] {
+        try await perform(configuration.attemptDurability) { scheduler in
+            let reclaimed = scheduler.reclaimExpiredLeases(now: now.milliseconds)
+            return (reclaimed, reclaimed.map { .state($0) })
         }
     }
 

@@ -71,6 +71,7 @@ struct DemoScenario {
         let deadline = started + options.deadline
         var random = SplitMix64(seed: options.seed)
         var faults = ServerFaults.mixed(rate: options.faultRate, seed: options.seed)
+        faults.halfOpenHold = .seconds(2)  // past the demo client's 1 s timeout
         if options.rejectEverything {
             faults = ServerFaults()
             faults.serverError = 1

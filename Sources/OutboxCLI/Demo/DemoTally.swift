@@ -7,6 +7,8 @@ final class Tally: Sendable {
     struct Counts: Sendable {
         var delivered = 0
         var retried = 0
+        /// Attempts whose answer was lost after the request was sent (resent promptly).
+        var interrupted = 0
         var quarantined = 0
         /// Distinct entries sent with `local:` ids replaced.
         var remapped = 0
@@ -26,6 +28,7 @@ final class Tally: Sendable {
                     case .delivered(let id, _):
                         if counts.deliveredIDs.insert(id).inserted { counts.delivered += 1 }
                     case .retryScheduled: counts.retried += 1
+                    case .interrupted: counts.interrupted += 1
                     case .quarantined: counts.quarantined += 1
                     case .remapped(let id, _, _):
                         if counts.remappedIDs.insert(id).inserted { counts.remapped += 1 }
@@ -55,7 +58,9 @@ final class Tally: Sendable {
             if ContinuousClock.now >= deadline { throw DemoFailure.deadlinePassed }
             ticks += 1
             if ticks % 10 == 0 {
-                progress("  delivered \(now.delivered)/\(total), retries \(now.retried), quarantined \(now.quarantined)")
+                progress(
+                    "  delivered \(now.delivered)/\(total), retries \(now.retried), interrupted \(now.interrupted), "
+                        + "quarantined \(now.quarantined)")
             }
             try? await Task.sleep(for: .milliseconds(50))
         }

@@ -1,9 +1,9 @@
 import SystemPackage
 
-/// The first step of an open: the log directory exists (created if the
-/// configuration allows) and is locked. An open that created the directory
-/// and then fails removes it again, so a failed create leaves nothing
-/// behind.
+/// The first step of an open: the log directory exists (created, with any
+/// missing parents, if the configuration allows) and is locked. An open that
+/// created directories and then fails removes them again, so a failed
+/// create leaves nothing behind.
 struct LogDirectoryOpening {
     let layout: DirectoryLayout
     let fileSystem: any FileSystem
@@ -11,8 +11,8 @@ struct LogDirectoryOpening {
 
     var directory: FilePath { layout.directory }
 
-    /// The lock, and whether this open created the directory.
-    func lock() throws(OutboxLogError) -> (lock: DirectoryLock, created: Bool) {
+    /// The lock, and the directories this open created (outermost first).
+    func lock() throws(OutboxLogError) -> (lock: DirectoryLock, created: [FilePath]) {
         guard !directory.isEmpty else {
             throw OutboxLogError(.invalidArgument, "the log directory path is empty")
         }
@@ -23,61 +23,40 @@ struct LogDirectoryOpening {
             return (lock, created)
         } catch {
             // Locked: another open took the directory just created; it is
-            // theirs now. Any other failure: remove it if it is still empty.
-            if created && error.code != .locked { removeCreatedDirectory() }
+            // theirs now. Any other failure: remove what is still empty.
+            if error.code != .locked { fileSystem.removeCreatedDirectories(created) }
             throw error
         }
     }
 
     /// Undoes the creation of the directory after a later step of the open
     /// failed, while holding its lock; then releases the lock.
-    func abandon(_ lock: DirectoryLock, created: Bool) {
-        if created {
+    func abandon(_ lock: DirectoryLock, created: [FilePath]) {
+        if !created.isEmpty {
             // Nothing but the lock file can be in a directory this open
             // created (recovery of an empty log writes nothing).
             try? fileSystem.removeFile(layout.lockFile)
-            removeCreatedDirectory()
+            fileSystem.removeCreatedDirectories(created)
         }
         lock.release()
     }
 
-    private func createIfNeeded() throws(OutboxLogError) -> Bool {
+    private func createIfNeeded() throws(OutboxLogError) -> [FilePath] {
         let kind: FileItemKind?
         do { kind = try fileSystem.itemKind(at: directory) } catch {
             throw .io("cannot inspect the log directory", error, file: directory)
         }
         switch kind {
         case .directory:
-            return false
+            return []
         case .file:
             throw OutboxLogError(.invalidArgument, "not a directory", file: directory)
         case nil:
             guard createIfMissing else {
                 throw OutboxLogError(.notFound, "the log directory does not exist", file: directory)
             }
-            do {
-                try fileSystem.createDirectory(directory)
-            } catch where error == .fileExists {
-                return false  // created concurrently: the lock decides who owns it
-            } catch where error == .noSuchFileOrDirectory {
-                throw OutboxLogError(.notFound, "the log directory's parent does not exist", file: directory, errno: error)
-            } catch {
-                throw .io("cannot create the log directory", error, file: directory)
-            }
-            do {
-                try fileSystem.synchronizeDirectory(layout.parentDirectory)
-            } catch {
-                removeCreatedDirectory()
-                throw .io("cannot sync the new log directory's parent", error, file: layout.parentDirectory)
-            }
-            return true
+            // Created concurrently is fine: the lock decides who owns it.
+            return try fileSystem.createDirectoryWithParents(directory)
         }
-    }
-
-    /// Best effort: the directory goes only if it is empty, and its parent is
-    /// synced so the removal is as durable as the creation was meant to be.
-    private func removeCreatedDirectory() {
-        guard (try? fileSystem.removeDirectory(directory)) != nil else { return }
-        try? fileSystem.synchronizeDirectory(layout.parentDirectory)
     }
 }

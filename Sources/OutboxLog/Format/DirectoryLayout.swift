@@ -26,14 +26,6 @@ struct DirectoryLayout: Sendable {
     var temporaryIntentFile: FilePath { directory.appending(Self.intentName + Self.temporarySuffix) }
     var damagedDirectory: FilePath { directory.appending(Self.damagedDirectoryName) }
 
-    /// The directory that holds the log directory: `.` for a bare relative
-    /// name such as `queue` (whose `removingLastComponent()` is empty, a
-    /// path no system call accepts).
-    var parentDirectory: FilePath {
-        let parent = directory.removingLastComponent()
-        return parent.isEmpty ? "." : parent
-    }
-
     static func segmentName(base: UInt64) -> String {
         let digits = String(base)
         return String(repeating: "0", count: max(0, 20 - digits.count)) + digits + segmentSuffix
