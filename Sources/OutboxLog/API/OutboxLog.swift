@@ -37,7 +37,11 @@ import SystemPackage
 /// `OutboxLog` is `Sendable`; call it from any task. Blocking I/O and
 /// syncs run on the log's own threads, never on Swift's cooperative pool.
 /// Only one `OutboxLog` may have a directory open at a time, in this process
-/// or another (`flock`); a second open throws ``OutboxLogError/Code/locked``.
+/// or another (a POSIX record lock on `LOCK`); a second open throws
+/// ``OutboxLogError/Code/locked`` and leaves the first one's lock in place.
+/// At most ``Configuration/maximumPendingBytes`` of appended records wait in
+/// memory for the writer: appends beyond it wait for room, and
+/// ``submit(_:)`` is refused with ``OutboxLogError/Code/backPressure``.
 public final class OutboxLog: Sendable {
     let core: LogCore
 
