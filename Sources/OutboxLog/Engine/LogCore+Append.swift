@@ -54,22 +54,43 @@ extension LogCore {
     }
 
     /// Encodes and indexes `writes` now, without waiting for any I/O;
-    /// returns the sequence number of the last record. Refused with
-    /// `.backPressure` if it is not admitted (see `LogCore+BackPressure.swift`).
-    func submit<Writes: RandomAccessCollection<LogWrite>>(_ writes: Writes) throws(OutboxLogError) -> UInt64 {
-        let bytes = try validate(writes)
-        let (sequence, wake) = try state.withLock { state throws(OutboxLogError) -> (UInt64, Bool) in
-            if let error = state.isAcceptingWrites { throw error }
-            guard state.admits(bytes, maximum: configuration.maximumPendingBytes) else {
-                throw OutboxLogError(
-                    .backPressure,
-                    "\(state.pendingBytes + state.reservedBytes) bytes are waiting to be written, the most is "
-                        + "\(configuration.maximumPendingBytes): this batch of \(bytes) bytes would exceed it; "
-                        + "wait for room and submit again")
-            }
-            let sequence = try encode(writes, into: &state)
-            return (sequence, state.writeIsDue(configuration) && state.claimWriterWakeup())
+    /// returns the sequence number of the last record. Without `reserved`,
+    /// refused with `.backPressure` if it is not admitted; with it (room of
+    /// that many bytes reserved by ``reserveRoom(_:)``), always admitted,
+    /// and the room is used up whatever the outcome (see
+    /// `LogCore+BackPressure.swift`).
+    func submit<Writes: RandomAccessCollection<LogWrite>>(
+        _ writes: Writes, reserved: Int? = nil
+    ) throws(OutboxLogError) -> UInt64 {
+        let bytes: Int
+        do throws(OutboxLogError) {
+            bytes = try validate(writes)
+        } catch {
+            if let reserved { releaseRoom(reserved) }
+            throw error
         }
+        let maximum = configuration.maximumPendingBytes
+        let (outcome, granted) = state.withLock { state -> (Result<(UInt64, Bool), OutboxLogError>, [RoomWaiter]) in
+            let outcome = Result { () throws(OutboxLogError) -> (UInt64, Bool) in
+                if let reserved {
+                    state.reservedBytes -= reserved
+                } else {
+                    if let error = state.isAcceptingWrites { throw error }
+                    guard state.admits(bytes, maximum: maximum) else {
+                        throw OutboxLogError(
+                            .backPressure,
+                            "\(state.pendingBytes + state.reservedBytes) bytes are waiting to be written, the most is "
+                                + "\(maximum): this batch of \(bytes) bytes would exceed it; wait for room and submit again")
+                    }
+                }
+                let sequence = try encode(writes, into: &state)
+                return (sequence, state.writeIsDue(configuration) && state.claimWriterWakeup())
+            }
+            // Room reserved and not filled goes to whoever waits for it.
+            return (outcome, reserved == nil ? [] : state.grantRoom(maximum: maximum))
+        }
+        for waiter in granted { waiter.continuation.resume(returning: .success(())) }
+        let (sequence, wake) = try outcome.get()
         wakeWriter(wake)
         return sequence
     }
