@@ -109,38 +109,38 @@ extension LogCore {
 
     /// Waits until every record up to `sequence` is written (or durable).
     func waitFor(_ sequence: UInt64, durable: Bool) async throws(OutboxLogError) {
-        let result = await withUnsafeContinuation {
-            (continuation: UnsafeContinuation<Result<Void, OutboxLogError>, Never>) in
-            let action = state.withLock { state -> Result<Bool, OutboxLogError>? in
-                if durable ? sequence <= state.durableSequence : sequence <= state.writtenSequence { return nil }
-                if case .poisoned(let error) = state.phase { return .failure(.poisoned(by: error)) }
-                if case .closed = state.phase { return .failure(.closed()) }
-                state.waiters.append(Waiter(sequence: sequence, durable: durable, continuation: continuation))
-                return .success(state.claimWriterWakeup())
-            }
-            switch action {
-            case nil: continuation.resume(returning: .success(()))
-            case .success(let wake): wakeWriter(wake)
-            case .failure(let error): continuation.resume(returning: .failure(error))
-            }
+        try await park { state, continuation in
+            if durable ? sequence <= state.durableSequence : sequence <= state.writtenSequence { return nil }
+            if case .poisoned(let error) = state.phase { return .failure(.poisoned(by: error)) }
+            if case .closed = state.phase { return .failure(.closed()) }
+            state.waiters.append(Waiter(sequence: sequence, durable: durable, continuation: continuation))
+            return .success(state.claimWriterWakeup())
         }
-        try result.get()
     }
 
     /// Waits until the writer has created segment `id` on disk (it was
     /// started by a roll), or the log fails.
     func waitUntilCreated(_ id: UInt32) async throws(OutboxLogError) {
+        try await park { state, continuation in
+            if state.slots[id]?.file != nil { return nil }
+            if case .poisoned(let error) = state.phase { return .failure(.poisoned(by: error)) }
+            if case .closed = state.phase { return .failure(.closed()) }
+            state.creationWaiters.append(CreationWaiter(segment: id, continuation: continuation))
+            state.flushRequested = true
+            return .success(state.claimWriterWakeup())
+        }
+    }
+
+    /// Suspends the caller until the writer resumes it. `register` runs
+    /// under the lock and returns `nil` if there is nothing to wait for, a
+    /// failure to throw at once, or — having kept the continuation for the
+    /// writer to resume — whether the writer must be woken.
+    func park(
+        _ register: (inout LogState, UnsafeContinuation<Result<Void, OutboxLogError>, Never>) -> Result<Bool, OutboxLogError>?
+    ) async throws(OutboxLogError) {
         let result = await withUnsafeContinuation {
             (continuation: UnsafeContinuation<Result<Void, OutboxLogError>, Never>) in
-            let action = state.withLock { state -> Result<Bool, OutboxLogError>? in
-                if state.slots[id]?.file != nil { return nil }
-                if case .poisoned(let error) = state.phase { return .failure(.poisoned(by: error)) }
-                if case .closed = state.phase { return .failure(.closed()) }
-                state.creationWaiters.append(CreationWaiter(segment: id, continuation: continuation))
-                state.flushRequested = true
-                return .success(state.claimWriterWakeup())
-            }
-            switch action {
+            switch state.withLock({ register(&$0, continuation) }) {
             case nil: continuation.resume(returning: .success(()))
             case .success(let wake): wakeWriter(wake)
             case .failure(let error): continuation.resume(returning: .failure(error))
