@@ -47,6 +47,15 @@ extension LogCore {
     /// encodes with ``LogState/takeRoom(_:reserved:maximum:)`` (or gives
     /// the room back with ``releaseRoom(_:)``).
     func reserveRoom(_ bytes: Int) async throws(OutboxLogError) {
+        // Room at once (the common case, for every change of the outbox
+        // store): no suspension.
+        let reserved = try state.withLock { state throws(OutboxLogError) -> Bool in
+            if let error = state.isAcceptingWrites { throw error }
+            guard state.admits(bytes, maximum: configuration.maximumPendingBytes) else { return false }
+            state.reservedBytes += bytes
+            return true
+        }
+        if reserved { return }
         try await park { state, continuation in
             if let error = state.isAcceptingWrites { return .failure(error) }
             if state.admits(bytes, maximum: configuration.maximumPendingBytes) {
