@@ -226,4 +226,28 @@ struct CompactionCommitPointTests {
         #expect(Set(reopened.keys) == ["k0", "k1", "k2"])
         try await reopened.close()
     }
+
+    @Test("an open whose checkpoint marker cannot be written fails with the write's .io error, not a poisoned log (iofault seed 7105559593793411149)")
+    func failedCheckpointFailsTheOpenWithItsCause() async throws {
+        let disk = SimulatedFileSystem(directories: ["/data"])
+        let log = try await OutboxLog.open(at: simulatedLogDirectory, configuration: simulatedConfiguration(disk))
+        for i in 0..<3 { try await log.put(LogKey("k\(i)"), .pattern(100, seed: i), durability: .durable) }
+        // The app dies without closing. The next open copies the newest
+        // segment (write 1: its last record is vouched for by no watermark),
+        // then writes a marker vouching for what it recovered (write 2), on
+        // the writer thread: that write fails.
+        disk.simulateProcessCrash()
+        disk.faults.install(.nthCall(2, of: .write))
+        await #expect {
+            _ = try await OutboxLog.open(at: simulatedLogDirectory, configuration: simulatedConfiguration(disk))
+        } throws: { error in
+            let error = error as? OutboxLogError
+            return error?.code == .io && error?.message.contains("earlier") == false
+        }
+        #expect(disk.faults.injectedFaults.count == 1)
+        disk.faults.removeAllRules()
+        let reopened = try await OutboxLog.open(at: simulatedLogDirectory, configuration: simulatedConfiguration(disk))
+        #expect(Set(reopened.keys) == ["k0", "k1", "k2"])
+        try await reopened.close()
+    }
 }

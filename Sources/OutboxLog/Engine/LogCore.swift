@@ -77,8 +77,16 @@ final class LogCore: Sendable {
             do {
                 try await core.waitFor(core.writeCheckpoint(), durable: false)
             } catch {
+                // The open's own write failed: throw what failed it (`.io`,
+                // as from any other step of the open), never `.poisoned` —
+                // which a caller would get instead if the writer failed
+                // before the wait above was registered: the error must not
+                // depend on thread timing (a replay would not reproduce it).
+                let cause = core.state.withLock { state -> OutboxLogError? in
+                    if case .poisoned(let cause) = state.phase { cause } else { nil }
+                }
                 _ = try? await core.close()
-                throw error
+                throw cause ?? error
             }
         }
         return core
