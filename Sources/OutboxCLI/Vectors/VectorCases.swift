@@ -215,6 +215,14 @@ enum VectorCases {
                 bytes[offset(of: "key-5", in: bytes) + 30] ^= 0x01
             }
         },
+        VectorCase(name: "torn-tail-unreachable-marker", summary: "as above, with a marker after them whose watermark does not vouch either (resealed): not counted as a record") {
+            let files = VectorLogs.canonical(try await VectorLogs.unsynced())
+            let name = segments(files)[0]
+            let resealedFiles = resealed(files, name) { segment in
+                segment.frames[segment.frames.count - 1].watermark = segment.frames[0].sequence + 2
+            }
+            return patched(resealedFiles, name) { $0[offset(of: "key-5", in: $0) + 30] ^= 0x01 }
+        },
         VectorCase(name: "torn-tail-marker", summary: "the file ends inside the closing marker") {
             let files = try await standard()
             return patched(files, segments(files)[0]) { $0.removeLast(10) }

@@ -12,8 +12,10 @@ struct SegmentAnalysis {
         /// damage that is not a torn tail is reported.
         var frameOffset: Int64
         var reason: String
-        /// Committed records that verified *after* the damage.
+        /// Committed frames (markers included) that verified *after* the damage.
         var recordsAfter = 0
+        /// Of those, the records: what a torn tail makes unreachable.
+        var dataRecordsAfter = 0
         /// The largest durable watermark among those records: if it reaches
         /// the first lost sequence number, the damaged bytes had been synced
         /// and this is rot, not a crash.
@@ -58,7 +60,12 @@ struct SegmentAnalysis {
                         reason: "intact records of a batch discarded with its damaged record at offset \(current.frame)"))
             }
             guard let next else { break }
-            let run = try scanner.scanRun(from: next, previous: previous, resumingAfterDamage: true, visit: visitLater)
+            var dataRecords = 0
+            let run = try scanner.scanRun(from: next, previous: previous, resumingAfterDamage: true) { record in
+                if record.kind != .marker { dataRecords += 1 }
+                visitLater(record)
+            }
+            damage.dataRecordsAfter += dataRecords
             if run.orphanBytes > 0 {
                 damage.skipped.append(
                     RecoveryReport.SkippedRange(file: file, offset: next, bytes: run.orphanBytes, reason: "rest of a batch whose start was lost"))
