@@ -90,4 +90,44 @@ struct BackPressureTests {
         for i in 0..<64 { #expect(try await log.get(LogKey("a\(i)"))?.value == .pattern(1000, seed: i)) }
         try await log.close()
     }
+
+    /// A caller that submits under its own lock after changing its own state
+    /// (the outbox store) cannot take a refusal: it reserves room first.
+    @Test("a submit in reserved room is admitted when a plain one is refused; a reservation serves once, and goes back unused")
+    func reservedRoom() async throws {
+        let disk = SimulatedFileSystem(directories: ["/data"])
+        let (log, gated, stuck) = try await Self.stuckLog(disk)
+        var reservation: LogRoomReservation? = try await log.reserveRoom(bytes: 1100)
+        var submitted = 0
+        while (try? log.submit([.value(LogKey("s\(submitted)"), .pattern(1000, seed: submitted))])) != nil { submitted += 1 }
+        #expect(throws: OutboxLogError.self) { try log.submit([.value("plain", .pattern(1000, seed: 0))]) }
+        let ticket = try log.submit([.value("reserved", .pattern(1000, seed: 1))], using: reservation!)
+        #expect(log.statistics.pendingBytes <= Self.maximum)
+        let reused = #expect(throws: OutboxLogError.self) { try log.submit([.value("again", [1])], using: reservation!) }
+        #expect(reused?.code == .invalidArgument)
+        #expect(!log.contains("again"))
+        reservation = nil
+        gated.releaseSyncs()
+        try await stuck.value
+        try await ticket.wait(for: .durable)
+        #expect(try await log.get("reserved")?.value == .pattern(1000, seed: 1))
+        try await log.close()
+    }
+
+    @Test("room reserved and not used goes back to the log when the reservation is released")
+    func unusedReservationGoesBack() async throws {
+        let disk = SimulatedFileSystem(directories: ["/data"])
+        let (log, gated, stuck) = try await Self.stuckLog(disk)
+        var held: LogRoomReservation? = try await log.reserveRoom(bytes: Self.maximum - 2048)
+        let refused = #expect(throws: OutboxLogError.self) { try log.submit([.value("plain", .pattern(4000, seed: 0))]) }
+        #expect(refused?.code == .backPressure)
+        #expect(held?.bytes == Self.maximum - 2048)
+        // The writer is still stuck: only the released reservation can make room.
+        held = nil
+        let ticket = try log.submit([.value("plain", .pattern(4000, seed: 0))])
+        gated.releaseSyncs()
+        try await ticket.wait(for: .durable)
+        try await stuck.value
+        try await log.close()
+    }
 }

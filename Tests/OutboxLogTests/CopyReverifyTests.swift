@@ -124,7 +124,7 @@ struct CopyReverifyTests {
 /// appears between two reads (the disk itself is unchanged). Counts only
 /// reads through descriptors opened on `path` before a file was renamed
 /// onto that name (that is another file).
-final class ReadRotFileSystem: FileSystem, Sendable {
+final class ReadRotFileSystem: ForwardingFileSystem, Sendable {
     let base: any FileSystem
     let path: FilePath
     let byte: Int64
@@ -170,21 +170,8 @@ final class ReadRotFileSystem: FileSystem, Sendable {
         if flip { buffer[Int(byte - offset)] ^= 0x10 }
         return n
     }
-    func write(_ descriptor: FileDescriptor, _ bytes: UnsafeRawBufferPointer, at offset: Int64) throws(Errno) -> Int {
-        try base.write(descriptor, bytes, at: offset)
-    }
-    func size(of descriptor: FileDescriptor) throws(Errno) -> Int64 { try base.size(of: descriptor) }
-    func truncate(_ descriptor: FileDescriptor, to size: Int64) throws(Errno) { try base.truncate(descriptor, to: size) }
-    func synchronize(_ descriptor: FileDescriptor) throws(Errno) { try base.synchronize(descriptor) }
-    func synchronizeDirectory(_ path: FilePath) throws(Errno) { try base.synchronizeDirectory(path) }
     func rename(_ source: FilePath, to destination: FilePath) throws(Errno) {
         try base.rename(source, to: destination)
         if destination == path { state.withLock { $0.replaced = true } }
     }
-    func removeFile(_ path: FilePath) throws(Errno) { try base.removeFile(path) }
-    func createDirectory(_ path: FilePath) throws(Errno) { try base.createDirectory(path) }
-    func removeDirectory(_ path: FilePath) throws(Errno) { try base.removeDirectory(path) }
-    func contentsOfDirectory(_ path: FilePath) throws(Errno) -> [String] { try base.contentsOfDirectory(path) }
-    func itemKind(at path: FilePath) throws(Errno) -> FileItemKind? { try base.itemKind(at: path) }
-    func lockExclusively(_ descriptor: FileDescriptor) throws(Errno) { try base.lockExclusively(descriptor) }
 }

@@ -80,7 +80,7 @@ struct RecoveryRepairTests {
 
 /// Passes every call to `base`, recording each write: the path its
 /// descriptor was opened with, the offset and the length.
-final class WriteRecorder: FileSystem, Sendable {
+final class WriteRecorder: ForwardingFileSystem, Sendable {
     struct Write: Sendable, CustomStringConvertible {
         var path: FilePath?
         var offset: Int64
@@ -108,18 +108,4 @@ final class WriteRecorder: FileSystem, Sendable {
         state.withLock { $0.writes.append(Write(path: $0.paths[descriptor.rawValue], offset: offset, count: bytes.count)) }
         return try base.write(descriptor, bytes, at: offset)
     }
-    func read(_ descriptor: FileDescriptor, into buffer: UnsafeMutableRawBufferPointer, at offset: Int64) throws(Errno) -> Int {
-        try base.read(descriptor, into: buffer, at: offset)
-    }
-    func size(of descriptor: FileDescriptor) throws(Errno) -> Int64 { try base.size(of: descriptor) }
-    func truncate(_ descriptor: FileDescriptor, to size: Int64) throws(Errno) { try base.truncate(descriptor, to: size) }
-    func synchronize(_ descriptor: FileDescriptor) throws(Errno) { try base.synchronize(descriptor) }
-    func synchronizeDirectory(_ path: FilePath) throws(Errno) { try base.synchronizeDirectory(path) }
-    func rename(_ source: FilePath, to destination: FilePath) throws(Errno) { try base.rename(source, to: destination) }
-    func removeFile(_ path: FilePath) throws(Errno) { try base.removeFile(path) }
-    func createDirectory(_ path: FilePath) throws(Errno) { try base.createDirectory(path) }
-    func removeDirectory(_ path: FilePath) throws(Errno) { try base.removeDirectory(path) }
-    func contentsOfDirectory(_ path: FilePath) throws(Errno) -> [String] { try base.contentsOfDirectory(path) }
-    func itemKind(at path: FilePath) throws(Errno) -> FileItemKind? { try base.itemKind(at: path) }
-    func lockExclusively(_ descriptor: FileDescriptor) throws(Errno) { try base.lockExclusively(descriptor) }
 }

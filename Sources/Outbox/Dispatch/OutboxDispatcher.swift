@@ -32,6 +32,9 @@ public actor OutboxDispatcher {
     let handlers: [String: any OutboxHandler]
     let fallback: (any OutboxHandler)?
     let configuration: OutboxDispatcherConfiguration
+    /// Why the configuration cannot be used (``OutboxDispatcherConfiguration/validate()``):
+    /// the dispatcher then refuses to work.
+    let configurationError: OutboxError?
     let clock: any OutboxClock
     private let broadcaster: EventBroadcaster
     /// Runs each attempt, off this actor.
@@ -75,6 +78,13 @@ public actor OutboxDispatcher {
         self.handlers = handlers
         self.fallback = fallback
         self.configuration = configuration
+        do {
+            try configuration.validate()
+            configurationError = nil
+        } catch {
+            configurationError = error
+            configuration.logger.error("the dispatcher's configuration is invalid; it will send nothing", metadata: ["error": "\(error)"])
+        }
         self.clock = clock
         let broadcaster = EventBroadcaster()
         let metrics = DispatcherMetrics()
@@ -89,12 +99,18 @@ public actor OutboxDispatcher {
     /// Records `action` (the commit point), publishes ``OutboxEvent/enqueued(_:)``
     /// for optimistic UI, and starts a best-effort flush in the background:
     /// the seeds' "action → outbox.add → event → flush" in one call.
+    ///
+    /// `idempotencyKey`: `nil` (the default) derives the key from the
+    /// partition and `id`; pass your own when a retry of this call cannot
+    /// reproduce `id` (see ``OutboxEnqueueRequest/idempotencyKey``).
     @discardableResult
     public func enqueue<Action: OutboxAction>(
-        _ action: Action, id: OutboxEntry.ID = OutboxEntry.ID()
+        _ action: Action, id: OutboxEntry.ID = OutboxEntry.ID(), idempotencyKey: String? = nil
     ) async throws(OutboxError) -> OutboxEnqueueResult {
         let request: OutboxEnqueueRequest
-        do { request = try OutboxEnqueueRequest(action, id: id, createdAt: clock.now()) } catch {
+        do {
+            request = try OutboxEnqueueRequest(action, id: id, idempotencyKey: idempotencyKey, createdAt: clock.now())
+        } catch {
             throw OutboxError(.invalidArgument, "the action's payload could not be encoded: \(error)", entry: id)
         }
         return try await enqueue(request)
@@ -103,6 +119,7 @@ public actor OutboxDispatcher {
     /// Records a request built by hand; see ``enqueue(_:id:)``.
     @discardableResult
     public func enqueue(_ request: OutboxEnqueueRequest) async throws(OutboxError) -> OutboxEnqueueResult {
+        if let configurationError { throw configurationError }
         let result = try await store.enqueue(request)
         switch result {
         case .enqueued(let entry), .coalesced(let entry, _):
@@ -230,7 +247,8 @@ public actor OutboxDispatcher {
     /// joined a drain): the drain goes on for the dispatcher's other triggers.
     @discardableResult
     public func flush() async -> OutboxFlushReport {
-        await valueUnlessCancelled(of: drainTask()) ?? OutboxFlushReport()
+        if let refused = refusedForConfiguration() { return refused }
+        return await valueUnlessCancelled(of: drainTask()) ?? OutboxFlushReport()
     }
 
     /// Sends what is due and keeps going — waiting for retries to come due,
@@ -246,6 +264,7 @@ public actor OutboxDispatcher {
     /// ``OutboxStore/entries(matching:)`` tell what is left and why.
     @discardableResult
     public func drain(until deadline: Date) async -> OutboxFlushReport {
+        if let refused = refusedForConfiguration() { return refused }
         claimDeadline = deadline
         // Every drain until then counts, whoever started it (a timer, an enqueue).
         deadlineReport = OutboxFlushReport()
@@ -257,9 +276,18 @@ public actor OutboxDispatcher {
             guard await valueUnlessCancelled(of: drainTask()) != nil else { break }
             let now = clock.now()
             guard now < deadline, let unsent = try? await store.summary().unsent, unsent > 0 else { break }
-            // Nothing will come due by itself (what is left waits for a
-            // dependency that needs a person, say): waiting cannot help.
-            guard let due = try? await store.nextDueDate() else { break }
+            guard let due = try? await store.nextDueDate() else {
+                // In flight: a drain another caller started (the retry
+                // timer, an enqueue) holds it; its outcome decides what
+                // comes next.
+                if let running {
+                    _ = await valueUnlessCancelled(of: running.task)
+                    continue
+                }
+                // Nothing will come due by itself (what is left waits for a
+                // dependency that needs a person, say): waiting cannot help.
+                break
+            }
             // Wait for the next retry (or the deadline), woken early by an
             // enqueue or a flush: they start a drain of their own.
             let next = min(due, deadline)
@@ -273,6 +301,15 @@ public actor OutboxDispatcher {
 
     /// What every drain did while ``drain(until:)`` runs.
     private var deadlineReport: OutboxFlushReport?
+
+    /// A report of the configuration error, when there is one: a dispatcher
+    /// with an unusable configuration sends nothing.
+    private func refusedForConfiguration() -> OutboxFlushReport? {
+        guard let configurationError else { return nil }
+        var report = OutboxFlushReport()
+        report.errors.append("\(configurationError)")
+        return report
+    }
 
     /// The running drain, or a new one.
     private func drainTask() -> Task<OutboxFlushReport, Never> {

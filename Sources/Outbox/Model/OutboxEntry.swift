@@ -2,9 +2,10 @@ import Foundation
 
 /// One server-bound write recorded in the outbox.
 ///
-/// Everything here is stored durably. The idempotency key is minted once, at
-/// enqueue, and sent unchanged with every attempt; auth headers are never
-/// stored (they come from a token provider at send time).
+/// Everything here is stored durably. The idempotency key is fixed at
+/// enqueue — the app's own, or derived from the partition and the id — and
+/// sent unchanged with every attempt; auth headers are never stored (they
+/// come from a token provider at send time).
 public struct OutboxEntry: Sendable, Hashable, Identifiable {
     public typealias ID = OutboxEntryID
 
@@ -12,7 +13,9 @@ public struct OutboxEntry: Sendable, Hashable, Identifiable {
 
     /// The local id (a UUID minted on the device).
     public var id: ID
-    /// Sent as the `Idempotency-Key` header on every attempt. Never changes.
+    /// Sent as the `Idempotency-Key` header on every attempt. Never changes:
+    /// the key the app passed to `enqueue`, or
+    /// ``derivedIdempotencyKey(partition:id:)``.
     public var idempotencyKey: String
     /// The action's discriminator: which handler delivers it.
     public var type: String

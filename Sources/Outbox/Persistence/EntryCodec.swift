@@ -4,7 +4,7 @@ import Foundation
 ///
 /// Body (the value record, written once):
 /// ```
-/// u8 version (1) · u8 flags (bit 0: sensitive part sealed)
+/// u8 version (1) · u8 flags (bit 0: sensitive part sealed; bit 1: idempotency key supplied by the app)
 /// 16 id · u64 sequence · i64 createdAt (ms) · i16 priority · u16 maxAttempts
 /// str type · str? scope · str? coalescingKey · str partition
 /// u16 n · 16·n dependency ids · str idempotencyKey · str method
@@ -19,11 +19,15 @@ import Foundation
 ///                                 older readers ignore it, newer ones read
 ///                                 its absence as "never answered"
 /// ```
-/// Completion (its own key): `u8 version (1) · i64 syncedAt (ms) · str? serverID`.
+/// Completion (its own key): `u8 version · i64 syncedAt (ms) · str? serverID`,
+/// then, in version 2 only (written when the app supplied the entry's
+/// idempotency key), `str? idempotencyKey`; version 1 otherwise.
 /// `str` is a u32 length and UTF-8; `str?` a u8 presence flag then `str`.
 enum EntryCodec {
     static let version: UInt8 = 1
     private static let sealedFlag: UInt8 = 1
+    private static let appKeyFlag: UInt8 = 2
+    static let completionVersion: UInt8 = 2
 
     // MARK: Body
 
@@ -39,7 +43,7 @@ enum EntryCodec {
 
         var writer = ByteWriter(capacity: sensitive.bytes.count + 128)
         writer.integer(version)
-        writer.integer(sealer == nil ? 0 : sealedFlag)
+        writer.integer((sealer == nil ? 0 : sealedFlag) | (body.keySuppliedByApp ? appKeyFlag : 0))
         writer.raw(body.id.bytes)
         writer.integer(body.sequence)
         writer.integer(body.createdAt)
@@ -93,7 +97,8 @@ enum EntryCodec {
             let body = EntryBody(
                 id: id, sequence: sequence, createdAt: createdAt, priority: priority, maxAttempts: maxAttempts,
                 type: type, scope: scope, coalescingKey: coalescingKey, partition: partition,
-                dependencies: dependencies, idempotencyKey: idempotencyKey, method: method, endpoint: "",
+                dependencies: dependencies, idempotencyKey: idempotencyKey, keySuppliedByApp: flags & appKeyFlag != 0,
+                method: method, endpoint: "",
                 headers: [:], payload: [])
             return Header(body: body, sealed: sealed, sensitive: sensitive)
         } catch {
@@ -171,19 +176,27 @@ enum EntryCodec {
     // MARK: Completion
 
     static func encodeCompletion(_ completion: Completion) -> [UInt8] {
+        // Version 1 unless there is a key to keep, so that a store with no
+        // app-supplied key stays readable by a build from before keys.
         var writer = ByteWriter(capacity: 32)
-        writer.integer(version)
+        writer.integer(completion.idempotencyKey == nil ? 1 : completionVersion)
         writer.integer(completion.syncedAt)
         writer.optionalString(completion.serverID)
+        if let key = completion.idempotencyKey { writer.optionalString(key) }
         return writer.bytes
     }
 
     static func decodeCompletion(_ bytes: [UInt8]) throws(OutboxError) -> Completion {
         do throws(ByteReader.Failure) {
             var reader = ByteReader(bytes)
-            guard try reader.integer(UInt8.self) == version else { throw ByteReader.Failure(reason: "unknown version") }
+            let version = try reader.integer(UInt8.self)
+            guard version == 1 || version == completionVersion else {
+                throw ByteReader.Failure(reason: "unknown completion version \(version)")
+            }
             let syncedAt = try reader.integer(Int64.self)
-            return Completion(serverID: try reader.optionalString(), syncedAt: syncedAt)
+            let serverID = try reader.optionalString()
+            let key = version >= 2 ? try reader.optionalString() : nil
+            return Completion(serverID: serverID, syncedAt: syncedAt, idempotencyKey: key)
         } catch {
             throw OutboxError(.corruptEntry, "cannot decode a completion: \(error.reason)")
         }

@@ -41,6 +41,9 @@ struct FailureInfo: Sendable, Hashable {
 struct Completion: Sendable, Hashable {
     var serverID: String?
     var syncedAt: Int64
+    /// The entry's idempotency key if the app supplied it: a later enqueue
+    /// with that key is a duplicate while this completion is kept.
+    var idempotencyKey: String? = nil
 }
 
 extension Date {

@@ -110,14 +110,18 @@ struct DemoScenario {
                     + "\(recorded.messages.count + recorded.rejected.count) messages, \(recorded.toggles) like toggles "
                     + "coalesced to \(recorded.likeEntries.count)")
 
-            // Back online; the app is killed about a third of the way through.
+            // Back online; the app is killed about a third of the way through:
+            // its disk dies at that delivery, whatever is in flight.
+            let killAt = max(1, expected / 3)
+            tally.onDelivered(killAt) {
+                failures.arm(false)  // the disk dies on purpose: its errors are the point
+                disk.crash()
+            }
             connectivity.setOnline(true)
             options.progress("online: draining")
             try await tally.wait(
-                until: { $0.delivered >= max(1, expected / 3) }, progress: options.progress, total: expected,
+                until: { $0.delivered >= killAt }, progress: options.progress, total: expected,
                 deadline: deadline, failures: failures)
-            failures.arm(false)  // the disk dies on purpose: its errors are the point
-            disk.crash()
             await first.stopDispatcher()
             try? await first.store.close()
             life = nil

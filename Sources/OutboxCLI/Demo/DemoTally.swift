@@ -18,12 +18,31 @@ final class Tally: Sendable {
 
     private let counts = Locked(Counts())
 
+    /// What to do once `delivered` reaches a count, run once on the event
+    /// stream's task: the demo's app kill happens at that delivery, not up
+    /// to a polling interval later (a fast drain would be over by then).
+    private let trigger = Locked<(count: Int, action: @Sendable () -> Void)?>(nil)
+
+    /// Runs `action` as soon as `count` deliveries have been seen.
+    func onDelivered(_ count: Int, _ action: @escaping @Sendable () -> Void) {
+        trigger.withLock { $0 = (count, action) }
+    }
+
+    private func fireTriggerIfDue(delivered: Int) {
+        let action: (@Sendable () -> Void)? = trigger.withLock { pending in
+            guard let armed = pending, delivered >= armed.count else { return nil }
+            pending = nil
+            return armed.action
+        }
+        action?()
+    }
+
     var snapshot: Counts { counts.withLock { $0 } }
 
     func follow(_ events: AsyncStream<OutboxEvent>) -> Task<Void, Never> {
         Task {
             for await event in events {
-                counts.withLock { counts in
+                let delivered = counts.withLock { counts in
                     switch event {
                     case .delivered(let id, _):
                         if counts.deliveredIDs.insert(id).inserted { counts.delivered += 1 }
@@ -34,7 +53,9 @@ final class Tally: Sendable {
                         if counts.remappedIDs.insert(id).inserted { counts.remapped += 1 }
                     default: break
                     }
+                    return counts.delivered
                 }
+                fireTriggerIfDue(delivered: delivered)
             }
         }
     }

@@ -128,6 +128,28 @@ public final class OutboxLog: Sendable {
         LogTicket(core: core, sequence: try core.submit(writes))
     }
 
+    /// Like ``submit(_:)``, but admitted whatever the bytes waiting to be
+    /// written, in room reserved by ``reserveRoom(bytes:)``: never refused
+    /// with ``OutboxLogError/Code/backPressure``. A batch larger than the
+    /// reservation is admitted too, and exceeds the bound by the difference:
+    /// reserve what you will write. The reservation is used up.
+    package func submit(_ writes: [LogWrite], using reservation: LogRoomReservation) throws(OutboxLogError)
+        -> LogTicket
+    {
+        guard reservation.take(for: core) else {
+            throw OutboxLogError(.invalidArgument, "the room reservation was used already, or is for another log")
+        }
+        return LogTicket(core: core, sequence: try core.submit(writes, reserved: reservation.bytes))
+    }
+
+    /// Waits until room for a batch of `bytes` bytes is reserved, first come
+    /// first served, for one ``submit(_:using:)``.
+    package func reserveRoom(bytes: Int) async throws(OutboxLogError) -> LogRoomReservation {
+        guard bytes >= 0 else { throw OutboxLogError(.invalidArgument, "bytes must not be negative, not \(bytes)") }
+        try await core.reserveRoom(bytes)
+        return LogRoomReservation(core: core, bytes: bytes)
+    }
+
     /// Waits until a batch of `bytes` bytes would be admitted under
     /// ``Configuration/maximumPendingBytes`` now: the writer has written
     /// enough, and no append that waited earlier is still waiting. Another

@@ -54,22 +54,43 @@ extension LogCore {
     }
 
     /// Encodes and indexes `writes` now, without waiting for any I/O;
-    /// returns the sequence number of the last record. Refused with
-    /// `.backPressure` if it is not admitted (see `LogCore+BackPressure.swift`).
-    func submit<Writes: RandomAccessCollection<LogWrite>>(_ writes: Writes) throws(OutboxLogError) -> UInt64 {
-        let bytes = try validate(writes)
-        let (sequence, wake) = try state.withLock { state throws(OutboxLogError) -> (UInt64, Bool) in
-            if let error = state.isAcceptingWrites { throw error }
-            guard state.admits(bytes, maximum: configuration.maximumPendingBytes) else {
-                throw OutboxLogError(
-                    .backPressure,
-                    "\(state.pendingBytes + state.reservedBytes) bytes are waiting to be written, the most is "
-                        + "\(configuration.maximumPendingBytes): this batch of \(bytes) bytes would exceed it; "
-                        + "wait for room and submit again")
-            }
-            let sequence = try encode(writes, into: &state)
-            return (sequence, state.writeIsDue(configuration) && state.claimWriterWakeup())
+    /// returns the sequence number of the last record. Without `reserved`,
+    /// refused with `.backPressure` if it is not admitted; with it (room of
+    /// that many bytes reserved by ``reserveRoom(_:)``), always admitted,
+    /// and the room is used up whatever the outcome (see
+    /// `LogCore+BackPressure.swift`).
+    func submit<Writes: RandomAccessCollection<LogWrite>>(
+        _ writes: Writes, reserved: Int? = nil
+    ) throws(OutboxLogError) -> UInt64 {
+        let bytes: Int
+        do throws(OutboxLogError) {
+            bytes = try validate(writes)
+        } catch {
+            if let reserved { releaseRoom(reserved) }
+            throw error
         }
+        let maximum = configuration.maximumPendingBytes
+        let (outcome, granted) = state.withLock { state -> (Result<(UInt64, Bool), OutboxLogError>, [RoomWaiter]) in
+            let outcome = Result { () throws(OutboxLogError) -> (UInt64, Bool) in
+                if let reserved {
+                    state.reservedBytes -= reserved
+                } else {
+                    if let error = state.isAcceptingWrites { throw error }
+                    guard state.admits(bytes, maximum: maximum) else {
+                        throw OutboxLogError(
+                            .backPressure,
+                            "\(state.pendingBytes + state.reservedBytes) bytes are waiting to be written, the most is "
+                                + "\(maximum): this batch of \(bytes) bytes would exceed it; wait for room and submit again")
+                    }
+                }
+                let sequence = try encode(writes, into: &state)
+                return (sequence, state.writeIsDue(configuration) && state.claimWriterWakeup())
+            }
+            // Room reserved and not filled goes to whoever waits for it.
+            return (outcome, reserved == nil ? [] : state.grantRoom(maximum: maximum))
+        }
+        for waiter in granted { waiter.continuation.resume(returning: .success(())) }
+        let (sequence, wake) = try outcome.get()
         wakeWriter(wake)
         return sequence
     }
@@ -88,38 +109,38 @@ extension LogCore {
 
     /// Waits until every record up to `sequence` is written (or durable).
     func waitFor(_ sequence: UInt64, durable: Bool) async throws(OutboxLogError) {
-        let result = await withUnsafeContinuation {
-            (continuation: UnsafeContinuation<Result<Void, OutboxLogError>, Never>) in
-            let action = state.withLock { state -> Result<Bool, OutboxLogError>? in
-                if durable ? sequence <= state.durableSequence : sequence <= state.writtenSequence { return nil }
-                if case .poisoned(let error) = state.phase { return .failure(.poisoned(by: error)) }
-                if case .closed = state.phase { return .failure(.closed()) }
-                state.waiters.append(Waiter(sequence: sequence, durable: durable, continuation: continuation))
-                return .success(state.claimWriterWakeup())
-            }
-            switch action {
-            case nil: continuation.resume(returning: .success(()))
-            case .success(let wake): wakeWriter(wake)
-            case .failure(let error): continuation.resume(returning: .failure(error))
-            }
+        try await park { state, continuation in
+            if durable ? sequence <= state.durableSequence : sequence <= state.writtenSequence { return nil }
+            if case .poisoned(let error) = state.phase { return .failure(.poisoned(by: error)) }
+            if case .closed = state.phase { return .failure(.closed()) }
+            state.waiters.append(Waiter(sequence: sequence, durable: durable, continuation: continuation))
+            return .success(state.claimWriterWakeup())
         }
-        try result.get()
     }
 
     /// Waits until the writer has created segment `id` on disk (it was
     /// started by a roll), or the log fails.
     func waitUntilCreated(_ id: UInt32) async throws(OutboxLogError) {
+        try await park { state, continuation in
+            if state.slots[id]?.file != nil { return nil }
+            if case .poisoned(let error) = state.phase { return .failure(.poisoned(by: error)) }
+            if case .closed = state.phase { return .failure(.closed()) }
+            state.creationWaiters.append(CreationWaiter(segment: id, continuation: continuation))
+            state.flushRequested = true
+            return .success(state.claimWriterWakeup())
+        }
+    }
+
+    /// Suspends the caller until the writer resumes it. `register` runs
+    /// under the lock and returns `nil` if there is nothing to wait for, a
+    /// failure to throw at once, or — having kept the continuation for the
+    /// writer to resume — whether the writer must be woken.
+    func park(
+        _ register: (inout LogState, UnsafeContinuation<Result<Void, OutboxLogError>, Never>) -> Result<Bool, OutboxLogError>?
+    ) async throws(OutboxLogError) {
         let result = await withUnsafeContinuation {
             (continuation: UnsafeContinuation<Result<Void, OutboxLogError>, Never>) in
-            let action = state.withLock { state -> Result<Bool, OutboxLogError>? in
-                if state.slots[id]?.file != nil { return nil }
-                if case .poisoned(let error) = state.phase { return .failure(.poisoned(by: error)) }
-                if case .closed = state.phase { return .failure(.closed()) }
-                state.creationWaiters.append(CreationWaiter(segment: id, continuation: continuation))
-                state.flushRequested = true
-                return .success(state.claimWriterWakeup())
-            }
-            switch action {
+            switch state.withLock({ register(&$0, continuation) }) {
             case nil: continuation.resume(returning: .success(()))
             case .success(let wake): wakeWriter(wake)
             case .failure(let error): continuation.resume(returning: .failure(error))

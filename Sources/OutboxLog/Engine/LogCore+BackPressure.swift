@@ -47,25 +47,25 @@ extension LogCore {
     /// encodes with ``LogState/takeRoom(_:reserved:maximum:)`` (or gives
     /// the room back with ``releaseRoom(_:)``).
     func reserveRoom(_ bytes: Int) async throws(OutboxLogError) {
-        let result = await withUnsafeContinuation {
-            (continuation: UnsafeContinuation<Result<Void, OutboxLogError>, Never>) in
-            let action = state.withLock { state -> Result<Bool, OutboxLogError>? in
-                if let error = state.isAcceptingWrites { return .failure(error) }
-                if state.admits(bytes, maximum: configuration.maximumPendingBytes) {
-                    state.reservedBytes += bytes
-                    return nil
-                }
-                state.roomWaiters.append(RoomWaiter(bytes: bytes, continuation: continuation))
-                // The writer writes whatever is pending while anyone waits for room.
-                return .success(state.claimWriterWakeup())
-            }
-            switch action {
-            case nil: continuation.resume(returning: .success(()))
-            case .success(let wake): wakeWriter(wake)
-            case .failure(let error): continuation.resume(returning: .failure(error))
-            }
+        // Room at once (the common case, for every change of the outbox
+        // store): no suspension.
+        let reserved = try state.withLock { state throws(OutboxLogError) -> Bool in
+            if let error = state.isAcceptingWrites { throw error }
+            guard state.admits(bytes, maximum: configuration.maximumPendingBytes) else { return false }
+            state.reservedBytes += bytes
+            return true
         }
-        try result.get()
+        if reserved { return }
+        try await park { state, continuation in
+            if let error = state.isAcceptingWrites { return .failure(error) }
+            if state.admits(bytes, maximum: configuration.maximumPendingBytes) {
+                state.reservedBytes += bytes
+                return nil
+            }
+            state.roomWaiters.append(RoomWaiter(bytes: bytes, continuation: continuation))
+            // The writer writes whatever is pending while anyone waits for room.
+            return .success(state.claimWriterWakeup())
+        }
     }
 
     /// Gives back room reserved and not used.
