@@ -197,6 +197,71 @@ struct CommandLineToolTests {
         #expect(dump.stderr.hasPrefix("error: corruption: "))
     }
 
+    @Test("dump --salvage serves the intact records past damage, exactly as many as verify counts")
+    func dumpSalvageMatchesVerify() async throws {
+        let directory = TemporaryDirectory()
+        try await writeRecords(60, to: directory.path)
+        let files = LogFiles(directory: directory.path)
+        let sealed = files.segments[0]
+        var bytes = files.read(sealed)
+        bytes[bytes.count / 2] ^= 0x10
+        files.write(bytes, to: sealed)
+        let before = files.snapshot()
+
+        let verify = try await outbox("log", "verify", directory.path.string, "--json")
+        let report = try jsonObject(try #require(verify.stdoutLines.first))
+        let dump = try await outbox("log", "dump", "--salvage", "--json", directory.path.string)
+        #expect(dump.status == 0, "\(dump.stderr)")
+        #expect(dump.stdoutLines.count == report["liveKeys"] as? Int)
+        #expect(dump.stdoutLines.count < 60)
+        #expect(dump.stderr.contains("damaged range(s) skipped"))
+        #expect(files.snapshot() == before)
+    }
+
+    @Test("verify --json prints the open's error as JSON when the log cannot be opened")
+    func verifyJSONOpenFailure() async throws {
+        let directory = TemporaryDirectory()
+        try await writeRecords(10, to: directory.path)
+        let files = LogFiles(directory: directory.path)
+        let segment = files.segments[0]
+        var bytes = files.read(segment)
+        bytes[8] = 2  // version 2, with a valid header CRC
+        bytes.replaceSubrange(44..<48, with: RawSegment.le(RawSegment.crc32(bytes[0..<44])))
+        files.write(bytes, to: segment)
+
+        let verify = try await outbox("log", "verify", "--json", directory.path.string)
+        #expect(verify.status == 2)
+        let object = try jsonObject(try #require(verify.stdoutLines.first))
+        let error = try #require(object["error"] as? [String: Any])
+        #expect(error["code"] as? String == "unsupported format")
+        #expect(error["file"] as? String == segment.string)
+        #expect(error["offset"] as? Int == 8)
+        #expect(verify.stderr.hasPrefix("error: unsupported format: "))
+    }
+
+    @Test("append --segment-size rolls small logs into many segments, and --batch writes atomic batches")
+    func appendSegmentSizeAndBatch() async throws {
+        let directory = TemporaryDirectory()
+        let append = try await outbox(
+            "log", "append", directory.path.string, "--create", "--count", "50", "--size", "200", "--durability", "durable",
+            "--segment-size", "4096", "--batch", "4")
+        #expect(append.status == 0, "\(append.stderr)")
+        #expect(append.stdoutLines == (1...50).map(String.init))
+        let files = LogFiles(directory: directory.path)
+        #expect(files.segments.count >= 3)
+        // Every 4 records share one batch: FIRST, MIDDLE, MIDDLE, LAST flags.
+        let first = files.read(files.segments[0])
+        #expect(Array(first[(48 + 9)...(48 + 9)]) == [1])
+        let verify = try await outbox("log", "verify", directory.path.string)
+        #expect(verify.status == 0, "\(verify.stdout)")
+
+        let bad = try await outbox(
+            "log", "append", directory.path.string, "--count", "1", "--size", "1", "--durability", "durable",
+            "--segment-size", "100")
+        #expect(bad.status != 0)
+        #expect(bad.stderr.contains("--segment-size"))
+    }
+
     @Test("every log command takes a bare relative directory name")
     func relativeDirectory() async throws {
         let directory = TemporaryDirectory()
@@ -228,14 +293,20 @@ struct CommandLineToolTests {
         #expect(try FileManager.default.contentsOfDirectory(atPath: directory.path.string) == ["blocker"])
     }
 
-    @Test("verify exits 2 with one line on stderr for a missing directory, and creates nothing")
+    @Test("verify exits 2 with one line on stderr for a missing directory (and, with --json, the error as JSON), and creates nothing")
     func verifyMissingDirectory() async throws {
         let directory = TemporaryDirectory()
         let missing = directory.appending("missing")
         for arguments in [["log", "verify", missing.string], ["log", "verify", missing.string, "--json"]] {
             let result = try await outbox(arguments)
             #expect(result.status == 2)
-            #expect(result.stdout.isEmpty)
+            if arguments.contains("--json") {
+                let line = try #require(result.stdoutLines.first)
+                let error = try #require(try jsonObject(line)["error"] as? [String: Any])
+                #expect(error["code"] as? String == "not found")
+            } else {
+                #expect(result.stdout.isEmpty)
+            }
             #expect(result.stderrLines.count == 1)
             #expect(result.stderr.hasPrefix("error: not found: "))
         }

@@ -94,9 +94,9 @@ public final class OutboxLog: Sendable {
     /// admitted alone, once nothing else waits).
     ///
     /// Nothing is written, and the log stays usable, if the batch is
-    /// invalid: an empty batch, a key longer than ``LogKey/maximumLength``,
-    /// a tombstone with a payload, a batch larger than
-    /// ``Configuration/absoluteMaximumBatchSize``, an annotation of a key
+    /// invalid: an empty batch, an empty key or one longer than
+    /// ``LogKey/maximumLength``, a tombstone with a payload, a batch larger
+    /// than ``Configuration/absoluteMaximumBatchSize``, an annotation of a key
     /// with no value (`.invalidArgument`), or a record larger than
     /// ``Configuration/maximumRecordSize`` (`.recordTooLarge`).
     @discardableResult

@@ -169,6 +169,8 @@ extension LogCore {
                 throw OutboxLogError(
                     .invalidArgument, "key of \(write.key.count) bytes exceeds the maximum of \(LogKey.maximumLength)")
             }
+            // The format reserves the empty key for markers (Docs/FORMAT.md).
+            if write.key.count == 0 { throw OutboxLogError(.invalidArgument, "a record needs a key of at least 1 byte") }
             if write.kind == .tombstone && !write.payload.isEmpty {
                 throw OutboxLogError(.invalidArgument, "a tombstone carries no payload")
             }

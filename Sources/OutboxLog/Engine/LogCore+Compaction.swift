@@ -377,7 +377,7 @@ extension LogCore {
         drain()
         if let failure { throw failure }
         if let stop = run.stop {
-            throw .corruption("segment no longer verifies: \(stop.reason)", file: file.path, offset: stop.offset)
+            throw .corruption("segment no longer verifies: \(stop.reason)", file: file.path, offset: stop.frame)
         }
     }
 }

@@ -42,7 +42,7 @@ enum FrameKind: UInt8, Sendable, Hashable {
 ///      9    1 flags: bit 0 = another record of the same atomic batch follows,
 ///               bit 1 = this record continues a batch begun earlier
 ///               (a lone record has neither; LevelDB's FULL/FIRST/MIDDLE/LAST)
-///     10    2 key length k
+///     10    2 key length k: 1...1024, 0 for markers
 ///     12    8 sequence number
 ///     20    8 durable watermark: every record with a smaller or equal
 ///               sequence number was on stable storage before this one was
@@ -163,6 +163,12 @@ enum RecordFrame {
         guard flags & ~knownFlags == 0 else { return .failure(.invalid("unknown flags \(flags)")) }
         let keyCount = Int(bytes.loadLittleEndian(at: offset + 10, as: UInt16.self))
         guard headerSize + keyCount <= length else { return .failure(.invalid("key length \(keyCount) exceeds frame")) }
+        // Limits Docs/FORMAT.md states: a frame that verifies but breaks
+        // one was not written by a version-1 writer, and is damage.
+        guard keyCount <= LogKey.maximumLength else {
+            return .failure(.invalid("key length \(keyCount) exceeds the format's maximum of \(LogKey.maximumLength)"))
+        }
+        if kind != .marker && keyCount == 0 { return .failure(.invalid("\(kind) record with an empty key")) }
         if kind == .tombstone && length != headerSize + keyCount {
             return .failure(.invalid("tombstone with a payload"))
         }

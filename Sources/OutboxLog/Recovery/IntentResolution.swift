@@ -10,10 +10,24 @@ struct IntentResolution {
     let layout: DirectoryLayout
     let fileSystem: any FileSystem
     let readOnly: Bool
+    /// Read-only salvage (`outbox log verify`): a damaged intent is
+    /// reported, and the segments are read as they are, instead of failing
+    /// the open.
+    var reportsDamagedIntent = false
 
     /// The effective segments, oldest (lowest base) first.
     func resolve(_ inventory: SegmentInventory, report: inout RecoveryReport) throws(OutboxLogError) -> [SegmentCandidate] {
-        let intent = try readIntent(present: inventory.hasIntent)
+        let intent: CompactionIntent?
+        do { intent = try readIntent(present: inventory.hasIntent) } catch {
+            guard error.code == .corruption, error.file == layout.intentFile, reportsDamagedIntent else { throw error }
+            // Whether the compaction committed cannot be known: read the
+            // `.seg` files as they are (its outputs not yet renamed are
+            // ignored), and let the scan report the overlaps or gaps.
+            let size = (try? fileSystem.readWholeFile(layout.intentFile).count).map(Int64.init) ?? 0
+            report.skipped.append(.init(file: DirectoryLayout.intentName, offset: 0, bytes: size, reason: error.message))
+            report.removedTemporaryFiles = inventory.temporaries
+            return inventory.segments.values.sorted { $0.base < $1.base }
+        }
         var effective = inventory.segments
         if let intent {
             // The inputs are gone (unless an output took an input's name)…
@@ -74,7 +88,11 @@ struct IntentResolution {
             throw OutboxLogError(
                 .unsupportedFormat, "compaction record format version \(version) is unknown", file: layout.intentFile)
         case .failure(.corrupt(let reason)):
-            throw .corruption("compaction record is damaged: \(reason)", file: layout.intentFile)
+            throw OutboxLogError(
+                .corruption,
+                "compaction record is damaged (\(reason)): whether its compaction committed cannot be known; "
+                    + "`outbox log verify` reports the segments as they are",
+                file: layout.intentFile, offset: 0)
         }
     }
 }

@@ -76,8 +76,10 @@ struct Recovery {
         defer { inventory.close() }
 
         // 2. The effective segments, once an interrupted swap is settled.
-        let ordered = try IntentResolution(layout: layout, fileSystem: fileSystem, readOnly: configuration.readOnly)
-            .resolve(inventory, report: &report)
+        let ordered = try IntentResolution(
+            layout: layout, fileSystem: fileSystem, readOnly: configuration.readOnly,
+            reportsDamagedIntent: configuration.readOnly && configuration.recoveryMode == .salvage
+        ).resolve(inventory, report: &report)
 
         // 3. Every record.
         let salvaged = salvagePasses > 0

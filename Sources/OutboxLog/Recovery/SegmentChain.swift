@@ -112,15 +112,22 @@ struct SegmentChain {
                 continue
             }
             let isNewest = position == ordered.count - 1
-            let file = index(candidate, header, scanned, isNewest: isNewest, into: &scan, inventory: inventory, report: &report)
             let analysis = scanned.analysis
-            var segmentDamaged = false
-            if let damage = analysis.damage {
-                let firstLost = analysis.firstLostSequence(base: header.baseSequence)
+            let isTornTail = analysis.damage.map { damage in
                 // Damage is a torn tail only if no later record vouches that
                 // the damaged bytes had been synced: then it is rot.
+                let firstLost = analysis.firstLostSequence(base: header.baseSequence)
                 let provablyUnsynced = damage.recordsAfter == 0 || damage.maximumWatermarkAfter < firstLost
-                if isNewest && header.coverEnd == nil && provablyUnsynced {
+                return isNewest && header.coverEnd == nil && provablyUnsynced
+            } ?? false
+            // A torn tail's later records are dropped with it: never indexed
+            // or counted, so verify's counts are what a read serves.
+            let file = index(
+                candidate, header, scanned, isNewest: isNewest, includingLaterRecords: !isTornTail, into: &scan,
+                inventory: inventory, report: &report)
+            var segmentDamaged = false
+            if let damage = analysis.damage {
+                if isTornTail {
                     scan.tornTail = TornTail(candidate: candidate, analysis: analysis, id: file.id)
                 } else {
                     segmentDamaged = true
@@ -131,7 +138,8 @@ struct SegmentChain {
                         : "\(damage.reason) in a sealed segment"
                     scan.damaged.append(
                         DamagedSegment(
-                            candidate: candidate, header: header, offset: damage.offset, reason: reason, analysis: analysis))
+                            candidate: candidate, header: header, offset: damage.frameOffset, reason: reason,
+                            analysis: analysis))
                 }
             }
             previous = Previous(
@@ -207,7 +215,7 @@ struct SegmentChain {
     /// descriptor from now on, and its records in the index.
     private func index(
         _ candidate: SegmentCandidate, _ header: SegmentHeader, _ scanned: ScannedSegment, isNewest: Bool,
-        into scan: inout Scan, inventory: SegmentInventory, report: inout RecoveryReport
+        includingLaterRecords: Bool, into scan: inout Scan, inventory: SegmentInventory, report: inout RecoveryReport
     ) -> SegmentFile {
         let file = SegmentFile(
             id: scan.nextID, header: header, path: candidate.path, descriptor: candidate.descriptor,
@@ -216,7 +224,7 @@ struct SegmentChain {
         scan.nextID += 1
         scan.index.usage[file.id] = SegmentUsage()
         var recordCount = 0
-        for records in [scanned.records, scanned.laterRecords] {
+        for records in [scanned.records, includingLaterRecords ? scanned.laterRecords : []] {
             for record in records {
                 if record.kind != .marker { recordCount += 1 }
                 scan.index.apply(

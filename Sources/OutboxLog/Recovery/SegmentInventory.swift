@@ -45,7 +45,7 @@ final class SegmentInventory {
         }
         var segmentBases: [UInt64] = []
         var compactingBases: [UInt64] = []
-        for name in names {
+        for name in names.sorted() {
             switch DirectoryLayout.classify(name) {
             case .segment(let base): segmentBases.append(base)
             case .compactingSegment(let base): compactingBases.append(base)

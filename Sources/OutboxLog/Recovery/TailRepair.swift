@@ -39,7 +39,7 @@ struct TailRepair {
             let name = torn.candidate.name
             report.truncatedTail = .init(
                 file: name, offset: damage.offset, bytes: torn.candidate.size - damage.offset, reason: damage.reason,
-                unreachableRecords: damage.recordsAfter)
+                unreachableRecords: damage.dataRecordsAfter)
             let metadata: Logger.Metadata = [
                 "file": "\(name)", "offset": "\(damage.offset)", "bytes": "\(torn.candidate.size - damage.offset)",
             ]
