@@ -217,11 +217,13 @@ let package = Package(
                 "Outbox",
                 "OutboxHTTP",
                 "OutboxLog",
+                "OutboxLogTesting",
                 "OutboxReferenceServer",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "SystemPackage", package: "swift-system"),
             ]
         ),
     ],
