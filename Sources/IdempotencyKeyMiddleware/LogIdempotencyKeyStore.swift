@@ -73,6 +73,13 @@ public final class LogIdempotencyKeyStore: IdempotencyKeyStore {
         self.recovery = recovery
     }
 
+    deinit {
+        // A store dropped without close(): finish the queued writes and stop
+        // the writer thread in the background, and let the directory go.
+        writer.closeInBackground()
+        if !closed.withLock({ $0 }) { try? configuration.fileSystem.close(lock) }
+    }
+
     // MARK: IdempotencyKeyStore
 
     public func begin(key: String, fingerprint: [UInt8], now: Date, claim: IdempotencyClaim) async throws -> IdempotencyBeginResult {
@@ -318,9 +325,15 @@ public final class LogIdempotencyKeyStore: IdempotencyKeyStore {
     /// Journal segments on disk (the active one included).
     public var segmentCount: Int { state.withLock { $0.segments.count } }
 
-    /// Writes everything, syncs, and releases the directory.
+    private let closed = Locked(false)
+
+    /// Writes everything, syncs, and releases the directory. Idempotent.
     public func close() async throws {
         await writer.close()
-        try? configuration.fileSystem.close(lock)
+        let first = closed.withLock { closed in
+            defer { closed = true }
+            return !closed
+        }
+        if first { try configuration.fileSystem.close(lock) }
     }
 }

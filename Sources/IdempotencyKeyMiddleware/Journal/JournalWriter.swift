@@ -38,7 +38,9 @@ final class JournalWriter: Sendable {
         var activeSize: Int64
         var failure: IdempotencyKeyStoreError?
         var stopping = false
-        var stopped: CheckedContinuation<Void, Never>?
+        /// The thread has finished (after a close).
+        var finished = false
+        var stopped: [CheckedContinuation<Void, Never>] = []
     }
 
     let directory: FilePath
@@ -136,15 +138,23 @@ final class JournalWriter: Sendable {
         }
     }
 
-    /// Finishes every queued job, syncs, and stops the thread.
+    /// Finishes every queued job, syncs, and stops the thread. Idempotent.
     func close() async {
         await withCheckedContinuation { continuation in
-            state.withLock { state in
+            let finished = state.withLock { state -> Bool in
+                if state.finished { return true }
                 state.stopping = true
-                state.stopped = continuation
+                state.stopped.append(continuation)
+                return false
             }
-            wake.signal()
+            if finished { continuation.resume() } else { wake.signal() }
         }
+    }
+
+    /// Starts stopping without waiting (a store released without `close`).
+    func closeInBackground() {
+        state.withLock { $0.stopping = true }
+        wake.signal()
     }
 
     // MARK: The writer thread
@@ -180,12 +190,12 @@ final class JournalWriter: Sendable {
             for (continuation, result) in ready { continuation.resume(with: result) }
             if !state.withLock({ $0.waiters.isEmpty && $0.jobs.isEmpty }) { wake.signal() }
             if stopping, state.withLock({ $0.jobs.isEmpty }) {
-                let stopped = active.withLock { active in
-                    try? fileSystem.close(active.descriptor)
-                    return state.withLock { state in
-                        defer { state.stopped = nil }
-                        return state.stopped
-                    }
+                // Best effort: the descriptor is gone either way.
+                active.withLock { try? fileSystem.close($0.descriptor) }
+                let stopped = state.withLock { state in
+                    state.finished = true
+                    defer { state.stopped = [] }
+                    return state.stopped
                 }
                 // Waiters that arrived after the stop fail as closed.
                 let late = state.withLock { state in
@@ -194,7 +204,7 @@ final class JournalWriter: Sendable {
                     return state.waiters
                 }
                 for waiter in late { waiter.continuation.resume(throwing: IdempotencyKeyStoreError(.closed, "the key store is closed")) }
-                stopped?.resume()
+                for continuation in stopped { continuation.resume() }
                 return
             }
         }
