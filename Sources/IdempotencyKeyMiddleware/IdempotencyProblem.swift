@@ -75,7 +75,7 @@ public enum IdempotencyProblem: String, Sendable, Hashable, CaseIterable {
     /// The problem document's bytes.
     func document(detail: String) -> [UInt8] {
         let document: [String: Any] = ["type": type, "title": title, "status": status, "detail": detail]
-        return Array((try? JSONSerialization.data(withJSONObject: document, options: [.sortedKeys])) ?? Data())
+        return Array((try? JSONSerialization.data(withJSONObject: document, options: [.sortedKeys, .withoutEscapingSlashes])) ?? Data())
     }
 
     /// The problem as a response; `fields` are added to its headers.

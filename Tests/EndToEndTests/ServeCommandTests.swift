@@ -165,4 +165,20 @@ struct ServeCommandTests {
         #expect(run.status == 64)
         #expect(run.stderr.contains("exclude each other"))
     }
+
+    @Test("with the open-file limit filled by idle clients, a new request is answered once the idle timeout frees a slot")
+    func descriptorLimit() async throws {
+        let directory = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let serve = try await Serve(["--in-memory-keys", "--idle-timeout", "1s"], in: directory, descriptorLimit: 128)
+        // More idle clients than descriptors: past the cap (128 − 64) they
+        // wait in the listen backlog instead of making accept fail.
+        var idle: [RawConnection] = []
+        for _ in 0..<150 { idle.append(try await RawConnection.connect(port: serve.port)) }
+        let answered = try await serve.post(key: "through-the-crowd")
+        #expect(answered.0 == 201)
+        for connection in idle { connection.close() }
+        #expect(serve.process.isRunning)
+        await serve.stop()
+    }
 }
