@@ -94,6 +94,10 @@ public final class LogIdempotencyKeyStore: IdempotencyKeyStore {
             do {
                 record = try await read(slot.location)
                 state.withLock { _ = $0.unsettled.removeValue(forKey: key) }
+            } catch let error as Errno where error == .noSuchFileOrDirectory {
+                // Its segment expired and was removed meanwhile.
+                state.withLock { _ = $0.unsettled.removeValue(forKey: key) }
+                return try await claimKey(key, digest: digest, fingerprint: fingerprint, now: now, claim: claim)
             } catch {
                 state.withLock { _ = $0.unsettled.removeValue(forKey: key) }
                 throw error

@@ -151,6 +151,10 @@ final class JournalWriter: Sendable {
         }
     }
 
+    /// The sequence of the last job queued: wait for it to see every job so
+    /// far done (a barrier).
+    var lastSequence: UInt64 { state.withLock { $0.nextSequence - 1 } }
+
     /// Starts stopping without waiting (a store released without `close`).
     func closeInBackground() {
         state.withLock { $0.stopping = true }
