@@ -165,7 +165,8 @@ public final class LogIdempotencyKeyStore: IdempotencyKeyStore {
             }
             state.unsettled[key] = record
             do {
-                return .queued(try append(.claim(key: key, fingerprint: fingerprint, since: now, expiresAt: claim.expiresAt), &state))
+                let record = JournalRecord.claim(key: key, fingerprint: fingerprint, since: now, expiresAt: claim.expiresAt)
+                return .queued(try appendLocated(record, digest: digest, &state).1)
             } catch {
                 state.unsettled[key] = nil
                 throw error

@@ -88,7 +88,7 @@ struct BenchReport: Codable {
         for tick in 0...4 {
             let value = maximum * Double(tick) / 4
             let y = top + plotHeight - plotHeight * Double(tick) / 4
-            svg.append(#"<line x1="\#(left)" y1="\#(y)" x2="\#(width - 20)" y2="\#(y)" stroke="#e0e0e0"/>"#)
+            svg.append(#"<line x1="\#(left)" y1="\#(y)" x2="\#(width - 20)" y2="\#(y)" stroke="rgb(224,224,224)"/>"#)
             svg.append(#"<text x="\#(left - 6)" y="\#(y + 4)" text-anchor="end">\#(Int(value))</text>"#)
         }
         for (groupIndex, connections) in groups.enumerated() {

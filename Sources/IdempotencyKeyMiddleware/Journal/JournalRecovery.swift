@@ -69,7 +69,9 @@ struct JournalRecovery {
             }
             indexed.append((id, entries, end))
         }
-        state.index.reserveCapacity(indexed.reduce(0) { $0 + $1.1.count })
+        // Sized once for the completed records (an upper bound on the keys):
+        // no rehashing while loading, and no room reserved for claims.
+        state.index.reserveCapacity(indexed.reduce(0) { total, segment in total + segment.1.lazy.filter { $0.kind == .complete }.count })
         for (id, entries, bytes) in indexed {
             state.segments[id] = JournalSegmentStats(bytes: bytes, maxExpires: entries.map(\.expires).max() ?? 0)
             state.totalBytes += bytes

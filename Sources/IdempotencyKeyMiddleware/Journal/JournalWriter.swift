@@ -38,6 +38,10 @@ final class JournalWriter: Sendable {
         var activeSize: Int64
         var failure: IdempotencyKeyStoreError?
         var stopping = false
+        /// The thread is waiting for work: the next submitter wakes it. While
+        /// it works, submitters only queue (no wake-up per record: the
+        /// thread takes everything queued when it comes back).
+        var idle = false
         /// The thread has finished (after a close).
         var finished = false
         var stopped: [CheckedContinuation<Void, Never>] = []
@@ -92,7 +96,7 @@ final class JournalWriter: Sendable {
             return .success((location, state.nextSequence))
         }
         let (location, sequence) = try result.get()
-        wake.signal()
+        wakeIfIdle()
         return (location, sequence)
     }
 
@@ -108,7 +112,7 @@ final class JournalWriter: Sendable {
             state.nextSequence += 1
             return .success(())
         }
-        wake.signal()
+        wakeIfIdle()
         try result.get()
     }
 
@@ -120,7 +124,7 @@ final class JournalWriter: Sendable {
             defer { state.nextSequence += 1 }
             return .success(state.nextSequence)
         }
-        wake.signal()
+        wakeIfIdle()
         return try result.get()
     }
 
@@ -133,9 +137,17 @@ final class JournalWriter: Sendable {
                 state.waiters.append((sequence, durable, continuation))
                 return nil
             }
-            if let outcome { continuation.resume(with: outcome) }
-            wake.signal()
+            if let outcome { continuation.resume(with: outcome) } else { wakeIfIdle() }
         }
+    }
+
+    /// Wakes the thread if it is waiting for work.
+    private func wakeIfIdle() {
+        let idle = state.withLock { state in
+            defer { state.idle = false }
+            return state.idle
+        }
+        if idle { wake.signal() }
     }
 
     /// Finishes every queued job, syncs, and stops the thread. Idempotent.
@@ -147,7 +159,7 @@ final class JournalWriter: Sendable {
                 state.stopped.append(continuation)
                 return false
             }
-            if finished { continuation.resume() } else { wake.signal() }
+            if finished { continuation.resume() } else { wakeIfIdle() }
         }
     }
 
@@ -158,60 +170,76 @@ final class JournalWriter: Sendable {
     /// Starts stopping without waiting (a store released without `close`).
     func closeInBackground() {
         state.withLock { $0.stopping = true }
-        wake.signal()
+        wakeIfIdle()
     }
 
     // MARK: The writer thread
 
     private func work() {
         while true {
-            wake.wait()
-            let (jobs, waiters, last, stopping) = state.withLock { state in
+            // Take everything queued, or go idle until a submitter wakes us.
+            let taken = state.withLock { state -> (jobs: [Job], waiters: [Waiter], last: UInt64, stopping: Bool)? in
+                guard !state.jobs.isEmpty || !state.waiters.isEmpty || state.stopping else {
+                    state.idle = true
+                    return nil
+                }
                 defer {
                     state.jobs = []
                     state.waiters = []
                 }
                 return (state.jobs, state.waiters, state.nextSequence - 1, state.stopping)
             }
-            let outcome = run(jobs, sync: stopping || waiters.contains { $0.durable })
-            let ready = state.withLock { state -> [(CheckedContinuation<Void, any Error>, Result<Void, any Error>)] in
-                if case .failure(let error) = outcome, state.failure == nil { state.failure = error }
-                if state.failure == nil { state.doneSequence = last }
-                var ready: [(CheckedContinuation<Void, any Error>, Result<Void, any Error>)] = []
-                var later: [(sequence: UInt64, durable: Bool, continuation: CheckedContinuation<Void, any Error>)] = []
-                for waiter in waiters {
-                    if let failure = state.failure {
-                        ready.append((waiter.continuation, .failure(failure)))
-                    } else if waiter.sequence <= last {
-                        ready.append((waiter.continuation, .success(())))
-                    } else {
-                        later.append(waiter)
-                    }
-                }
-                state.waiters.append(contentsOf: later)
-                return ready
+            guard let (jobs, waiters, last, stopping) = taken else {
+                wake.wait()
+                continue
             }
-            for (continuation, result) in ready { continuation.resume(with: result) }
-            if !state.withLock({ $0.waiters.isEmpty && $0.jobs.isEmpty }) { wake.signal() }
+            let outcome = run(jobs, sync: stopping || waiters.contains { $0.durable })
+            finish(waiters, upTo: last, outcome: outcome)
             if stopping, state.withLock({ $0.jobs.isEmpty }) {
-                // Best effort: the descriptor is gone either way.
-                active.withLock { try? fileSystem.close($0.descriptor) }
-                let stopped = state.withLock { state in
-                    state.finished = true
-                    defer { state.stopped = [] }
-                    return state.stopped
-                }
-                // Waiters that arrived after the stop fail as closed.
-                let late = state.withLock { state in
-                    state.failure = state.failure ?? IdempotencyKeyStoreError(.closed, "the key store is closed")
-                    defer { state.waiters = [] }
-                    return state.waiters
-                }
-                for waiter in late { waiter.continuation.resume(throwing: IdempotencyKeyStoreError(.closed, "the key store is closed")) }
-                for continuation in stopped { continuation.resume() }
+                stop()
                 return
             }
         }
+    }
+
+    private typealias Waiter = (sequence: UInt64, durable: Bool, continuation: CheckedContinuation<Void, any Error>)
+
+    /// Resumes the waiters whose jobs are done (or all of them with the
+    /// failure); the rest wait for the next round.
+    private func finish(_ waiters: [Waiter], upTo last: UInt64, outcome: Result<Void, IdempotencyKeyStoreError>) {
+        let ready = state.withLock { state -> [(CheckedContinuation<Void, any Error>, Result<Void, any Error>)] in
+            if case .failure(let error) = outcome, state.failure == nil { state.failure = error }
+            if state.failure == nil { state.doneSequence = last }
+            var ready: [(CheckedContinuation<Void, any Error>, Result<Void, any Error>)] = []
+            for waiter in waiters {
+                if let failure = state.failure {
+                    ready.append((waiter.continuation, .failure(failure)))
+                } else if waiter.sequence <= last {
+                    ready.append((waiter.continuation, .success(())))
+                } else {
+                    state.waiters.append(waiter)
+                }
+            }
+            return ready
+        }
+        for (continuation, result) in ready { continuation.resume(with: result) }
+    }
+
+    /// Closes the active segment and fails whoever still waits.
+    private func stop() {
+        // Best effort: the descriptor is gone either way.
+        active.withLock { try? fileSystem.close($0.descriptor) }
+        let (stopped, late) = state.withLock { state in
+            state.finished = true
+            state.failure = state.failure ?? IdempotencyKeyStoreError(.closed, "the key store is closed")
+            defer {
+                state.stopped = []
+                state.waiters = []
+            }
+            return (state.stopped, state.waiters)
+        }
+        for waiter in late { waiter.continuation.resume(throwing: IdempotencyKeyStoreError(.closed, "the key store is closed")) }
+        for continuation in stopped { continuation.resume() }
     }
 
     /// Runs `jobs` in order; syncs the active segment at the end if `sync`.
