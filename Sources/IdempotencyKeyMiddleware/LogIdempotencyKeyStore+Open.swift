@@ -6,7 +6,7 @@ extension LogIdempotencyKeyStore {
     /// Opens (creating if needed) the store in `directory`.
     ///
     /// Reads each sealed segment's index file and scans only the active
-    /// segment, so an open costs about 28 bytes read per stored key. Claims
+    /// segment, so an open reads about 28 bytes per stored key. Claims
     /// left by a server that stopped mid-request are loaded as
     /// outcome-unknown (``IdempotencyUnknownReason/serverStopped``); expired
     /// keys are not loaded.

@@ -15,7 +15,8 @@ import SystemPackage
 ///   96-bit keyed digest and a record location (about 30–60 bytes per key
 ///   with the dictionary's slack); responses are read from disk on a replay.
 /// - **Restart does not read every record.** Each sealed segment has an
-///   index file (28 bytes per record); an open reads those and scans only
+///   index file (a 28-byte entry per key: claims settled in the same segment
+///   are left out); an open reads those and scans only
 ///   the active segment.
 /// - **Expiry reclaims disk.** Segments are removed whole, oldest first,
 ///   once every record in them expired.

@@ -87,6 +87,39 @@ struct LogIdempotencyKeyStoreTests {
         #expect(try files(directory).contains(index), "the index file was written again")
     }
 
+    @Test("a sealed segment's index file leaves out the claims settled in that segment, and keeps the rest")
+    func indexLeavesOutSettledClaims() {
+        func entry(_ hash: UInt64, _ kind: JournalRecord.Kind) -> JournalEntry {
+            JournalEntry(digest: KeyDigest(hash: hash, check: 0), offset: 0, length: 0, expires: 0, kind: kind)
+        }
+        let entries = [
+            entry(1, .claim), entry(1, .complete), entry(2, .claim), entry(3, .claim), entry(3, .release), entry(4, .claim), entry(4, .unknown),
+            entry(5, .complete), entry(5, .claim),
+        ]
+        #expect(JournalWriter.withoutSettledClaims(entries) == [
+            entry(1, .complete), entry(2, .claim), entry(3, .release), entry(4, .unknown), entry(5, .complete), entry(5, .claim),
+        ])
+    }
+
+    @Test("a claim left unsettled in a sealed segment is still found after a restart")
+    func unsettledClaimInSealedSegment() async throws {
+        let directory = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let keys = try await LogIdempotencyKeyStore.open(at: .init(directory), configuration: smallSegments(), now: t0)
+        let expiring = IdempotencyClaim(owner: "dead", staleAfter: .seconds(60), expiresAt: t0.addingTimeInterval(3600))
+        #expect(try await keys.begin(key: "stuck", fingerprint: [9], now: t0, claim: expiring) == .proceed)
+        for index in 0..<200 { try await store("fill-\(index)", in: keys, now: t0, expiresAt: t0.addingTimeInterval(3600)) }
+        #expect(keys.segmentCount > 2)
+        try await keys.close()
+        let reopened = try await LogIdempotencyKeyStore.open(at: .init(directory), configuration: smallSegments(), now: t0)
+        #expect(reopened.recovery.segmentsFromIndex > 0)
+        guard case .outcomeUnknown = try await reopened.begin(key: "stuck", fingerprint: [9], now: t0, claim: claim) else {
+            Issue.record("the claim in a sealed segment was lost")
+            return
+        }
+        try await reopened.close()
+    }
+
     @Test("expiry removes whole segments once every key in them expired: the disk space really comes back")
     func expiryReclaimsDisk() async throws {
         let directory = temporaryDirectory()

@@ -18,6 +18,7 @@ import OutboxLog
 /// `count` entries of 28 bytes (digest hash u64, digest check u32, frame
 /// offset u32, frame length u32, expiry u32 in whole seconds since 1970
 /// rounded up, kind u8, 3 zero bytes), then the CRC-32 u32 of all before it.
+/// A claim settled later in the same segment is left out of its index file.
 enum JournalFormat {
     static let version: UInt32 = 1
     static let segmentMagic = Array("OBKJ".utf8)

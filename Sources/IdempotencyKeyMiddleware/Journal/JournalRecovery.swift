@@ -65,7 +65,8 @@ struct JournalRecovery {
                 activeEntries = entries
                 activeEnd = end
             } else {
-                try JournalFiles.writeIndex(segment: id, entries: entries, in: directory, fileSystem: fileSystem)
+                try JournalFiles.writeIndex(
+                    segment: id, entries: JournalWriter.withoutSettledClaims(entries), in: directory, fileSystem: fileSystem)
             }
             indexed.append((id, entries, end))
         }
@@ -89,7 +90,7 @@ struct JournalRecovery {
         case .claim, .unknown:
             pending[entry.digest] = (location, entry.kind)
         case .complete:
-            pending[entry.digest] = nil
+            if !pending.isEmpty { pending[entry.digest] = nil }
             if entry.expires > JournalFormat.nowSeconds(now) {
                 state.index[entry.digest.hash] = JournalSlot(
                     check: entry.digest.check, segment: segment, offset: entry.offset, length: entry.length, expires: entry.expires)
@@ -97,7 +98,7 @@ struct JournalRecovery {
                 state.index[entry.digest.hash] = nil
             }
         case .release:
-            pending[entry.digest] = nil
+            if !pending.isEmpty { pending[entry.digest] = nil }
         }
     }
 

@@ -282,11 +282,30 @@ final class JournalWriter: Sendable {
         let (descriptor, entries) = active.withLock { ($0.descriptor, $0.entries) }
         try io("seal a segment") {
             try fileSystem.synchronize(descriptor)
-            try JournalFiles.writeIndex(segment: next - 1, entries: entries, in: directory, fileSystem: fileSystem)
+            try JournalFiles.writeIndex(segment: next - 1, entries: Self.withoutSettledClaims(entries), in: directory, fileSystem: fileSystem)
             let created = try JournalFiles.createSegment(next, in: directory, fileSystem: fileSystem)
             try fileSystem.close(descriptor)
             active.withLock { $0 = (created, []) }
         }
+    }
+
+    /// A segment's entries less the claims settled later in the same segment
+    /// (by a completion, an unknown outcome or a release): an open needs only
+    /// the records that still decide a key, so most segments' index files
+    /// hold one entry per key, not two.
+    static func withoutSettledClaims(_ entries: [JournalEntry]) -> [JournalEntry] {
+        var settled: Set<KeyDigest> = []
+        var kept: [JournalEntry] = []
+        kept.reserveCapacity(entries.count / 2 + 1)
+        for entry in entries.reversed() {
+            if entry.kind == .claim {
+                if settled.contains(entry.digest) { continue }
+            } else {
+                settled.insert(entry.digest)
+            }
+            kept.append(entry)
+        }
+        return kept.reversed()
     }
 
     private func removeFiles(of segments: [UInt32]) throws(IdempotencyKeyStoreError) {
