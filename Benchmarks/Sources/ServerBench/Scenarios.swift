@@ -35,7 +35,9 @@ struct LoadRow: Codable, Sendable {
 
 enum LoadScenario {
     static func run(_ options: Options) throws -> [LoadRow] {
-        let script = temporaryDirectory("wrk") + "/keys.lua"
+        let scriptDirectory = temporaryDirectory("wrk")
+        defer { try? FileManager.default.removeItem(atPath: scriptDirectory) }
+        let script = scriptDirectory + "/keys.lua"
         try Load.script.write(toFile: script, atomically: true, encoding: .utf8)
         var rows: [LoadRow] = []
         for connections in options.connections {
