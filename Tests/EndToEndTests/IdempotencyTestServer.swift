@@ -118,6 +118,7 @@ final class CreatedCounter: Sendable {
 /// ```
 /// POST /orders              creates an order (counted) → 201 {"id":"order-N"}
 /// POST /reports?size=N      creates a report (counted) → 201 with an N-byte body
+/// POST /flaky               503 the first time it is called (applies nothing), then like /orders
 /// GET  /health              → 200 (not taking part; still triggers the expiry sweep)
 /// ```
 struct IdempotencyTestServer {
@@ -150,6 +151,12 @@ struct IdempotencyTestServer {
             headers[.contentType] = "text/plain"
             let body = "report-\(number):" + String(repeating: "x", count: max(0, size - "report-\(number):".utf8.count))
             return Response(status: .created, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(string: body)))
+        }
+        let flakyCalls = CreatedCounter()
+        router.post("flaky") { _, _ -> Response in
+            guard flakyCalls.next() > 1 else { return Response(status: .serviceUnavailable) }
+            let number = counter.next()
+            return Response(status: .created, body: ResponseBody(byteBuffer: ByteBuffer(string: #"{"id":"flaky-\#(number)"}"#)))
         }
         router.get("health") { _, _ in "ok" }
         var logger = Logger(label: "middleware-test")
