@@ -23,8 +23,10 @@ import NIOCore
 ///
 /// **A handler runs at most once per key.** Once it has run, its key is
 /// completed (the response stored), or marked outcome-unknown if the store
-/// could not keep the response — never released for a second run. A handler
-/// that throws or answers 5xx promises it applied nothing: its claim is
+/// could not keep the response — never released for a second run. A 4xx
+/// the handler throws (an `HTTPResponseError` such as `HTTPError`) is an
+/// answer like a returned one: stored and replayed. A handler that throws
+/// anything else or answers 5xx promises it applied nothing: its claim is
 /// released and a retry runs again (5xx answers are never stored).
 ///
 /// Keys are kept for ``Configuration/retention``, then deleted by a sweep
@@ -109,7 +111,7 @@ public struct IdempotencyMiddleware<Context: RequestContext>: RouterMiddleware {
     ) async throws -> Response {
         let response: Response
         do {
-            response = try await next(request, context)
+            response = try await Self.answer(of: request, context: context, next: next)
         } catch {
             await release(key: key, logger: context.logger)
             throw error
@@ -132,6 +134,20 @@ public struct IdempotencyMiddleware<Context: RequestContext>: RouterMiddleware {
         }
         await settle(key: key, storable(replayable, body: bytes), logger: context.logger)
         return replayable
+    }
+
+    /// The handler's answer. A thrown 4xx (`HTTPError(.notFound)`, a
+    /// validation error) is Hummingbird's idiom for an answer, and on the
+    /// wire it is the same as a returned one: it is stored and replayed like
+    /// one, so the handler is not run again and a repeat cannot differ.
+    private static func answer(
+        of request: Request, context: Context, next: (Request, Context) async throws -> Response
+    ) async throws -> Response {
+        do {
+            return try await next(request, context)
+        } catch let error as any HTTPResponseError where (400..<500).contains(error.status.code) {
+            return try error.response(from: request, context: context)
+        }
     }
 
     /// What the key keeps of a response: the response, or a
