@@ -181,12 +181,12 @@ final class StoreCore: Sendable {
 
     func recordFailure(
         _ id: OutboxEntryID, error: String, httpStatus: Int?, retryAt: Date, countsAsAttempt: Bool = true,
-        serverAnsweredAt: Date? = nil
+        serverAnsweredAt: Date? = nil, outcomeUnknownAt: Date? = nil
     ) async throws(OutboxError) -> (status: OutboxStatus, cascade: OutboxCascade) {
         try await perform(configuration.outcomeDurability) { scheduler throws(OutboxError) in
             let (status, cascade, changes) = try scheduler.fail(
                 id, error: error, httpStatus: httpStatus, retryAt: retryAt.milliseconds, counted: countsAsAttempt,
-                answeredAt: serverAnsweredAt?.milliseconds)
+                answeredAt: serverAnsweredAt?.milliseconds, outcomeUnknownAt: outcomeUnknownAt?.milliseconds)
             return ((status, cascade), changes)
         }
     }
