@@ -18,6 +18,7 @@ import Outbox
 /// |---|---|
 /// | 2xx, and 303 See Other, replayed (`Idempotent-Replayed: true` and other spellings) | replayed: delivered, counted as a replay; the server id from the replayed body |
 /// | 2xx, and 303 See Other | delivered; the server id from ``Configuration/serverID`` (default: JSON `id`) |
+/// | 2xx whose JSON body ends with the connection (no `Content-Length`) and does not parse | interrupted: the answer was cut |
 /// | other 3xx | permanent: writes are never redirected; the reason names the `Location` |
 /// | 401 | refresh the token and resend once, within the same attempt; a second 401 is transient |
 /// | 408, 425, 429, 5xx | transient; `Retry-After` honoured (the dispatcher clamps it) |
@@ -165,6 +166,9 @@ public struct HTTPOutboxHandler: OutboxHandler {
             status: status, headers: headers, body: body, followsUnknownOutcome: delivery.entry.outcomeUnknownSince != nil,
             attempt: delivery.attempt)
         let signal = signal(in: answer)
+        if (200..<300).contains(status) || status == 303, let cut = Self.cutShort(headers: headers, body: body) {
+            return .interrupted(reason: cut)
+        }
         switch (status, signal) {
         case (200..<300, .replayed), (303, .replayed):
             return .replayed(serverID: configuration.serverID(status, headers, Data(body)))
@@ -205,6 +209,22 @@ public struct HTTPOutboxHandler: OutboxHandler {
         default:
             return .permanent(reason: "HTTP \(status)\(excerpt(body))", httpStatus: status)
         }
+    }
+
+    /// Why a success answer must have been cut short, if it must: its body
+    /// is delimited by the connection's close (no `Content-Length`, not
+    /// chunked — HTTP/1.0 style, as Django's WSGI server answers), so a
+    /// connection lost mid-body looks like a whole answer to HTTP; a JSON
+    /// body that does not parse is the only sign. Read as interrupted, the
+    /// entry is resent with its key and the server's replay brings the whole
+    /// answer (and the server id) back.
+    static func cutShort(headers: [String: String], body: [UInt8]) -> String? {
+        guard headers["content-length"] == nil, headers["transfer-encoding"] == nil,
+            let type = headers["content-type"]?.lowercased(), type.contains("json"), !body.isEmpty,
+            (try? JSONSerialization.jsonObject(with: Data(body), options: [.fragmentsAllowed])) == nil
+        else { return nil }
+        return "the answer was cut: its body ends with the connection (no Content-Length) and its JSON is not whole "
+            + "(\(body.count) bytes)"
     }
 
     /// The first signal a classifier reads in `answer`.

@@ -97,6 +97,22 @@ struct ResponseClassifierTests {
         #expect(try await Self.outcome(status: 201, headers: [header: "false"], body: #"{"id":"m18"}"#) == .delivered(serverID: "m18"))
     }
 
+    @Test("a 201 whose body ends with the connection (no Content-Length) and is cut mid-JSON is interrupted, not delivered without its id; whole, it delivers")
+    func cutCloseDelimitedAnswer() async throws {
+        let server = try RawSocketServer { _, earlier in
+            earlier == 0 ? .closeMidCloseDelimitedResponse : .answer(status: 201, body: #"{"id":"whole"}"#)
+        }
+        defer { server.stop() }
+        let handler = HTTPOutboxHandler(baseURL: URL(string: "http://127.0.0.1:\(server.port)")!)
+        let cut = try await handler.deliver(HTTPOutboxHandlerTests.delivery())
+        guard case .interrupted(let reason) = cut else {
+            Issue.record("a cut answer must be interrupted, got \(cut)")
+            return
+        }
+        #expect(reason.contains("cut"))
+        #expect(try await handler.deliver(HTTPOutboxHandlerTests.delivery()) == .delivered(serverID: "whole"))
+    }
+
     @Test("a success body is the app's data: words like 'in progress' or 'already used' in it are never a signal")
     func successBodiesAreData() async throws {
         let body = #"{"id":"t1","title":"in progress","detail":"key already used"}"#
