@@ -69,6 +69,48 @@ struct DrainCommandTests {
         #expect(bad.stderrLines.count == 1)
     }
 
+    @Test("entries left in conflict or quarantined: drain exits 3 (not 0) and lists each with its request and reason, in text and JSON")
+    func needsAttentionExitsThree() async throws {
+        let root = FileManager.default.temporaryDirectory.appendingPathComponent("outbox-drain-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: root) }
+        let server = try await LoopbackServer { request, _ in
+            switch request.path {
+            case "/items/0": .init(status: 409, body: #"{"error":"the item was changed by someone else"}"#)
+            case "/items/2": .init(status: 404, body: #"{"error":"no such list"}"#)
+            default: .init(status: 201, body: #"{"id":"i1"}"#)
+            }
+        }
+        defer { server.stop() }
+        for index in 0..<3 {
+            let enqueue = try await OutboxTool.run(
+                ["enqueue", root, "--count", "1", "--size", "10", "--endpoint", "PUT /items/\(index)", "--user", "fay"])
+            #expect(enqueue.status == 0, "\(enqueue.stderr)")
+        }
+        let base = "http://127.0.0.1:\(server.port)"
+        let drain = try await OutboxTool.run(["drain", root, "--base-url", base, "--user", "fay", "--until-empty", "--json"])
+        #expect(drain.status == 3, "\(drain.stdout)\(drain.stderr)")
+        let line = try #require(drain.stdoutLines.first)
+        let summary = try #require(OutboxTool.jsonObject(line))
+        #expect(summary["delivered"] as? Int == 1)
+        #expect(summary["remaining"] as? Int == 0)
+        #expect(summary["needsAttention"] as? Int == 2)
+        let attention = try #require(summary["attention"] as? [[String: Any]])
+        let byRequest = Dictionary(uniqueKeysWithValues: attention.map { ($0["request"] as? String ?? "", $0) })
+        #expect(byRequest["PUT /items/0"]?["status"] as? String == "conflict")
+        #expect(byRequest["PUT /items/0"]?["httpStatus"] as? Int == 409)
+        #expect((byRequest["PUT /items/0"]?["reason"] as? String)?.contains("changed by someone else") == true)
+        #expect(byRequest["PUT /items/2"]?["status"] as? String == "dead")
+        #expect((byRequest["PUT /items/2"]?["reason"] as? String)?.hasPrefix("HTTP 404") == true)
+
+        // Nothing left to send, but still not "done": the text says why.
+        let again = try await OutboxTool.run(["drain", root, "--base-url", base, "--user", "fay"])
+        #expect(again.status == 3)
+        let lines = again.stdoutLines.filter { $0.hasPrefix("needs attention: ") }
+        #expect(lines.count == 2, "\(again.stdout)")
+        #expect(lines.contains { $0.contains("PUT /items/0 (conflict, HTTP 409): HTTP 409: ") }, "\(lines)")
+        #expect(lines.contains { $0.contains("PUT /items/2 (dead, HTTP 404): HTTP 404") }, "\(lines)")
+    }
+
     @Test("a server that is down: the drain keeps its deadline, counts the attempts as not sent, leaves nothing in flight and says why")
     func serverDown() async throws {
         let root = FileManager.default.temporaryDirectory.appendingPathComponent("outbox-drain-\(UUID().uuidString)").path
