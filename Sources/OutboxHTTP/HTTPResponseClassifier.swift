@@ -119,11 +119,15 @@ public struct HTTPResponseClassifier: Sendable {
     /// `Idempotency-Replayed`, `X-Idempotent-Replayed`,
     /// `X-Idempotency-Replayed`, `Idempotency-Replay`, `X-Idempotency-Replay`.
     /// Values `true`, `1` or `yes`; `false` (drf-idempotency sends it on
-    /// fresh answers) says nothing.
+    /// fresh answers) says nothing. Also `Idempotency-Status: replayed` and
+    /// `X-Idempotency-Status: replayed`.
     public static let replayHeaders = HTTPResponseClassifier("replay headers") { answer in
         for name in replayHeaderNames {
             guard let value = answer.headers[name] else { continue }
             if ["true", "1", "yes"].contains(value.trimmingCharacters(in: .whitespaces).lowercased()) { return .replayed }
+        }
+        for name in ["idempotency-status", "x-idempotency-status"] {
+            if answer.headers[name]?.trimmingCharacters(in: .whitespaces).lowercased() == "replayed" { return .replayed }
         }
         return nil
     }
@@ -190,7 +194,7 @@ public struct HTTPResponseClassifier: Sendable {
     ]
     static let keyReusedMarkers = [
         "key-reused", "key_reused", "key reused", "key is already used", "already used", "previously used",
-        "idempotency_key_reuse", "same parameters",
+        "idempotency_key_reuse", "key_mismatch", "same parameters",
     ]
     static let responseNotStoredMarkers = [
         "response-not-stored", "response not stored", "already processed", "already-processed",

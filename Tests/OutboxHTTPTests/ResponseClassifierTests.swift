@@ -95,6 +95,10 @@ struct ResponseClassifierTests {
         }
         // drf-idempotency marks fresh answers "false".
         #expect(try await Self.outcome(status: 201, headers: [header: "false"], body: #"{"id":"m18"}"#) == .delivered(serverID: "m18"))
+        #expect(try await Self.outcome(status: 200, headers: ["X-Idempotency-Status": "replayed"], body: #"{"id":"m19"}"#)
+            == .replayed(serverID: "m19"))
+        #expect(try await Self.outcome(status: 200, headers: ["X-Idempotency-Status": "processed"], body: #"{"id":"m20"}"#)
+            == .delivered(serverID: "m20"))
     }
 
     @Test("a 201 whose body ends with the connection (no Content-Length) and is cut mid-JSON is interrupted, not delivered without its id; whole, it delivers")
