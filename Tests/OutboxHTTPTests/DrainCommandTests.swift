@@ -69,7 +69,7 @@ struct DrainCommandTests {
         #expect(bad.stderrLines.count == 1)
     }
 
-    @Test("entries left in conflict or quarantined: drain exits 3 (not 0) and lists each with its request and reason, in text and JSON")
+    @Test("entries left in conflict or quarantined: drain exits 3 (not 0) and lists each with its request and reason, in text and JSON; replays are counted")
     func needsAttentionExitsThree() async throws {
         let root = FileManager.default.temporaryDirectory.appendingPathComponent("outbox-drain-\(UUID().uuidString)").path
         defer { try? FileManager.default.removeItem(atPath: root) }
@@ -77,7 +77,7 @@ struct DrainCommandTests {
             switch request.path {
             case "/items/0": .init(status: 409, body: #"{"error":"the item was changed by someone else"}"#)
             case "/items/2": .init(status: 404, body: #"{"error":"no such list"}"#)
-            default: .init(status: 201, body: #"{"id":"i1"}"#)
+            default: .init(status: 201, headers: ["Idempotent-Replayed": "true"], body: #"{"id":"i1"}"#)
             }
         }
         defer { server.stop() }
@@ -92,6 +92,7 @@ struct DrainCommandTests {
         let line = try #require(drain.stdoutLines.first)
         let summary = try #require(OutboxTool.jsonObject(line))
         #expect(summary["delivered"] as? Int == 1)
+        #expect(summary["replayed"] as? Int == 1)
         #expect(summary["remaining"] as? Int == 0)
         #expect(summary["needsAttention"] as? Int == 2)
         let attention = try #require(summary["attention"] as? [[String: Any]])
