@@ -112,6 +112,30 @@ struct DrainCommandTests {
         #expect(lines.contains { $0.contains("PUT /items/2 (dead, HTTP 404): HTTP 404") }, "\(lines)")
     }
 
+    @Test("an answer lost after the request was sent: list shows since when the outcome is unknown; past --key-retention the entry is not resent but needs attention (exit 3)")
+    func keyRetentionGuard() async throws {
+        let root = FileManager.default.temporaryDirectory.appendingPathComponent("outbox-drain-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: root) }
+        let server = try RawSocketServer { _, _ in .closeBeforeResponse }
+        defer { server.stop() }
+        _ = try await OutboxTool.run(["enqueue", root, "--count", "1", "--size", "10", "--user", "gus"])
+        let base = "http://127.0.0.1:\(server.port)"
+        let first = try await OutboxTool.run(["drain", root, "--base-url", base, "--user", "gus", "--json"])
+        #expect(first.status == 0, "\(first.stdout)\(first.stderr)")
+        let list = try await OutboxTool.run(["list", root, "--user", "gus", "--json"])
+        let entry = try #require(list.stdoutLines.compactMap(OutboxTool.jsonObject).first)
+        #expect(entry["outcomeUnknownSince"] is String, "\(list.stdout)")
+        let sent = server.captures.count
+
+        // The server keeps keys for 0.0001 hours (less than one lease): too late to resend blindly.
+        let late = try await OutboxTool.run(
+            ["drain", root, "--base-url", base, "--user", "gus", "--key-retention", "0.0001", "--until-empty", "--timeout", "5"])
+        #expect(late.status == 3, "\(late.stdout)\(late.stderr)")
+        #expect(late.stdoutLines.contains { $0.contains("(conflict): outcome unknown and the server may have forgotten the key") },
+                "\(late.stdout)")
+        #expect(server.captures.count == sent, "it was resent")
+    }
+
     @Test("a server that is down: the drain keeps its deadline, counts the attempts as not sent, leaves nothing in flight and says why")
     func serverDown() async throws {
         let root = FileManager.default.temporaryDirectory.appendingPathComponent("outbox-drain-\(UUID().uuidString)").path
@@ -135,5 +159,7 @@ struct DrainCommandTests {
         let entries = list.stdoutLines.compactMap(OutboxTool.jsonObject)
         #expect(entries.count == 3)
         #expect(entries.allSatisfy { $0["status"] as? String == "failed" && $0["attempts"] as? Int == 0 }, "\(list.stdout)")
+        // Refused connections are definite: nothing can have been applied.
+        #expect(entries.allSatisfy { $0["outcomeUnknownSince"] is NSNull }, "\(list.stdout)")
     }
 }
