@@ -211,6 +211,19 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        // Delivery to Idempotency-Key middlewares we did not write (PyPI),
+        // behind a loopback fault proxy: needs the virtual environment that
+        // Scripts/interop/setup-venv.sh makes (skipped, saying so, without it).
+        .testTarget(
+            name: "InteropTests",
+            dependencies: [
+                "OutboxLocking",
+                "CLITestSupport",
+                "Outbox",
+                "OutboxHTTP",
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
         .testTarget(
             name: "TortureTests",
             dependencies: [
