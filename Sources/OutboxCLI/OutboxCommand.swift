@@ -30,6 +30,7 @@ struct OutboxCommand: AsyncParsableCommand {
             OutboxDrain.self,
             OutboxDemo.self,
             OutboxServe.self,
+            KeysCommand.self,
             TortureCommand.self,
             TortureWorkerCommand.self,
         ]
