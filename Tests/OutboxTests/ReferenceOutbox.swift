@@ -19,6 +19,8 @@ struct ReferenceOutbox {
         /// When it may be sent (failed, revived), or `nil`: at once.
         var notBefore: Date?
         var reason: String?
+        /// Its status never changed since its enqueue.
+        var pristine = true
     }
 
     /// An operation's result, in the words the comparison uses.
@@ -28,9 +30,14 @@ struct ReferenceOutbox {
 
     private(set) var entries: [OutboxEntry.ID: Entry] = [:]
     private(set) var delivered: Set<OutboxEntry.ID> = []
-    /// The entry a coalescing key would replace: the last one enqueued with
-    /// it, while that one has never left `pending`.
-    private var coalescingHolder: [String: OutboxEntry.ID] = [:]
+    /// The entry a coalescing key would replace: the newest entry with it
+    /// that is neither delivered nor removed, while that one has never left
+    /// `pending`. Never an older one: it would put the new value in the
+    /// older one's place, ahead of the newer value.
+    private func coalescingHolder(_ key: String) -> Entry? {
+        let newest = entries.values.filter { $0.coalescingKey == key }.max { $0.sequence < $1.sequence }
+        return newest.flatMap { $0.pristine ? $0 : nil }
+    }
     private var nextSequence = 1
 
     // MARK: Order
@@ -100,11 +107,11 @@ struct ReferenceOutbox {
         if entries[id] != nil || delivered.contains(id) { return .duplicate }
         if let parent, entries[parent] == nil && !delivered.contains(parent) { throw .unknownDependency }
         var replaced: Entry?
-        if let key = coalescingKey, let holder = coalescingHolder[key], let candidate = entries[holder],
-            candidate.status == .pending, candidate.attempts == 0, children(of: holder).isEmpty, parent != holder
+        if let key = coalescingKey, let candidate = coalescingHolder(key),
+            candidate.status == .pending, candidate.attempts == 0, children(of: candidate.id).isEmpty, parent != candidate.id
         {
             replaced = candidate
-            entries[holder] = nil
+            entries[candidate.id] = nil
         }
         var entry = Entry(
             id: id, sequence: 0, priority: priority, scope: scope, parent: parent, coalescingKey: coalescingKey,
@@ -118,7 +125,6 @@ struct ReferenceOutbox {
             entry.sequence = nextSequence
             nextSequence += 1
         }
-        if let key = coalescingKey { coalescingHolder[key] = id }
         if let parent, !delivered.contains(parent), entries[parent]?.status == .dead {
             entry.status = .dead
             entry.reason = "dependencyFailed: \(parent) is dead"
@@ -128,10 +134,11 @@ struct ReferenceOutbox {
         return replaced.map { .coalesced(replaced: $0.id) } ?? .enqueued
     }
 
-    /// An entry that is not pending any more gives up its coalescing key.
+    /// An entry that is not pending any more gives up its coalescing key
+    /// for good (brought back by `retry`, it does not take it back).
     private mutating func leftPending(_ entry: Entry) {
-        guard entry.status != .pending, let key = entry.coalescingKey, coalescingHolder[key] == entry.id else { return }
-        coalescingHolder[key] = nil
+        guard entry.status != .pending else { return }
+        entries[entry.id]?.pristine = false
     }
 
     private func existing(_ id: OutboxEntry.ID) throws(Failure) -> Entry {
@@ -242,7 +249,6 @@ struct ReferenceOutbox {
         guard entry.status != .inFlight else { throw .invalidTransition }
         let killed = killDependents(of: id, reason: "dependencyFailed: \(id) was discarded")
         entries[id] = nil
-        if let key = entry.coalescingKey, coalescingHolder[key] == id { coalescingHolder[key] = nil }
         return killed
     }
 }

@@ -85,7 +85,7 @@ struct SchedulingModelTests {
 
     @Test("statuses, attempts, cascades and the send order follow the written rules")
     func agreesWithReference() async throws {
-        await propertyCheck(count: 300, input: Self.step.array(of: 1...100)) { steps in
+        await propertyCheck(count: modelCases(300), input: Self.step.array(of: 1...100)) { steps in
             let store = InMemoryOutboxStore(partition: "p", configuration: quietConfiguration())
             var reference = ReferenceOutbox()
             var now = Date(timeIntervalSince1970: 1_800_000_000)
@@ -98,7 +98,7 @@ struct SchedulingModelTests {
                 let actual: String
                 switch step {
                 case .enqueue(let scope, let parent, let priority, let coalesce, let duplicateOf):
-                    let id = duplicateOf.flatMap { known.indices.contains($0) ? known[$0] : nil } ?? OutboxEntry.ID()
+                    let id = duplicateOf.flatMap { known.indices.contains($0) ? known[$0] : nil } ?? modelEntryID(step: index)
                     let parentID = parent.flatMap { known.indices.contains($0) ? known[known.count - 1 - $0] : nil }
                     let scopeName = scope == 0 ? nil : "s\(scope)"
                     let key = coalesce.map { "c\($0)" }

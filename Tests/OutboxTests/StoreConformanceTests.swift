@@ -260,6 +260,42 @@ struct StoreConformanceTests {
         try await subject.close()
     }
 
+    /// Found by the lockstep model test (a rare random case): reloading made
+    /// the oldest never-changed entry with a key its holder again, though a
+    /// newer entry with that key had taken the key over before the restart.
+    /// Replacing that old entry puts the newest value in the old one's
+    /// place, ahead of the newer one: the newer, stale value would reach the
+    /// server last.
+    @Test("a key taken over by a newer entry stays taken across a reopen", arguments: StoreKind.allCases)
+    func coalescingHolderSurvivesReopen(kind: StoreKind) async throws {
+        var subject = try await StoreUnderTest.make(kind)
+        let now = Date(timeIntervalSince1970: 1_800_000_000)
+        let like = try await subject.store.add(request(payload: "like", scope: "post-9", coalescingKey: "like:post-9"))
+        let comment = try await subject.store.add(request(payload: "comment", scope: "post-9", dependencies: [like]))
+        // The comment depends on the like, so the unlike cannot replace it: it
+        // queues behind, and holds the key.
+        let unlike = try await subject.store.enqueue(request(payload: "unlike", scope: "post-9", coalescingKey: "like:post-9"))
+        guard case .enqueued(let unliked) = unlike else {
+            Issue.record("expected a new entry, got \(unlike)")
+            return
+        }
+        _ = try await subject.store.quarantine(unliked.id, reason: "by hand", httpStatus: nil)
+        _ = try await subject.store.retry(unliked.id, at: now)  // pending again, but changed: it gave the key up
+        _ = try await subject.store.discard(comment)
+        try await subject.reopen(now: now)
+        let again = try await subject.store.enqueue(request(payload: "like again", scope: "post-9", coalescingKey: "like:post-9"))
+        guard case .enqueued(let likedAgain) = again else {
+            Issue.record("the first like was replaced, so the new value would be sent before the unlike: \(again)")
+            return
+        }
+        #expect(try await subject.store.dueIDs(at: now) == [like])
+        try await subject.store.deliver(like, at: now)
+        #expect(try await subject.store.dueIDs(at: now) == [unliked.id])
+        try await subject.store.deliver(unliked.id, at: now)
+        #expect(try await subject.store.dueIDs(at: now) == [likedAgain.id])
+        try await subject.close()
+    }
+
     @Test("a replacement that moves to another scope queues behind that scope's entries", arguments: StoreKind.allCases)
     func coalescingAcrossScopes(kind: StoreKind) async throws {
         let subject = try await StoreUnderTest.make(kind)

@@ -91,7 +91,7 @@ struct StoreModelTests {
 
     @Test("the log store behaves exactly like the in-memory model, across reopens")
     func lockstep() async throws {
-        await propertyCheck(count: 30, input: Self.step.array(of: 1...60)) { steps in
+        await propertyCheck(count: modelCases(30), input: Self.step.array(of: 1...60)) { steps in
             let model = InMemoryOutboxStore(partition: "p", configuration: quietConfiguration())
             var subject = try await StoreUnderTest.make(.log, partition: "p")
             var now = Date(timeIntervalSince1970: 1_800_000_000)
@@ -115,7 +115,7 @@ struct StoreModelTests {
                 }
                 switch step {
                 case .enqueue(let scope, let parent, let priority, let coalesce):
-                    let id = OutboxEntry.ID()
+                    let id = modelEntryID(step: index)
                     let dependencies = parent.flatMap { known.indices.contains($0) ? [known[known.count - 1 - $0]] : nil } ?? []
                     let request = OutboxEnqueueRequest(
                         id: id, type: "t\(scope)", method: "POST", endpoint: "/things", payload: Array("\(index)".utf8),

@@ -113,3 +113,18 @@ func expectOutboxError<T>(
         Issue.record("expected \(code), got \(error)", sourceLocation: sourceLocation)
     }
 }
+
+/// Model tests: the id of the entry enqueued at step `step`, derived from
+/// the step alone. Random ids would make a failing case's printed seed
+/// replay different steps (the tests pick entries by id order), so a
+/// failure could not be reproduced from what the test prints.
+func modelEntryID(step: Int) -> OutboxEntry.ID {
+    OutboxEntry.ID(UUID(uuidString: String(format: "00000000-0000-4000-8000-%012X", step))!)
+}
+
+/// How many random cases a model test runs: `count`, unless the
+/// `OUTBOX_MODEL_CASES` environment variable asks for more (a soak run:
+/// `OUTBOX_MODEL_CASES=5000 swift test --filter ModelTests`).
+func modelCases(_ count: Int) -> Int {
+    ProcessInfo.processInfo.environment["OUTBOX_MODEL_CASES"].flatMap(Int.init).map { max($0, 1) } ?? count
+}

@@ -58,15 +58,24 @@ struct Scheduler: Sendable {
     private var blocked: [OutboxEntryID: [OutboxEntryID]] = [:]
     /// Every live entry that depends on a live parent: parent → children.
     private var dependents: [OutboxEntryID: [OutboxEntryID]] = [:]
-    /// Coalescing key → the pending entry holding it.
-    private var coalescing: [UInt32: OutboxEntryID] = [:]
+    /// Coalescing key → its live, undelivered entries, newest last (enqueue
+    /// order, which is sequence order: a replacement takes the place only
+    /// of the newest). The key's holder, the one a coalescing enqueue may
+    /// replace, is the newest, and only while it is `pristine`.
+    ///
+    /// The holder is a function of what is stored, not of history, so a
+    /// reload finds the same one: an older entry never holds the key again
+    /// because a newer one left `pending` (replacing it would put the newest
+    /// value in the older one's place, ahead of the newer one's).
+    private var keyed: [UInt32: [OutboxEntryID]] = [:]
+    /// Entries with a coalescing key whose status never changed since their
+    /// enqueue (on disk: no state record).
+    private var pristine: Set<OutboxEntryID> = []
     /// App-supplied idempotency key → the entry (live, or delivered while its
     /// completion is kept) holding it, and the reverse. Derived keys are
     /// not listed: the id already identifies them.
     private var keyHolders: [String: OutboxEntryID] = [:]
     private var appKeys: [OutboxEntryID: String] = [:]
-    /// While loading: entries that may hold their coalescing key again.
-    private var loadedCoalescable: Set<OutboxEntryID> = []
     private var counts: [OutboxStatus: Int] = [:]
     private var bytes: [OutboxStatus: Int] = [:]
     private(set) var totalBytes = 0
@@ -108,7 +117,7 @@ struct Scheduler: Sendable {
         entries[metadata.id] = metadata
         if let appKey { holdKey(appKey, for: metadata.id) }
         if let failure { failures[metadata.id] = failure }
-        if unchanged && metadata.coalescing != 0 { loadedCoalescable.insert(metadata.id) }
+        if unchanged && metadata.coalescing != 0 && metadata.status == .pending { pristine.insert(metadata.id) }
         adjust(metadata.status, count: 1, bytes: Int(metadata.storedBytes))
         nextSequence = max(nextSequence, metadata.sequence + 1)
     }
@@ -143,7 +152,7 @@ struct Scheduler: Sendable {
                 changes.append(.state(id))
             }
             if entry.status.holdsScope && entry.scope != 0 { scopes[entry.scope, default: []].append(id) }
-            if loadedCoalescable.contains(id) { coalescing[entry.coalescing] = id }
+            if entry.coalescing != 0 && entry.status != .succeeded { keyed[entry.coalescing, default: []].append(id) }
             // Only younger entries depend on a live one (as at run time): an
             // older entry naming the same id depended on an earlier entry with
             // that id, discarded since.
@@ -151,8 +160,8 @@ struct Scheduler: Sendable {
                 dependents[parent, default: []].append(id)
             }
         }
+        for key in keyed.keys { keyed[key]!.sort { entries[$0]!.sequence < entries[$1]!.sequence } }
         for id in entries.keys { consider(id) }
-        loadedCoalescable = []
         return changes
     }
 
@@ -299,7 +308,7 @@ struct Scheduler: Sendable {
 
         // Coalescing: replace a pending entry with the same key that nothing depends on.
         var replaced: EntryMetadata?
-        if let key = request.coalescingKey, let existingKey = strings.lookup(key), let holder = coalescing[existingKey],
+        if let key = request.coalescingKey, let existingKey = strings.lookup(key), let holder = holder(of: existingKey),
             let candidate = entries[holder], candidate.status == .pending, candidate.attempts == 0,
             dependents[holder, default: []].isEmpty, !request.dependencies.contains(holder)
         {
@@ -347,7 +356,10 @@ struct Scheduler: Sendable {
         entries[entry.id] = entry
         adjust(.pending, count: 1, bytes: storedBytes)
         if entry.scope != 0 && !takesReplacedSlot { insertIntoScope(entry) }
-        if entry.coalescing != 0 { coalescing[entry.coalescing] = entry.id }
+        if entry.coalescing != 0 {
+            keyed[entry.coalescing, default: []].append(entry.id)
+            pristine.insert(entry.id)
+        }
         if let key = request.idempotencyKey { holdKey(key, for: entry.id) }
         for parent in request.dependencies where entries[parent] != nil {
             dependents[parent, default: []].append(entry.id)
@@ -694,12 +706,24 @@ struct Scheduler: Sendable {
     private mutating func setStatus(_ entry: inout EntryMetadata, _ status: OutboxStatus) {
         adjust(entry.status, count: -1, bytes: Int(entry.storedBytes))
         adjust(status, count: 1, bytes: Int(entry.storedBytes))
-        if entry.status == .pending && status != .pending && entry.coalescing != 0
-            && coalescing[entry.coalescing] == entry.id
-        {
-            coalescing[entry.coalescing] = nil
-        }
+        // Any status change ends an entry's hold on its coalescing key for
+        // good; delivered, it is no longer the key's newest value.
+        if status != entry.status { pristine.remove(entry.id) }
+        if status == .succeeded { forgetKey(of: entry) }
         entry.status = status
+    }
+
+    /// The entry a coalescing enqueue with `key` may replace: the key's
+    /// newest live entry, if its status never changed.
+    private func holder(of key: UInt32) -> OutboxEntryID? {
+        guard let newest = keyed[key]?.last, pristine.contains(newest) else { return nil }
+        return newest
+    }
+
+    private mutating func forgetKey(of entry: EntryMetadata) {
+        guard entry.coalescing != 0, let at = keyed[entry.coalescing]?.lastIndex(of: entry.id) else { return }
+        keyed[entry.coalescing]!.remove(at: at)
+        if keyed[entry.coalescing]!.isEmpty { keyed[entry.coalescing] = nil }
     }
 
     private mutating func commit(_ entry: EntryMetadata) {
@@ -807,7 +831,8 @@ struct Scheduler: Sendable {
         } else {
             leaveScope(entry)
         }
-        if entry.coalescing != 0 && coalescing[entry.coalescing] == id { coalescing[entry.coalescing] = nil }
+        forgetKey(of: entry)
+        pristine.remove(id)
         releaseKey(of: id)
         for parent in entry.dependencies ?? [] {
             dependents[parent]?.removeAll { $0 == id }

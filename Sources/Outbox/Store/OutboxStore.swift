@@ -13,7 +13,8 @@ public protocol OutboxStore: AnyObject, Sendable {
 
     /// Records a new entry: the commit point of a user's action. Idempotent:
     /// the same id twice is one entry (``OutboxEnqueueResult/duplicate(_:status:)``).
-    /// With a coalescing key, replaces a pending entry with the same key.
+    /// With a coalescing key, replaces the newest entry with the same key if it
+    /// has stayed pending since its enqueue (Docs/OUTBOX.md, Coalescing).
     func enqueue(_ request: OutboxEnqueueRequest) async throws(OutboxError) -> OutboxEnqueueResult
 
     /// The entries that may be sent at `now`, best first (priority, then
