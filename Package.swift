@@ -16,6 +16,9 @@ let package = Package(
         .library(name: "Outbox", targets: ["Outbox"]),
         .library(name: "OutboxHTTP", targets: ["OutboxHTTP"]),
         .library(name: "IdempotencyKeyMiddleware", targets: ["IdempotencyKeyMiddleware"]),
+        // The loopback Idempotency-Key server the demo and the tests run, for
+        // benchmarks and end-to-end tests in other packages (Benchmarks/).
+        .library(name: "OutboxReferenceServer", targets: ["OutboxReferenceServer"]),
         .executable(name: "outbox", targets: ["OutboxCLI"]),
     ],
     dependencies: [
