@@ -28,6 +28,8 @@ struct Options {
     var crashBacklogs: [Int]?
     var crashRestarts: Int?
     var crashSeed: UInt64 = 23
+    var crashFlushBacklog: Int?
+    var crashWorkloads: Set<String> = ["enqueue", "flush", "restart"]
 
     static let usage = """
         usage: outbox-compare [--quick] [--output DIRECTORY] [--only SECTION,...]
@@ -48,6 +50,8 @@ struct Options {
           --crash-backlogs LIST backlogs for the restart rows (default 10000,100000,1000000)
           --crash-restarts N    restarts per backlog (default 5)
           --crash-seed N        the kill moments' seed (default 23)
+          --crash-flush-backlog N  entries pending when the flush starts (default 10000)
+          --crash-workloads LIST   enqueue, flush, restart (default all three)
 
         Data goes to temporary directories under /tmp (or $OUTBOX_BENCH_TMPDIR), removed at the end.
         """
@@ -82,6 +86,15 @@ struct Options {
             case "--crash-restarts":
                 guard let value = iterator.next().flatMap(Int.init), value > 0 else { fail("--crash-restarts needs a count") }
                 options.crashRestarts = value
+            case "--crash-flush-backlog":
+                guard let value = iterator.next().flatMap(Int.init), value >= 0 else { fail("--crash-flush-backlog needs a count") }
+                options.crashFlushBacklog = value
+            case "--crash-workloads":
+                guard let value = iterator.next() else { fail("--crash-workloads needs a list") }
+                options.crashWorkloads = Set(value.split(separator: ",").map { String($0) })
+                guard options.crashWorkloads.isSubset(of: ["enqueue", "flush", "restart"]) else {
+                    fail("--crash-workloads takes enqueue, flush, restart")
+                }
             case "--crash-seed":
                 guard let value = iterator.next().flatMap(UInt64.init) else { fail("--crash-seed needs a number") }
                 options.crashSeed = value
@@ -260,7 +273,8 @@ if options.sections.contains("crash") {
     let settings = CrashSettings(
         seconds: options.crashSeconds ?? (quick ? 6 : 20), seed: options.crashSeed, killAfter: 0.3...2.0,
         backlogs: options.crashBacklogs ?? (quick ? [10_000, 100_000] : [10_000, 100_000, 1_000_000]),
-        restarts: options.crashRestarts ?? (quick ? 3 : 5))
+        restarts: options.crashRestarts ?? (quick ? 3 : 5),
+        flushBacklog: options.crashFlushBacklog ?? (quick ? 2_000 : 10_000), workloads: options.crashWorkloads)
     let results = try await runCrash(settings: settings)
     crashViolations = results.reduce(0) { $0 + $1.violations.count }
     let command = "cd Benchmarks && swift run -c release outbox-compare " + CommandLine.arguments.dropFirst().joined(separator: " ")

@@ -56,6 +56,10 @@ struct CrashSettings: Codable, Sendable {
     var killAfter: ClosedRange<Double>
     var backlogs: [Int]
     var restarts: Int
+    /// Entries pending when the flush workload starts.
+    var flushBacklog: Int
+    /// Which workloads run: enqueue, flush, restart.
+    var workloads: Set<String>
 }
 
 enum CrashContender: String, CaseIterable, Sendable {
@@ -94,9 +98,12 @@ struct CrashScenario {
     mutating func flush(_ contender: CrashContender) async throws -> CrashResult {
         let directory = try TemporaryDirectory(prefix: "outbox-compare-crash-flush")
         defer { directory.remove() }
+        // A backlog to drain, so the drainer and not the producer sets the pace.
+        try await fill(contender, directory: directory, count: settings.flushBacklog)
         let server = try await ReferenceServer.start(keyStore: InMemoryIdempotencyKeyStore())
         let url = server.baseURL.absoluteString
-        progress("  flush \(contender.rawValue): \(settings.seconds) s of kills, then an unkilled drain of what is left")
+        progress(
+            "  flush \(contender.rawValue) from \(settings.flushBacklog) pending: \(settings.seconds) s of kills, then an unkilled drain of what is left")
         let (lives, box, wall) = try await killLoop(["flush", contender.rawValue, directory.path, url])
         let deliveredInWindow = box.update { $0.delivered.count }
         let arguments = ["crash-worker", "finish", contender.rawValue, directory.path, url]
@@ -110,7 +117,7 @@ struct CrashScenario {
         let violations = exactlyOnce(ledger, served)
         var outcome = result(
             "flush", contender, lives: lives, ledger: ledger, wall: wall, resent: served.replays + served.inProgress,
-            backlog: 0, violations: violations)
+            backlog: settings.flushBacklog, violations: violations)
         outcome.delivered = deliveredInWindow
         outcome.deliveredPerSecond = Double(deliveredInWindow) / wall
         return outcome
@@ -124,16 +131,10 @@ struct CrashScenario {
     mutating func restart(_ contender: CrashContender, backlog: Int) async throws -> CrashResult {
         let directory = try TemporaryDirectory(prefix: "outbox-compare-crash-backlog")
         defer { directory.remove() }
-        let fill = monotonicNanoseconds()
-        switch contender {
-        case .ours: try await Workload.preloadStore(root: directory.filePath, count: backlog)
-        case .sqlite:
-            let database = try SQLiteOutbox(path: directory.appending("outbox.sqlite"), synchronous: .full)
-            try database.preload(count: backlog, payload: String(decoding: CrashWorker.payload, as: UTF8.self))
-            try database.close()
-        }
+        let filling = monotonicNanoseconds()
+        try await fill(contender, directory: directory, count: backlog)
         progress(
-            "  restart at \(backlog) pending, \(contender.rawValue): filled in \(String(format: "%.1f", Double(monotonicNanoseconds() - fill) / 1e9)) s; \(settings.restarts) restarts"
+            "  restart at \(backlog) pending, \(contender.rawValue): filled in \(String(format: "%.1f", Double(monotonicNanoseconds() - filling) / 1e9)) s; \(settings.restarts) restarts"
         )
         let server = try await ReferenceServer.start(keyStore: InMemoryIdempotencyKeyStore())
         var lives: [WorkerLife] = []
@@ -162,6 +163,19 @@ struct CrashScenario {
     }
 
     // MARK: Kill loop and checks
+
+    /// `count` pending entries, written by this process and closed cleanly
+    /// (the server never saw them: their keys are not in its ledger).
+    private func fill(_ contender: CrashContender, directory: TemporaryDirectory, count: Int) async throws {
+        guard count > 0 else { return }
+        switch contender {
+        case .ours: try await Workload.preloadStore(root: directory.filePath, count: count)
+        case .sqlite:
+            let database = try SQLiteOutbox(path: directory.appending("outbox.sqlite"), synchronous: .full)
+            try database.preload(count: count, payload: String(decoding: CrashWorker.payload, as: UTF8.self))
+            try database.close()
+        }
+    }
 
     /// Lives of the worker, each killed at a seeded random moment in
     /// `settings.killAfter` seconds and restarted at once, until the wall
@@ -246,11 +260,13 @@ func runCrash(settings: CrashSettings) async throws -> [CrashResult] {
                 + (result.violations.isEmpty ? "" : " — VIOLATIONS: \(result.violations)"))
         results.append(result)
     }
-    for producers in [1, 64] {
+    for producers in [1, 64] where settings.workloads.contains("enqueue") {
         for contender in CrashContender.allCases { note(try await scenario.enqueue(contender, producers: producers)) }
     }
-    for contender in CrashContender.allCases { note(try await scenario.flush(contender)) }
-    for backlog in settings.backlogs {
+    if settings.workloads.contains("flush") {
+        for contender in CrashContender.allCases { note(try await scenario.flush(contender)) }
+    }
+    for backlog in settings.backlogs where settings.workloads.contains("restart") {
         for contender in CrashContender.allCases { note(try await scenario.restart(contender, backlog: backlog)) }
     }
     return results
