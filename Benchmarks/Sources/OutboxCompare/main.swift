@@ -1,7 +1,9 @@
 // outbox-compare: the same outbox workload on LogOutboxStore, SQLite (GRDB,
 // WAL), a JSON file rewritten on every change, and a raw write+fdatasync
 // loop, side by side in one process. Prints a table and, with --output,
-// writes benchmark-results.md/.json and two SVG charts.
+// writes benchmark-results.md/.json and two SVG charts. `--only crash` runs
+// the crash section instead (Crash/): workers killed with SIGKILL and
+// restarted, the same binary run as `outbox-compare crash-worker …`.
 //
 //   cd Benchmarks && swift run -c release outbox-compare [--quick] [--output ../Docs] [--only SECTIONS]
 
@@ -37,7 +39,7 @@ struct Options {
           --quick          a smoke test: fewer rounds, smaller sizes (under ~2 minutes)
           --output DIR     write benchmark-results.md, benchmark-results.json,
                            benchmark-depth.svg and benchmark-producers.svg into DIR
-          --only LIST      run only these sections: compare, drain, recovery, depth, producers
+          --only LIST      run only these sections: compare, drain, recovery, depth, producers, crash
           --scenario LIST  in the compare section, run only these comparisons (e.g. durable.64p.enqueue)
           --ours-only      run only our store in the comparisons (for profiling with perf)
           --drainers LIST  in the drain section, run only these: c4, c64, c4d, c64d, sqlite
