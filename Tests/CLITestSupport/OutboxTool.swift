@@ -38,7 +38,8 @@ public enum OutboxTool {
 
     /// Runs the tool and waits for it without blocking a thread; its output
     /// goes to files, so a large output cannot fill a pipe and stall it.
-    public static func run(_ arguments: [String]) async throws -> Run {
+    /// `currentDirectory` is the child's working directory (default: ours).
+    public static func run(_ arguments: [String], currentDirectory: String? = nil) async throws -> Run {
         guard let executable else { throw NotBuilt() }
         let outputs = FileManager.default.temporaryDirectory.appendingPathComponent("outbox-cli-output-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: outputs, withIntermediateDirectories: true)
@@ -57,6 +58,7 @@ public enum OutboxTool {
         let process = Process()
         process.executableURL = executable
         process.arguments = arguments
+        if let currentDirectory { process.currentDirectoryURL = URL(fileURLWithPath: currentDirectory) }
         process.standardInput = FileHandle.nullDevice
         process.standardOutput = stdout
         process.standardError = stderr

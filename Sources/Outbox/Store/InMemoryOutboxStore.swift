@@ -84,9 +84,11 @@ private final class MemoryBackend: StoreBackend {
         PreparedBody(body: body, encoded: nil, storedBytes: try EntryCodec.encode(body, sealer: nil).count)
     }
 
-    func submit(_ changes: [StoreChange], newBody: PreparedBody?, scheduler: Scheduler) throws(OutboxError)
-        -> StoreAcknowledgement
-    {
+    func reserveRoom(bytes: Int) async throws(OutboxError) -> StoreRoom { .unbounded }
+
+    func submit(
+        _ changes: [StoreChange], newBody: PreparedBody?, scheduler: Scheduler, room: StoreRoom
+    ) throws(OutboxError) -> StoreAcknowledgement {
         bodies.withLock { bodies in
             for change in changes {
                 switch change {

@@ -257,9 +257,13 @@ final class LogBackend: StoreBackend {
         return PreparedBody(body: body, encoded: encoded, storedBytes: encoded.count)
     }
 
-    func submit(_ changes: [StoreChange], newBody: PreparedBody?, scheduler: Scheduler) throws(OutboxError)
-        -> StoreAcknowledgement
-    {
+    func reserveRoom(bytes: Int) async throws(OutboxError) -> StoreRoom {
+        do { return StoreRoom(reservation: try await log.reserveRoom(bytes: bytes)) } catch { throw .storage(error) }
+    }
+
+    func submit(
+        _ changes: [StoreChange], newBody: PreparedBody?, scheduler: Scheduler, room: StoreRoom
+    ) throws(OutboxError) -> StoreAcknowledgement {
         var writes: [LogWrite] = []
         writes.reserveCapacity(changes.count)
         for change in changes {
@@ -285,7 +289,13 @@ final class LogBackend: StoreBackend {
         }
         guard !writes.isEmpty else { return .immediate }
         let ticket: LogTicket
-        do { ticket = try log.submit(writes) } catch { throw .storage(error) }
+        do throws(OutboxLogError) {
+            if let reservation = room.reservation {
+                ticket = try log.submit(writes, using: reservation)
+            } else {
+                ticket = try log.submit(writes)
+            }
+        } catch { throw .storage(error) }
         return StoreAcknowledgement { durability throws(OutboxError) in
             do throws(OutboxLogError) { try await ticket.wait(for: durability) } catch { throw .storage(error) }
         }

@@ -1,4 +1,5 @@
-/// The key of a record: up to ``maximumLength`` arbitrary bytes.
+/// The key of a record: 1 to ``maximumLength`` arbitrary bytes (the format
+/// reserves the empty key for the engine's markers, so an append refuses it).
 ///
 /// The index keeps one entry per live key, so keys are stored compactly:
 /// keys of up to 23 bytes (a UUID plus a one-byte prefix, say) live inline

@@ -28,7 +28,7 @@ enum RecoveryCheck {
         _ directory: FilePath, fileSystem: any FileSystem = PosixFileSystem(), readOnly: Bool = false,
         oracle: PrefixOracle, expecting expectation: Expectation
     ) async -> Result<Passed, Failure> {
-        var configuration = TortureLogConfiguration.make(fileSystem: fileSystem)
+        var configuration = TortureLogConfiguration.make(fileSystem: fileSystem, deterministic: true)
         configuration.readOnly = readOnly
         let log: OutboxLog
         do {
@@ -36,6 +36,9 @@ enum RecoveryCheck {
         } catch {
             return .failure(Failure("the strict open failed: \(error)"))
         }
+        // The open's checkpoint may roll a segment and start a compaction:
+        // let it finish before reading, so every run reads in one order.
+        await log.waitForBackgroundCompaction()
         defer { withExtendedLifetime(log) {} }
         let reading: LogContents.Reading
         do {

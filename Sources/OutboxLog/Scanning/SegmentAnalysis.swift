@@ -8,9 +8,14 @@ struct SegmentAnalysis {
     struct Damage {
         /// Where the leading run ends: the truncation point of a torn tail.
         var offset: Int64
+        /// The damaged frame (see ``SegmentScanner/Stop/frame``): where
+        /// damage that is not a torn tail is reported.
+        var frameOffset: Int64
         var reason: String
-        /// Committed records that verified *after* the damage.
+        /// Committed frames (markers included) that verified *after* the damage.
         var recordsAfter = 0
+        /// Of those, the records: what a torn tail makes unreachable.
+        var dataRecordsAfter = 0
         /// The largest durable watermark among those records: if it reaches
         /// the first lost sequence number, the damaged bytes had been synced
         /// and this is rot, not a crash.
@@ -37,18 +42,30 @@ struct SegmentAnalysis {
             from: Int64(SegmentHeader.size), previous: nil, resumingAfterDamage: false, visit: visit)
         guard let stop = leading.stop else { return SegmentAnalysis(leading: leading, damage: nil) }
 
-        var damage = Damage(offset: stop.offset, reason: stop.reason)
-        var damagedFrom = stop.offset
-        var reason = stop.reason
+        var damage = Damage(offset: stop.offset, frameOffset: stop.frame, reason: stop.reason)
+        var current = stop
         var previous = leading.lastSequence
         while true {
-            guard let next = try scanner.resynchronize(after: damagedFrom, previous: previous) else {
+            // The search starts after the damaged frame: the frames of its
+            // batch before it (if any) are all continuations of that batch.
+            let next = try scanner.resynchronize(after: current.frame, previous: previous)
+            damage.skipped.append(
+                RecoveryReport.SkippedRange(
+                    file: file, offset: current.frame, bytes: (next ?? scanner.fileSize) - current.frame,
+                    reason: current.reason))
+            if current.frame > current.offset {
                 damage.skipped.append(
-                    RecoveryReport.SkippedRange(file: file, offset: damagedFrom, bytes: scanner.fileSize - damagedFrom, reason: reason))
-                break
+                    RecoveryReport.SkippedRange(
+                        file: file, offset: current.offset, bytes: current.frame - current.offset,
+                        reason: "intact records of a batch discarded with its damaged record at offset \(current.frame)"))
             }
-            damage.skipped.append(RecoveryReport.SkippedRange(file: file, offset: damagedFrom, bytes: next - damagedFrom, reason: reason))
-            let run = try scanner.scanRun(from: next, previous: previous, resumingAfterDamage: true, visit: visitLater)
+            guard let next else { break }
+            var dataRecords = 0
+            let run = try scanner.scanRun(from: next, previous: previous, resumingAfterDamage: true) { record in
+                if record.kind != .marker { dataRecords += 1 }
+                visitLater(record)
+            }
+            damage.dataRecordsAfter += dataRecords
             if run.orphanBytes > 0 {
                 damage.skipped.append(
                     RecoveryReport.SkippedRange(file: file, offset: next, bytes: run.orphanBytes, reason: "rest of a batch whose start was lost"))
@@ -59,10 +76,10 @@ struct SegmentAnalysis {
                 damage.highestSequenceAfter = max(damage.highestSequenceAfter ?? 0, last)
                 previous = last
             }
-            guard let nextStop = run.stop else { break }
+            guard var nextStop = run.stop else { break }
             // Never loop on the same bytes: a run always moves past `next`.
-            damagedFrom = max(nextStop.offset, next)
-            reason = nextStop.reason
+            nextStop.frame = max(nextStop.frame, next)
+            current = nextStop
         }
         return SegmentAnalysis(leading: leading, damage: damage)
     }

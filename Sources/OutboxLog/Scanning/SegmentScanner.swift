@@ -42,8 +42,13 @@ final class SegmentScanner {
 
     struct Stop {
         /// Where committed data ends: the start of the bad frame, or of the
-        /// incomplete batch it interrupted.
+        /// incomplete batch it interrupted (a torn tail is cut here).
         var offset: Int64
+        /// Where the damage is reported: the frame that failed (its
+        /// decoding or the sequence rules), or, when every frame verified
+        /// but a batch is broken, the batch's first frame. At or after
+        /// `offset`; the batch's intact frames in between are discarded.
+        var frame: Int64
         var reason: String
     }
 
@@ -76,9 +81,12 @@ final class SegmentScanner {
         var batchStart: Int64 = offset
         let maximumLength = OutboxLog.Configuration.absoluteMaximumRecordSize
 
-        func stop(_ reason: String) -> Run {
+        /// `frameLevel`: the frame at `position` is at fault; otherwise
+        /// the open batch is (every frame of it verified).
+        func stop(_ reason: String, frameLevel: Bool = true) -> Run {
             var result = run
-            result.stop = Stop(offset: batch.isEmpty ? position : batchStart, reason: reason)
+            let committedEnd = batch.isEmpty ? position : batchStart
+            result.stop = Stop(offset: committedEnd, frame: frameLevel ? position : committedEnd, reason: reason)
             return result
         }
 
@@ -114,7 +122,8 @@ final class SegmentScanner {
                 return stop(reason)
             }
             if decoded.batchContinuation != !batch.isEmpty {
-                return stop(decoded.batchContinuation ? "batch continuation without its start" : "batch interrupted")
+                return decoded.batchContinuation
+                    ? stop("batch continuation without its start") : stop("batch interrupted", frameLevel: false)
             }
             allowGap = false
             lastFrameSequence = decoded.sequence
@@ -143,7 +152,7 @@ final class SegmentScanner {
             run.endsWithMarker = decoded.kind == .marker
             run.end = position
         }
-        if !batch.isEmpty { return stop("incomplete batch at the end of the file") }
+        if !batch.isEmpty { return stop("incomplete batch at the end of the file", frameLevel: false) }
         return run
     }
 
