@@ -199,6 +199,14 @@ public final class LogOutboxStore: OutboxStore {
             id, error: error, httpStatus: httpStatus, retryAt: retryAt, countsAsAttempt: countsAsAttempt,
             serverAnsweredAt: serverAnsweredAt)
     }
+    public func recordFailure(
+        _ id: OutboxEntry.ID, error: String, httpStatus: Int?, retryAt: Date, countsAsAttempt: Bool,
+        serverAnsweredAt: Date?, outcomeUnknownAt: Date?
+    ) async throws(OutboxError) -> (status: OutboxStatus, cascade: OutboxCascade) {
+        try await core.recordFailure(
+            id, error: error, httpStatus: httpStatus, retryAt: retryAt, countsAsAttempt: countsAsAttempt,
+            serverAnsweredAt: serverAnsweredAt, outcomeUnknownAt: outcomeUnknownAt)
+    }
     public func reclaimExpiredLeases(at now: Date) async throws(OutboxError) -> [OutboxEntry.ID] {
         try await core.reclaimExpiredLeases(at: now)
     }

@@ -261,13 +261,15 @@ final class StoreCore: Sendable {
 
     func recordFailure(
         _ id: OutboxEntryID, error: String, httpStatus: Int?, retryAt: Date, countsAsAttempt: Bool = true,
-        serverAnsweredAt: Date? = nil
+        serverAnsweredAt: Date? = nil, outcomeUnknownAt: Date? = nil
     ) async throws(OutboxError) -> (status: OutboxStatus, cascade: OutboxCascade) {
         let retryTime = try Admission.milliseconds(retryAt, "retryAt", entry: id)
+        let answeredTime = try serverAnsweredAt.map { date throws(OutboxError) in try Admission.milliseconds(date, "serverAnsweredAt", entry: id) }
+        let unknownTime = try outcomeUnknownAt.map { date throws(OutboxError) in try Admission.milliseconds(date, "outcomeUnknownAt", entry: id) }
         return try await perform(configuration.outcomeDurability) { scheduler throws(OutboxError) in
             let (status, cascade, changes) = try scheduler.fail(
                 id, error: error, httpStatus: httpStatus, retryAt: retryTime, counted: countsAsAttempt,
-                answeredAt: serverAnsweredAt?.milliseconds)
+                answeredAt: answeredTime, outcomeUnknownAt: unknownTime)
             return ((status, cascade), changes)
         }
     }
