@@ -19,6 +19,7 @@ import os
 import re
 import struct
 import sys
+import tempfile
 import zlib
 
 SEGMENT_MAGIC = b"OBXLOG\r\n"
@@ -387,6 +388,9 @@ def check(vectors):
         with open(os.path.join(vectors, name, "expected.json")) as f:
             expected = json.load(f)
         log = os.path.join(vectors, name, "log")
+        if not os.path.isdir(log):
+            # Git keeps no empty directory: a vector without log/ is an empty log.
+            log = tempfile.mkdtemp(prefix="outbox-vector-")
         report, status = verify(log)
         problems = []
         if status != expected["verify"]["exitCode"]:
