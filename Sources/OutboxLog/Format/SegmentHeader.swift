@@ -88,6 +88,8 @@ struct SegmentHeader: Sendable, Hashable {
         let rewritten = flags & rewrittenFlag != 0
         if rewritten && end < base { return .failure(.inconsistent("cover end \(end) before base \(base)")) }
         if !rewritten && end != 0 { return .failure(.inconsistent("cover end set on an appended segment")) }
+        let reserved: UInt32 = bytes.loadLittleEndian(at: 40)
+        if reserved != 0 { return .failure(.inconsistent("reserved field \(reserved) is not zero")) }
         return .success(
             SegmentHeader(baseSequence: base, coverEnd: rewritten ? end : nil, salt: bytes.loadLittleEndian(at: 32)))
     }
