@@ -17,10 +17,17 @@ import Foundation
 /// i32 httpStatus (−1: none) · str? lastError
 /// ```
 /// Completion (its own key): `u8 version (1) · i64 syncedAt (ms) · str? serverID`.
-/// `str` is a u32 length and UTF-8; `str?` a u8 presence flag then `str`.
+/// `str` is a u32 length and UTF-8; `str?` a u8 presence flag (0 or 1) then `str`.
+///
+/// Decoding accepts only what encoding writes — no unknown flag, no byte
+/// left over, header names in ascending order without repeats, a lastError
+/// of at most 2,048 characters — so a record decodes to exactly what its
+/// bytes (vouched for by the log's CRC) say, never to less.
 enum EntryCodec {
     static let version: UInt8 = 1
     private static let sealedFlag: UInt8 = 1
+    /// The longest `lastError` kept, in characters.
+    static let maximumErrorLength = 2048
 
     // MARK: Body
 
@@ -72,6 +79,7 @@ enum EntryCodec {
             let version = try reader.integer(UInt8.self)
             guard version == Self.version else { throw ByteReader.Failure(reason: "unknown entry version \(version)") }
             let flags = try reader.integer(UInt8.self)
+            guard flags & ~sealedFlag == 0 else { throw ByteReader.Failure(reason: "unknown entry flags \(flags)") }
             let id = OutboxEntryID(bytes: try reader.raw(16))
             let sequence = try reader.integer(UInt64.self)
             let createdAt = try reader.integer(Int64.self)
@@ -87,6 +95,7 @@ enum EntryCodec {
             let method = try reader.string()
             let sealed = flags & sealedFlag != 0
             let sensitive = sealed ? try reader.data() : try reader.raw(bytes.count - reader.offset)
+            try reader.expectEnd()
             let body = EntryBody(
                 id: id, sequence: sequence, createdAt: createdAt, priority: priority, maxAttempts: maxAttempts,
                 type: type, scope: scope, coalescingKey: coalescingKey, partition: partition,
@@ -112,11 +121,16 @@ enum EntryCodec {
         do throws(ByteReader.Failure) {
             var reader = ByteReader(sensitive)
             body.endpoint = try reader.string()
+            var previous: String?
             for _ in 0..<(try reader.integer(UInt16.self)) {
                 let name = try reader.string()
+                // Written sorted: a repeat would silently drop a value.
+                if let previous, !(previous < name) { throw ByteReader.Failure(reason: "header \(name) repeated or out of order") }
                 body.headers[name] = try reader.string()
+                previous = name
             }
             body.payload = try reader.data()
+            try reader.expectEnd()
         } catch {
             throw OutboxError(.corruptEntry, "cannot decode the entry's request: \(error.reason)", entry: body.id)
         }
@@ -132,7 +146,7 @@ enum EntryCodec {
         writer.integer(metadata.attempts)
         writer.integer(metadata.when)
         writer.integer(Int32(clamping: failure?.httpStatus ?? -1))
-        writer.optionalString(failure?.message.map { String($0.prefix(2048)) })
+        writer.optionalString(failure?.message.map { String($0.prefix(maximumErrorLength)) })
         return writer.bytes
     }
 
@@ -152,7 +166,12 @@ enum EntryCodec {
             let attempts = try reader.integer(UInt16.self)
             let when = try reader.integer(Int64.self)
             let httpStatus = try reader.integer(Int32.self)
+            guard httpStatus >= -1 else { throw ByteReader.Failure(reason: "HTTP status \(httpStatus)") }
             let message = try reader.optionalString()
+            if let message, message.count > maximumErrorLength {
+                throw ByteReader.Failure(reason: "an error message of \(message.count) characters")
+            }
+            try reader.expectEnd()
             let failure =
                 message == nil && httpStatus < 0 ? nil
                 : FailureInfo(message: message, httpStatus: httpStatus < 0 ? nil : Int(httpStatus))
@@ -177,7 +196,9 @@ enum EntryCodec {
             var reader = ByteReader(bytes)
             guard try reader.integer(UInt8.self) == version else { throw ByteReader.Failure(reason: "unknown version") }
             let syncedAt = try reader.integer(Int64.self)
-            return Completion(serverID: try reader.optionalString(), syncedAt: syncedAt)
+            let completion = Completion(serverID: try reader.optionalString(), syncedAt: syncedAt)
+            try reader.expectEnd()
+            return completion
         } catch {
             throw OutboxError(.corruptEntry, "cannot decode a completion: \(error.reason)")
         }
