@@ -17,11 +17,16 @@ struct ServeCommandTests {
         private let exitState = Locked<(status: Int32?, waiters: [CheckedContinuation<Int32, Never>])>((nil, []))
         /// `http://127.0.0.1:PORT`, from the "listening on" line.
         private(set) var baseURL = URL(string: "http://invalid")!
+        /// Its reports, if it was built with a sanitizer.
+        let sanitizerLogs: SanitizerLogs
 
         init(_ arguments: [String], in directory: URL) async throws {
             let executable = try #require(OutboxTool.executable, "build the outbox tool first: swift build --build-tests")
             let pipe = Pipe()
+            sanitizerLogs = try SanitizerLogs(
+                directory: FileManager.default.temporaryDirectory.appendingPathComponent("outbox-serve-sanitizer-\(UUID().uuidString)"))
             process.executableURL = executable
+            process.environment = sanitizerLogs.environment
             process.arguments = ["serve", "--port", "0"] + arguments
             process.currentDirectoryURL = directory
             process.standardInput = FileHandle.nullDevice
@@ -67,7 +72,7 @@ struct ServeCommandTests {
 
         var listeningText: String { output.withLock { $0.text } }
 
-        /// Sends SIGTERM and waits for the exit.
+        /// Sends SIGTERM and waits for the exit; a sanitizer's report is a failure.
         func stop() async {
             process.terminate()
             _ = await withCheckedContinuation { continuation in
@@ -78,6 +83,8 @@ struct ServeCommandTests {
                 }
                 if let status { continuation.resume(returning: status) }
             }
+            if let report = sanitizerLogs.report() { Issue.record("\(report)") }
+            try? FileManager.default.removeItem(at: sanitizerLogs.directory)
         }
 
         func post(key: String) async throws -> (Int, String, String?) {
