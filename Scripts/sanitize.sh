@@ -7,6 +7,9 @@
 #   4. `outbox torture --mode kill,corrupt --seconds $TORTURE_SECONDS` (60)
 #      with the AddressSanitizer binary.
 #
+# Knobs: FUZZ_SECONDS, TORTURE_SECONDS, TEST_WIDTH (tests at once, 8),
+# SANITIZE_LOGS (where logs and reports go).
+#
 # Any report fails the step: a test failure, a sanitizer report from any
 # process (the tests' child processes included), a fuzz finding, a torture
 # violation. The only suppressions are Scripts/sanitizers/tsan.supp (one
@@ -15,10 +18,9 @@
 #
 # The two sanitized builds keep their own scratch paths (.build-tsan,
 # .build-asan), so a second run only rebuilds what changed. After the TSan
-# build, its tests (which mostly wait: on fsync, on children, on timers) run
-# beside the ASan build, tests, fuzzing and torture, so the step fits in
-# about half an hour on two cores. Logs and every report are kept in
-# $SANITIZE_LOGS (.build-sanitize).
+# build, its tests run beside the ASan build, tests, fuzzing and torture, so
+# the step fits in about half an hour on two cores. Logs and every report are
+# kept in $SANITIZE_LOGS (.build-sanitize).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root="$PWD"
@@ -71,8 +73,19 @@ run() {
     return $status
 }
 
+# The suite's Swift Testing tests, run by their bundle directly (as `swift
+# test` does) so that at most $TEST_WIDTH run at once: with every suite at
+# once on two cores, under a sanitizer, tests with a time limit starve.
+TEST_WIDTH="${TEST_WIDTH:-8}"
+test_bundle() {
+    local scratch="$1"
+    shift
+    "$scratch/debug/swift-outboxPackageTests.xctest" --testing-library swift-testing \
+        --experimental-maximum-parallelization-width "$TEST_WIDTH" "$@"
+}
+
 tsan_tests() {
-    TSAN_OPTIONS="$tsan_options" run tsan-tests swift test --skip-build "${tsan_build[@]}"
+    TSAN_OPTIONS="$tsan_options" run tsan-tests test_bundle .build-tsan
 }
 
 # The fuzz targets, two at a time; each gets the checked-in corpus and
@@ -101,7 +114,7 @@ fuzz() {
 asan_pipeline() {
     local failed=0
     run asan-build swift build --build-tests "${asan_build[@]}" || return 1
-    ASAN_OPTIONS="$asan_options" LSAN_OPTIONS="$lsan_options" run asan-tests swift test --skip-build "${asan_build[@]}" || failed=1
+    ASAN_OPTIONS="$asan_options" LSAN_OPTIONS="$lsan_options" run asan-tests test_bundle .build-asan || failed=1
     fuzz || failed=1
     local seed=$((RANDOM * 32768 + RANDOM))
     echo "torture seed $seed"
@@ -110,13 +123,17 @@ asan_pipeline() {
     return $failed
 }
 
+# The TSan tests mostly wait (on fsync, children, timers) and use about one
+# core; the ASan build, tests, fuzzing and torture run beside them at the
+# lowest priority, on what is left.
 status=0
 run tsan-build swift build --build-tests "${tsan_build[@]}" || status=1
 if [ $status -eq 0 ]; then
-    tsan_tests &
-    tsan_pid=$!
-    asan_pipeline || status=1
-    wait "$tsan_pid" || status=1
+    asan_pipeline_niced() { renice -n 19 -p $BASHPID >/dev/null; asan_pipeline; }
+    asan_pipeline_niced &
+    asan_pid=$!
+    tsan_tests || status=1
+    wait "$asan_pid" || status=1
 else
     asan_pipeline || true
 fi
@@ -136,8 +153,9 @@ for name in tsan-tests asan-tests; do
 done
 grep -a -h "^stat::number_of_executed_units" "$logs"/fuzz-*.log 2>/dev/null | awk '{ n += $2 } END { if (n) print "  fuzz: " n " inputs run in all" }'
 grep -a -E "^(violations|VIOLATION)" "$logs/asan-torture.log" 2>/dev/null | sed 's/^/  torture: /' | head -5 || true
-echo "  CPU time of this step (user, system) — shell, then everything it ran:"
-times | sed 's/^/    /'
+echo "  CPU time of this step (user, system) — the script, then everything it ran:"
+{ times; } >"$logs/times"
+sed 's/^/    /' "$logs/times"
 if [ -n "$reports" ]; then
     status=1
     echo
