@@ -1,4 +1,5 @@
 import Foundation
+import OutboxLocking
 import SystemPackage
 
 /// The writer thread: the only code that writes segment bytes or syncs.
@@ -24,13 +25,16 @@ extension LogCore {
         // Read the segment to append to now, not when the thread first runs:
         // by then an append may already have started a new segment.
         let target = state.withLock { state in state.activeID.flatMap { state.slots[$0]?.file } }
-        let thread = Thread { [self] in self.writerLoop(target: target) }
+        // Handed over in a box the writer empties: the thread's closure lives
+        // as long as the thread, and must not keep a segment file open.
+        let handoff = Locked(target)
+        let thread = Thread { [self] in self.writerLoop(handoff: handoff) }
         thread.name = "outbox-log-writer"
         thread.start()
     }
 
-    private func writerLoop(target initialTarget: SegmentFile?) {
-        var target = initialTarget
+    private func writerLoop(handoff: Locked<SegmentFile?>) {
+        var target = handoff.withLock { $0.take() }
         var pacing = GroupPacing()
         while true {
             gatherDurableWaiters(&pacing)
@@ -81,6 +85,10 @@ extension LogCore {
             if rolled && !work.stopping { startAutomaticCompactionIfDue() }
             for (waiter, result) in finished { waiter.continuation.resume(returning: result) }
             if work.stopping {
+                // Let go of the segment file before close() is told the writer
+                // is done: its last release closes the descriptor, and close()
+                // promises no file is touched after it returns.
+                target = nil
                 if case .failure(let error) = outcome { exit?.resume(returning: .failure(error)) } else {
                     exit?.resume(returning: .success(()))
                 }
