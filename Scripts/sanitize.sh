@@ -7,8 +7,20 @@
 #   4. `outbox torture --mode kill,corrupt --seconds $TORTURE_SECONDS` (60)
 #      with the AddressSanitizer binary.
 #
-# Knobs: FUZZ_SECONDS, TORTURE_SECONDS, TEST_WIDTH (tests at once, 8),
-# SANITIZE_LOGS (where logs and reports go).
+# Knobs (environment):
+#   TSAN_TESTS, ASAN_TESTS   which tests run under each sanitizer: "all"
+#                            (default), "none", or a --filter regular
+#                            expression over test names;
+#   FUZZ_TARGETS             fuzz targets to run (default: all of them);
+#   FUZZ_SECONDS (60), TORTURE_SECONDS (60; 0 skips the torture run),
+#   TEST_WIDTH (tests at once, 8), SANITIZE_LOGS (logs and reports).
+# CI runs a bounded subset of this (.ci/run says which, RELIABILITY.md why);
+# with no knobs set this is the full run.
+#
+# Teeth: after each build, a bug planted on purpose (a data race, a heap
+# overflow: Tests/OutboxLogTests/SanitizerCanaryTests.swift) is run through
+# the same options and report collection, and the step fails unless it is
+# caught. Scripts/sanitizers/teeth.sh plants bugs in the engine itself.
 #
 # Any report fails the step: a test failure, a sanitizer report from any
 # process (the tests' child processes included), a fuzz finding, a torture
@@ -40,8 +52,15 @@ export SWIFT_BACKTRACE=enable=no
 # the CLI point its reports at a folder of their own and show them in their
 # failure (Tests/CLITestSupport/SanitizerLogs.swift); torture workers write
 # here, even when they are killed later.
-tsan_options="suppressions=$root/Scripts/sanitizers/tsan.supp:second_deadlock_stack=1:log_path=$logs/reports/tsan:log_exe_name=1"
-asan_options="detect_leaks=1:detect_stack_use_after_return=1:strict_string_checks=1:check_initialization_order=1:log_path=$logs/reports/asan:log_exe_name=1"
+# tsan_options_in DIR / asan_options_in DIR: the options, reports in DIR.
+tsan_options_in() {
+    echo "suppressions=$root/Scripts/sanitizers/tsan.supp:second_deadlock_stack=1:log_path=$1/tsan:log_exe_name=1"
+}
+asan_options_in() {
+    echo "detect_leaks=1:detect_stack_use_after_return=1:strict_string_checks=1:check_initialization_order=1:log_path=$1/asan:log_exe_name=1"
+}
+tsan_options="$(tsan_options_in "$logs/reports")"
+asan_options="$(asan_options_in "$logs/reports")"
 lsan_options="suppressions=$root/Scripts/sanitizers/lsan.supp:print_suppressions=0"
 
 # libFuzzer without its main: the fuzz driver has its own (it also replays
@@ -84,17 +103,47 @@ test_bundle() {
         --experimental-maximum-parallelization-width "$TEST_WIDTH" "$@"
 }
 
+# The bundle's arguments for a TSAN_TESTS / ASAN_TESTS value: nothing for
+# "all", a filter otherwise ("none" is handled by the caller).
+selection_arguments() {
+    [ "$1" = all ] || printf '%s\0%s\0' --filter "$1"
+}
+TSAN_TESTS="${TSAN_TESTS:-all}"
+ASAN_TESTS="${ASAN_TESTS:-all}"
+
 tsan_tests() {
-    TSAN_OPTIONS="$tsan_options" run tsan-tests test_bundle .build-tsan
+    [ "$TSAN_TESTS" != none ] || return 0
+    local selection=()
+    mapfile -d '' selection < <(selection_arguments "$TSAN_TESTS")
+    TSAN_OPTIONS="$tsan_options" run tsan-tests test_bundle .build-tsan "${selection[@]}"
+}
+
+# canary SANITIZER SCRATCH BUG EXPECTED: runs the planted BUG
+# (SanitizerCanaryTests) in the SCRATCH build with the step's own options,
+# its reports sent to a folder of their own, and fails unless the run
+# fails and a report there says EXPECTED.
+canary() {
+    local sanitizer="$1" scratch="$2" bug="$3" expected="$4"
+    local dir="$logs/canary-$sanitizer" status=0
+    mkdir -p "$dir"
+    OUTBOX_SANITIZER_CANARY="$bug" TSAN_OPTIONS="$(tsan_options_in "$dir")" ASAN_OPTIONS="$(asan_options_in "$dir")" \
+        LSAN_OPTIONS="$lsan_options" run "canary-$sanitizer" test_bundle "$scratch" --filter SanitizerCanaryTests || status=$?
+    if [ "$status" -ne 0 ] && grep -q -a -r -F "$expected" "$dir"; then
+        echo "[$(date +%T)] canary-$sanitizer: the planted $bug was reported ($expected) and failed its run (exit $status)"
+        return 0
+    fi
+    echo "[$(date +%T)] canary-$sanitizer: the planted $bug was NOT caught (exit $status, no \"$expected\" in $dir): this step cannot be trusted" >&2
+    return 1
 }
 
 # The fuzz targets, two at a time; each gets the checked-in corpus and
 # regressions, and writes what it adds to a scratch corpus (never to the
 # repository). A finding leaves its input in $logs/fuzz/.
 fuzz() {
-    local driver=.build-asan/debug/OutboxFuzz failed=0 pids=() target
+    local driver=.build-asan/debug/OutboxFuzz failed=0 pids=() target targets
     mkdir -p "$logs/fuzz"
-    for target in $("$driver" --list | cut -d: -f1); do
+    targets="${FUZZ_TARGETS:-$("$driver" --list | cut -d: -f1)}"
+    for target in $targets; do
         mkdir -p "$logs/fuzz/corpus-$target"
         local corpora=("$logs/fuzz/corpus-$target" "Fuzz/corpus/$target")
         [ -d "Fuzz/regressions/$target" ] && corpora+=("Fuzz/regressions/$target")
@@ -112,14 +161,20 @@ fuzz() {
 }
 
 asan_pipeline() {
-    local failed=0
+    local failed=0 selection=()
     run asan-build swift build --build-tests "${asan_build[@]}" || return 1
-    ASAN_OPTIONS="$asan_options" LSAN_OPTIONS="$lsan_options" run asan-tests test_bundle .build-asan || failed=1
+    canary address .build-asan overflow "ERROR: AddressSanitizer: heap-buffer-overflow" || failed=1
+    if [ "$ASAN_TESTS" != none ]; then
+        mapfile -d '' selection < <(selection_arguments "$ASAN_TESTS")
+        ASAN_OPTIONS="$asan_options" LSAN_OPTIONS="$lsan_options" run asan-tests test_bundle .build-asan "${selection[@]}" || failed=1
+    fi
     fuzz || failed=1
-    local seed=$((RANDOM * 32768 + RANDOM))
-    echo "torture seed $seed"
-    ASAN_OPTIONS="$asan_options" LSAN_OPTIONS="$lsan_options" run asan-torture .build-asan/debug/outbox torture \
-        --mode kill,corrupt --seconds "$TORTURE_SECONDS" --seed "$seed" || failed=1
+    if [ "$TORTURE_SECONDS" -gt 0 ]; then
+        local seed=$((RANDOM * 32768 + RANDOM))
+        echo "torture seed $seed"
+        ASAN_OPTIONS="$asan_options" LSAN_OPTIONS="$lsan_options" run asan-torture .build-asan/debug/outbox torture \
+            --mode kill,corrupt --seconds "$TORTURE_SECONDS" --seed "$seed" || failed=1
+    fi
     return $failed
 }
 
@@ -132,6 +187,7 @@ if [ $status -eq 0 ]; then
     asan_pipeline_niced() { renice -n 19 -p $BASHPID >/dev/null; asan_pipeline; }
     asan_pipeline_niced &
     asan_pid=$!
+    canary thread .build-tsan race "WARNING: ThreadSanitizer: data race" || status=1
     tsan_tests || status=1
     wait "$asan_pid" || status=1
 else
