@@ -29,6 +29,7 @@ let package = Package(
         .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
         .package(url: "https://github.com/apple/swift-http-types", from: "1.8.0"),
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
+        .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
     ],
     targets: [
         // The package's one lock type (pthread mutex / os_unfair_lock): seen by
@@ -82,10 +83,19 @@ let package = Package(
             ]
         ),
 
-        // Delivery over HTTP (URLSession), with idempotency keys and token refresh.
+        // Delivery over HTTP, with idempotency keys and token refresh, through
+        // one transport seam: async-http-client (SwiftNIO) on Linux and
+        // servers, URLSession on Apple platforms.
         .target(
             name: "OutboxHTTP",
-            dependencies: ["Outbox"]
+            dependencies: [
+                "Outbox",
+                "OutboxLocking",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+            ]
         ),
 
         // The server side: a Hummingbird middleware honouring Idempotency-Key,

@@ -10,7 +10,7 @@ import SystemPackage
 ///
 /// Expired keys are deleted, not just ignored: ``expire(now:)`` (which
 /// ``IdempotencyMiddleware`` calls periodically) writes a tombstone for each,
-/// and ``open(at:configuration:now:)`` deletes the ones that expired while
+/// and ``open(at:configuration:now:)-(FilePath,_,_)`` deletes the ones that expired while
 /// the server was down instead of loading them. The log's automatic
 /// compaction then reclaims their space. Live keys and their responses are
 /// held in memory, so memory is bounded by the keys of one retention window.

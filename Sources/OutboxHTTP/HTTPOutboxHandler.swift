@@ -1,43 +1,52 @@
 import Foundation
 import Outbox
 
-#if canImport(FoundationNetworking)
-import FoundationNetworking
-#endif
-
-/// Delivers outbox entries over HTTP with `URLSession`.
+/// Delivers outbox entries over HTTP.
 ///
 /// Each attempt sends the entry's method, `baseURL` + endpoint (its `local:`
-/// ids already resolved), payload and stored headers, plus
-/// `Idempotency-Key: <the entry's key>` — the same on every attempt — and an
-/// `Authorization` header from the token provider. Responses map to outcomes:
+/// ids already resolved), payload and stored headers (sorted by name), then
+/// `Idempotency-Key: <the entry's key>` and an `Authorization` header from
+/// the token provider — the same bytes on every attempt (only a refreshed
+/// token changes them). It goes through an ``HTTPTransport`` that never
+/// retries and never follows redirects. Responses map to outcomes:
 ///
 /// | Response | Outcome |
 /// |---|---|
-/// | 2xx | delivered; the server id from ``Configuration/serverID`` (default: JSON `id`) |
+/// | 2xx, and 303 See Other | delivered; the server id from ``Configuration/serverID`` (default: JSON `id`) |
+/// | other 3xx | permanent: writes are never redirected; the reason names the `Location` |
 /// | 401 | refresh the token and resend once, within the same attempt; a second 401 is transient |
-/// | 408, 425, 429, 5xx, timeouts, network errors | transient; `Retry-After` honoured |
-/// | 409 with `Retry-After` | transient: the first request with this key is still running |
+/// | 408, 425, 429, 5xx | transient; `Retry-After` honoured (the dispatcher clamps it) |
+/// | 409 with `Retry-After` | in progress: the first request with this key is still running |
 /// | 409 | conflict (the handler's ``Configuration/conflictPolicy``) |
+/// | 410, on a resend or saying the response was not stored; 422 saying the key was reused | already processed: needs attention, never quarantined |
 /// | other 4xx, and anything else | permanent, with the status and the start of the body |
+/// | no connection, or it broke before the request was sent | not sent |
+/// | the request was sent, no (whole) answer | interrupted |
 public struct HTTPOutboxHandler: OutboxHandler {
+    /// Response bodies are read up to this many bytes (server ids and error
+    /// excerpts need far less).
+    public static let maximumResponseBytes = 1 << 20
+
     public struct Configuration: Sendable {
-        /// The server the endpoints are relative to.
+        /// The server the endpoints are relative to. Requests never leave
+        /// its scheme, host and port.
         public var baseURL: URL
         /// Credentials at send time; `nil` sends no `Authorization` header.
         public var tokenProvider: (any OutboxTokenProvider)?
         /// The authorization scheme put before the token.
         public var authorizationScheme = "Bearer"
-        /// Extracts the server id from a 2xx response. Default: the `id`
-        /// member of a JSON object body (string or number).
+        /// Extracts the server id from a 2xx (or 303) response. Default: the
+        /// `id` member of a JSON object body (string or number).
         public var serverID: @Sendable (_ status: Int, _ headers: [String: String], _ body: Data) -> String? = Self.jsonID
-        /// How long one request may take before it is a transient failure.
-        /// On Linux it is rounded up to whole seconds (at least one).
+        /// How long one request may take, connecting included, before it is
+        /// a timeout (interrupted if the request was sent, not sent otherwise).
         public var requestTimeout: Duration = .seconds(30)
         public var conflictPolicy: OutboxConflictPolicy = .manual
         /// At most this much of an error body goes into the entry's last error.
         public var maximumErrorBodyBytes = 512
-        public var session: URLSession = .shared
+        /// What sends the requests: async-http-client on Linux, URLSession on
+        /// Apple platforms (``DefaultHTTPTransport``).
+        public var transport: any HTTPTransport = DefaultHTTPTransport.shared
 
         public init(baseURL: URL, tokenProvider: (any OutboxTokenProvider)? = nil) {
             self.baseURL = baseURL
@@ -69,111 +78,118 @@ public struct HTTPOutboxHandler: OutboxHandler {
         do { token = try await configuration.tokenProvider?.token() } catch {
             return .transient(reason: "no token: \(error)", httpStatus: nil, retryAfter: nil)
         }
-        var response = await send(delivery, token: token)
-        if case .response(let status, _, _) = response, status == 401, let provider = configuration.tokenProvider {
+        let request: HTTPTransportRequest
+        do { request = try self.request(for: delivery, token: token) } catch {
+            return .permanent(reason: "\(error)", httpStatus: nil)
+        }
+        var result = await configuration.transport.send(request, timeout: configuration.requestTimeout)
+        if case .response(401, _, _) = result, let provider = configuration.tokenProvider {
             // Refresh and resend once, without burning an attempt.
             do { token = try await provider.refreshedToken() } catch {
                 return .transient(reason: "401, and the token refresh failed: \(error)", httpStatus: 401, retryAfter: nil)
             }
-            response = await send(delivery, token: token)
+            result = await configuration.transport.send(
+                try self.request(for: delivery, token: token), timeout: configuration.requestTimeout)
         }
-        return outcome(for: response)
+        return outcome(for: result, delivery: delivery)
     }
 
-    // MARK: Sending
+    // MARK: The request
 
-    enum Response {
-        case response(status: Int, headers: [String: String], body: Data)
-        case failure(String)
+    /// A request that would leave the configured server.
+    struct ForeignURL: Error, CustomStringConvertible {
+        var url: String
+        var base: URL
+        var description: String { "the endpoint makes \(url), which is not on \(base): not sent" }
     }
 
-    func request(for delivery: OutboxDelivery, token: String?) throws -> URLRequest {
+    /// The request an attempt of `delivery` sends: the same bytes for the
+    /// same delivery and token, in any process (stored headers sorted by
+    /// name, then `Idempotency-Key`, then `Authorization`).
+    ///
+    /// - Throws: if `baseURL` + endpoint would leave the configured scheme,
+    ///   host and port (such a request is never sent).
+    public func request(for delivery: OutboxDelivery, token: String?) throws -> HTTPTransportRequest {
         let base = configuration.baseURL.absoluteString.hasSuffix("/")
             ? String(configuration.baseURL.absoluteString.dropLast()) : configuration.baseURL.absoluteString
-        guard let url = URL(string: base + delivery.endpoint) else {
-            throw URLError(.badURL)
+        let text = base + delivery.endpoint
+        guard let url = URL(string: text), Self.sameOrigin(url, configuration.baseURL) else {
+            throw ForeignURL(url: text, base: configuration.baseURL)
         }
-        var request = URLRequest(url: url)
-        request.httpMethod = delivery.method
-        for (name, value) in delivery.headers { request.setValue(value, forHTTPHeaderField: name) }
-        request.setValue(delivery.idempotencyKey, forHTTPHeaderField: "Idempotency-Key")
-        if let token { request.setValue("\(configuration.authorizationScheme) \(token)", forHTTPHeaderField: "Authorization") }
-        if !delivery.payload.isEmpty { request.httpBody = Data(delivery.payload) }
-        let timeout = configuration.requestTimeout
-        var seconds = Double(timeout.components.seconds) + Double(timeout.components.attoseconds) / 1e18
-        #if canImport(FoundationNetworking)
-        // libcurl, under Linux's URLSession, rounds fractions of a second
-        // down: 0.5 s would time out at once.
-        seconds = max(1, seconds.rounded(.up))
-        #endif
-        request.timeoutInterval = seconds
-        return request
+        // Sorted: a dictionary's order changes from process to process, and
+        // a resend after a restart must be the same bytes.
+        var headers = delivery.headers
+            .filter { !Self.reservedHeaders.contains($0.key.lowercased()) }
+            .sorted { ($0.key.lowercased(), $0.key) < ($1.key.lowercased(), $1.key) }
+            .map { (name: $0.key, value: $0.value) }
+        headers.append((name: "Idempotency-Key", value: delivery.idempotencyKey))
+        if let token { headers.append((name: "Authorization", value: "\(configuration.authorizationScheme) \(token)")) }
+        return HTTPTransportRequest(method: delivery.method, url: url, headers: headers, body: delivery.payload)
     }
 
-    private func send(_ delivery: OutboxDelivery, token: String?) async -> Response {
-        let request: URLRequest
-        do { request = try self.request(for: delivery, token: token) } catch {
-            return .failure("bad URL: \(configuration.baseURL)\(delivery.endpoint)")
-        }
-        do {
-            let (data, response) = try await configuration.session.data(for: request)
-            guard let http = response as? HTTPURLResponse else { return .failure("not an HTTP response") }
-            var headers: [String: String] = [:]
-            for (name, value) in http.allHeaderFields {
-                if let name = name as? String, let value = value as? String { headers[name.lowercased()] = value }
-            }
-            return .response(status: http.statusCode, headers: headers, body: data)
-        } catch {
-            return .failure(Self.describe(error))
-        }
-    }
+    /// Set by the handler or by the HTTP framing, never from the entry.
+    static let reservedHeaders: Set<String> = ["idempotency-key", "authorization", "host", "content-length", "transfer-encoding", "connection", "expect"]
 
-    private static func describe(_ error: any Error) -> String {
-        if let urlError = error as? URLError {
-            switch urlError.code {
-            case .timedOut: return "request timed out"
-            case .networkConnectionLost: return "connection lost"
-            case .cannotConnectToHost: return "cannot connect to host"
-            case .notConnectedToInternet: return "offline"
-            default: return "network error \(urlError.code.rawValue): \(urlError.localizedDescription)"
-            }
-        }
-        return "\(error)"
+    static func sameOrigin(_ url: URL, _ base: URL) -> Bool {
+        url.scheme?.lowercased() == base.scheme?.lowercased() && url.host?.lowercased() == base.host?.lowercased()
+            && url.port == base.port && url.user == nil && url.password == nil
     }
 
     // MARK: Mapping
 
-    func outcome(for response: Response) -> OutboxOutcome {
-        switch response {
-        case .failure(let reason):
-            return .transient(reason: reason, httpStatus: nil, retryAfter: nil)
-        case .response(let status, let headers, let body):
-            switch status {
-            case 200..<300:
-                return .delivered(serverID: configuration.serverID(status, headers, body))
-            case 408, 425, 429, 500..<600:
-                return .transient(
-                    reason: "HTTP \(status)\(excerpt(body))", httpStatus: status,
-                    retryAfter: RetryAfter.parse(headers["retry-after"]))
-            case 401:
-                return .transient(reason: "HTTP 401 unauthorized, also after a token refresh", httpStatus: 401, retryAfter: nil)
-            case 409 where headers["retry-after"] != nil:
-                // "Try again later", not a disagreement: what an
-                // Idempotency-Key server answers while the first request
-                // with this key is still running (our middleware does).
-                // Retrying gets the stored response once it has finished.
-                return .transient(
-                    reason: "HTTP 409, the request with this key is still in progress\(excerpt(body))",
-                    httpStatus: 409, retryAfter: RetryAfter.parse(headers["retry-after"]))
-            case 409:
-                return .conflict(reason: "HTTP 409\(excerpt(body))", httpStatus: 409)
-            default:
-                return .permanent(reason: "HTTP \(status)\(excerpt(body))", httpStatus: status)
+    func outcome(for result: HTTPTransportResult, delivery: OutboxDelivery) -> OutboxOutcome {
+        switch result {
+        case .failure(let failure):
+            switch failure.stage {
+            case .notSent: return .notSent(reason: "\(failure)")
+            case .sent: return .interrupted(reason: "\(failure)")
             }
+        case .response(let status, let headers, let body):
+            return outcome(status: status, headers: headers, body: body, delivery: delivery)
         }
     }
 
-    private func excerpt(_ body: Data) -> String {
+    private func outcome(status: Int, headers: [String: String], body: [UInt8], delivery: OutboxDelivery) -> OutboxOutcome {
+        let retryAfter = RetryAfter.parse(headers["retry-after"])
+        switch status {
+        case 200..<300:
+            return .delivered(serverID: configuration.serverID(status, headers, Data(body)))
+        case 303:
+            // See Other after a write: the server applied it and points at
+            // the result (RFC 9110 §15.4.4). Never followed.
+            return .delivered(serverID: configuration.serverID(status, headers, Data(body)))
+        case 300..<400:
+            let location = headers["location"].map { " to \($0)" } ?? " (no Location)"
+            return .permanent(
+                reason: "HTTP \(status): the server redirects this write\(location); writes are never redirected "
+                    + "(credentials stay on \(configuration.baseURL.host ?? "the configured host")): fix the base URL or the endpoint",
+                httpStatus: status)
+        case 408, 425, 429, 500..<600:
+            return .transient(reason: "HTTP \(status)\(excerpt(body))", httpStatus: status, retryAfter: retryAfter)
+        case 401:
+            return .transient(reason: "HTTP 401 unauthorized, also after a token refresh", httpStatus: 401, retryAfter: nil)
+        case 409 where headers["retry-after"] != nil:
+            // "Try again later", not a disagreement: what an
+            // Idempotency-Key server answers while the first request with
+            // this key is still running (our middleware does).
+            return .inProgress(
+                reason: "HTTP 409, the request with this key is still in progress\(excerpt(body))", retryAfter: retryAfter)
+        case 409:
+            return .conflict(reason: "HTTP 409\(excerpt(body))", httpStatus: 409)
+        case 410 where delivery.attempt > 1 || ServerProblem(body: body).says(.responseNotStored):
+            return .alreadyProcessed(
+                reason: "HTTP 410: the server has processed this key but no longer has its answer\(excerpt(body))",
+                httpStatus: 410)
+        case 422 where ServerProblem(body: body).says(.keyReused):
+            return .alreadyProcessed(
+                reason: "HTTP 422: the server has processed this key for a different request\(excerpt(body))",
+                httpStatus: 422)
+        default:
+            return .permanent(reason: "HTTP \(status)\(excerpt(body))", httpStatus: status)
+        }
+    }
+
+    private func excerpt(_ body: [UInt8]) -> String {
         guard !body.isEmpty else { return "" }
         let slice = body.prefix(configuration.maximumErrorBodyBytes)
         let text = String(decoding: slice, as: UTF8.self)

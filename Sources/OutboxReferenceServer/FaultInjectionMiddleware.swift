@@ -2,6 +2,12 @@ import HTTPTypes
 import Hummingbird
 import NIOCore
 
+#if canImport(Glibc)
+import Glibc
+#else
+import Darwin
+#endif
+
 /// Injects ``ServerFaults`` around everything behind it (the idempotency
 /// middleware included). Faults that happen "after apply" run the request
 /// first, so the write is done on the server while the client is told
@@ -41,6 +47,36 @@ struct FaultInjectionMiddleware: RouterMiddleware {
             _ = try await next(request, context)
             try? await context.channel.close()
             throw DroppedConnection()
+        case .closeBeforeResponse:
+            try? await context.channel.close()
+            throw DroppedConnection()
+        case .resetAfterApply:
+            _ = try await next(request, context)
+            // SO_LINGER 0: close sends RST instead of FIN.
+            if let socket = context.channel as? any SocketOptionProvider {
+                try? await socket.setSoLinger(linger(l_onoff: 1, l_linger: 0)).get()
+            }
+            try? await context.channel.close()
+            throw DroppedConnection()
+        case .halfOpen:
+            _ = try await next(request, context)
+            // No answer. The client's FIN may only half-close the channel,
+            // so the hold is bounded rather than waiting for the close.
+            try? await Task.sleep(for: faults.halfOpenHold)
+            try? await context.channel.close()
+            throw DroppedConnection()
+        case .idleClose:
+            let response = try await next(request, context)
+            let channel = context.channel
+            channel.eventLoop.scheduleTask(in: .nanoseconds(Int64(faults.idleCloseDelay.components.attoseconds / 1_000_000_000)
+                + faults.idleCloseDelay.components.seconds * 1_000_000_000)) { channel.close(promise: nil) }
+            return response
+        case .seeOther:
+            var response = try await next(request, context)
+            guard (200..<300).contains(response.status.code) else { return response }
+            response.status = .seeOther
+            response.headers[.location] = request.uri.path
+            return response
         }
     }
 }

@@ -13,6 +13,7 @@ import OutboxLocking
 /// POST /albums/{album}/photos    {"caption","album"}  → 201 {"id": "ph-N"}; 422 if the album is unknown
 /// PUT  /posts/{post}/like        {"liked"}            → 200 {"id","liked"}
 /// POST /messages                 {"conversation","text"} → 201 {"id": "msg-N"}; 422 if the text has #reject
+/// POST /conversations/{conversation}/messages {"conversationID","body"} → 201 {"id": "msg-N"} (README's sample)
 /// GET  /ledger                                        → the ledger
 /// ```
 final class ReferenceAPI: Sendable {
@@ -77,6 +78,7 @@ final class ReferenceAPI: Sendable {
                 return (.created, ["id": "msg-\(ledger.messages)"])
             }
         }
+        registerConversations(on: router)
         router.get("ledger") { [self] _, _ in
             let data = try JSONEncoder().encode(report)
             var headers = HTTPFields()
@@ -86,7 +88,7 @@ final class ReferenceAPI: Sendable {
     }
 
     /// Applies a write and records it under the request's idempotency key.
-    private func apply(
+    func apply(
         _ request: Request, _ effect: (inout ReferenceLedger) -> (HTTPResponse.Status, [String: Any])
     ) -> Response {
         var outcome: (HTTPResponse.Status, [String: Any]) = (.internalServerError, [:])
@@ -98,14 +100,14 @@ final class ReferenceAPI: Sendable {
         return respond(outcome.0, outcome.1)
     }
 
-    private func json(_ request: Request, _ context: ReferenceContext) async throws -> [String: Any] {
+    func json(_ request: Request, _ context: ReferenceContext) async throws -> [String: Any] {
         var request = request
         let buffer = try await request.collectBody(upTo: 1 << 20)
         guard buffer.readableBytes > 0 else { return [:] }
         return (try? JSONSerialization.jsonObject(with: Data(buffer: buffer)) as? [String: Any]) ?? [:]
     }
 
-    private func respond(_ status: HTTPResponse.Status, _ object: [String: Any]) -> Response {
+    func respond(_ status: HTTPResponse.Status, _ object: [String: Any]) -> Response {
         let data = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])) ?? Data()
         var headers = HTTPFields()
         headers[.contentType] = "application/json"

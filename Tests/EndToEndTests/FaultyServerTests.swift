@@ -72,6 +72,15 @@ struct FaultyServerTests {
         case .slowApply:
             faults.slowApply = 0.3
             faults.slowApplyDelay = .milliseconds(1500)
+        case .closeBeforeResponse: faults.closeBeforeResponse = 0.5
+        case .resetAfterApply: faults.resetAfterApply = 0.5
+        case .halfOpen:
+            faults.halfOpen = 0.3
+            faults.halfOpenHold = .milliseconds(1500)  // past the client's 1 s timeout
+        case .idleClose:
+            faults.idleClose = 0.5
+            faults.idleCloseDelay = .milliseconds(1)
+        case .seeOther: faults.seeOther = 0.5
         }
         let server = try await ReferenceServer.start(faults: faults, keyStore: InMemoryIdempotencyKeyStore())
         let store = InMemoryOutboxStore(partition: "e2e")
@@ -105,7 +114,7 @@ struct FaultyServerTests {
         #expect(ledger.appliedTwice.isEmpty)
         #expect(ledger.messages == 20)
         #expect((ledger.faults[fault.rawValue] ?? 0) > 0, "the fault was never injected")
-        if fault == .delayPastTimeout || fault == .dropAfterApply {
+        if [.delayPastTimeout, .dropAfterApply, .resetAfterApply, .halfOpen].contains(fault) {
             // The write happened but its answer was lost: the retry was answered from the key store.
             #expect(ledger.replays + ledger.inProgress > 0)
         }

@@ -93,7 +93,7 @@ struct DispatcherContractTests {
         await gate.waitForArrivals(1)
         try await yielding(until: fixture.clock.sleeperCount > 0)
         fixture.clock.advance(by: .seconds(31))  // the watchdog gives up on it
-        #expect(await first.value.retried == 1)
+        #expect(await first.value.interrupted == 1)
 
         // The retry comes due (its timer fires a flush) while the first
         // handler still runs: the attempt waits for it instead of sending.

@@ -10,14 +10,14 @@ import Testing
 struct EntryCodecTests {
     static let body = EntryBody(
         id: OutboxEntryID(bytes: Array(1...16)), sequence: 9, createdAt: 1_000, priority: 1, maxAttempts: 5, type: "t",
-        scope: nil, coalescingKey: nil, partition: "p", dependencies: [], idempotencyKey: "k", method: "POST",
+        scope: nil, coalescingKey: nil, partition: "p", dependencies: [], idempotencyKey: "k", keySuppliedByApp: true, method: "POST",
         endpoint: "/e", headers: ["A": "1", "B": "2"], payload: [7, 7])
 
-    static func state(httpStatus: Int?, message: String?) -> [UInt8] {
+    static func state(httpStatus: Int?, message: String?, firstAnsweredAt: Int64? = nil) -> [UInt8] {
         let metadata = EntryMetadata(
             id: body.id, sequence: 9, status: .failed, priority: 1, attempts: 2, maxAttempts: 5, scope: 0, type: 0,
             coalescing: 0, when: 5_000, createdAt: 1_000, storedBytes: 0, dependencies: nil)
-        return EntryCodec.encodeState(metadata, failure: FailureInfo(message: message, httpStatus: httpStatus))
+        return EntryCodec.encodeState(metadata, failure: FailureInfo(message: message, httpStatus: httpStatus, firstAnsweredAt: firstAnsweredAt))
     }
 
     static func refused(_ decode: () throws(OutboxError) -> Void) -> Bool {
@@ -36,6 +36,10 @@ struct EntryCodecTests {
         #expect(try EntryCodec.decodeCompletion(EntryCodec.encodeCompletion(completion)) == completion)
         let state = try EntryCodec.decodeState(Self.state(httpStatus: 503, message: "busy"))
         #expect(state.failure == FailureInfo(message: "busy", httpStatus: 503))
+        let answered = try EntryCodec.decodeState(Self.state(httpStatus: 409, message: nil, firstAnsweredAt: 4_000))
+        #expect(answered.failure == FailureInfo(message: nil, httpStatus: 409, firstAnsweredAt: 4_000))
+        let keyed = Completion(serverID: nil, syncedAt: 3, idempotencyKey: "order-9")
+        #expect(try EntryCodec.decodeCompletion(EntryCodec.encodeCompletion(keyed)) == keyed)
     }
 
     @Test("a byte left over after a body, a state or a completion is corruption")
@@ -43,8 +47,20 @@ struct EntryCodecTests {
         let body = try EntryCodec.encode(Self.body, sealer: nil)
         #expect(Self.refused { () throws(OutboxError) in _ = try EntryCodec.decode(body + [0], sealer: nil) })
         #expect(Self.refused { () throws(OutboxError) in _ = try EntryCodec.decodeState(Self.state(httpStatus: nil, message: nil) + [0]) })
+        let answered = Self.state(httpStatus: nil, message: nil, firstAnsweredAt: 4_000)
+        #expect(Self.refused { () throws(OutboxError) in _ = try EntryCodec.decodeState(answered + [0]) })
         let completion = EntryCodec.encodeCompletion(Completion(serverID: nil, syncedAt: 3))
         #expect(Self.refused { () throws(OutboxError) in _ = try EntryCodec.decodeCompletion(completion + [0]) })
+        let keyed = EntryCodec.encodeCompletion(Completion(serverID: nil, syncedAt: 3, idempotencyKey: "order-9"))
+        #expect(Self.refused { () throws(OutboxError) in _ = try EntryCodec.decodeCompletion(keyed + [0]) })
+    }
+
+    @Test("a version 2 completion without its key is corruption: version 2 is written only to keep a key")
+    func completionVersionWithoutKey() throws {
+        var bytes = EntryCodec.encodeCompletion(Completion(serverID: nil, syncedAt: 3))
+        bytes[0] = EntryCodec.completionVersion
+        bytes.append(0)  // the key's presence flag: absent
+        #expect(Self.refused { () throws(OutboxError) in _ = try EntryCodec.decodeCompletion(bytes) })
     }
 
     @Test("an unknown flag, a presence flag other than 0 or 1, or an HTTP status below -1 is corruption")

@@ -40,11 +40,30 @@ struct ReferenceOutbox {
         entry.status == .pending || entry.status == .failed || entry.status == .inFlight
     }
 
-    /// First unfinished entry of its scope (or no scope at all).
+    /// The entry of its scope that may go next (or no scope at all): the
+    /// one being sent or already tried, if any — once an attempt has begun,
+    /// nothing of its scope may overtake it, not even an older entry brought
+    /// back by `retry` — and otherwise the oldest unfinished one.
     private func isHead(_ entry: Entry) -> Bool {
         guard let scope = entry.scope else { return true }
-        let first = entries.values.filter { $0.scope == scope && holdsScope($0) }.min { $0.sequence < $1.sequence }
+        let holders = entries.values.filter { $0.scope == scope && holdsScope($0) }
+        let tried = holders.filter { $0.status == .inFlight || $0.attempts > 0 }
+        let first = (tried.isEmpty ? holders : tried).min { $0.sequence < $1.sequence }
         return first?.id == entry.id
+    }
+
+    /// Every entry `id` waits for through its dependencies, directly or not.
+    /// Each is older than the one that depends on it: a link to a younger
+    /// entry (an id discarded and enqueued again, which may even close a
+    /// loop) is not a dependency any more, and ends the chain.
+    private func ancestors(of id: OutboxEntry.ID?) -> [Entry] {
+        var found: [Entry] = []
+        var next = id
+        while let parent = next, let entry = entries[parent], found.last.map({ entry.sequence < $0.sequence }) ?? true {
+            found.append(entry)
+            next = entry.parent
+        }
+        return found
     }
 
     private func mayGo(_ entry: Entry, at now: Date) -> Bool {
@@ -59,8 +78,12 @@ struct ReferenceOutbox {
             .prefix(limit).map(\.id)
     }
 
+    /// Entries that depend on `parent`: enqueued after it (an older entry
+    /// naming the same id depended on an earlier entry with that id, one
+    /// discarded since).
     private func children(of parent: OutboxEntry.ID) -> [OutboxEntry.ID] {
-        entries.values.filter { $0.parent == parent }.map(\.id)
+        guard let sequence = entries[parent]?.sequence else { return [] }
+        return entries.values.filter { $0.parent == parent && $0.sequence > sequence }.map(\.id)
     }
 
     // MARK: Operations
@@ -73,8 +96,8 @@ struct ReferenceOutbox {
     mutating func enqueue(
         _ id: OutboxEntry.ID, priority: Int, scope: String?, parent: OutboxEntry.ID?, coalescingKey: String?, maxAttempts: Int
     ) throws(Failure) -> Enqueued {
+        if parent == id { throw .invalidArgument }  // depends on itself: refused before anything else
         if entries[id] != nil || delivered.contains(id) { return .duplicate }
-        if parent == id { throw .invalidArgument }  // depends on itself
         if let parent, entries[parent] == nil && !delivered.contains(parent) { throw .unknownDependency }
         var replaced: Entry?
         if let key = coalescingKey, let holder = coalescingHolder[key], let candidate = entries[holder],
@@ -86,7 +109,10 @@ struct ReferenceOutbox {
         var entry = Entry(
             id: id, sequence: 0, priority: priority, scope: scope, parent: parent, coalescingKey: coalescingKey,
             maxAttempts: maxAttempts)
-        if let replaced, replaced.scope == scope {
+        // A replacement keeps the replaced entry's place in its scope, unless
+        // that place is ahead of something it waits for: then (as when it
+        // moves to another scope) it queues at the end.
+        if let replaced, replaced.scope == scope, ancestors(of: parent).allSatisfy({ $0.sequence < replaced.sequence }) {
             entry.sequence = replaced.sequence  // keeps its place
         } else {
             entry.sequence = nextSequence
@@ -178,6 +204,16 @@ struct ReferenceOutbox {
     mutating func retry(_ id: OutboxEntry.ID, at now: Date) throws(Failure) -> [OutboxEntry.ID] {
         let entry = try existing(id)
         guard entry.status == .dead || entry.status == .conflict else { throw .invalidTransition }
+        // Nothing is brought back to wait forever: a parent that is dead, or
+        // gone without having been delivered, could never let it go.
+        if let parent = entry.parent, !delivered.contains(parent), entries[parent].map({ $0.status == .dead }) ?? true {
+            throw .invalidTransition
+        }
+        // Nor to wait for an entry younger than itself (an id discarded and
+        // enqueued again): that could deadlock its scope.
+        if let parent = entry.parent, let parentEntry = entries[parent], parentEntry.sequence > entry.sequence {
+            throw .invalidTransition
+        }
         revive(id, at: now)
         var revived: [OutboxEntry.ID] = []
         var work = [id]

@@ -16,6 +16,7 @@ struct StoreModelTests {
         case quarantine(Int)
         case conflict(Int)
         case retry(Int)
+        case retryDead(Int)
         case discard(Int)
         case advance(seconds: Int)
         case reopen
@@ -30,6 +31,7 @@ struct StoreModelTests {
             case .quarantine(let n): "quarantine(\(n))"
             case .conflict(let n): "conflict(\(n))"
             case .retry(let n): "retry(\(n))"
+            case .retryDead(let n): "retry(dead #\(n))"
             case .discard(let n): "discard(\(n))"
             case .advance(let seconds): "advance(\(seconds)s)"
             case .reopen: "reopen"
@@ -47,6 +49,7 @@ struct StoreModelTests {
         (1, Gen.int(in: 0...9).map { Step.quarantine($0) }),
         (1, Gen.int(in: 0...5).map { Step.conflict($0) }),
         (1, Gen.int(in: 0...9).map { Step.retry($0) }),
+        (1, Gen.int(in: 0...9).map { Step.retryDead($0) }),
         (1, Gen.int(in: 0...9).map { Step.discard($0) }),
         (2, Gen.int(in: 1...120).map { Step.advance(seconds: $0) }),
         (1, Gen.always(Step.reopen))
@@ -113,7 +116,7 @@ struct StoreModelTests {
                 switch step {
                 case .enqueue(let scope, let parent, let priority, let coalesce):
                     let id = OutboxEntry.ID()
-                    let dependencies = parent.flatMap { known.indices.contains($0) ? [known[$0]] : nil } ?? []
+                    let dependencies = parent.flatMap { known.indices.contains($0) ? [known[known.count - 1 - $0]] : nil } ?? []
                     let request = OutboxEnqueueRequest(
                         id: id, type: "t\(scope)", method: "POST", endpoint: "/things", payload: Array("\(index)".utf8),
                         scope: scope == 0 ? nil : "s\(scope)", dependencies: dependencies, priority: priority,
@@ -156,6 +159,11 @@ struct StoreModelTests {
                             return "conflict"
                         }
                     }
+                case .retryDead(let n):
+                    let stopped = try await model.entries(matching: OutboxFilter(statuses: [.dead, .conflict])).map(\.id)
+                    guard !stopped.isEmpty else { continue }
+                    let id = stopped[n % stopped.count]
+                    try await both { "\(try await $0.retry(id, at: now).dependents.sorted())" }
                 case .advance(let seconds):
                     now = now.addingTimeInterval(Double(seconds))
                 case .reopen:

@@ -43,6 +43,13 @@ struct ShortProfileTests {
         #expect((report[.outbox].details["apps killed"] ?? 0) > 0)
     }
 
+    @Test("outboxfault: failed syncs and power loss mid-drain; nothing refused is sent, nothing acknowledged lost", arguments: [61 as UInt64])
+    func outboxFaults(seed: UInt64) async throws {
+        let report = try await TortureHarness.run([.outboxfault], seed: seed, cycles: 4)
+        TortureHarness.expectClean(report, .outboxfault)
+        #expect((report[.outboxfault].details["enqueues refused, the machine running"] ?? 0) > 0, "\(report.text)")
+    }
+
     @Test("every mode with a random seed (printed above)")
     func randomSeed() async throws {
         let seed = TortureHarness.randomSeed

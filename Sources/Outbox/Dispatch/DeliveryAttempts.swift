@@ -17,8 +17,11 @@ final class DeliveryAttempts: Sendable {
     /// Backoff jitter, shared by every attempt.
     let jitter: Locked<JitterRandom>
     let abandoned = AbandonedDeliveries()
+    /// Not-sent and interrupted attempts in a row, per entry, in this
+    /// process: the exponent of their backoff. Cleared by any other outcome.
+    let streaks = Locked<[OutboxEntry.ID: Int]>([:])
 
-    private var logger: Logger { configuration.logger }
+    var logger: Logger { configuration.logger }
 
     init(
         store: any OutboxStore, configuration: OutboxDispatcherConfiguration, clock: any OutboxClock,
@@ -32,13 +35,20 @@ final class DeliveryAttempts: Sendable {
         self.jitter = Locked(JitterRandom(seed: configuration.randomSeed))
     }
 
-    /// Delivers one claimed (in-flight) entry and records the outcome.
+    /// Delivers one claimed (in-flight) entry and records the outcome. Every
+    /// attempt ends with a recorded outcome: if recording fails, the entry's
+    /// lease is released as an interrupted attempt, and if even that fails,
+    /// the running dispatcher reclaims the lease when it expires.
     func attempt(_ entry: OutboxEntry, with handler: any OutboxHandler) async -> OutboxFlushReport {
         var report = OutboxFlushReport()
         do throws(OutboxError) {
-            // Too old to keep trying: quarantine, never drop silently.
-            if let maximumAge = configuration.maximumAge, clock.now() >= entry.createdAt.adding(maximumAge) {
-                try await quarantine(entry.id, reason: "expired: older than \(maximumAge)", httpStatus: nil, into: &report)
+            // Too long since the server first answered: quarantine, never drop silently.
+            if let maximumAge = configuration.maximumAge, let answered = entry.firstAnswerAt,
+                clock.now() >= answered.adding(maximumAge)
+            {
+                try await quarantine(
+                    entry, reason: "expired: the server first answered more than \(maximumAge) ago", httpStatus: nil,
+                    into: &report)
                 return report
             }
             if let stillRunning = await previousDeliveryStillRunning(entry.id) {
@@ -47,23 +57,38 @@ final class DeliveryAttempts: Sendable {
             }
             publish(.sending(entry.id, attempt: entry.attempts))
 
-            let outcome: OutboxOutcome
+            var outcome: OutboxOutcome
             var sent: OutboxDelivery?
-            switch try await resolveReferences(entry) {
-            case .unresolved(let unresolved):
-                outcome = unresolved
-            case .resolved(let delivery):
-                let started = ContinuousClock.now
-                outcome = await deliver(delivery, with: handler)
-                metrics.deliveryTime.record(duration: started.duration(to: .now))
-                sent = delivery
+            do throws(OutboxError) {
+                switch try await resolveReferences(entry) {
+                case .unresolved(let unresolved):
+                    outcome = unresolved
+                case .resolved(let delivery):
+                    let started = ContinuousClock.now
+                    outcome = await deliver(delivery, with: handler)
+                    metrics.deliveryTime.record(duration: started.duration(to: .now))
+                    sent = delivery
+                }
+            } catch {
+                // Nothing was sent: end the attempt, do not leave it in flight.
+                outcome = .notSent(reason: "cannot resolve its local: references: \(error)")
             }
             try await apply(outcome, to: entry, delivery: sent, handler: handler, into: &report)
         } catch {
             report.errors.append("\(entry.id): \(error)")
             logger.error("attempt failed in the store", metadata: ["id": "\(entry.id)", "error": "\(error)"])
+            await release(entry, because: error)
         }
         return report
+    }
+
+    /// Ends an attempt whose outcome could not be recorded: the entry goes
+    /// back to the queue as interrupted, due at once.
+    private func release(_ entry: OutboxEntry, because error: OutboxError) async {
+        guard let current = try? await store.entry(entry.id), current.status == .inFlight else { return }
+        _ = try? await store.recordFailure(
+            entry.id, error: "interrupted: the outcome could not be recorded (\(error))", httpStatus: nil,
+            retryAt: clock.now(), countsAsAttempt: false, serverAnsweredAt: nil)
     }
 
     /// The entry with its `local:` references replaced by server ids, or the
@@ -94,17 +119,26 @@ final class DeliveryAttempts: Sendable {
         return .resolved(OutboxDelivery(entry: entry, endpoint: remapped.endpoint, payload: remapped.payload, attempt: entry.attempts))
     }
 
-    /// Runs the handler with a timeout; a timeout or a thrown error is transient.
+    /// Runs the handler with a timeout. A thrown error is transient; a
+    /// timeout, or a cancellation by the dispatcher (``OutboxDispatcher/stop()``,
+    /// a drain's deadline), is an interrupted attempt: the request may have
+    /// been sent.
     private func deliver(_ delivery: OutboxDelivery, with handler: any OutboxHandler) async -> OutboxOutcome {
         let deadline = clock.now().adding(configuration.deliveryTimeout)
         let result = await DeadlineRace.run(until: deadline, clock: clock) { try await handler.deliver(delivery) }
         switch result {
         case .finished(.success(let outcome)): return outcome
         case .finished(.failure(let error)):
+            if Task.isCancelled || error is CancellationError {
+                return .interrupted(reason: "the attempt was cancelled (the dispatcher stopped or its deadline passed)")
+            }
             return .transient(reason: "the handler threw: \(error)", httpStatus: nil, retryAfter: nil)
         case .timedOut(let abandoned):
             self.abandoned.remember(abandoned, for: delivery.entry.id)
-            return .transient(reason: "timed out after \(configuration.deliveryTimeout)", httpStatus: nil, retryAfter: nil)
+            return .interrupted(reason: "no outcome within the delivery timeout of \(configuration.deliveryTimeout)")
+        case .cancelled(let abandoned):
+            self.abandoned.remember(abandoned, for: delivery.entry.id)
+            return .interrupted(reason: "the attempt was cancelled (the dispatcher stopped)")
         }
     }
 
@@ -120,92 +154,7 @@ final class DeliveryAttempts: Sendable {
             httpStatus: nil, retryAfter: nil)
     }
 
-    /// Records `outcome` of an attempt on `entry`; `delivery` is what was
-    /// sent (references remapped), if anything was.
-    private func apply(
-        _ outcome: OutboxOutcome, to entry: OutboxEntry, delivery: OutboxDelivery?, handler: any OutboxHandler,
-        into report: inout OutboxFlushReport
-    ) async throws(OutboxError) {
-        switch outcome {
-        case .delivered(let serverID):
-            try await store.recordSuccess(entry.id, serverID: serverID, at: clock.now())
-            report.delivered += 1
-            metrics.delivered.increment()
-            publish(.delivered(entry.id, serverID: serverID))
-
-        case .permanent(let reason, let status):
-            try await quarantine(entry.id, reason: reason, httpStatus: status, into: &report)
-
-        case .transient(let reason, let status, let retryAfter):
-            let now = clock.now()
-            let wait = retryAfter ?? jitter.withLock { configuration.backoff.delay(afterAttempt: entry.attempts, using: &$0) }
-            let retryAt = now.adding(wait)
-            if let maximumAge = configuration.maximumAge, retryAt >= entry.createdAt.adding(maximumAge) {
-                try await quarantine(entry.id, reason: "expired after: \(reason)", httpStatus: status, into: &report)
-                return
-            }
-            let (newStatus, cascade) = try await store.recordFailure(entry.id, error: reason, httpStatus: status, retryAt: retryAt)
-            if newStatus == .dead {
-                report.quarantined += 1
-                metrics.quarantined.increment()
-                publish(.quarantined(entry.id, reason: "gave up after \(entry.attempts) attempt(s): \(reason)"))
-                publishCascade(cascade, parent: entry.id)
-            } else {
-                report.retried += 1
-                metrics.retried.increment()
-                publish(.retryScheduled(entry.id, at: retryAt, reason: reason))
-            }
-
-        case .conflict(let reason, let status):
-            report.conflicts += 1
-            metrics.conflicts.increment()
-            switch handler.conflictPolicy {
-            case .serverWins:
-                // The attempt is over; the entry is no longer in flight.
-                try await store.markConflict(entry.id, reason: reason, httpStatus: status)
-                let cascade = try await store.discard(entry.id)
-                report.discarded += 1
-                report.quarantined += cascade.dependents.count
-                metrics.quarantined.increment(by: cascade.dependents.count)
-                publish(.discarded(entry.id, reason: "server wins: \(reason)"))
-                for dependent in cascade.dependents {
-                    publish(.quarantined(dependent, reason: "dependencyFailed: \(entry.id) was discarded (server wins)"))
-                }
-            case .clientWins:
-                // Resend what was sent: the same remapped endpoint and payload.
-                let resend = delivery ?? OutboxDelivery(entry: entry, endpoint: entry.endpoint, payload: entry.payload, attempt: entry.attempts)
-                let deadline = clock.now().adding(configuration.deliveryTimeout)
-                let retried = await DeadlineRace.run(until: deadline, clock: clock) { try await handler.resendAfterConflict(resend) }
-                if case .timedOut(let stillRunning) = retried { abandoned.remember(stillRunning, for: entry.id) }
-                if case .finished(.success(let second)) = retried, second != outcome, !second.isConflict {
-                    try await apply(second, to: entry, delivery: resend, handler: handler, into: &report)
-                } else {
-                    try await store.markConflict(entry.id, reason: reason, httpStatus: status)
-                    publish(.conflict(entry.id, reason: reason))
-                }
-            case .manual:
-                try await store.markConflict(entry.id, reason: reason, httpStatus: status)
-                publish(.conflict(entry.id, reason: reason))
-            }
-        }
-    }
-
-    private func quarantine(
-        _ id: OutboxEntry.ID, reason: String, httpStatus: Int?, into report: inout OutboxFlushReport
-    ) async throws(OutboxError) {
-        let cascade = try await store.quarantine(id, reason: reason, httpStatus: httpStatus)
-        report.quarantined += 1 + cascade.dependents.count
-        metrics.quarantined.increment(by: 1 + cascade.dependents.count)
-        logger.warning("quarantined an entry", metadata: ["id": "\(id)", "reason": "\(reason)"])
-        publish(.quarantined(id, reason: reason))
-        publishCascade(cascade, parent: id)
-    }
-
-    private func publishCascade(_ cascade: OutboxCascade, parent: OutboxEntry.ID) {
-        for dependent in cascade.dependents { publish(.quarantined(dependent, reason: "dependencyFailed: \(parent) is dead")) }
-    }
-
-    private func publish(_ event: OutboxEvent) { broadcaster.publish(event) }
+    func publish(_ event: OutboxEvent) { broadcaster.publish(event) }
 }
 
 /// Handlers the watchdog gave up on that may still be running (they ignore
@@ -229,6 +178,11 @@ final class AbandonedDeliveries: Sendable {
 extension OutboxOutcome {
     var isConflict: Bool {
         if case .conflict = self { return true }
+        return false
+    }
+
+    var isAlreadyProcessed: Bool {
+        if case .alreadyProcessed = self { return true }
         return false
     }
 }

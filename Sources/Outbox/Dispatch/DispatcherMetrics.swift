@@ -8,5 +8,9 @@ struct DispatcherMetrics: Sendable {
     let retried = Counter(label: "outbox_retries_total")
     let quarantined = Counter(label: "outbox_quarantined_total")
     let conflicts = Counter(label: "outbox_conflicts_total")
+    /// Attempts whose answer was lost after the request was sent (resent promptly).
+    let interrupted = Counter(label: "outbox_interrupted_total")
+    /// Attempts that never reached the server (refused, DNS, unreachable).
+    let notSent = Counter(label: "outbox_not_sent_total")
     let deliveryTime = Metrics.Timer(label: "outbox_delivery_duration")
 }

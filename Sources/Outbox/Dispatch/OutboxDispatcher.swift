@@ -15,7 +15,12 @@ import OutboxLocking
 /// ```
 ///
 /// - `flush()` coalesces concurrent callers onto one running drain, so an
-///   entry is never sent twice at once.
+///   entry is never sent twice at once. A running drain keeps every slot
+///   busy: it claims again when an attempt ends, when something is enqueued
+///   or flushed, and when the next retry comes due.
+/// - Lifecycle: `start` … `stop` … `start` again. While stopped, `enqueue`
+///   records the write (the commit point still holds) and it is sent after
+///   the next `start`.
 /// - Triggers: `start()` (cold start), every `enqueue`, a timer at the
 ///   earliest retry time, `connectivityChanged(isOnline:)`,
 ///   `appDidBecomeActive()`, `resume()`.
@@ -24,24 +29,39 @@ import OutboxLocking
 public actor OutboxDispatcher {
     /// The queue being drained.
     public nonisolated let store: any OutboxStore
-    private let handlers: [String: any OutboxHandler]
-    private let fallback: (any OutboxHandler)?
-    private let configuration: OutboxDispatcherConfiguration
-    private let clock: any OutboxClock
+    let handlers: [String: any OutboxHandler]
+    let fallback: (any OutboxHandler)?
+    let configuration: OutboxDispatcherConfiguration
+    /// Why the configuration cannot be used (``OutboxDispatcherConfiguration/validate()``):
+    /// the dispatcher then refuses to work.
+    let configurationError: OutboxError?
+    let clock: any OutboxClock
     private let broadcaster: EventBroadcaster
     /// Runs each attempt, off this actor.
-    private let attempts: DeliveryAttempts
-    private var logger: Logger { configuration.logger }
+    let attempts: DeliveryAttempts
+    var logger: Logger { configuration.logger }
 
-    private var drainTask: Task<OutboxFlushReport, Never>?
+    /// The running drain, if any: flushes join it, enqueues and flushes wake it.
+    private var running: (task: Task<OutboxFlushReport, Never>, wakeup: Wakeup)?
     private var drainAgain = false
     private var paused = false
     private var online = true
-    private var started = false
+    private var lifecycle = Lifecycle.idle
+    /// While ``drain(until:)`` runs: no attempt starts after this.
+    private var claimDeadline: Date?
     private var timer: (task: Task<Void, Never>, deadline: Date)?
     private var monitorTask: Task<Void, Never>?
-    private var reportedUnhandled: Set<OutboxEntry.ID> = []
+    var reportedUnhandled: Set<OutboxEntry.ID> = []
     private var lastPrune: Date?
+    var lastLeaseCheck: Date?
+
+    private enum Lifecycle {
+        /// Never started: every enqueue flushes in the background.
+        case idle
+        case started
+        /// After ``stop()``: enqueues are recorded and sent after the next ``start(connectivity:)``.
+        case stopped
+    }
 
     private let metrics: DispatcherMetrics
 
@@ -58,6 +78,13 @@ public actor OutboxDispatcher {
         self.handlers = handlers
         self.fallback = fallback
         self.configuration = configuration
+        do {
+            try configuration.validate()
+            configurationError = nil
+        } catch {
+            configurationError = error
+            configuration.logger.error("the dispatcher's configuration is invalid; it will send nothing", metadata: ["error": "\(error)"])
+        }
         self.clock = clock
         let broadcaster = EventBroadcaster()
         let metrics = DispatcherMetrics()
@@ -80,12 +107,18 @@ public actor OutboxDispatcher {
     /// Records `action` (the commit point), publishes ``OutboxEvent/enqueued(_:)``
     /// for optimistic UI, and starts a best-effort flush in the background:
     /// the seeds' "action → outbox.add → event → flush" in one call.
+    ///
+    /// `idempotencyKey`: `nil` (the default) derives the key from the
+    /// partition and `id`; pass your own when a retry of this call cannot
+    /// reproduce `id` (see ``OutboxEnqueueRequest/idempotencyKey``).
     @discardableResult
     public func enqueue<Action: OutboxAction>(
-        _ action: Action, id: OutboxEntry.ID = OutboxEntry.ID()
+        _ action: Action, id: OutboxEntry.ID = OutboxEntry.ID(), idempotencyKey: String? = nil
     ) async throws(OutboxError) -> OutboxEnqueueResult {
         let request: OutboxEnqueueRequest
-        do { request = try OutboxEnqueueRequest(action, id: id, createdAt: clock.now()) } catch {
+        do {
+            request = try OutboxEnqueueRequest(action, id: id, idempotencyKey: idempotencyKey, createdAt: clock.now())
+        } catch {
             throw OutboxError(.invalidArgument, "the action's payload could not be encoded: \(error)", entry: id)
         }
         return try await enqueue(request)
@@ -94,6 +127,7 @@ public actor OutboxDispatcher {
     /// Records a request built by hand; see ``enqueue(_:id:)``.
     @discardableResult
     public func enqueue(_ request: OutboxEnqueueRequest) async throws(OutboxError) -> OutboxEnqueueResult {
+        if let configurationError { throw configurationError }
         let result = try await store.enqueue(request)
         switch result {
         case .enqueued(let entry), .coalesced(let entry, _):
@@ -107,7 +141,13 @@ public actor OutboxDispatcher {
         case .duplicate:
             break
         }
-        Task { await self.flush() }
+        if lifecycle == .stopped {
+            logger.notice(
+                "recorded while the dispatcher is stopped: it is sent after the next start()",
+                metadata: ["id": "\(request.id)"])
+        } else {
+            Task { await self.flush() }
+        }
         return result
     }
 
@@ -135,13 +175,16 @@ public actor OutboxDispatcher {
     // MARK: - Triggers
 
     /// Flushes now (the cold-start trigger) and follows `connectivity`.
+    /// After ``stop()``, starts again (and sends what was recorded meanwhile).
     ///
     /// With a monitor, the cold-start flush waits for its first answer (the
     /// current state), so nothing is attempted while the device is offline.
     public func start(connectivity: (any ConnectivityMonitor)? = nil) {
-        guard !started else { return }
-        started = true
+        guard lifecycle != .started else { return }
+        lifecycle = .started
+        paused = false
         guard let connectivity else {
+            online = true
             Task { await self.flush() }
             return
         }
@@ -164,15 +207,22 @@ public actor OutboxDispatcher {
         if isOnline { Task { await self.flush() } }
     }
 
-    /// Stops the timer and the connectivity subscription, waits for a
-    /// running drain, and ends every event stream.
+    /// Stops: no new attempt starts, running attempts are cancelled (each
+    /// is recorded as interrupted and resent later with the same key), the
+    /// timer and the connectivity subscription end, and so does every event
+    /// stream. Returns once the running drain has recorded its attempts, or
+    /// at once if the calling task is cancelled. ``start(connectivity:)``
+    /// starts again.
     public func stop() async {
+        lifecycle = .stopped
         monitorTask?.cancel()
         monitorTask = nil
         timer?.task.cancel()
         timer = nil
-        paused = true
-        if let drainTask { _ = await drainTask.value }
+        if let running {
+            running.task.cancel()
+            _ = await valueUnlessCancelled(of: running.task)
+        }
         broadcaster.finish()
     }
 
@@ -199,89 +249,127 @@ public actor OutboxDispatcher {
     // MARK: - Flushing
 
     /// Sends everything that is due, until nothing is; returns what it did.
-    /// Concurrent callers join the running drain instead of starting another.
+    /// Concurrent callers join the running drain instead of starting another
+    /// (and wake it, so it claims what became due). If the calling task is
+    /// cancelled, returns at once with what is known (an empty report when it
+    /// joined a drain): the drain goes on for the dispatcher's other triggers.
     @discardableResult
     public func flush() async -> OutboxFlushReport {
-        if let drainTask {
-            drainAgain = true
-            return await drainTask.value
-        }
-        let task = Task { await self.drainUntilQuiet() }
-        drainTask = task
-        return await task.value
+        if let refused = refusedForConfiguration() { return refused }
+        return await valueUnlessCancelled(of: drainTask()) ?? OutboxFlushReport()
     }
 
-    private func drainUntilQuiet() async -> OutboxFlushReport {
+    /// Sends what is due and keeps going — waiting for retries to come due,
+    /// sending what is enqueued meanwhile — until nothing is left unsent or
+    /// `deadline` passes. No attempt starts after the deadline; attempts
+    /// running then end within ``OutboxDispatcherConfiguration/deliveryTimeout``
+    /// (each is recorded: no entry stays in flight), so this returns within
+    /// the deadline plus one delivery timeout — or at once if the calling
+    /// task is cancelled.
+    ///
+    /// Entries that cannot be sent before the deadline (a retry due later,
+    /// a dependency not delivered) stay queued; ``summary()`` and
+    /// ``OutboxStore/entries(matching:)`` tell what is left and why.
+    @discardableResult
+    public func drain(until deadline: Date) async -> OutboxFlushReport {
+        if let refused = refusedForConfiguration() { return refused }
+        claimDeadline = deadline
+        // Every drain until then counts, whoever started it (a timer, an enqueue).
+        deadlineReport = OutboxFlushReport()
+        defer {
+            claimDeadline = nil
+            deadlineReport = nil
+        }
+        while !Task.isCancelled {
+            guard await valueUnlessCancelled(of: drainTask()) != nil else { break }
+            let now = clock.now()
+            guard now < deadline, let unsent = try? await store.summary().unsent, unsent > 0 else { break }
+            guard let due = try? await store.nextDueDate() else {
+                // In flight: a drain another caller started (the retry
+                // timer, an enqueue) holds it; its outcome decides what
+                // comes next.
+                if let running {
+                    _ = await valueUnlessCancelled(of: running.task)
+                    continue
+                }
+                // Nothing will come due by itself (what is left waits for a
+                // dependency that needs a person, say): waiting cannot help.
+                break
+            }
+            // Wait for the next retry (or the deadline), woken early by an
+            // enqueue or a flush: they start a drain of their own.
+            let next = min(due, deadline)
+            if next > now {
+                if let running { _ = await valueUnlessCancelled(of: running.task) } else { await sleep(until: next) }
+            }
+            if clock.now() >= deadline { break }
+        }
+        return deadlineReport ?? OutboxFlushReport()
+    }
+
+    /// What every drain did while ``drain(until:)`` runs.
+    private var deadlineReport: OutboxFlushReport?
+
+    /// A report of the configuration error, when there is one: a dispatcher
+    /// with an unusable configuration sends nothing.
+    private func refusedForConfiguration() -> OutboxFlushReport? {
+        guard let configurationError else { return nil }
+        var report = OutboxFlushReport()
+        report.errors.append("\(configurationError)")
+        return report
+    }
+
+    /// The running drain, or a new one.
+    private func drainTask() -> Task<OutboxFlushReport, Never> {
+        if let running {
+            drainAgain = true
+            running.wakeup.signal()
+            return running.task
+        }
+        let wakeup = Wakeup()
+        let task = Task { await self.drainUntilQuiet(wakeup: wakeup) }
+        running = (task, wakeup)
+        return task
+    }
+
+    /// Sleeps on the dispatcher's clock until `date`, the calling task's
+    /// cancellation, or a drain started meanwhile (an enqueue, a flush).
+    private func sleep(until date: Date) async {
+        let wakeup = Wakeup()
+        sleepers.append(wakeup)
+        let clock = self.clock
+        let alarm = Task {
+            try? await clock.sleep(until: date)
+            wakeup.signal()
+        }
+        await wakeup.wait()
+        alarm.cancel()
+        sleepers.removeAll { $0 === wakeup }
+    }
+
+    /// ``drain(until:)`` callers waiting for the next due time.
+    private var sleepers: [Wakeup] = []
+
+    private func drainUntilQuiet(wakeup: Wakeup) async -> OutboxFlushReport {
         var report = OutboxFlushReport()
         repeat {
             drainAgain = false
-            report.add(await drain())
-        } while drainAgain && !paused && online
+            report.add(await drain(wakeup: wakeup))
+        } while drainAgain && mayClaim
         // No await between the last check and this: a flush that arrives
         // later starts a new drain rather than joining a finished one.
-        drainTask = nil
+        running = nil
+        deadlineReport?.add(report)
+        for sleeper in sleepers { sleeper.signal() }
         await pruneIfDue()
         await scheduleTimer()
         return report
     }
 
-    /// One pass: keeps up to `maximumConcurrentDeliveries` attempts running,
-    /// claiming due entries from the store whenever slots free up. A claim
-    /// puts its entries in flight in one write, so an entry is never handed
-    /// to two attempts.
-    private func drain() async -> OutboxFlushReport {
-        var report = OutboxFlushReport()
-        let lease = configuration.deliveryTimeout + configuration.leaseGrace
-        let handlers = self.handlers
-        let hasFallback = fallback != nil
-        let attempts = self.attempts
-        // Attempts count themselves here as they end, so the loop can take
-        // every finished one at once and refill all their slots in one claim.
-        let finished = FinishedAttempts()
-        await withTaskGroup(of: OutboxFlushReport.self) { group in
-            var running = 0
-            var collected = 0
-            var claiming = true
-            while true {
-                let capacity = configuration.maximumConcurrentDeliveries - running
-                if claiming && capacity > 0 && !paused && online {
-                    do {
-                        let claim = try await store.claimDue(at: clock.now(), limit: capacity, lease: lease) { type in
-                            hasFallback || handlers[type] != nil
-                        }
-                        for (id, type) in claim.unaccepted where reportedUnhandled.insert(id).inserted {
-                            report.unhandled += 1
-                            publish(.unhandled(id, type: type))
-                            logger.warning("no handler for entry type", metadata: ["type": "\(type)", "id": "\(id)"])
-                        }
-                        for entry in claim.entries {
-                            guard let handler = handlers[entry.type] ?? fallback else { continue }  // accepted above
-                            running += 1
-                            group.addTask {
-                                let result = await attempts.attempt(entry, with: handler)
-                                finished.count.withLock { $0 += 1 }
-                                return result
-                            }
-                        }
-                    } catch {
-                        // Let the running attempts finish and record their outcomes.
-                        claiming = false
-                        report.errors.append("claimDue: \(error)")
-                        logger.error("cannot claim due entries", metadata: ["error": "\(error)"])
-                    }
-                }
-                guard running > 0, let result = await group.next() else { break }
-                running -= 1
-                collected += 1
-                report.add(result)
-                while running > 0, finished.count.withLock { $0 } > collected, let result = await group.next() {
-                    running -= 1
-                    collected += 1
-                    report.add(result)
-                }
-            }
-        }
-        return report
+    /// Whether a drain may start attempts now.
+    var mayClaim: Bool {
+        !paused && online && lifecycle != .stopped && !Task.isCancelled
+            && claimDeadline.map { clock.now() < $0 } ?? true
     }
 
     /// Drops succeeded entries past their audit window and stale mappings,
@@ -296,7 +384,7 @@ public actor OutboxDispatcher {
     }
 
     private func scheduleTimer() async {
-        guard !paused, online, let next = try? await store.nextDueDate() else { return }
+        guard !paused, online, lifecycle != .stopped, let next = try? await store.nextDueDate() else { return }
         if let timer, timer.deadline <= next { return }
         timer?.task.cancel()
         let clock = self.clock
@@ -312,10 +400,5 @@ public actor OutboxDispatcher {
         await flush()
     }
 
-    private nonisolated func publish(_ event: OutboxEvent) { broadcaster.publish(event) }
-}
-
-/// How many attempts of a drain have ended (shared with the attempt tasks).
-private final class FinishedAttempts: Sendable {
-    let count = Locked(0)
+    nonisolated func publish(_ event: OutboxEvent) { broadcaster.publish(event) }
 }

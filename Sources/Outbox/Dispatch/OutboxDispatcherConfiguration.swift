@@ -8,9 +8,21 @@ public struct OutboxDispatcherConfiguration: Sendable {
     public var maximumConcurrentDeliveries = 4
     /// Exponential backoff with full jitter; default base 1 s, cap 5 min.
     public var backoff = OutboxBackoff()
-    /// An entry older than this is quarantined instead of retried (the
-    /// seeds' "older than N days → give up", but never silently). Default 7 days.
+    /// An entry the server first answered longer ago than this is
+    /// quarantined instead of retried (the seeds' "older than N days → give
+    /// up", but never silently). Counted from the server's first answer,
+    /// not from the enqueue: while the server cannot be reached at all
+    /// (``OutboxOutcome/notSent(reason:)``) an entry never expires. Default 7 days.
     public var maximumAge: Duration? = .seconds(7 * 24 * 3600)
+    /// A server's `Retry-After` is kept within these bounds: `Retry-After: 0`
+    /// or a past date would re-send at once and burn the attempts in
+    /// milliseconds; a huge one would park the entry for days. Default 1 s … 1 h.
+    public var retryAfterFloor: Duration = .seconds(1)
+    public var retryAfterCap: Duration = .seconds(3600)
+    /// The short delay before resending an interrupted attempt (sent, answer
+    /// lost): full jitter over `base · 2^(n−1)` for the n-th interruption in
+    /// a row, never more than `cap`. Default 250 ms … 5 s.
+    public var interruptedBackoff = OutboxBackoff(base: .milliseconds(250), cap: .seconds(5))
     /// A delivery running longer is cancelled and counts as a transient
     /// failure. Default 60 s.
     public var deliveryTimeout: Duration = .seconds(60)
@@ -33,6 +45,12 @@ public struct OutboxFlushReport: Sendable, Hashable, Codable {
     public var quarantined = 0
     public var conflicts = 0
     public var discarded = 0
+    /// Attempts sent whose answer was lost (resent promptly; not failures).
+    public var interrupted = 0
+    /// Attempts that never reached the server (not counted toward `maxAttempts`).
+    public var notSent = 0
+    /// In-progress polls: the server was still processing the key.
+    public var inProgress = 0
     /// Entries left alone because no handler handles their type.
     public var unhandled = 0
     /// Store or handler errors that ended an attempt early.
@@ -40,12 +58,17 @@ public struct OutboxFlushReport: Sendable, Hashable, Codable {
 
     public init() {}
 
-    mutating func add(_ other: OutboxFlushReport) {
+    /// Adds `other`'s counts and errors to this report (for totals over
+    /// several flushes).
+    public mutating func add(_ other: OutboxFlushReport) {
         delivered += other.delivered
         retried += other.retried
         quarantined += other.quarantined
         conflicts += other.conflicts
         discarded += other.discarded
+        interrupted += other.interrupted
+        notSent += other.notSent
+        inProgress += other.inProgress
         unhandled += other.unhandled
         errors += other.errors
     }

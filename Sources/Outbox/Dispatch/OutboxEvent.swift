@@ -9,8 +9,14 @@ public enum OutboxEvent: Sendable, Hashable {
     case sending(OutboxEntry.ID, attempt: Int)
     /// Delivered; `serverID` is what the server calls it now.
     case delivered(OutboxEntry.ID, serverID: String?)
-    /// The attempt failed transiently; the next starts at `at`.
+    /// The attempt failed transiently; the next starts at `at`. Also sent
+    /// for attempts that did not reach the server, and for in-progress polls
+    /// (neither counts toward `maxAttempts`; the reason says which).
     case retryScheduled(OutboxEntry.ID, at: Date, reason: String)
+    /// The request was sent but its answer was lost (dropped connection,
+    /// timeout, cancelled attempt): resent promptly at `at`, not counted as
+    /// a failed attempt.
+    case interrupted(OutboxEntry.ID, at: Date, reason: String)
     /// Quarantined (`dead`): tell the user; it needs retry or discard.
     case quarantined(OutboxEntry.ID, reason: String)
     /// A conflict left for the app to resolve.

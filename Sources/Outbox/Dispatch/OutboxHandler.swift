@@ -92,6 +92,28 @@ public enum OutboxOutcome: Sendable, Hashable {
     case transient(reason: String, httpStatus: Int?, retryAfter: Duration?)
     /// The server holds a conflicting version: apply the handler's policy.
     case conflict(reason: String, httpStatus: Int?)
+    /// The request never (fully) reached the server — connection refused,
+    /// host not found, network unreachable, reset before the request was
+    /// sent — so nothing can have been applied. Retried with capped backoff
+    /// and **not** counted toward `maxAttempts`: an outage never kills a
+    /// write (only ``OutboxDispatcherConfiguration/maximumAge``, counted
+    /// from the server's first answer, does).
+    case notSent(reason: String)
+    /// The request was sent whole but no answer came back (the connection
+    /// closed or reset, the request timed out, our attempt was cancelled):
+    /// it may have been applied. Resent promptly, after a short bounded
+    /// delay (the idempotency key makes that safe); not a failed attempt.
+    case interrupted(reason: String)
+    /// The server is still processing an earlier request with this key (a
+    /// 409 with `Retry-After`): poll again after `retryAfter`. Not a failed
+    /// attempt.
+    case inProgress(reason: String, retryAfter: Duration?)
+    /// The server says it has already processed this key but cannot give
+    /// its answer (410 "response not stored", 422 "key reused" after an
+    /// answer was lost): the write was most likely applied. The entry is left
+    /// in `conflict` for the app, whatever the conflict policy, and its
+    /// dependents are not quarantined.
+    case alreadyProcessed(reason: String, httpStatus: Int?)
 }
 
 /// What the dispatcher does with a conflict.

@@ -68,6 +68,19 @@ extension OutboxAction where Self: Encodable {
 public struct OutboxEnqueueRequest: Sendable, Hashable {
     /// The entry's id. Enqueueing the same id twice yields one entry.
     public var id: OutboxEntry.ID
+    /// The key sent as `Idempotency-Key` with every attempt, or `nil` (the
+    /// default) to derive it from the partition and ``id``
+    /// (``OutboxEntry/derivedIdempotencyKey(partition:id:)``).
+    ///
+    /// Pass one when a retry of the enqueue cannot reproduce the id: an app
+    /// that mints a fresh id per call but has its own name for the write
+    /// (a form submission, a payment intent, a key the server handed out).
+    /// Enqueueing a key the partition already holds — pending, in flight,
+    /// quarantined, or delivered within `mappingRetention` — returns
+    /// ``OutboxEnqueueResult/duplicate(_:status:)`` with the existing
+    /// entry's id and writes nothing. 1 to 255 visible ASCII characters;
+    /// make it unguessable if your server does not scope keys per user.
+    public var idempotencyKey: String?
     public var type: String
     public var method: String
     public var endpoint: String
@@ -81,12 +94,13 @@ public struct OutboxEnqueueRequest: Sendable, Hashable {
     public var createdAt: Date
 
     public init(
-        id: OutboxEntry.ID = OutboxEntry.ID(), type: String, method: String, endpoint: String,
-        payload: [UInt8] = [], headers: [String: String] = [:], scope: String? = nil,
+        id: OutboxEntry.ID = OutboxEntry.ID(), idempotencyKey: String? = nil, type: String, method: String,
+        endpoint: String, payload: [UInt8] = [], headers: [String: String] = [:], scope: String? = nil,
         dependencies: [OutboxEntry.ID] = [], priority: Int = 0, coalescingKey: String? = nil,
         maxAttempts: Int? = nil, createdAt: Date = Date()
     ) {
         self.id = id
+        self.idempotencyKey = idempotencyKey
         self.type = type
         self.method = method
         self.endpoint = endpoint
@@ -100,10 +114,14 @@ public struct OutboxEnqueueRequest: Sendable, Hashable {
         self.createdAt = createdAt
     }
 
-    /// The request for `action`, with a fresh id unless one is given.
-    public init<Action: OutboxAction>(_ action: Action, id: OutboxEntry.ID = OutboxEntry.ID(), createdAt: Date = Date()) throws {
+    /// The request for `action`, with a fresh id unless one is given, and
+    /// the idempotency key derived from the id unless one is given (see
+    /// ``idempotencyKey``).
+    public init<Action: OutboxAction>(
+        _ action: Action, id: OutboxEntry.ID = OutboxEntry.ID(), idempotencyKey: String? = nil, createdAt: Date = Date()
+    ) throws {
         self.init(
-            id: id, type: Action.type, method: action.method, endpoint: action.endpoint,
+            id: id, idempotencyKey: idempotencyKey, type: Action.type, method: action.method, endpoint: action.endpoint,
             payload: try action.payload(), headers: action.headers, scope: action.scope,
             dependencies: action.dependencies, priority: action.priority, coalescingKey: action.coalescingKey,
             maxAttempts: action.maxAttempts, createdAt: createdAt)
@@ -116,7 +134,10 @@ public enum OutboxEnqueueResult: Sendable, Hashable {
     case enqueued(OutboxEntry)
     /// A new entry that replaced the pending entry with the same coalescing key.
     case coalesced(OutboxEntry, replaced: OutboxEntry.ID)
-    /// The id was already enqueued: nothing was written.
+    /// The id (or the app-supplied idempotency key) was already enqueued:
+    /// nothing was written. The id is the existing entry's (for a key, it
+    /// may differ from the request's id); `status` is `succeeded` if it was
+    /// delivered.
     case duplicate(OutboxEntry.ID, status: OutboxStatus)
 
     /// The entry's id.

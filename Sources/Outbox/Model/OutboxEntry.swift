@@ -2,9 +2,10 @@ import Foundation
 
 /// One server-bound write recorded in the outbox.
 ///
-/// Everything here is stored durably. The idempotency key is minted once, at
-/// enqueue, and sent unchanged with every attempt; auth headers are never
-/// stored (they come from a token provider at send time).
+/// Everything here is stored durably. The idempotency key is fixed at
+/// enqueue — the app's own, or derived from the partition and the id — and
+/// sent unchanged with every attempt; auth headers are never stored (they
+/// come from a token provider at send time).
 public struct OutboxEntry: Sendable, Hashable, Identifiable {
     public typealias ID = OutboxEntryID
 
@@ -12,7 +13,9 @@ public struct OutboxEntry: Sendable, Hashable, Identifiable {
 
     /// The local id (a UUID minted on the device).
     public var id: ID
-    /// Sent as the `Idempotency-Key` header on every attempt. Never changes.
+    /// Sent as the `Idempotency-Key` header on every attempt. Never changes:
+    /// the key the app passed to `enqueue`, or
+    /// ``derivedIdempotencyKey(partition:id:)``.
     public var idempotencyKey: String
     /// The action's discriminator: which handler delivers it.
     public var type: String
@@ -63,6 +66,10 @@ public struct OutboxEntry: Sendable, Hashable, Identifiable {
 
     /// The bytes the entry takes in the store (payload, endpoint, headers, metadata).
     public var storedBytes: Int
+    /// When the server first answered an attempt (any status), if it has:
+    /// the dispatcher's ``OutboxDispatcherConfiguration/maximumAge`` counts
+    /// from here, so an outage (nothing answers) never expires a write.
+    public var firstAnswerAt: Date?
 
     /// Builds an entry by hand — for tests of handlers; stores build their own.
     public init(
@@ -70,7 +77,7 @@ public struct OutboxEntry: Sendable, Hashable, Identifiable {
         headers: [String: String], partition: String, scope: String?, dependencies: [ID], priority: Int,
         sequence: UInt64, coalescingKey: String?, status: OutboxStatus, attempts: Int, maxAttempts: Int,
         nextAttemptAt: Date, lastError: String?, lastHTTPStatus: Int?, createdAt: Date, syncedAt: Date?,
-        serverID: String?, storedBytes: Int
+        serverID: String?, storedBytes: Int, firstAnswerAt: Date? = nil
     ) {
         self.id = id
         self.idempotencyKey = idempotencyKey
@@ -95,5 +102,6 @@ public struct OutboxEntry: Sendable, Hashable, Identifiable {
         self.syncedAt = syncedAt
         self.serverID = serverID
         self.storedBytes = storedBytes
+        self.firstAnswerAt = firstAnswerAt
     }
 }

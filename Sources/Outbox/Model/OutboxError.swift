@@ -16,8 +16,12 @@ public struct OutboxError: Error, Sendable, Hashable, CustomStringConvertible {
         public static let notFound = Code("not found")
         /// A dependency names an entry this partition does not know.
         public static let unknownDependency = Code("unknown dependency")
-        /// A request field is out of range.
+        /// A request field (or a configuration value) is out of range; see ``OutboxLimits``.
         public static let invalidArgument = Code("invalid argument")
+        /// The entry's record would exceed the log's record limit
+        /// (`OutboxStoreConfiguration.log.maximumRecordSize`); the message
+        /// gives the limit and the size. Nothing was written.
+        public static let tooLarge = Code("too large")
         /// The encryption key does not open this store's data (nothing was changed).
         public static let wrongKey = Code("wrong key")
         /// The store's data is encrypted and no key was given.

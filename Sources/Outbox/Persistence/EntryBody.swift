@@ -14,12 +14,16 @@ struct EntryBody: Sendable, Hashable {
     var partition: String
     var dependencies: [OutboxEntryID]
     var idempotencyKey: String
+    /// The app passed ``idempotencyKey`` (rather than leaving it to be
+    /// derived from the partition and the id): the store then also finds the
+    /// entry by its key.
+    var keySuppliedByApp: Bool
     var method: String
     var endpoint: String
     var headers: [String: String]
     var payload: [UInt8]
 
-    init(request: OutboxEnqueueRequest, metadata: EntryMetadata, partition: String, idempotencyKey: String) {
+    init(request: OutboxEnqueueRequest, metadata: EntryMetadata, partition: String) {
         id = request.id
         sequence = metadata.sequence
         createdAt = metadata.createdAt
@@ -30,7 +34,8 @@ struct EntryBody: Sendable, Hashable {
         coalescingKey = request.coalescingKey
         self.partition = partition
         dependencies = request.dependencies
-        self.idempotencyKey = idempotencyKey
+        idempotencyKey = request.idempotencyKey ?? OutboxEntry.derivedIdempotencyKey(partition: partition, id: request.id)
+        keySuppliedByApp = request.idempotencyKey != nil
         method = request.method
         endpoint = request.endpoint
         headers = request.headers
@@ -40,7 +45,8 @@ struct EntryBody: Sendable, Hashable {
     init(
         id: OutboxEntryID, sequence: UInt64, createdAt: Int64, priority: Int16, maxAttempts: UInt16, type: String,
         scope: String?, coalescingKey: String?, partition: String, dependencies: [OutboxEntryID],
-        idempotencyKey: String, method: String, endpoint: String, headers: [String: String], payload: [UInt8]
+        idempotencyKey: String, keySuppliedByApp: Bool, method: String, endpoint: String, headers: [String: String],
+        payload: [UInt8]
     ) {
         self.id = id
         self.sequence = sequence
@@ -53,6 +59,7 @@ struct EntryBody: Sendable, Hashable {
         self.partition = partition
         self.dependencies = dependencies
         self.idempotencyKey = idempotencyKey
+        self.keySuppliedByApp = keySuppliedByApp
         self.method = method
         self.endpoint = endpoint
         self.headers = headers
@@ -78,6 +85,7 @@ struct EntryBody: Sendable, Hashable {
             lastError: failure?.message,
             lastHTTPStatus: failure?.httpStatus, createdAt: Date(milliseconds: createdAt),
             syncedAt: completion.map { Date(milliseconds: $0.syncedAt) }, serverID: completion?.serverID,
-            storedBytes: Int(metadata.storedBytes))
+            storedBytes: Int(metadata.storedBytes),
+            firstAnswerAt: failure?.firstAnsweredAt.map(Date.init(milliseconds:)))
     }
 }

@@ -4,7 +4,7 @@ import Foundation
 ///
 /// Body (the value record, written once):
 /// ```
-/// u8 version (1) · u8 flags (bit 0: sensitive part sealed)
+/// u8 version (1) · u8 flags (bit 0: sensitive part sealed; bit 1: idempotency key supplied by the app)
 /// 16 id · u64 sequence · i64 createdAt (ms) · i16 priority · u16 maxAttempts
 /// str type · str? scope · str? coalescingKey · str partition
 /// u16 n · 16·n dependency ids · str idempotencyKey · str method
@@ -15,17 +15,25 @@ import Foundation
 /// ```
 /// u8 version (1) · u8 status · u16 attempts · i64 when (ms)
 /// i32 httpStatus (−1: none) · str? lastError
+/// [i64 firstAnsweredAt (ms)]   — present only if the server has answered;
+///                                 older readers ignore it, newer ones read
+///                                 its absence as "never answered"
 /// ```
-/// Completion (its own key): `u8 version (1) · i64 syncedAt (ms) · str? serverID`.
+/// Completion (its own key): `u8 version · i64 syncedAt (ms) · str? serverID`,
+/// then, in version 2 only (written when the app supplied the entry's
+/// idempotency key), `str? idempotencyKey`; version 1 otherwise.
 /// `str` is a u32 length and UTF-8; `str?` a u8 presence flag (0 or 1) then `str`.
 ///
 /// Decoding accepts only what encoding writes — no unknown flag, no byte
 /// left over, header names in ascending order without repeats, a lastError
-/// of at most 2,048 characters — so a record decodes to exactly what its
-/// bytes (vouched for by the log's CRC) say, never to less.
+/// of at most 2,048 characters, a version 2 completion only with its key —
+/// so a record decodes to exactly what its bytes (vouched for by the log's
+/// CRC) say, never to less.
 enum EntryCodec {
     static let version: UInt8 = 1
     private static let sealedFlag: UInt8 = 1
+    private static let appKeyFlag: UInt8 = 2
+    static let completionVersion: UInt8 = 2
     /// The longest `lastError` kept, in characters.
     static let maximumErrorLength = 2048
 
@@ -43,7 +51,7 @@ enum EntryCodec {
 
         var writer = ByteWriter(capacity: sensitive.bytes.count + 128)
         writer.integer(version)
-        writer.integer(sealer == nil ? 0 : sealedFlag)
+        writer.integer((sealer == nil ? 0 : sealedFlag) | (body.keySuppliedByApp ? appKeyFlag : 0))
         writer.raw(body.id.bytes)
         writer.integer(body.sequence)
         writer.integer(body.createdAt)
@@ -79,7 +87,7 @@ enum EntryCodec {
             let version = try reader.integer(UInt8.self)
             guard version == Self.version else { throw ByteReader.Failure(reason: "unknown entry version \(version)") }
             let flags = try reader.integer(UInt8.self)
-            guard flags & ~sealedFlag == 0 else { throw ByteReader.Failure(reason: "unknown entry flags \(flags)") }
+            guard flags & ~(sealedFlag | appKeyFlag) == 0 else { throw ByteReader.Failure(reason: "unknown entry flags \(flags)") }
             let id = OutboxEntryID(bytes: try reader.raw(16))
             let sequence = try reader.integer(UInt64.self)
             let createdAt = try reader.integer(Int64.self)
@@ -99,7 +107,8 @@ enum EntryCodec {
             let body = EntryBody(
                 id: id, sequence: sequence, createdAt: createdAt, priority: priority, maxAttempts: maxAttempts,
                 type: type, scope: scope, coalescingKey: coalescingKey, partition: partition,
-                dependencies: dependencies, idempotencyKey: idempotencyKey, method: method, endpoint: "",
+                dependencies: dependencies, idempotencyKey: idempotencyKey, keySuppliedByApp: flags & appKeyFlag != 0,
+                method: method, endpoint: "",
                 headers: [:], payload: [])
             return Header(body: body, sealed: sealed, sensitive: sensitive)
         } catch {
@@ -147,6 +156,7 @@ enum EntryCodec {
         writer.integer(metadata.when)
         writer.integer(Int32(clamping: failure?.httpStatus ?? -1))
         writer.optionalString(failure?.message.map { String($0.prefix(maximumErrorLength)) })
+        if let firstAnsweredAt = failure?.firstAnsweredAt { writer.integer(firstAnsweredAt) }
         return writer.bytes
     }
 
@@ -171,10 +181,12 @@ enum EntryCodec {
             if let message, message.count > maximumErrorLength {
                 throw ByteReader.Failure(reason: "an error message of \(message.count) characters")
             }
+            let firstAnsweredAt = reader.isAtEnd ? nil : try reader.integer(Int64.self)
             try reader.expectEnd()
             let failure =
-                message == nil && httpStatus < 0 ? nil
-                : FailureInfo(message: message, httpStatus: httpStatus < 0 ? nil : Int(httpStatus))
+                message == nil && httpStatus < 0 && firstAnsweredAt == nil ? nil
+                : FailureInfo(
+                    message: message, httpStatus: httpStatus < 0 ? nil : Int(httpStatus), firstAnsweredAt: firstAnsweredAt)
             return State(status: status, attempts: attempts, when: when, failure: failure)
         } catch {
             throw OutboxError(.corruptEntry, "cannot decode an entry's state: \(error.reason)")
@@ -184,21 +196,30 @@ enum EntryCodec {
     // MARK: Completion
 
     static func encodeCompletion(_ completion: Completion) -> [UInt8] {
+        // Version 1 unless there is a key to keep, so that a store with no
+        // app-supplied key stays readable by a build from before keys.
         var writer = ByteWriter(capacity: 32)
-        writer.integer(version)
+        writer.integer(completion.idempotencyKey == nil ? 1 : completionVersion)
         writer.integer(completion.syncedAt)
         writer.optionalString(completion.serverID)
+        if let key = completion.idempotencyKey { writer.optionalString(key) }
         return writer.bytes
     }
 
     static func decodeCompletion(_ bytes: [UInt8]) throws(OutboxError) -> Completion {
         do throws(ByteReader.Failure) {
             var reader = ByteReader(bytes)
-            guard try reader.integer(UInt8.self) == version else { throw ByteReader.Failure(reason: "unknown version") }
+            let version = try reader.integer(UInt8.self)
+            guard version == 1 || version == completionVersion else {
+                throw ByteReader.Failure(reason: "unknown completion version \(version)")
+            }
             let syncedAt = try reader.integer(Int64.self)
-            let completion = Completion(serverID: try reader.optionalString(), syncedAt: syncedAt)
+            let serverID = try reader.optionalString()
+            let key = version >= 2 ? try reader.optionalString() : nil
+            // Version 2 is written only to keep a key.
+            if version >= 2 && key == nil { throw ByteReader.Failure(reason: "a version 2 completion without its key") }
             try reader.expectEnd()
-            return completion
+            return Completion(serverID: serverID, syncedAt: syncedAt, idempotencyKey: key)
         } catch {
             throw OutboxError(.corruptEntry, "cannot decode a completion: \(error.reason)")
         }

@@ -68,17 +68,18 @@ package enum EntryCodecFuzzing {
 }
 
 extension EntryCodecFuzzing {
-    /// Seed inputs: a plain and a sealed body, each state, a completion.
+    /// Seed inputs: a plain and a sealed body, each state, completions with and without an app's key.
     package static func seeds() throws -> [[UInt8]] {
         let id = OutboxEntryID(bytes: Array(1...16))
         let dependency = OutboxEntryID(bytes: Array(101...116))
         let body = EntryBody(
             id: id, sequence: 42, createdAt: 1_767_225_600_000, priority: 5, maxAttempts: 10, type: "send_message",
             scope: "conversation-7", coalescingKey: "draft-7", partition: "user-1", dependencies: [dependency],
-            idempotencyKey: "3b2c1d4e-0000-4000-8000-00000000002a", method: "POST", endpoint: "/messages",
+            idempotencyKey: "3b2c1d4e-0000-4000-8000-00000000002a", keySuppliedByApp: true, method: "POST", endpoint: "/messages",
             headers: ["Content-Type": "application/json", "X-Trace": "a1"], payload: Array(#"{"text":"hi"}"#.utf8))
         var bare = body
         (bare.scope, bare.coalescingKey, bare.dependencies, bare.headers, bare.payload) = (nil, nil, [], [:], [])
+        bare.keySuppliedByApp = false
         var seeds = [
             [0] + (try EntryCodec.encode(body, sealer: nil)),
             [0] + (try EntryCodec.encode(bare, sealer: nil)),
@@ -90,7 +91,11 @@ extension EntryCodecFuzzing {
         seeds.append([1] + EntryCodec.encodeState(metadata, failure: nil))
         seeds.append([1] + EntryCodec.encodeState(metadata, failure: FailureInfo(message: "503 Service Unavailable", httpStatus: 503)))
         seeds.append([2] + EntryCodec.encodeCompletion(Completion(serverID: "msg/9", syncedAt: 1_767_225_700_000)))
+        seeds.append(
+            [1] + EntryCodec.encodeState(metadata, failure: FailureInfo(message: nil, httpStatus: 409, firstAnsweredAt: 1_767_225_650_000)))
         seeds.append([2] + EntryCodec.encodeCompletion(Completion(serverID: nil, syncedAt: 1_767_225_700_000)))
+        seeds.append(
+            [2] + EntryCodec.encodeCompletion(Completion(serverID: "msg/9", syncedAt: 1_767_225_700_000, idempotencyKey: "order-9")))
         return seeds
     }
 }

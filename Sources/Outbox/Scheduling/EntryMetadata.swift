@@ -31,6 +31,9 @@ struct EntryMetadata: Sendable, Hashable {
 struct FailureInfo: Sendable, Hashable {
     var message: String?
     var httpStatus: Int?
+    /// When the server first answered an attempt (ms since 1970): the
+    /// dispatcher's maximum age counts from here.
+    var firstAnsweredAt: Int64?
 }
 
 /// A delivered entry's mark: it satisfies dependencies and maps the
@@ -38,6 +41,9 @@ struct FailureInfo: Sendable, Hashable {
 struct Completion: Sendable, Hashable {
     var serverID: String?
     var syncedAt: Int64
+    /// The entry's idempotency key if the app supplied it: a later enqueue
+    /// with that key is a duplicate while this completion is kept.
+    var idempotencyKey: String? = nil
 }
 
 extension Date {

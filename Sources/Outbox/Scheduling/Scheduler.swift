@@ -24,9 +24,18 @@ enum StoreChange: Sendable, Hashable {
 ///   only when nothing of that scope is in flight; a `failed` head holds the
 ///   scope until its retry; `dead` and `conflict` entries leave the scope, so
 ///   they never block it;
+/// - once the head has been attempted, it stays the head until it leaves
+///   the scope: an older entry brought back by `retry` queues behind it
+///   (it may have reached the server already), never two in flight;
 /// - an entry is sent only after every dependency has succeeded;
 /// - among the entries that may go, higher priority first, then lower
 ///   sequence.
+///
+/// No cycle of waiting can form: an entry's sequence is always greater than
+/// that of every dependency it waits for, and the only entry a scope lets
+/// out of sequence order (an attempted head) waits for nothing of its scope.
+/// A coalescing replacement therefore keeps the replaced entry's place only
+/// if that place is behind all its dependencies.
 ///
 /// Every mutation validates first and throws without changing anything.
 struct Scheduler: Sendable {
@@ -51,6 +60,11 @@ struct Scheduler: Sendable {
     private var dependents: [OutboxEntryID: [OutboxEntryID]] = [:]
     /// Coalescing key → the pending entry holding it.
     private var coalescing: [UInt32: OutboxEntryID] = [:]
+    /// App-supplied idempotency key → the entry (live, or delivered while its
+    /// completion is kept) holding it, and the reverse. Derived keys are
+    /// not listed: the id already identifies them.
+    private var keyHolders: [String: OutboxEntryID] = [:]
+    private var appKeys: [OutboxEntryID: String] = [:]
     /// While loading: entries that may hold their coalescing key again.
     private var loadedCoalescable: Set<OutboxEntryID> = []
     private var counts: [OutboxStatus: Int] = [:]
@@ -90,8 +104,9 @@ struct Scheduler: Sendable {
     /// - Parameter unchanged: no state change was ever recorded for it since
     ///   its enqueue. Only such an entry may still be replaced by coalescing
     ///   (the same rule as at run time, where any status change ends it).
-    mutating func load(_ metadata: EntryMetadata, failure: FailureInfo?, unchanged: Bool) {
+    mutating func load(_ metadata: EntryMetadata, failure: FailureInfo?, unchanged: Bool, appKey: String? = nil) {
         entries[metadata.id] = metadata
+        if let appKey { holdKey(appKey, for: metadata.id) }
         if let failure { failures[metadata.id] = failure }
         if unchanged && metadata.coalescing != 0 { loadedCoalescable.insert(metadata.id) }
         adjust(metadata.status, count: 1, bytes: Int(metadata.storedBytes))
@@ -101,6 +116,7 @@ struct Scheduler: Sendable {
     /// Adds a completion read back from storage.
     mutating func loadCompletion(_ id: OutboxEntryID, _ completion: Completion) {
         completions[id] = completion
+        if let key = completion.idempotencyKey { holdKey(key, for: id) }
     }
 
     /// Rebuilds the send order after loading; entries a crash left in flight
@@ -111,8 +127,12 @@ struct Scheduler: Sendable {
         nextSequence = max(nextSequence, sequenceFloor)
         var changes: [StoreChange] = []
         // Sort the (id, sequence) pairs, not ids through dictionary lookups.
-        let order = entries.values.map { ($0.id, $0.sequence) }.sorted { $0.1 < $1.1 }
-        for (id, _) in order {
+        // An attempted head comes first in its scope, wherever its sequence
+        // falls (an older entry may have been retried behind it).
+        let order = entries.values.map { ($0.id, $0.sequence, $0.attempts > 0 && $0.status.holdsScope) }.sorted {
+            $0.2 != $1.2 ? $0.2 : $0.1 < $1.1
+        }
+        for (id, _, _) in order {
             var entry = entries[id]!
             if entry.status == .inFlight {
                 setStatus(&entry, .pending)
@@ -122,7 +142,10 @@ struct Scheduler: Sendable {
             }
             if entry.status.holdsScope && entry.scope != 0 { scopes[entry.scope, default: []].append(id) }
             if loadedCoalescable.contains(id) { coalescing[entry.coalescing] = id }
-            for parent in entry.dependencies ?? [] where entries[parent] != nil {
+            // Only younger entries depend on a live one (as at run time): an
+            // older entry naming the same id depended on an earlier entry with
+            // that id, discarded since.
+            for parent in entry.dependencies ?? [] where (entries[parent]?.sequence ?? .max) < entry.sequence {
                 dependents[parent, default: []].append(id)
             }
         }
@@ -257,16 +280,20 @@ struct Scheduler: Sendable {
     enum EnqueueOutcome {
         case enqueued
         case coalesced(replaced: OutboxEntryID)
-        case duplicate(OutboxStatus)
+        /// The id, or the app-supplied key, is already held by this entry.
+        case duplicate(OutboxEntryID, OutboxStatus)
     }
 
-    /// Validates and admits a new entry. Nothing changes if it throws.
+    /// Admits a new entry whose fields ``Admission`` accepted. Nothing
+    /// changes if it throws.
     mutating func enqueue(
         _ request: OutboxEnqueueRequest, storedBytes: Int, now: Int64
     ) throws(OutboxError) -> (EnqueueOutcome, [StoreChange]) {
-        if let existing = entries[request.id] { return (.duplicate(existing.status), []) }
-        if completions[request.id] != nil { return (.duplicate(.succeeded), []) }
-        try validate(request)
+        if let existing = duplicate(of: request.id) { return (existing, []) }
+        if let key = request.idempotencyKey, let holder = keyHolders[key], let existing = duplicate(of: holder) {
+            return (existing, [])
+        }
+        try checkDependencies(request)
 
         // Coalescing: replace a pending entry with the same key that nothing depends on.
         var replaced: EntryMetadata?
@@ -294,15 +321,17 @@ struct Scheduler: Sendable {
             changes += removeEntry(id, cascadeReason: "dependencyFailed: \(id) was evicted (outbox full)")
             changes.append(.remove(id))
         }
-        // The replacement takes the replaced entry's place in its scope.
-        let takesReplacedSlot = replaced.map { $0.scope == scope && scope != 0 } ?? false
+        // A replacement keeps the replaced entry's place in the order — in its
+        // scope, and among equal priorities — unless it moves to another
+        // scope, or that place is ahead of one of its dependencies: then it
+        // queues behind what is there. (Ahead of a dependency it would wait
+        // for it while, as the scope's head, holding it back: a deadlock.)
+        let keepsPlace = replaced.map { $0.scope == scope && isBehindDependencies($0.sequence, of: request) } ?? false
+        let takesReplacedSlot = keepsPlace && scope != 0
         if let replaced {
             changes += removeEntry(replaced.id, cascadeReason: nil, keepScopeSlotFor: takesReplacedSlot ? request.id : nil)
             changes.append(.remove(replaced.id))
         }
-        // A replacement keeps the replaced entry's place in the order, unless
-        // it moves to another scope: there it queues behind what is there.
-        let keepsPlace = replaced.map { $0.scope == scope } ?? false
         let sequence = keepsPlace ? replaced!.sequence : nextSequence
         if !keepsPlace { nextSequence += 1 }
         var entry = EntryMetadata(
@@ -317,6 +346,7 @@ struct Scheduler: Sendable {
         adjust(.pending, count: 1, bytes: storedBytes)
         if entry.scope != 0 && !takesReplacedSlot { insertIntoScope(entry) }
         if entry.coalescing != 0 { coalescing[entry.coalescing] = entry.id }
+        if let key = request.idempotencyKey { holdKey(key, for: entry.id) }
         for parent in request.dependencies where entries[parent] != nil {
             dependents[parent, default: []].append(entry.id)
         }
@@ -350,23 +380,35 @@ struct Scheduler: Sendable {
         commit(entry)
     }
 
-    private func validate(_ request: OutboxEnqueueRequest) throws(OutboxError) {
-        func reject(_ message: String) -> OutboxError { OutboxError(.invalidArgument, message, entry: request.id) }
-        if request.type.isEmpty { throw reject("type is empty") }
-        if request.method.isEmpty || request.method.contains(where: { $0 == " " || $0 == "\n" }) {
-            throw reject("method \"\(request.method)\" is not an HTTP method")
+    /// The existing entry (or delivered one) with this id, as a duplicate.
+    private func duplicate(of id: OutboxEntryID) -> EnqueueOutcome? {
+        if let existing = entries[id] { return .duplicate(id, existing.status) }
+        if completions[id] != nil { return .duplicate(id, .succeeded) }
+        return nil
+    }
+
+    private func checkDependencies(_ request: OutboxEnqueueRequest) throws(OutboxError) {
+        for parent in request.dependencies where entries[parent] == nil && completions[parent] == nil {
+            throw OutboxError(.unknownDependency, "depends on \(parent), which this partition does not know", entry: request.id)
         }
-        if !request.endpoint.hasPrefix("/") { throw reject("endpoint \"\(request.endpoint)\" must start with /") }
-        if let attempts = request.maxAttempts, attempts < 1 { throw reject("maxAttempts must be at least 1") }
-        for name in request.headers.keys where name.lowercased() == "authorization" || name.lowercased() == "cookie" {
-            throw reject("header \(name) carries a secret; auth comes from the token provider at send time")
-        }
-        for parent in request.dependencies {
-            if parent == request.id { throw reject("an entry cannot depend on itself") }
-            guard entries[parent] != nil || completions[parent] != nil else {
-                throw OutboxError(.unknownDependency, "depends on \(parent), which this partition does not know", entry: request.id)
-            }
-        }
+    }
+
+    /// Whether the place `sequence` lies behind every dependency of `request`
+    /// that is still an entry (an older place would wait for a younger one).
+    private func isBehindDependencies(_ sequence: UInt64, of request: OutboxEnqueueRequest) -> Bool {
+        request.dependencies.allSatisfy { parent in entries[parent].map { $0.sequence < sequence } ?? true }
+    }
+
+    /// Records that the app-supplied `key` belongs to `id`.
+    private mutating func holdKey(_ key: String, for id: OutboxEntryID) {
+        keyHolders[key] = id
+        appKeys[id] = key
+    }
+
+    /// Forgets `id`'s app-supplied key, unless its completion still holds it.
+    private mutating func releaseKey(of id: OutboxEntryID) {
+        guard completions[id]?.idempotencyKey == nil, let key = appKeys.removeValue(forKey: id) else { return }
+        if keyHolders[key] == id { keyHolders[key] = nil }
     }
 
     /// The dead entries to evict so that one more entry of `adding` bytes
@@ -425,7 +467,7 @@ struct Scheduler: Sendable {
     mutating func succeed(_ id: OutboxEntryID, serverID: String?, now: Int64) throws(OutboxError) -> [StoreChange] {
         var entry = try existing(id)
         guard entry.status.canMove(to: .succeeded) else { throw transitionError(entry, to: .succeeded) }
-        completions[id] = Completion(serverID: serverID, syncedAt: now)
+        completions[id] = Completion(serverID: serverID, syncedAt: now, idempotencyKey: appKeys[id])
         failures[id] = nil
         let waitingChildren = blocked.removeValue(forKey: id) ?? []
         var changes: [StoreChange] = []
@@ -447,23 +489,46 @@ struct Scheduler: Sendable {
     }
 
     /// Records a transient failure: retried at `retryAt`, unless the entry
-    /// has used all its attempts, in which case it is quarantined.
+    /// has used all its attempts, in which case it is quarantined. An
+    /// attempt that is not `counted` is given back (it never quarantines);
+    /// `answeredAt` is when the server answered it, if it did.
     mutating func fail(
-        _ id: OutboxEntryID, error: String, httpStatus: Int?, retryAt: Int64
+        _ id: OutboxEntryID, error: String, httpStatus: Int?, retryAt: Int64, counted: Bool = true,
+        answeredAt: Int64? = nil
     ) throws(OutboxError) -> (OutboxStatus, OutboxCascade, [StoreChange]) {
         var entry = try existing(id)
         guard entry.status.canMove(to: .failed) else { throw transitionError(entry, to: .failed) }
-        if entry.attempts >= entry.maxAttempts {
+        let firstAnswer = failures[id]?.firstAnsweredAt ?? answeredAt
+        if !counted {
+            entry.attempts = entry.attempts > 0 ? entry.attempts - 1 : 0
+        } else if entry.attempts >= entry.maxAttempts {
             let (cascade, changes) = try quarantine(
                 id, reason: "gave up after \(entry.attempts) attempt(s): \(error)", httpStatus: httpStatus)
             return (.dead, cascade, changes)
         }
         setStatus(&entry, .failed)
         entry.when = retryAt
-        failures[id] = FailureInfo(message: error, httpStatus: httpStatus)
+        failures[id] = FailureInfo(message: Self.kept(error), httpStatus: httpStatus, firstAnsweredAt: firstAnswer)
         commit(entry)
         consider(id)
         return (.failed, OutboxCascade(), [.state(id)])
+    }
+
+    /// Puts in-flight entries whose lease ended at or before `now` back in
+    /// the queue: pending, due at once, the attempt counted. Returns them.
+    mutating func reclaimExpiredLeases(now: Int64) -> [OutboxEntryID] {
+        let expired = entries.values.filter { $0.status == .inFlight && $0.when <= now }.map(\.id)
+        for id in expired {
+            guard var entry = entries[id] else { continue }
+            setStatus(&entry, .pending)
+            entry.when = now
+            failures[id] = FailureInfo(
+                message: "the attempt's lease expired without an outcome", httpStatus: nil,
+                firstAnsweredAt: failures[id]?.firstAnsweredAt)
+            commit(entry)
+            consider(id)
+        }
+        return expired
     }
 
     /// Quarantines an entry (`dead`) and, transitively, every entry that
@@ -475,7 +540,7 @@ struct Scheduler: Sendable {
         guard entry.status.canMove(to: .dead) else { throw transitionError(entry, to: .dead) }
         leaveScope(entry)
         setStatus(&entry, .dead)
-        failures[id] = FailureInfo(message: reason, httpStatus: httpStatus)
+        failures[id] = FailureInfo(message: Self.kept(reason), httpStatus: httpStatus)
         commit(entry)
         var changes: [StoreChange] = [.state(id)]
         let cascade = cascadeDeath(from: id, reason: "dependencyFailed: \(id) is dead", changes: &changes)
@@ -488,7 +553,7 @@ struct Scheduler: Sendable {
         guard entry.status.canMove(to: .conflict) else { throw transitionError(entry, to: .conflict) }
         leaveScope(entry)
         setStatus(&entry, .conflict)
-        failures[id] = FailureInfo(message: reason, httpStatus: httpStatus)
+        failures[id] = FailureInfo(message: Self.kept(reason), httpStatus: httpStatus)
         commit(entry)
         return [.state(id)]
     }
@@ -498,6 +563,26 @@ struct Scheduler: Sendable {
     mutating func retry(_ id: OutboxEntryID, now: Int64) throws(OutboxError) -> (OutboxCascade, [StoreChange]) {
         let entry = try existing(id)
         guard entry.status == .dead || entry.status == .conflict else { throw transitionError(entry, to: .pending) }
+        // Brought back, it would wait forever for a parent that cannot succeed.
+        for parent in entry.dependencies ?? [] where completions[parent] == nil {
+            guard let metadata = entries[parent] else {
+                throw OutboxError(
+                    .invalidTransition, "its dependency \(parent) is gone without having been delivered; discard it instead",
+                    entry: id)
+            }
+            if metadata.status == .dead {
+                throw OutboxError(
+                    .invalidTransition, "its dependency \(parent) is dead: retry that one, which brings this one back", entry: id)
+            }
+            if metadata.sequence > entry.sequence {
+                // It depended on an earlier entry with that id, discarded
+                // since: waiting for a younger one could deadlock its scope.
+                throw OutboxError(
+                    .invalidTransition,
+                    "its dependency \(parent) was discarded and enqueued again after it; discard this one and enqueue it again",
+                    entry: id)
+            }
+        }
         var changes: [StoreChange] = []
         revive(id, now: now, changes: &changes)
         var revived: [OutboxEntryID] = []
@@ -532,6 +617,8 @@ struct Scheduler: Sendable {
         let changes = entries.keys.map { StoreChange.remove($0) } + completions.keys.map { StoreChange.removeCompletion($0) }
         for id in Array(entries.keys) { _ = removeEntry(id, cascadeReason: nil) }
         completions.removeAll()
+        keyHolders.removeAll()
+        appKeys.removeAll()
         failures.removeAll()
         blocked.removeAll()
         dependents.removeAll()
@@ -552,6 +639,7 @@ struct Scheduler: Sendable {
         let cutoff = now - configuration.mappingRetention.milliseconds
         for (id, completion) in completions where completion.syncedAt <= cutoff && !referenced.contains(id) && entries[id] == nil {
             completions[id] = nil
+            releaseKey(of: id)
             changes.append(.removeCompletion(id))
         }
         return changes
@@ -563,6 +651,9 @@ struct Scheduler: Sendable {
         guard let entry = entries[id] else { throw OutboxError(.notFound, "no such entry", entry: id) }
         return entry
     }
+
+    /// What is kept of an error message or reason (in memory and on disk alike).
+    static func kept(_ message: String) -> String { message.count > 2048 ? String(message.prefix(2048)) : message }
 
     private func transitionError(_ entry: EntryMetadata, to next: OutboxStatus) -> OutboxError {
         OutboxError(.invalidTransition, "cannot move from \(entry.status) to \(next)", entry: entry.id)
@@ -607,15 +698,27 @@ struct Scheduler: Sendable {
         waiting.insert(Timed(when: entry.when, sequence: entry.sequence, id: id, version: entry.version))
     }
 
+    /// Puts `entry` in its scope's order by sequence — but never ahead of a
+    /// head that has been attempted (in flight, failed, or left pending by a
+    /// crash with its attempt counted): that one may have reached the
+    /// server, and it keeps the lead until it leaves the scope.
     private mutating func insertIntoScope(_ entry: EntryMetadata) {
         // Mutate in place: copying the queue out and back would copy the
         // whole deque on every enqueue (quadratic for a busy scope).
         if let last = scopes[entry.scope]?.last, let lastEntry = entries[last], lastEntry.sequence > entry.sequence {
-            let at = scopes[entry.scope]!.firstIndex { (entries[$0]?.sequence ?? 0) > entry.sequence } ?? scopes[entry.scope]!.count
-            scopes[entry.scope]!.insert(entry.id, at: at)
+            scopes[entry.scope]!.insert(entry.id, at: scopePosition(for: entry))
         } else {
             scopes[entry.scope, default: []].append(entry.id)
         }
+    }
+
+    /// Where ``insertIntoScope(_:)`` puts `entry` (a read, so the deque is
+    /// not copied by the insert that follows).
+    private func scopePosition(for entry: EntryMetadata) -> Int {
+        guard let queue = scopes[entry.scope] else { return 0 }
+        let headWasAttempted = queue.first.flatMap { entries[$0] }.map { $0.attempts > 0 } ?? false
+        let start = headWasAttempted ? 1 : 0
+        return queue[start...].firstIndex { (entries[$0]?.sequence ?? 0) > entry.sequence } ?? queue.count
     }
 
     /// Takes an entry out of its scope's order; the next one becomes head.
@@ -689,6 +792,7 @@ struct Scheduler: Sendable {
             leaveScope(entry)
         }
         if entry.coalescing != 0 && coalescing[entry.coalescing] == id { coalescing[entry.coalescing] = nil }
+        releaseKey(of: id)
         for parent in entry.dependencies ?? [] {
             dependents[parent]?.removeAll { $0 == id }
             if dependents[parent]?.isEmpty == true { dependents[parent] = nil }

@@ -39,6 +39,17 @@ public final class InMemoryOutboxStore: OutboxStore {
     ) async throws(OutboxError) -> (status: OutboxStatus, cascade: OutboxCascade) {
         try await core.recordFailure(id, error: error, httpStatus: httpStatus, retryAt: retryAt)
     }
+    public func recordFailure(
+        _ id: OutboxEntry.ID, error: String, httpStatus: Int?, retryAt: Date, countsAsAttempt: Bool,
+        serverAnsweredAt: Date?
+    ) async throws(OutboxError) -> (status: OutboxStatus, cascade: OutboxCascade) {
+        try await core.recordFailure(
+            id, error: error, httpStatus: httpStatus, retryAt: retryAt, countsAsAttempt: countsAsAttempt,
+            serverAnsweredAt: serverAnsweredAt)
+    }
+    public func reclaimExpiredLeases(at now: Date) async throws(OutboxError) -> [OutboxEntry.ID] {
+        try await core.reclaimExpiredLeases(at: now)
+    }
     public func quarantine(_ id: OutboxEntry.ID, reason: String, httpStatus: Int?) async throws(OutboxError) -> OutboxCascade {
         try await core.quarantine(id, reason: reason, httpStatus: httpStatus)
     }

@@ -29,20 +29,31 @@ public final class LogOutboxStore: OutboxStore {
     }
 
     /// Opens (creating if needed) the queue of `partition` under `root`.
+    /// The log's open creates `root`, `root/partitions` and any missing
+    /// directory above them (mode 0700), on the log's own threads.
+    ///
+    /// A relative `root` is relative to the current directory. If the open
+    /// fails, the directories it created are removed again.
     ///
     /// - Throws: ``OutboxError`` — `.wrongKey` if the configured encryption
     ///   key does not open this partition's data, `.keyRequired` if the data
     ///   is encrypted and no key was given (nothing is modified in either
-    ///   case), `.storage` for the log's errors (locked, corruption, I/O).
+    ///   case), `.invalidArgument` for a configuration value out of range
+    ///   (see ``OutboxLimits``), `.storage` for the log's errors (locked,
+    ///   corruption, I/O).
     public static func open(
         root: FilePath, partition: String, configuration: OutboxStoreConfiguration = OutboxStoreConfiguration(),
         now: Date = Date()
     ) async throws(OutboxError) -> LogOutboxStore {
         guard !partition.isEmpty else { throw OutboxError(.invalidArgument, "the partition (user) name is empty") }
-        try PartitionDirectory.prepare(root: root, fileSystem: configuration.log.fileSystem)
+        try Admission.check(configuration)
+        let openedAt = try Admission.milliseconds(now, "now")
         let directory = PartitionDirectory.path(root: root, partition: partition)
+        let created = CreatedDirectories(
+            [root, root.appending("partitions"), directory], fileSystem: configuration.log.fileSystem)
         let log: OutboxLog
         do { log = try await OutboxLog.open(at: directory, configuration: configuration.log) } catch {
+            created.removeIfEmpty()
             throw .storage(error)
         }
         do {
@@ -51,12 +62,17 @@ public final class LogOutboxStore: OutboxStore {
             let backend = LogBackend(log: log, sealer: sealer)
             var scheduler = Scheduler(partition: partition, configuration: configuration)
             try await load(log, into: &scheduler, partition: partition)
-            let changes = scheduler.finishLoading(now: now.milliseconds, sequenceFloor: log.statistics.nextSequence)
+            let changes = scheduler.finishLoading(now: openedAt, sequenceFloor: log.statistics.nextSequence)
             let core = StoreCore(partition: partition, configuration: configuration, backend: backend, scheduler: scheduler)
             try await core.persistLoadingChanges(changes)
             return LogOutboxStore(core: core, log: log)
         } catch {
             try? await log.close()
+            // A queue this open created holds nothing anyone wrote: delete it.
+            if created.isNew(directory) {
+                try? await OutboxLog.destroy(at: directory, fileSystem: configuration.log.fileSystem)
+            }
+            created.removeIfEmpty()
             throw error
         }
     }
@@ -138,7 +154,9 @@ public final class LogOutboxStore: OutboxStore {
                         metadata.when = state.when
                         failure = state.failure
                     }
-                    scheduler.load(metadata, failure: failure, unchanged: record.annotation == nil)
+                    scheduler.load(
+                        metadata, failure: failure, unchanged: record.annotation == nil,
+                        appKey: body.keySuppliedByApp ? body.idempotencyKey : nil)
                 case LogBackend.completionPrefix where key.count == 17:
                     scheduler.loadCompletion(OutboxEntryID(bytes: key.dropFirst()), try EntryCodec.decodeCompletion(record.value))
                 default:
@@ -172,6 +190,17 @@ public final class LogOutboxStore: OutboxStore {
         _ id: OutboxEntry.ID, error: String, httpStatus: Int?, retryAt: Date
     ) async throws(OutboxError) -> (status: OutboxStatus, cascade: OutboxCascade) {
         try await core.recordFailure(id, error: error, httpStatus: httpStatus, retryAt: retryAt)
+    }
+    public func recordFailure(
+        _ id: OutboxEntry.ID, error: String, httpStatus: Int?, retryAt: Date, countsAsAttempt: Bool,
+        serverAnsweredAt: Date?
+    ) async throws(OutboxError) -> (status: OutboxStatus, cascade: OutboxCascade) {
+        try await core.recordFailure(
+            id, error: error, httpStatus: httpStatus, retryAt: retryAt, countsAsAttempt: countsAsAttempt,
+            serverAnsweredAt: serverAnsweredAt)
+    }
+    public func reclaimExpiredLeases(at now: Date) async throws(OutboxError) -> [OutboxEntry.ID] {
+        try await core.reclaimExpiredLeases(at: now)
     }
     public func quarantine(_ id: OutboxEntry.ID, reason: String, httpStatus: Int?) async throws(OutboxError) -> OutboxCascade {
         try await core.quarantine(id, reason: reason, httpStatus: httpStatus)
@@ -216,6 +245,11 @@ final class LogBackend: StoreBackend {
     }
 
     static func entryKey(_ id: OutboxEntryID) -> LogKey { LogKey([entryPrefix] + id.bytes) }
+
+    /// The size of the log record that holds an entry body of `bytes`
+    /// bytes: what must fit the log's `maximumRecordSize`.
+    static func frameSize(ofBody bytes: Int) -> Int { emptyEntryFrame + bytes }
+    private static let emptyEntryFrame = LogWrite.value(entryKey(OutboxEntryID(bytes: [UInt8](repeating: 0, count: 16))), []).frameSize
     static func completionKey(_ id: OutboxEntryID) -> LogKey { LogKey([completionPrefix] + id.bytes) }
 
     func prepare(_ body: EntryBody) throws(OutboxError) -> PreparedBody {

@@ -48,6 +48,25 @@ public protocol OutboxStore: AnyObject, Sendable {
         _ id: OutboxEntry.ID, error: String, httpStatus: Int?, retryAt: Date
     ) async throws(OutboxError) -> (status: OutboxStatus, cascade: OutboxCascade)
 
+    /// A failed attempt, saying how it counts: `countsAsAttempt: false` gives
+    /// the attempt back (a request that never reached the server, an answer
+    /// lost after the request was sent, an in-progress poll), so it neither
+    /// uses up `maxAttempts` nor quarantines; `serverAnsweredAt` is when the
+    /// server answered this attempt, if it did (the first such time is kept
+    /// as ``OutboxEntry/firstAnswerAt``). The default forwards to
+    /// ``recordFailure(_:error:httpStatus:retryAt:)``, which counts.
+    func recordFailure(
+        _ id: OutboxEntry.ID, error: String, httpStatus: Int?, retryAt: Date, countsAsAttempt: Bool,
+        serverAnsweredAt: Date?
+    ) async throws(OutboxError) -> (status: OutboxStatus, cascade: OutboxCascade)
+
+    /// Puts entries whose lease expired at or before `now` back in the queue
+    /// (`pending`, due at once, the attempt counted), as opening the store
+    /// does for leases a crash left: an attempt that never recorded an
+    /// outcome does not hold its entry while the store stays open. Returns
+    /// their ids. The default reclaims nothing.
+    func reclaimExpiredLeases(at now: Date) async throws(OutboxError) -> [OutboxEntry.ID]
+
     /// Quarantines the entry (`dead`) and every entry that depends on it.
     func quarantine(_ id: OutboxEntry.ID, reason: String, httpStatus: Int?) async throws(OutboxError) -> OutboxCascade
 
@@ -101,6 +120,15 @@ public struct OutboxClaim: Sendable, Hashable {
 }
 
 extension OutboxStore {
+    public func recordFailure(
+        _ id: OutboxEntry.ID, error: String, httpStatus: Int?, retryAt: Date, countsAsAttempt: Bool,
+        serverAnsweredAt: Date?
+    ) async throws(OutboxError) -> (status: OutboxStatus, cascade: OutboxCascade) {
+        try await recordFailure(id, error: error, httpStatus: httpStatus, retryAt: retryAt)
+    }
+
+    public func reclaimExpiredLeases(at now: Date) async throws(OutboxError) -> [OutboxEntry.ID] { [] }
+
     /// A claim built from ``dueEntries(at:limit:)`` and
     /// ``beginAttempt(_:at:lease:)``, for stores that have no faster way.
     /// It is atomic only if nothing else begins attempts on this store.

@@ -44,24 +44,6 @@ enum PartitionDirectory {
         return String(validating: bytes, as: UTF8.self)
     }
 
-    /// Creates `root` and `root/partitions` if missing (mode 0700).
-    static func prepare(root: FilePath, fileSystem: any FileSystem) throws(OutboxError) {
-        for directory in [root, root.appending("partitions")] {
-            do {
-                if try fileSystem.itemKind(at: directory) == nil {
-                    try fileSystem.createDirectory(directory)
-                    try fileSystem.synchronizeDirectory(directory.removingLastComponent())
-                }
-            } catch where error == .fileExists {
-                continue
-            } catch {
-                throw OutboxError(
-                    .storage, "cannot create \(directory)",
-                    storage: OutboxLogError(.io, "cannot create directory", file: directory, errno: error))
-            }
-        }
-    }
-
     /// The partitions that have a directory under `root`.
     static func list(root: FilePath, fileSystem: any FileSystem) -> [String] {
         let names = (try? fileSystem.contentsOfDirectory(root.appending("partitions"))) ?? []

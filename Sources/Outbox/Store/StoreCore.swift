@@ -8,7 +8,13 @@ import OutboxLocking
 ///
 /// If storage ever fails after the scheduler changed, memory and disk may
 /// disagree: the store then refuses every call (``OutboxError/Code/closed``)
-/// until it is reopened, which rebuilds memory from disk.
+/// until it is reopened, which rebuilds memory from disk. Bad input never
+/// gets that far: ``Admission`` refuses it first.
+///
+/// Nothing is handed out for sending (``claimDue(at:limit:lease:accepting:)``,
+/// ``beginAttempt(_:at:lease:)``) before the entry's own enqueue has reached
+/// `enqueueDurability`: the server must never apply a write whose enqueue
+/// may still fail, or be undone by a power loss.
 final class StoreCore: Sendable {
     let partition: String
     let configuration: OutboxStoreConfiguration
@@ -18,15 +24,35 @@ final class StoreCore: Sendable {
         var scheduler: Scheduler
         var failure: OutboxError?
         var closed = false
+        /// Entries whose enqueue was handed to storage but has not yet been
+        /// acknowledged at `enqueueDurability`, with that acknowledgement.
+        var unconfirmed: [OutboxEntryID: StoreAcknowledgement] = [:]
     }
 
     private let state: Locked<State>
+    /// Why the configuration cannot be used, if it cannot: every call
+    /// refuses with it (a store built without a throwing initializer).
+    private let configurationError: OutboxError?
 
     init(partition: String, configuration: OutboxStoreConfiguration, backend: any StoreBackend, scheduler: Scheduler) {
         self.partition = partition
         self.configuration = configuration
         self.backend = backend
         self.state = Locked(State(scheduler: scheduler))
+        do { try Admission.check(configuration) } catch { configurationError = error; return }
+        configurationError = nil
+    }
+
+    /// Durability a claim of these entries waits for: the attempt's, or the
+    /// enqueue's if one of them may not have reached it yet.
+    private func durability(forSending ids: some Sequence<OutboxEntryID>, _ state: State) -> Durability {
+        guard ids.contains(where: { state.unconfirmed[$0] != nil }) else { return configuration.attemptDurability }
+        return Self.stronger(configuration.attemptDurability, configuration.enqueueDurability)
+    }
+
+    static func stronger(_ a: Durability, _ b: Durability) -> Durability {
+        let order: [Durability] = [.buffered, .written, .durable]
+        return order.firstIndex(of: a)! >= order.firstIndex(of: b)! ? a : b
     }
 
     // MARK: Running changes
@@ -43,20 +69,31 @@ final class StoreCore: Sendable {
     }
 
     /// The first half of ``perform(_:newBody:_:)``: runs `change` and hands
-    /// its changes to storage, under the lock, without waiting.
+    /// its changes to storage, under the lock, without waiting. Still under
+    /// the lock, `whileLocked` then sees the result and the acknowledgement
+    /// if changes were handed over, and `unchanged` the result if there were
+    /// none.
     private func submit<Result>(
-        newBody: PreparedBody? = nil, _ change: (inout Scheduler) throws(OutboxError) -> (Result, [StoreChange])
+        newBody: PreparedBody? = nil, _ change: (inout Scheduler) throws(OutboxError) -> (Result, [StoreChange]),
+        whileLocked: (inout State, Result, StoreAcknowledgement) -> Void = { _, _, _ in },
+        unchanged: (inout State, Result) -> Void = { _, _ in }
     ) throws(OutboxError) -> (Result, StoreAcknowledgement?) {
         try state.withLock { state throws(OutboxError) -> (Result, StoreAcknowledgement?) in
             try check(state)
             let (result, changes) = try change(&state.scheduler)
-            guard !changes.isEmpty else { return (result, nil) }
+            guard !changes.isEmpty else {
+                unchanged(&state, result)
+                return (result, nil)
+            }
+            let acknowledgement: StoreAcknowledgement
             do throws(OutboxError) {
-                return (result, try backend.submit(changes, newBody: newBody, scheduler: state.scheduler))
+                acknowledgement = try backend.submit(changes, newBody: newBody, scheduler: state.scheduler)
             } catch {
                 state.failure = error
                 throw error
             }
+            whileLocked(&state, result, acknowledgement)
+            return (result, acknowledgement)
         }
     }
 
@@ -79,6 +116,7 @@ final class StoreCore: Sendable {
     }
 
     private func check(_ state: State) throws(OutboxError) {
+        if let configurationError { throw configurationError }
         if state.closed { throw OutboxError(.closed, "the store is closed") }
         if let failure = state.failure {
             throw OutboxError(.closed, "storage failed earlier; reopen the store: \(failure)", storage: failure.storage)
@@ -95,20 +133,23 @@ final class StoreCore: Sendable {
     // MARK: Operations
 
     func enqueue(_ request: OutboxEnqueueRequest) async throws(OutboxError) -> OutboxEnqueueResult {
+        if let configurationError { throw configurationError }
         let now = Date().milliseconds
-        let idempotencyKey = FastUUID.string(FastUUID.random())
+        try Admission.check(request)
+        let recordLimit = configuration.log.maximumRecordSize
+        try Admission.payloadSize(request, limit: recordLimit)
         // Encode (and seal) outside the lock; the sequence is filled in under it.
         var placeholder = EntryMetadata(
-            id: request.id, sequence: 0, status: .pending, priority: Int16(clamping: request.priority),
-            attempts: 0, maxAttempts: UInt16(clamping: request.maxAttempts ?? configuration.defaultMaximumAttempts),
+            id: request.id, sequence: 0, status: .pending, priority: Int16(request.priority),
+            attempts: 0, maxAttempts: UInt16(request.maxAttempts ?? configuration.defaultMaximumAttempts),
             scope: 0, type: 0, coalescing: 0, when: now, createdAt: request.createdAt.milliseconds, storedBytes: 0)
         placeholder.dependencies = request.dependencies
-        let prepared = try backend.prepare(
-            EntryBody(request: request, metadata: placeholder, partition: partition, idempotencyKey: idempotencyKey))
+        let prepared = try backend.prepare(EntryBody(request: request, metadata: placeholder, partition: partition))
+        try Admission.recordSize(LogBackend.frameSize(ofBody: prepared.storedBytes), limit: recordLimit, entry: request.id)
         // The new entry is built from the body in hand: reading it back would
         // wait for the write and cost a read per enqueue.
-        let (outcome, entry) = try await perform(configuration.enqueueDurability, newBody: prepared) {
-            scheduler throws(OutboxError) in
+        var original: StoreAcknowledgement?
+        let ((outcome, entry), acknowledgement) = try submit(newBody: prepared) { scheduler throws(OutboxError) in
             let (outcome, changes) = try scheduler.enqueue(request, storedBytes: prepared.storedBytes, now: now)
             var entry: OutboxEntry?
             if let metadata = scheduler.metadata(request.id), !changes.isEmpty {
@@ -118,9 +159,17 @@ final class StoreCore: Sendable {
                     metadata: metadata, failure: scheduler.failure(request.id), completion: nil, strings: scheduler.strings)
             }
             return ((outcome, entry), changes)
+        } whileLocked: { state, result, acknowledgement in
+            // Until it is acknowledged, a claim of it waits for the enqueue's durability.
+            if result.1 != nil { state.unconfirmed[request.id] = acknowledgement }
+        } unchanged: { state, result in
+            // A duplicate of an enqueue still in progress answers once that one has.
+            if case .duplicate(let id, _) = result.0 { original = state.unconfirmed[id] }
         }
+        try await wait(for: acknowledgement ?? original, configuration.enqueueDurability)
+        if entry != nil { state.withLock { _ = $0.unconfirmed.removeValue(forKey: request.id) } }
         switch (outcome, entry) {
-        case (.duplicate(let status), _): return .duplicate(request.id, status: status)
+        case (.duplicate(let id, let status), _): return .duplicate(id, status: status)
         case (.enqueued, let entry?): return .enqueued(entry)
         case (.coalesced(let replaced), let entry?): return .coalesced(entry, replaced: replaced)
         case (.enqueued, nil), (.coalesced, nil):
@@ -131,11 +180,14 @@ final class StoreCore: Sendable {
     func claimDue(
         at now: Date, limit: Int, lease: Duration, accepting: (String) -> Bool
     ) async throws(OutboxError) -> OutboxClaim {
-        let start = now.milliseconds
+        let start = try Admission.milliseconds(now, "now")
+        let leaseUntil = start + (try Admission.milliseconds(lease, "the lease"))
+        var durability = configuration.attemptDurability
         let ((claimed, unaccepted), acknowledgement) = try submit { scheduler in
-            let result = scheduler.claim(
-                now: start, limit: max(0, limit), leaseUntil: start + lease.milliseconds, accepts: accepting)
+            let result = scheduler.claim(now: start, limit: max(0, limit), leaseUntil: leaseUntil, accepts: accepting)
             return ((result.claimed, result.unaccepted), result.changes)
+        } whileLocked: { state, result, _ in
+            durability = self.durability(forSending: result.0, state)
         }
         // Read the bodies while the attempt marks are being written.
         var entries: [OutboxEntry] = []
@@ -151,12 +203,15 @@ final class StoreCore: Sendable {
             fail(error)
             throw error
         }
-        try await wait(for: acknowledgement, configuration.attemptDurability)
+        // The attempt marks are written after the claimed entries' bodies:
+        // once they reach the durability the enqueues promised, so have those.
+        try await wait(for: acknowledgement, durability)
         return OutboxClaim(entries: entries, unaccepted: Dictionary(unaccepted, uniquingKeysWith: { first, _ in first }))
     }
 
     func dueEntries(at now: Date, limit: Int) async throws(OutboxError) -> [OutboxEntry] {
-        let ids = try read { $0.due(now: now.milliseconds, limit: max(0, limit)) }
+        let start = try Admission.milliseconds(now, "now")
+        let ids = try read { $0.due(now: start, limit: max(0, limit)) }
         return try await entries(ids).compactMap { $0 }
     }
 
@@ -165,27 +220,44 @@ final class StoreCore: Sendable {
     }
 
     func beginAttempt(_ id: OutboxEntryID, at now: Date, lease: Duration) async throws(OutboxError) -> OutboxEntry {
-        let start = now.milliseconds
-        try await perform(configuration.attemptDurability) { scheduler throws(OutboxError) in
-            ((), try scheduler.beginAttempt(id, now: start, leaseUntil: start + lease.milliseconds))
+        let start = try Admission.milliseconds(now, "now")
+        let leaseUntil = start + (try Admission.milliseconds(lease, "the lease"))
+        var durability = configuration.attemptDurability
+        let (_, acknowledgement) = try submit { scheduler throws(OutboxError) in
+            ((), try scheduler.beginAttempt(id, now: start, leaseUntil: leaseUntil))
+        } whileLocked: { state, _, _ in
+            durability = self.durability(forSending: CollectionOfOne(id), state)
         }
+        try await wait(for: acknowledgement, durability)
         guard let entry = try await entry(id) else { throw OutboxError(.notFound, "no such entry", entry: id) }
         return entry
     }
 
     func recordSuccess(_ id: OutboxEntryID, serverID: String?, at now: Date) async throws(OutboxError) {
+        let time = try Admission.milliseconds(now, "now", entry: id)
+        try Admission.serverID(serverID, entry: id)
         try await perform(configuration.successDurability) { scheduler throws(OutboxError) in
-            ((), try scheduler.succeed(id, serverID: serverID, now: now.milliseconds))
+            ((), try scheduler.succeed(id, serverID: serverID, now: time))
         }
     }
 
     func recordFailure(
-        _ id: OutboxEntryID, error: String, httpStatus: Int?, retryAt: Date
+        _ id: OutboxEntryID, error: String, httpStatus: Int?, retryAt: Date, countsAsAttempt: Bool = true,
+        serverAnsweredAt: Date? = nil
     ) async throws(OutboxError) -> (status: OutboxStatus, cascade: OutboxCascade) {
-        try await perform(configuration.outcomeDurability) { scheduler throws(OutboxError) in
+        let retryTime = try Admission.milliseconds(retryAt, "retryAt", entry: id)
+        return try await perform(configuration.outcomeDurability) { scheduler throws(OutboxError) in
             let (status, cascade, changes) = try scheduler.fail(
-                id, error: error, httpStatus: httpStatus, retryAt: retryAt.milliseconds)
+                id, error: error, httpStatus: httpStatus, retryAt: retryTime, counted: countsAsAttempt,
+                answeredAt: serverAnsweredAt?.milliseconds)
             return ((status, cascade), changes)
+        }
+    }
+
+    func reclaimExpiredLeases(at now: Date) async throws(OutboxError) -> [OutboxEntryID] {
+        try await perform(configuration.attemptDurability) { scheduler in
+            let reclaimed = scheduler.reclaimExpiredLeases(now: now.milliseconds)
+            return (reclaimed, reclaimed.map { .state($0) })
         }
     }
 
@@ -202,8 +274,9 @@ final class StoreCore: Sendable {
     }
 
     func retry(_ id: OutboxEntryID, at now: Date) async throws(OutboxError) -> OutboxCascade {
-        try await perform(configuration.outcomeDurability) { scheduler throws(OutboxError) in
-            try scheduler.retry(id, now: now.milliseconds)
+        let time = try Admission.milliseconds(now, "now", entry: id)
+        return try await perform(configuration.outcomeDurability) { scheduler throws(OutboxError) in
+            try scheduler.retry(id, now: time)
         }
     }
 
@@ -264,7 +337,8 @@ final class StoreCore: Sendable {
     }
 
     func prune(at now: Date) async throws(OutboxError) {
-        try await perform(configuration.outcomeDurability) { scheduler in ((), scheduler.prune(now: now.milliseconds)) }
+        let time = try Admission.milliseconds(now, "now")
+        try await perform(configuration.outcomeDurability) { scheduler in ((), scheduler.prune(now: time)) }
     }
 
     /// Persists changes made while loading (crash-left leases reset).

@@ -23,6 +23,9 @@ struct DemoReport: Encodable {
     var lost: [String]
     var duplicateAttemptsAbsorbed: Int
     var retries: Int
+    /// Attempts sent whose answer was lost (dropped, reset, half-open):
+    /// resent promptly with the same key, not counted as failures.
+    var interrupted: Int
     var remappedIDs: Int
     var quarantined: [Quarantined]
     var remaining: Int
@@ -52,6 +55,7 @@ struct DemoReport: Encodable {
         lost = failure != nil ? [] : deliverable.filter { recorded.keys[$0].map { ledger.applied[$0] == nil } ?? true }.map(\.description)
         duplicateAttemptsAbsorbed = ledger.replays + ledger.inProgress
         retries = tally.retried
+        interrupted = tally.interrupted
         remappedIDs = tally.remapped
         self.quarantined = quarantined.map { Quarantined(id: $0.id.description, type: $0.type, reason: $0.lastError ?? "") }
         self.remaining = remaining
@@ -98,6 +102,7 @@ struct DemoReport: Encodable {
             "  lost                            \(lost.count)",
             "  duplicates absorbed by keys     \(duplicateAttemptsAbsorbed)",
             "  retries                         \(retries)",
+            "  interrupted (answer lost)       \(interrupted)",
             "  remapped local: ids             \(remappedIDs)",
             "  faults injected                 " + faults.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", "),
             "  quarantined                     \(quarantined.count)",

@@ -71,6 +71,7 @@ struct DemoScenario {
         let deadline = started + options.deadline
         var random = SplitMix64(seed: options.seed)
         var faults = ServerFaults.mixed(rate: options.faultRate, seed: options.seed)
+        faults.halfOpenHold = .seconds(2)  // past the demo client's 1 s timeout
         if options.rejectEverything {
             faults = ServerFaults()
             faults.serverError = 1
@@ -109,14 +110,18 @@ struct DemoScenario {
                     + "\(recorded.messages.count + recorded.rejected.count) messages, \(recorded.toggles) like toggles "
                     + "coalesced to \(recorded.likeEntries.count)")
 
-            // Back online; the app is killed about a third of the way through.
+            // Back online; the app is killed about a third of the way through:
+            // its disk dies at that delivery, whatever is in flight.
+            let killAt = max(1, expected / 3)
+            tally.onDelivered(killAt) {
+                failures.arm(false)  // the disk dies on purpose: its errors are the point
+                disk.crash()
+            }
             connectivity.setOnline(true)
             options.progress("online: draining")
             try await tally.wait(
-                until: { $0.delivered >= max(1, expected / 3) }, progress: options.progress, total: expected,
+                until: { $0.delivered >= killAt }, progress: options.progress, total: expected,
                 deadline: deadline, failures: failures)
-            failures.arm(false)  // the disk dies on purpose: its errors are the point
-            disk.crash()
             await first.stopDispatcher()
             try? await first.store.close()
             life = nil

@@ -7,6 +7,8 @@ final class Tally: Sendable {
     struct Counts: Sendable {
         var delivered = 0
         var retried = 0
+        /// Attempts whose answer was lost after the request was sent (resent promptly).
+        var interrupted = 0
         var quarantined = 0
         /// Distinct entries sent with `local:` ids replaced.
         var remapped = 0
@@ -16,22 +18,44 @@ final class Tally: Sendable {
 
     private let counts = Locked(Counts())
 
+    /// What to do once `delivered` reaches a count, run once on the event
+    /// stream's task: the demo's app kill happens at that delivery, not up
+    /// to a polling interval later (a fast drain would be over by then).
+    private let trigger = Locked<(count: Int, action: @Sendable () -> Void)?>(nil)
+
+    /// Runs `action` as soon as `count` deliveries have been seen.
+    func onDelivered(_ count: Int, _ action: @escaping @Sendable () -> Void) {
+        trigger.withLock { $0 = (count, action) }
+    }
+
+    private func fireTriggerIfDue(delivered: Int) {
+        let action: (@Sendable () -> Void)? = trigger.withLock { pending in
+            guard let armed = pending, delivered >= armed.count else { return nil }
+            pending = nil
+            return armed.action
+        }
+        action?()
+    }
+
     var snapshot: Counts { counts.withLock { $0 } }
 
     func follow(_ events: AsyncStream<OutboxEvent>) -> Task<Void, Never> {
         Task {
             for await event in events {
-                counts.withLock { counts in
+                let delivered = counts.withLock { counts in
                     switch event {
                     case .delivered(let id, _):
                         if counts.deliveredIDs.insert(id).inserted { counts.delivered += 1 }
                     case .retryScheduled: counts.retried += 1
+                    case .interrupted: counts.interrupted += 1
                     case .quarantined: counts.quarantined += 1
                     case .remapped(let id, _, _):
                         if counts.remappedIDs.insert(id).inserted { counts.remapped += 1 }
                     default: break
                     }
+                    return counts.delivered
                 }
+                fireTriggerIfDue(delivered: delivered)
             }
         }
     }
@@ -55,7 +79,9 @@ final class Tally: Sendable {
             if ContinuousClock.now >= deadline { throw DemoFailure.deadlinePassed }
             ticks += 1
             if ticks % 10 == 0 {
-                progress("  delivered \(now.delivered)/\(total), retries \(now.retried), quarantined \(now.quarantined)")
+                progress(
+                    "  delivered \(now.delivered)/\(total), retries \(now.retried), interrupted \(now.interrupted), "
+                        + "quarantined \(now.quarantined)")
             }
             try? await Task.sleep(for: .milliseconds(50))
         }

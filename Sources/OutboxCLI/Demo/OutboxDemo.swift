@@ -10,7 +10,9 @@ struct OutboxDemo: AsyncParsableCommand {
         discussion: """
             Starts the reference Idempotency-Key server on 127.0.0.1 (a free port) with faults \
             injected (503s, 429s, answers held past the client's timeout, connections dropped \
-            after the write was applied, slow answers), opens an outbox in a temporary \
+            after the write was applied, slow answers, and connection-level faults: closed \
+            before any response, reset after apply, half-open, idle keep-alive connections \
+            closed by the server, 303 redirects after apply), opens an outbox in a temporary \
             directory, records writes while offline (albums, photos referring to them by \
             local: id, likes toggled until they coalesce, messages — some rejected with 422), \
             comes back online, kills the app mid-drain, restarts it and drains the rest. \

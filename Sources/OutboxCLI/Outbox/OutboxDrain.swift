@@ -15,7 +15,13 @@ struct OutboxDrain: AsyncParsableCommand {
             409 is left in conflict; other 4xx quarantine the entry. Without --until-empty, \
             one pass over what is due now; with it, retries as they come due until nothing \
             is left to send or --timeout passes. Exit status: 0 done (with --until-empty: \
-            nothing left unsent), 1 entries remain unsent, 2 the queue could not be opened.
+            nothing left unsent), 1 entries remain unsent, 2 the queue could not be opened. \
+            With --until-empty the command returns within --timeout plus one request timeout \
+            (min(30 s, --timeout)): no attempt starts after the deadline, and every attempt \
+            records its outcome, so no entry is left in flight. The summary counts attempts \
+            whose answer was lost after the request was sent (interrupted: resent promptly, \
+            not failures) and attempts that never reached the server (not sent: not counted \
+            toward maxAttempts) apart from failures, and says why each remaining entry is left.
             """
     )
 
@@ -55,11 +61,20 @@ struct OutboxDrain: AsyncParsableCommand {
         var user: String
         var delivered = 0
         var retried = 0
+        /// Attempts sent whose answer was lost, resent promptly (not failures).
+        var interrupted = 0
+        /// Attempts that never reached the server (not counted toward maxAttempts).
+        var notSent = 0
+        var inProgress = 0
         var quarantined = 0
         var conflicts = 0
         var unhandled = 0
         var remaining = 0
         var needsAttention = 0
+        /// Why the remaining entries are still queued: reason → how many.
+        var left: [String: Int] = [:]
+        /// When the next remaining entry is due, if one is waiting for its time.
+        var nextRetryAt: String?
         var seconds = 0.0
     }
 
@@ -69,30 +84,31 @@ struct OutboxDrain: AsyncParsableCommand {
         let deadline = started.addingTimeInterval(timeout)
         let summary = try await options.withStore(user: user, create: false) { store -> Summary in
             var handler = HTTPOutboxHandler.Configuration(baseURL: URL(string: baseURL)!, tokenProvider: token.map(StaticTokenProvider.init))
-            handler.requestTimeout = .seconds(min(30, max(1, Int(timeout))))
+            let requestTimeout = Duration.milliseconds(Int64(min(30, timeout) * 1000))
+            handler.requestTimeout = requestTimeout
             var configuration = OutboxDispatcherConfiguration()
             configuration.maximumConcurrentDeliveries = concurrency
+            // The request's own timeout comes first (it knows whether the
+            // request left); the watchdog a second later is the backstop.
+            configuration.deliveryTimeout = requestTimeout + .seconds(1)
             configuration.logger = options.logger(level: .warning)
             let dispatcher = OutboxDispatcher(
                 store: store, handlers: [:], fallback: HTTPOutboxHandler(configuration: handler), configuration: configuration)
-            var summary = Summary(user: user)
-            while true {
-                let report = await dispatcher.flush()
-                summary.delivered += report.delivered
-                summary.retried += report.retried
-                summary.quarantined += report.quarantined
-                summary.conflicts += report.conflicts
-                summary.unhandled = max(summary.unhandled, report.unhandled)
-                let state = try await store.summary()
-                summary.remaining = state.unsent
-                summary.needsAttention = state.needsAttention
-                guard untilEmpty, state.unsent > 0, Date() < deadline else { break }
-                // Sleep until the next retry is due (or the deadline).
-                let next = try await store.nextDueDate() ?? deadline
-                let wake = min(next, deadline)
-                if wake > Date() { try await SystemOutboxClock().sleep(until: wake) }
-            }
+            let report = untilEmpty ? await dispatcher.drain(until: deadline) : await dispatcher.flush()
             await dispatcher.stop()
+            var summary = Summary(user: user)
+            summary.delivered = report.delivered
+            summary.retried = report.retried
+            summary.interrupted = report.interrupted
+            summary.notSent = report.notSent
+            summary.inProgress = report.inProgress
+            summary.quarantined = report.quarantined
+            summary.conflicts = report.conflicts
+            summary.unhandled = report.unhandled
+            let state = try await store.summary()
+            summary.remaining = state.unsent
+            summary.needsAttention = state.needsAttention
+            if state.unsent > 0 { (summary.left, summary.nextRetryAt) = try await Self.whatIsLeft(store) }
             return summary
         }
         var result = summary
@@ -101,10 +117,47 @@ struct OutboxDrain: AsyncParsableCommand {
             StandardStreams.writeLine(try JSONLines().encode(result))
         } else {
             StandardStreams.writeLine(
-                "delivered \(result.delivered), retried \(result.retried), quarantined \(result.quarantined), "
+                "delivered \(result.delivered), retried \(result.retried), interrupted \(result.interrupted), "
+                    + "not sent \(result.notSent), in progress \(result.inProgress), quarantined \(result.quarantined), "
                     + "conflicts \(result.conflicts), remaining \(result.remaining), needs attention \(result.needsAttention) "
                     + "(\(result.seconds) s)")
+            if result.remaining > 0 {
+                let reasons = result.left.sorted { $0.value > $1.value }.map { "\($0.value) × \($0.key)" }
+                StandardStreams.writeLine(
+                    "left: " + reasons.joined(separator: "; ") + (result.nextRetryAt.map { "; next retry at \($0)" } ?? ""))
+            }
         }
         if untilEmpty && result.remaining > 0 { throw ExitCode(1) }
+    }
+
+    /// Why each unsent entry is still queued, grouped: its last error
+    /// (without the body excerpt), or that it was never attempted.
+    static func whatIsLeft(_ store: LogOutboxStore) async throws -> (reasons: [String: Int], next: String?) {
+        var reasons: [String: Int] = [:]
+        var next: Date?
+        let unsent = try await store.entries(matching: OutboxFilter(statuses: [.pending, .failed, .inFlight]))
+        for entry in unsent {
+            let reason: String
+            if let error = entry.lastError {
+                reason = "\(entry.status): " + Self.gist(of: error)
+            } else if !entry.dependencies.isEmpty {
+                reason = "\(entry.status): waiting for a dependency"
+            } else {
+                reason = "\(entry.status): not attempted yet"
+            }
+            reasons[reason, default: 0] += 1
+            if entry.status == .failed { next = min(next ?? entry.nextAttemptAt, entry.nextAttemptAt) }
+        }
+        return (reasons, next.map { ISO8601DateFormatter().string(from: $0) })
+    }
+
+    /// A last error without what varies from entry to entry (a response
+    /// body after "HTTP 503:", a client's detail in parentheses), so equal
+    /// causes group together.
+    static func gist(of error: String) -> String {
+        var text = Substring(error)
+        if let detail = text.range(of: " (") { text = text[..<detail.lowerBound] }
+        if text.hasPrefix("HTTP "), let body = text.range(of: ": ") { text = text[..<body.lowerBound] }
+        return String(text.prefix(120))
     }
 }

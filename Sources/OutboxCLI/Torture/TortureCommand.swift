@@ -16,7 +16,8 @@ struct TortureCommand: AsyncParsableCommand {
             exactly once. Modes: kill (SIGKILL of a worker process, this binary), powerloss \
             (simulated), iofault (EIO/ENOSPC, simulated and, when fiu-run is installed, real \
             syscalls under libfiu), corrupt (damaged copies of real logs), outbox (the app killed \
-            mid-drain against a loopback server), or all. Prints progress and a report; exits 1 \
+            mid-drain against a loopback server), outboxfault (power loss and failed syncs, \
+            simulated, while the app drains to a loopback server), or all. Prints progress and a report; exits 1 \
             if any violation was found, naming the seed that reproduces it. See Docs/RELIABILITY.md.
             """
     )
@@ -33,7 +34,7 @@ struct TortureCommand: AsyncParsableCommand {
     @Option(name: .customLong("dir"), help: "A scratch directory for the logs (default: a new temporary one).")
     var directory: String?
 
-    @Option(help: "kill, powerloss, iofault, corrupt, outbox, a comma-separated list of them, or all.")
+    @Option(help: "kill, powerloss, iofault, corrupt, outbox, outboxfault, a comma-separated list of them, or all.")
     var mode = "all"
 
     @Option(help: "The first cycle number (with --cycles 1: replay one cycle named in a violation report).")
@@ -53,7 +54,8 @@ struct TortureCommand: AsyncParsableCommand {
             if mode == "all" { return TortureMode.allCases }
             return try mode.split(separator: ",").map { name in
                 guard let mode = TortureMode(rawValue: String(name)) else {
-                    throw ValidationError("unknown mode \"\(name)\": use kill, powerloss, iofault, corrupt, outbox or all")
+                    throw ValidationError(
+                        "unknown mode \"\(name)\": use \(TortureMode.allCases.map(\.rawValue).joined(separator: ", ")) or all")
                 }
                 return mode
             }

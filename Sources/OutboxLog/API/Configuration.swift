@@ -32,7 +32,8 @@ extension OutboxLog {
         /// Strict (the default) or salvage; see ``RecoveryMode``.
         public var recoveryMode: RecoveryMode = .strict
 
-        /// Create the directory if it does not exist. Default `true`.
+        /// Create the directory if it does not exist, with any missing
+        /// parents (mode 0700 for each directory created). Default `true`.
         public var createIfMissing: Bool = true
 
         /// Open for reading only: recovery reports what it *would* repair but

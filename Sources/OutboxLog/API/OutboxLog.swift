@@ -28,7 +28,7 @@ import SystemPackage
 /// what reached the disk is unknown; a failed sync is never retried.
 ///
 /// ## Recovery
-/// ``open(at:configuration:)`` verifies every record's CRC and rebuilds the
+/// ``open(at:configuration:)-(FilePath,_)`` verifies every record's CRC and rebuilds the
 /// in-memory index. A torn tail left by a crash is cut and reported; any
 /// other damage fails the open with the file, offset and reason, unless the
 /// configuration asks to salvage. See ``recoveryReport``.

@@ -89,16 +89,8 @@ final class LogCore: Sendable {
             guard configuration.createIfMissing && !configuration.readOnly else {
                 throw OutboxLogError(.notFound, "the log directory does not exist", file: directory)
             }
-            do {
-                try fileSystem.createDirectory(directory)
-                try fileSystem.synchronizeDirectory(directory.removingLastComponent())
-            } catch where error == .fileExists {
-                // Created concurrently: fine, the lock decides who owns it.
-            } catch where error == .noSuchFileOrDirectory {
-                throw OutboxLogError(.notFound, "the log directory's parent does not exist", file: directory, errno: error)
-            } catch {
-                throw .io("cannot create the log directory", error, file: directory)
-            }
+            // With its parents; created concurrently is fine: the lock decides who owns it.
+            try fileSystem.createDirectoryWithParents(directory)
         case .directory:
             break
         }

@@ -34,7 +34,7 @@ struct LogDirectoryRemoval {
             try removeContents(of: directory, keeping: DirectoryLayout.lockName)
             try fileSystem.removeFile(layout.lockFile)
             try fileSystem.removeDirectory(directory)
-            try fileSystem.synchronizeDirectory(directory.removingLastComponent())
+            try fileSystem.synchronizeDirectory(directory.containingDirectory)
         } catch {
             throw .io("cannot delete the log directory", error, file: directory)
         }

@@ -36,6 +36,7 @@ public enum Torture {
             case .iofault: await IOFaultTorture.run(options: options, budget: budget, report: &report)
             case .corrupt: await CorruptTorture.run(options: options, budget: budget, report: &report)
             case .outbox: await OutboxModeTorture.run(options: options, budget: budget, report: &report)
+            case .outboxfault: await OutboxFaultTorture.run(options: options, budget: budget, report: &report)
             }
             let counts = report[mode]
             options.progress(

@@ -16,6 +16,10 @@ public enum TortureMode: String, Sendable, Codable, CodingKeyRepresentable, Case
     /// `kill -9` of an app process draining its outbox to a real loopback
     /// server that counts side effects per idempotency key.
     case outbox
+    /// Power loss and failed syncs (simulated) under an app whose dispatcher
+    /// is draining to the loopback server: nothing the app was told failed
+    /// is ever sent, nothing acknowledged is lost or applied twice.
+    case outboxfault
 
     public var description: String { rawValue }
 
@@ -29,6 +33,7 @@ public enum TortureMode: String, Sendable, Codable, CodingKeyRepresentable, Case
         case .iofault: 0.10
         case .corrupt: 0.38
         case .outbox: 0.10
+        case .outboxfault: 0.10
         }
     }
 }

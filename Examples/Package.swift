@@ -1,0 +1,67 @@
+// swift-tools-version: 6.1
+//
+// Every Swift sample of README.md and of the DocC catalogs, compiled: one
+// executable per sample, each `main.swift` exactly the text the Markdown
+// shows (Scripts/check-samples.sh fails CI when they drift apart).
+//
+//   cd Examples && swift build
+//   swift run AppSample          # with `outbox serve` running (OUTBOX_API to point elsewhere)
+//
+// A nested package (like Benchmarks/) so that the root's `swift build` and
+// `swift test` never build it, and so that the samples see swift-outbox the
+// way an app does: through its products, by path. Each target lists only
+// the products its sample imports, and `MemberImportVisibility` makes a
+// name from a module the sample does not import an error: a sample that
+// compiles here compiles in a fresh package as printed.
+
+import PackageDescription
+
+let strictImports: [SwiftSetting] = [.enableUpcomingFeature("MemberImportVisibility")]
+
+let package = Package(
+    name: "swift-outbox-examples",
+    platforms: [.macOS(.v15), .iOS(.v18)],
+    dependencies: [
+        .package(name: "swift-outbox", path: "../"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
+    ],
+    targets: [
+        // README: "Wiring the outbox in an iOS app" (runs against `outbox serve`).
+        .executableTarget(
+            name: "AppSample",
+            dependencies: [
+                .product(name: "Outbox", package: "swift-outbox"),
+                .product(name: "OutboxHTTP", package: "swift-outbox"),
+            ],
+            swiftSettings: strictImports
+        ),
+        // README: sealing the queue with a raw key.
+        .executableTarget(
+            name: "EncryptionSample",
+            dependencies: [.product(name: "Outbox", package: "swift-outbox")],
+            swiftSettings: strictImports
+        ),
+        // README: "Embedding the log as a queue".
+        .executableTarget(
+            name: "LogSample",
+            dependencies: [.product(name: "OutboxLog", package: "swift-outbox")],
+            swiftSettings: strictImports
+        ),
+        // README: "Adopting the middleware on a server".
+        .executableTarget(
+            name: "MiddlewareSample",
+            dependencies: [
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "IdempotencyKeyMiddleware", package: "swift-outbox"),
+            ],
+            swiftSettings: strictImports
+        ),
+        // Sources/OutboxLog/OutboxLog.docc/OutboxLog.md's overview.
+        .executableTarget(
+            name: "DocCLogSample",
+            dependencies: [.product(name: "OutboxLog", package: "swift-outbox")],
+            swiftSettings: strictImports
+        ),
+    ],
+    swiftLanguageModes: [.v6]
+)

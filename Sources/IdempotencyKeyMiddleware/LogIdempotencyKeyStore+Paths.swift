@@ -1,0 +1,25 @@
+import Foundation
+import OutboxLog
+import SystemPackage
+
+// `String` and `URL` forms of `open(at:)`, so a server names its key
+// directory without importing SystemPackage for `FilePath`.
+
+extension LogIdempotencyKeyStore {
+    /// Opens (creating if needed, with any missing parents) the store in the
+    /// directory at `path`; see ``open(at:configuration:now:)-(FilePath,_,_)``.
+    public static func open(
+        at path: String, configuration: OutboxLog.Configuration = .init(), now: Date = Date()
+    ) async throws -> LogIdempotencyKeyStore {
+        try await open(at: try FilePath(checking: path), configuration: configuration, now: now)
+    }
+
+    /// Opens (creating if needed, with any missing parents) the store in the
+    /// directory a `file:` URL names; see ``open(at:configuration:now:)-(FilePath,_,_)``.
+    /// Any other URL throws an `OutboxLogError` with the code `.invalidArgument`.
+    public static func open(
+        at url: URL, configuration: OutboxLog.Configuration = .init(), now: Date = Date()
+    ) async throws -> LogIdempotencyKeyStore {
+        try await open(at: try url.filePath(), configuration: configuration, now: now)
+    }
+}

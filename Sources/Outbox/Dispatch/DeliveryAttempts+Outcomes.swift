@@ -1,0 +1,196 @@
+import Foundation
+import Logging
+
+/// Recording how an attempt ended: the outcome rules of Docs/DISPATCH.md.
+extension DeliveryAttempts {
+    /// Records `outcome` of an attempt on `entry`; `delivery` is what was
+    /// sent (references remapped), if anything was.
+    func apply(
+        _ outcome: OutboxOutcome, to entry: OutboxEntry, delivery: OutboxDelivery?, handler: any OutboxHandler,
+        into report: inout OutboxFlushReport
+    ) async throws(OutboxError) {
+        switch outcome {
+        case .delivered(let serverID):
+            streaks.withLock { $0[entry.id] = nil }
+            try await store.recordSuccess(entry.id, serverID: serverID, at: clock.now())
+            report.delivered += 1
+            metrics.delivered.increment()
+            publish(.delivered(entry.id, serverID: serverID))
+
+        case .permanent(let reason, let status):
+            try await quarantine(entry, reason: reason, httpStatus: status, into: &report)
+
+        case .transient(let reason, let status, let retryAfter):
+            try await recordTransient(entry, reason: reason, httpStatus: status, retryAfter: retryAfter, into: &report)
+
+        case .notSent(let reason):
+            // The server never saw it: back off (capped), but never count it.
+            let retryAt = clock.now().adding(nextDelay(for: entry.id, using: configuration.backoff))
+            _ = try await store.recordFailure(
+                entry.id, error: "not sent: \(reason)", httpStatus: nil, retryAt: retryAt, countsAsAttempt: false,
+                serverAnsweredAt: nil)
+            report.notSent += 1
+            metrics.notSent.increment()
+            publish(.retryScheduled(entry.id, at: retryAt, reason: "not sent: \(reason)"))
+
+        case .interrupted(let reason):
+            // Sent, answer lost: resend soon with the same key.
+            let retryAt = clock.now().adding(nextDelay(for: entry.id, using: configuration.interruptedBackoff))
+            _ = try await store.recordFailure(
+                entry.id, error: "interrupted: \(reason)", httpStatus: nil, retryAt: retryAt, countsAsAttempt: false,
+                serverAnsweredAt: nil)
+            report.interrupted += 1
+            metrics.interrupted.increment()
+            publish(.interrupted(entry.id, at: retryAt, reason: reason))
+
+        case .inProgress(let reason, let retryAfter):
+            let now = clock.now()
+            let retryAt = now.adding(clampRetryAfter(retryAfter ?? configuration.retryAfterFloor))
+            streaks.withLock { $0[entry.id] = nil }
+            _ = try await store.recordFailure(
+                entry.id, error: reason, httpStatus: 409, retryAt: retryAt, countsAsAttempt: false, serverAnsweredAt: now)
+            report.inProgress += 1
+            publish(.retryScheduled(entry.id, at: retryAt, reason: reason))
+
+        case .alreadyProcessed(let reason, let status):
+            // Applied, most likely, but the answer is gone: a person (or the
+            // app) decides; dependents wait instead of being quarantined.
+            streaks.withLock { $0[entry.id] = nil }
+            try await store.markConflict(entry.id, reason: reason, httpStatus: status)
+            report.conflicts += 1
+            metrics.conflicts.increment()
+            logger.warning(
+                "needs attention: \(entry.method) \(entry.endpoint) was already processed by the server, its answer is lost",
+                metadata: metadata(entry, httpStatus: status, reason: reason))
+            publish(.conflict(entry.id, reason: reason))
+
+        case .conflict(let reason, let status):
+            try await resolveConflict(
+                outcome, reason: reason, httpStatus: status, entry: entry, delivery: delivery, handler: handler, into: &report)
+        }
+    }
+
+    /// A failure the server answered (or a thrown error): counted; backoff
+    /// or the server's clamped `Retry-After`; quarantined past `maxAttempts`
+    /// or the maximum age since the server's first answer.
+    private func recordTransient(
+        _ entry: OutboxEntry, reason: String, httpStatus status: Int?, retryAfter: Duration?,
+        into report: inout OutboxFlushReport
+    ) async throws(OutboxError) {
+        let now = clock.now()
+        let wait = retryAfter.map(clampRetryAfter)
+            ?? jitter.withLock { configuration.backoff.delay(afterAttempt: entry.attempts, using: &$0) }
+        let retryAt = now.adding(wait)
+        let answered = status == nil ? nil : now
+        if let maximumAge = configuration.maximumAge, let first = entry.firstAnswerAt ?? answered,
+            retryAt >= first.adding(maximumAge)
+        {
+            try await quarantine(entry, reason: "expired after: \(reason)", httpStatus: status, into: &report)
+            return
+        }
+        streaks.withLock { $0[entry.id] = nil }
+        let (newStatus, cascade) = try await store.recordFailure(
+            entry.id, error: reason, httpStatus: status, retryAt: retryAt, countsAsAttempt: true,
+            serverAnsweredAt: answered)
+        if newStatus == .dead {
+            let why = "gave up after \(entry.attempts) attempt(s): \(reason)"
+            report.quarantined += 1 + cascade.dependents.count
+            metrics.quarantined.increment(by: 1 + cascade.dependents.count)
+            warnQuarantined(entry, reason: why, httpStatus: status)
+            publish(.quarantined(entry.id, reason: why))
+            publishCascade(cascade, parent: entry.id)
+        } else {
+            report.retried += 1
+            metrics.retried.increment()
+            publish(.retryScheduled(entry.id, at: retryAt, reason: reason))
+        }
+    }
+
+    /// A conflict, resolved by the handler's policy.
+    private func resolveConflict(
+        _ outcome: OutboxOutcome, reason: String, httpStatus status: Int?, entry: OutboxEntry, delivery: OutboxDelivery?,
+        handler: any OutboxHandler, into report: inout OutboxFlushReport
+    ) async throws(OutboxError) {
+        streaks.withLock { $0[entry.id] = nil }
+        report.conflicts += 1
+        metrics.conflicts.increment()
+        switch handler.conflictPolicy {
+        case .serverWins:
+            // The attempt is over; the entry is no longer in flight.
+            try await store.markConflict(entry.id, reason: reason, httpStatus: status)
+            let cascade = try await store.discard(entry.id)
+            report.discarded += 1
+            report.quarantined += cascade.dependents.count
+            metrics.quarantined.increment(by: cascade.dependents.count)
+            publish(.discarded(entry.id, reason: "server wins: \(reason)"))
+            for dependent in cascade.dependents {
+                publish(.quarantined(dependent, reason: "dependencyFailed: \(entry.id) was discarded (server wins)"))
+            }
+        case .clientWins:
+            // Resend what was sent: the same remapped endpoint and payload.
+            let resend = delivery ?? OutboxDelivery(entry: entry, endpoint: entry.endpoint, payload: entry.payload, attempt: entry.attempts)
+            let deadline = clock.now().adding(configuration.deliveryTimeout)
+            let retried = await DeadlineRace.run(until: deadline, clock: clock) { try await handler.resendAfterConflict(resend) }
+            switch retried {
+            case .timedOut(let stillRunning), .cancelled(let stillRunning): abandoned.remember(stillRunning, for: entry.id)
+            case .finished: break
+            }
+            if case .finished(.success(let second)) = retried, second != outcome, !second.isConflict, !second.isAlreadyProcessed {
+                try await apply(second, to: entry, delivery: resend, handler: handler, into: &report)
+            } else {
+                try await store.markConflict(entry.id, reason: reason, httpStatus: status)
+                publish(.conflict(entry.id, reason: reason))
+            }
+        case .manual:
+            try await store.markConflict(entry.id, reason: reason, httpStatus: status)
+            publish(.conflict(entry.id, reason: reason))
+        }
+    }
+
+    func quarantine(
+        _ entry: OutboxEntry, reason: String, httpStatus: Int?, into report: inout OutboxFlushReport
+    ) async throws(OutboxError) {
+        streaks.withLock { $0[entry.id] = nil }
+        let cascade = try await store.quarantine(entry.id, reason: reason, httpStatus: httpStatus)
+        report.quarantined += 1 + cascade.dependents.count
+        metrics.quarantined.increment(by: 1 + cascade.dependents.count)
+        warnQuarantined(entry, reason: reason, httpStatus: httpStatus)
+        publish(.quarantined(entry.id, reason: reason))
+        publishCascade(cascade, parent: entry.id)
+    }
+
+    /// One warning per quarantined entry, naming the request: what a
+    /// developer needs to find the route or the payload at fault.
+    func warnQuarantined(_ entry: OutboxEntry, reason: String, httpStatus: Int?) {
+        logger.warning(
+            "quarantined \(entry.method) \(entry.endpoint)\(httpStatus.map { " (HTTP \($0))" } ?? ""): \(reason)",
+            metadata: metadata(entry, httpStatus: httpStatus, reason: reason))
+    }
+
+    func metadata(_ entry: OutboxEntry, httpStatus: Int?, reason: String) -> Logger.Metadata {
+        var metadata: Logger.Metadata = [
+            "id": "\(entry.id)", "type": "\(entry.type)", "method": "\(entry.method)", "endpoint": "\(entry.endpoint)",
+            "reason": "\(reason)",
+        ]
+        if let httpStatus { metadata["status"] = "\(httpStatus)" }
+        return metadata
+    }
+
+    /// The delay of the n-th not-sent or interrupted attempt in a row.
+    func nextDelay(for id: OutboxEntry.ID, using backoff: OutboxBackoff) -> Duration {
+        let streak = streaks.withLock { streaks -> Int in
+            streaks[id, default: 0] += 1
+            return streaks[id]!
+        }
+        return jitter.withLock { backoff.delay(afterAttempt: streak, using: &$0) }
+    }
+
+    /// A server's `Retry-After`, within the configured floor and cap.
+    func clampRetryAfter(_ wait: Duration) -> Duration {
+        min(max(wait, configuration.retryAfterFloor), max(configuration.retryAfterFloor, configuration.retryAfterCap))
+    }
+
+    func publishCascade(_ cascade: OutboxCascade, parent: OutboxEntry.ID) {
+        for dependent in cascade.dependents { publish(.quarantined(dependent, reason: "dependencyFailed: \(parent) is dead")) }
+    }
+}

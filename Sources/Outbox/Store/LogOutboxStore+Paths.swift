@@ -1,0 +1,67 @@
+import Foundation
+import OutboxLog
+import SystemPackage
+
+// `String` and `URL` forms of the calls that take the outbox's root, so an
+// app passes Application Support's URL (or a configured string) without
+// importing SystemPackage for `FilePath`.
+
+extension LogOutboxStore {
+    /// Opens (creating if needed, with any missing parents) the queue of
+    /// `partition` under the directory a `file:` URL names — Application
+    /// Support, say; see ``open(root:partition:configuration:now:)-(FilePath,_,_,_)``.
+    /// Any other URL throws ``OutboxError/Code/invalidArgument``.
+    public static func open(
+        root: URL, partition: String, configuration: OutboxStoreConfiguration = OutboxStoreConfiguration(),
+        now: Date = Date()
+    ) async throws(OutboxError) -> LogOutboxStore {
+        try await open(root: try rootPath(root), partition: partition, configuration: configuration, now: now)
+    }
+
+    /// Opens (creating if needed, with any missing parents) the queue of
+    /// `partition` under the directory at `root`; see
+    /// ``open(root:partition:configuration:now:)-(FilePath,_,_,_)``.
+    public static func open(
+        root: String, partition: String, configuration: OutboxStoreConfiguration = OutboxStoreConfiguration(),
+        now: Date = Date()
+    ) async throws(OutboxError) -> LogOutboxStore {
+        try await open(root: try rootPath(root), partition: partition, configuration: configuration, now: now)
+    }
+
+    /// Deletes `partition`'s queue under the directory a `file:` URL names;
+    /// see ``purge(root:partition:fileSystem:)-(FilePath,_,_)``.
+    public static func purge(
+        root: URL, partition: String, fileSystem: any FileSystem = PosixFileSystem()
+    ) async throws(OutboxError) {
+        try await purge(root: try rootPath(root), partition: partition, fileSystem: fileSystem)
+    }
+
+    /// Deletes `partition`'s queue under the directory at `root`; see
+    /// ``purge(root:partition:fileSystem:)-(FilePath,_,_)``.
+    public static func purge(
+        root: String, partition: String, fileSystem: any FileSystem = PosixFileSystem()
+    ) async throws(OutboxError) {
+        try await purge(root: try rootPath(root), partition: partition, fileSystem: fileSystem)
+    }
+
+    /// The partitions (users) that have a queue under the directory a
+    /// `file:` URL names. Any other URL throws ``OutboxError/Code/invalidArgument``.
+    public static func partitions(root: URL, fileSystem: any FileSystem = PosixFileSystem()) throws(OutboxError)
+        -> [String]
+    {
+        partitions(root: try rootPath(root), fileSystem: fileSystem)
+    }
+
+    /// The partitions (users) that have a queue under the directory at `root`.
+    public static func partitions(root: String, fileSystem: any FileSystem = PosixFileSystem()) -> [String] {
+        root.isEmpty ? [] : partitions(root: FilePath(root), fileSystem: fileSystem)
+    }
+
+    private static func rootPath(_ url: URL) throws(OutboxError) -> FilePath {
+        do { return try url.filePath() } catch { throw OutboxError(.invalidArgument, error.message) }
+    }
+
+    private static func rootPath(_ path: String) throws(OutboxError) -> FilePath {
+        do { return try FilePath(checking: path) } catch { throw OutboxError(.invalidArgument, "the outbox root path is empty") }
+    }
+}

@@ -1,0 +1,186 @@
+import AsyncHTTPClient
+import Foundation
+import Logging
+import NIOCore
+import NIOHTTP1
+import NIOPosix
+import OutboxLocking
+
+/// Sends requests with async-http-client (SwiftNIO): the transport on Linux
+/// and servers.
+///
+/// Configured for a client that keeps its word: redirects are never
+/// followed (a 3xx is returned as it is), a failed connection attempt is
+/// not retried inside the client (the dispatcher decides), and a request is
+/// written once: async-http-client never re-sends a request on its own. It
+/// reports when the whole request was written (``HTTPTransportFailure/Stage``).
+public final class AsyncHTTPClientTransport: HTTPTransport {
+    /// One client for the process, shared by every handler that does not
+    /// bring its own. It lives as long as the process (no shutdown needed).
+    public static let shared = AsyncHTTPClientTransport(configuration: Configuration())
+
+    public struct Configuration: Sendable, Hashable {
+        /// Connections idle this long are closed by the client. Default 20 s:
+        /// shorter than the common server idle timeouts (30–75 s), so the
+        /// client, not the server, usually ends an idle connection.
+        public var idleTimeout: Duration = .seconds(20)
+        /// At most this many connections per host. Default 8.
+        public var connectionsPerHost = 8
+
+        public init() {}
+    }
+
+    private let client: HTTPClient
+
+    /// A transport with its own connection pool. Call ``shutdown()`` before
+    /// dropping it (``shared`` needs none).
+    public init(configuration: Configuration) {
+        var settings = HTTPClient.Configuration()
+        settings.redirectConfiguration = .disallow
+        settings.decompression = .disabled
+        settings.connectionPool = .init(
+            idleTimeout: .nanoseconds(Int64(configuration.idleTimeout.components.seconds) * 1_000_000_000
+                + configuration.idleTimeout.components.attoseconds / 1_000_000_000),
+            concurrentHTTP1ConnectionsPerHostSoftLimit: configuration.connectionsPerHost)
+        // A refused connection is an answer the dispatcher must see, not
+        // something to retry quietly until the timeout.
+        settings.connectionPool.retryConnectionEstablishment = false
+        client = HTTPClient(
+            eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: settings,
+            backgroundActivityLogger: Logger(label: "outbox.http", factory: { _ in SwiftLogNoOpLogHandler() }))
+    }
+
+    /// Closes the connections of a transport made with ``init(configuration:)``.
+    public func shutdown() async throws { try await client.shutdown() }
+
+    public func send(_ request: HTTPTransportRequest, timeout: Duration) async -> HTTPTransportResult {
+        var headers = HTTPHeaders()
+        for (name, value) in request.headers { headers.add(name: name, value: value) }
+        let prepared: HTTPClient.Request
+        do {
+            prepared = try HTTPClient.Request(
+                url: request.url, method: HTTPMethod(rawValue: request.method), headers: headers,
+                body: request.body.isEmpty && !Self.sendsEmptyBody(request.method) ? nil : .bytes(request.body))
+        } catch {
+            return .failure(HTTPTransportFailure(stage: .notSent, kind: .invalidRequest, detail: "\(error)"))
+        }
+        let nanoseconds = timeout.components.seconds * 1_000_000_000 + timeout.components.attoseconds / 1_000_000_000
+        let recorder = ResponseRecorder()
+        let task = client.execute(request: prepared, delegate: recorder, deadline: .now() + .nanoseconds(max(1, nanoseconds)))
+        do {
+            let response = try await withTaskCancellationHandler {
+                try await task.futureResult.get()
+            } onCancel: {
+                task.cancel()
+            }
+            return .response(status: response.status, headers: response.headers, body: response.body)
+        } catch {
+            return .failure(Self.failure(error, sent: recorder.requestSent))
+        }
+    }
+
+    /// `POST`, `PUT` and `PATCH` carry a `Content-Length: 0` even when empty.
+    private static func sendsEmptyBody(_ method: String) -> Bool {
+        ["POST", "PUT", "PATCH"].contains(method.uppercased())
+    }
+
+    static func failure(_ error: any Error, sent: Bool) -> HTTPTransportFailure {
+        let stage: HTTPTransportFailure.Stage = sent ? .sent : .notSent
+        let detail = "\(error)"
+        if let error = error as? HTTPClientError {
+            switch error {
+            case .deadlineExceeded, .readTimeout, .writeTimeout, .connectTimeout, .getConnectionFromPoolTimeout:
+                return HTTPTransportFailure(stage: stage, kind: .timedOut, detail: detail)
+            case .cancelled:
+                return HTTPTransportFailure(stage: stage, kind: .cancelled, detail: detail)
+            case .remoteConnectionClosed, .uncleanShutdown:
+                return HTTPTransportFailure(stage: stage, kind: .connectionLost, detail: detail)
+            case .invalidURL, .emptyHost, .emptyScheme:
+                return HTTPTransportFailure(stage: .notSent, kind: .invalidRequest, detail: detail)
+            default:
+                return HTTPTransportFailure(stage: stage, kind: .other, detail: detail)
+            }
+        }
+        if error is CancellationError { return HTTPTransportFailure(stage: stage, kind: .cancelled, detail: detail) }
+        if let error = error as? NIOConnectionError {
+            let dns = error.dnsAError != nil || error.dnsAAAAError != nil
+            let kind: HTTPTransportFailure.Kind = dns && error.connectionErrors.isEmpty ? .dns : .cannotConnect
+            return HTTPTransportFailure(stage: .notSent, kind: kind, detail: detail)
+        }
+        if error is SocketAddressError { return HTTPTransportFailure(stage: .notSent, kind: .dns, detail: detail) }
+        if let error = error as? IOError {
+            switch error.errnoCode {
+            case ECONNREFUSED, EHOSTUNREACH, ENETUNREACH, ENETDOWN, EADDRNOTAVAIL:
+                return HTTPTransportFailure(stage: .notSent, kind: .cannotConnect, detail: detail)
+            case ECONNRESET, EPIPE:
+                return HTTPTransportFailure(stage: stage, kind: .connectionLost, detail: detail)
+            case ETIMEDOUT:
+                return HTTPTransportFailure(stage: stage, kind: .timedOut, detail: detail)
+            default:
+                return HTTPTransportFailure(stage: stage, kind: .other, detail: detail)
+            }
+        }
+        if let error = error as? ChannelError {
+            switch error {
+            case .connectTimeout: return HTTPTransportFailure(stage: .notSent, kind: .cannotConnect, detail: detail)
+            case .ioOnClosedChannel, .outputClosed, .inputClosed, .alreadyClosed, .eof:
+                return HTTPTransportFailure(stage: stage, kind: .connectionLost, detail: detail)
+            default: return HTTPTransportFailure(stage: stage, kind: .other, detail: detail)
+            }
+        }
+        return HTTPTransportFailure(stage: stage, kind: .other, detail: detail)
+    }
+}
+
+/// Collects one response (status, lower-cased headers, body) and notes
+/// when the whole request has been written. Called on the connection's
+/// event loop; read after the task's future completes.
+private final class ResponseRecorder: HTTPClientResponseDelegate {
+    struct Response: Sendable {
+        var status: Int
+        var headers: [String: String]
+        var body: [UInt8]
+    }
+
+    private struct State {
+        var sent = false
+        var status = 0
+        var headers: [String: String] = [:]
+        var body: [UInt8] = []
+    }
+
+    private let state = Locked(State())
+
+    var requestSent: Bool { state.withLock { $0.sent } }
+
+    func didSendRequest(task: HTTPClient.Task<Response>) {
+        state.withLock { $0.sent = true }
+    }
+
+    func didReceiveHead(task: HTTPClient.Task<Response>, _ head: HTTPResponseHead) -> EventLoopFuture<Void> {
+        state.withLock { state in
+            // An answer started: the whole request reached the server, or
+            // the server answered early (it will not apply a request it did
+            // not read).
+            state.status = Int(head.status.code)
+            for (name, value) in head.headers {
+                let key = name.lowercased()
+                state.headers[key] = state.headers[key].map { $0 + ", " + value } ?? value
+            }
+        }
+        return task.eventLoop.makeSucceededVoidFuture()
+    }
+
+    func didReceiveBodyPart(task: HTTPClient.Task<Response>, _ buffer: ByteBuffer) -> EventLoopFuture<Void> {
+        state.withLock { state in
+            // Enough for any server id or error excerpt; the rest is read and dropped.
+            let room = max(0, HTTPOutboxHandler.maximumResponseBytes - state.body.count)
+            state.body.append(contentsOf: buffer.readableBytesView.prefix(room))
+        }
+        return task.eventLoop.makeSucceededVoidFuture()
+    }
+
+    func didFinishRequest(task: HTTPClient.Task<Response>) throws -> Response {
+        state.withLock { Response(status: $0.status, headers: $0.headers, body: $0.body) }
+    }
+}

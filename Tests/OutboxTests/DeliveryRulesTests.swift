@@ -1,0 +1,335 @@
+import CLITestSupport
+import Foundation
+import Logging
+import Outbox
+import OutboxLocking
+import Testing
+
+/// The dispatcher's rules for how an attempt ends and when the next one
+/// starts (issues #14 and #26): Retry-After bounds, in-progress polls,
+/// interrupted and not-sent attempts, slots that never idle, leases that
+/// never stick, cancellation, deadlines and the lifecycle. Manual clock:
+/// nothing sleeps.
+@Suite("Delivery rules", .timeLimit(.minutes(1)))
+struct DeliveryRulesTests {
+    @Test("Retry-After is clamped: 0 waits the floor, a huge one waits the cap and does not expire the entry")
+    func retryAfterIsClamped() async throws {
+        let fixture = DispatcherFixture { $0.maximumAge = .seconds(7 * 24 * 3600) }
+        fixture.handler.script("zero", .transient(reason: "503", httpStatus: 503, retryAfter: .zero))
+        fixture.handler.script("huge", .transient(reason: "503", httpStatus: 503, retryAfter: .seconds(30 * 24 * 3600)))
+        let zero = try await fixture.add("zero", maxAttempts: 3)
+        let huge = try await fixture.add("huge")
+        let start = fixture.clock.now()
+        await fixture.dispatcher.flush()
+        // Not re-claimed at once: one attempt, due after the 1 s floor.
+        #expect(fixture.handler.deliveries(of: zero).count == 1)
+        #expect(try await fixture.store.entry(zero)?.nextAttemptAt == start.addingTimeInterval(1))
+        #expect(try await fixture.store.status(zero) == .failed)
+        // Capped at an hour, and still alive (not "expired").
+        #expect(try await fixture.store.entry(huge)?.nextAttemptAt == start.addingTimeInterval(3600))
+        #expect(try await fixture.store.status(huge) == .failed)
+    }
+
+    @Test("in-progress polls do not use up attempts: a slow server never gets the entry quarantined")
+    func inProgressIsNotAFailedAttempt() async throws {
+        let fixture = DispatcherFixture()
+        let polls = (0..<12).map { _ in OutboxOutcome.inProgress(reason: "409 in progress", retryAfter: .seconds(1)) }
+        fixture.handler.script("slow", polls[0], polls[1], polls[2], polls[3], polls[4], polls[5], .delivered(serverID: "s"))
+        let id = try await fixture.add("slow", maxAttempts: 2)
+        for _ in 0..<7 {
+            await fixture.dispatcher.flush()
+            fixture.clock.advance(by: .seconds(1))
+        }
+        await fixture.events.wait { $0.contains { $0.deliveredID == id } }
+        #expect(fixture.handler.deliveries(of: id).count == 7)
+        #expect(try await fixture.store.completion(of: id)?.serverID == "s")
+    }
+
+    @Test("an interrupted attempt is resent within the short bounded delay, not counted, and reported apart")
+    func interruptedIsResentPromptly() async throws {
+        let fixture = DispatcherFixture()
+        fixture.handler.script(
+            "dropped", .interrupted(reason: "connection lost after the request was sent"),
+            .interrupted(reason: "connection lost after the request was sent"), .delivered(serverID: "d"))
+        let id = try await fixture.add("dropped", maxAttempts: 1)
+        let start = fixture.clock.now()
+        let first = await fixture.dispatcher.flush()
+        #expect(first.interrupted == 1)
+        #expect(first.retried == 0)
+        let entry = try #require(try await fixture.store.entry(id))
+        #expect(entry.status == .failed)
+        #expect(entry.attempts == 0)  // given back: maxAttempts 1 is not used up
+        #expect(entry.nextAttemptAt <= start.addingTimeInterval(0.25))
+        fixture.clock.advance(by: .seconds(5))  // the cap of the interrupted backoff
+        await fixture.dispatcher.flush()
+        fixture.clock.advance(by: .seconds(5))
+        await fixture.events.wait { $0.contains { $0.deliveredID == id } }
+        #expect(fixture.events.count { if case .interrupted(id, _, _) = $0 { true } else { false } } == 2)
+    }
+
+    @Test("a busy slot does not idle the others: an entry enqueued while one attempt hangs is sent at once")
+    func enqueueWakesTheRunningDrain() async throws {
+        let handler = ScriptedHandler(onDeliver: { delivery in
+            if String(decoding: delivery.entry.payload, as: UTF8.self) == "hangs" { try await suspendUntilCancelled() }
+        })
+        let fixture = DispatcherFixture(handler: handler) { $0.maximumConcurrentDeliveries = 2 }
+        let hanging = try await fixture.add("hangs")
+        let flush = Task { await fixture.dispatcher.flush() }
+        await fixture.events.wait { $0.contains(.sending(hanging, attempt: 1)) }
+        let late = try await fixture.dispatcher.enqueue(OutboxEnqueueRequest(
+            type: Note.type, method: "POST", endpoint: "/notes", payload: Array("late".utf8), createdAt: fixture.clock.now())).id
+        await fixture.events.wait { $0.contains { $0.deliveredID == late } }
+        #expect(try await fixture.store.status(hanging) == .inFlight)  // still hanging meanwhile
+        await fixture.dispatcher.stop()
+        _ = await flush.value
+    }
+
+    @Test("a retry that comes due while another attempt hangs is sent without waiting for it")
+    func dueRetryWakesTheRunningDrain() async throws {
+        let handler = ScriptedHandler(onDeliver: { delivery in
+            if String(decoding: delivery.entry.payload, as: UTF8.self) == "hangs" { try await suspendUntilCancelled() }
+        })
+        let fixture = DispatcherFixture(handler: handler) {
+            $0.maximumConcurrentDeliveries = 2
+            $0.deliveryTimeout = .seconds(600)
+        }
+        fixture.handler.script("flaky", .transient(reason: "503", httpStatus: 503, retryAfter: .seconds(5)), .delivered(serverID: "f"))
+        let flaky = try await fixture.add("flaky")
+        let hanging = try await fixture.add("hangs")
+        let flush = Task { await fixture.dispatcher.flush() }
+        await fixture.events.wait { events in events.contains(.sending(hanging, attempt: 1)) && events.contains { $0.isRetryScheduled } }
+        fixture.clock.advance(by: .seconds(5))
+        await fixture.events.wait { $0.contains { $0.deliveredID == flaky } }
+        #expect(try await fixture.store.status(hanging) == .inFlight)
+        await fixture.dispatcher.stop()
+        _ = await flush.value
+    }
+
+    @Test("a store read failing while local: references are resolved ends the attempt; the entry is not left in flight")
+    func readErrorDoesNotStickTheLease() async throws {
+        let store = FlakyCompletionStore(base: InMemoryOutboxStore(partition: "u", configuration: quietConfiguration()))
+        let handler = ScriptedHandler()
+        handler.script("parent", .delivered(serverID: "p-1"))
+        let clock = ManualOutboxClock()
+        var configuration = OutboxDispatcherConfiguration()
+        configuration.randomSeed = 1
+        let dispatcher = OutboxDispatcher(store: store, handlers: [Note.type: handler], configuration: configuration, clock: clock)
+        let parent = try await store.add(OutboxEnqueueRequest(type: Note.type, method: "POST", endpoint: "/notes", payload: Array("parent".utf8)))
+        await dispatcher.flush()
+        let child = try await store.add(OutboxEnqueueRequest(
+            type: Note.type, method: "POST", endpoint: "/notes/\(parent.localReference)", payload: Array("child".utf8),
+            dependencies: [parent]))
+        store.failNextCompletion()
+        let report = await dispatcher.flush()
+        #expect(report.notSent == 1)
+        #expect(try await store.status(child) == .failed)
+        #expect(handler.deliveries(of: child).isEmpty)
+        clock.advance(by: .seconds(2))
+        await dispatcher.flush()
+        #expect(handler.deliveries(of: child).map(\.endpoint) == ["/notes/p-1"])
+    }
+
+    @Test("leases that expire while the store stays open are reclaimed: the entry is sent again")
+    func expiredLeasesAreReclaimed() async throws {
+        let fixture = DispatcherFixture { $0.leaseGrace = .seconds(1) }
+        let id = try await fixture.add("stuck")
+        // An attempt that never records its outcome (as if its process lost it).
+        _ = try await fixture.store.claimDue(at: fixture.clock.now(), limit: 1, lease: .seconds(5)) { _ in true }
+        #expect(try await fixture.store.status(id) == .inFlight)
+        await fixture.dispatcher.flush()
+        #expect(fixture.handler.deliveries(of: id).isEmpty)  // the lease still runs
+        fixture.clock.advance(by: .seconds(6))
+        await fixture.dispatcher.flush()
+        #expect(fixture.handler.deliveries(of: id).count == 1)
+        #expect(try await fixture.store.entry(id) == nil)  // delivered
+    }
+
+    @Test("flush() returns when its task is cancelled, even while an attempt hangs")
+    func flushHonoursCancellation() async throws {
+        let handler = ScriptedHandler(onDeliver: { _ in try await suspendUntilCancelled() })
+        let fixture = DispatcherFixture(handler: handler) { $0.deliveryTimeout = .seconds(600) }
+        let id = try await fixture.add("hangs")
+        let flush = Task { await fixture.dispatcher.flush() }
+        await fixture.events.wait { $0.contains(.sending(id, attempt: 1)) }
+        flush.cancel()
+        _ = await flush.value  // returns although the handler still hangs
+        #expect(try await fixture.store.status(id) == .inFlight)
+        await fixture.dispatcher.stop()
+    }
+
+    @Test("stop() cancels running attempts; each is recorded as interrupted, none is left in flight")
+    func stopCancelsAttempts() async throws {
+        let cancelled = Locked(0)
+        let handler = ScriptedHandler(onDeliver: { _ in
+            do { try await suspendUntilCancelled() } catch {
+                cancelled.withLock { $0 += 1 }
+                throw error
+            }
+        })
+        let fixture = DispatcherFixture(handler: handler) {
+            $0.deliveryTimeout = .seconds(600)
+            $0.maximumConcurrentDeliveries = 2
+        }
+        let first = try await fixture.add("a")
+        let second = try await fixture.add("b")
+        let flush = Task { await fixture.dispatcher.flush() }
+        await fixture.events.wait { $0.contains(.sending(first, attempt: 1)) && $0.contains(.sending(second, attempt: 1)) }
+        await fixture.dispatcher.stop()
+        #expect(cancelled.withLock { $0 } == 2)
+        for id in [first, second] {
+            let entry = try #require(try await fixture.store.entry(id))
+            #expect(entry.status == .failed)
+            #expect(entry.attempts == 0)
+            #expect(entry.lastError?.hasPrefix("interrupted") == true)
+        }
+        #expect(await flush.value.interrupted == 2)
+    }
+
+    @Test("drain(until:) starts nothing after its deadline and returns within one delivery timeout of it, nothing in flight")
+    func drainKeepsItsDeadline() async throws {
+        let handler = ScriptedHandler(onDeliver: { delivery in
+            if String(decoding: delivery.entry.payload, as: UTF8.self) == "hangs" { try await suspendUntilCancelled() }
+        })
+        let fixture = DispatcherFixture(handler: handler) { $0.deliveryTimeout = .seconds(30) }
+        fixture.handler.script("later", .transient(reason: "503", httpStatus: 503, retryAfter: .seconds(120)))
+        let hanging = try await fixture.add("hangs")
+        let later = try await fixture.add("later")
+        let deadline = fixture.clock.now().addingTimeInterval(60)
+        let drain = Task { await fixture.dispatcher.drain(until: deadline) }
+        await fixture.events.wait { $0.contains(.sending(hanging, attempt: 1)) && $0.contains { $0.isRetryScheduled } }
+        fixture.clock.advance(by: .seconds(30))  // the hanging attempt times out: interrupted, resent soon
+        await fixture.events.wait { $0.contains { if case .interrupted(hanging, _, _) = $0 { true } else { false } } }
+        fixture.clock.advance(by: .milliseconds(250))  // the interrupted backoff's first step, at most
+        await fixture.events.wait { $0.filter { $0 == .sending(hanging, attempt: 1) }.count == 2 }
+        fixture.clock.set(to: deadline)  // nothing new starts; the running attempt may finish
+        #expect(fixture.handler.deliveries(of: hanging).count == 2)
+        fixture.clock.advance(by: .milliseconds(250))  // the second attempt's delivery timeout
+        let report = await drain.value
+        #expect(fixture.clock.now() <= deadline.addingTimeInterval(30))
+        #expect(report.interrupted == 2)
+        #expect(fixture.handler.deliveries(of: later).count == 1)  // its retry (at 120 s) is past the deadline
+        #expect(try await fixture.store.entries(matching: OutboxFilter(statuses: [.inFlight])).isEmpty)
+    }
+
+    @Test("drain(until:) returns at once when what is left can only wait for a person, not at its deadline")
+    func drainDoesNotWaitForNothing() async throws {
+        let fixture = DispatcherFixture()
+        fixture.handler.script("parent", .alreadyProcessed(reason: "HTTP 410", httpStatus: 410))
+        let parent = try await fixture.add("parent")
+        let child = try await fixture.add("child", dependencies: [parent])
+        // The manual clock never moves: waiting for the deadline would hang here.
+        let report = await fixture.dispatcher.drain(until: fixture.clock.now().addingTimeInterval(3600))
+        #expect(report.conflicts == 1)
+        #expect(try await fixture.store.status(parent) == .conflict)
+        #expect(try await fixture.store.status(child) == .pending)
+    }
+
+    @Test("lifecycle: enqueue after stop() is recorded and sent after the next start(); start() after stop() starts again")
+    func restartAfterStop() async throws {
+        let fixture = DispatcherFixture()
+        await fixture.dispatcher.start()
+        await fixture.dispatcher.stop()
+        let id = try await fixture.dispatcher.enqueue(OutboxEnqueueRequest(
+            type: Note.type, method: "POST", endpoint: "/notes", payload: Array("after stop".utf8), createdAt: fixture.clock.now())).id
+        // Recorded (the commit point holds), not sent while stopped.
+        #expect(await fixture.dispatcher.flush().delivered == 0)
+        #expect(try await fixture.store.status(id) == .pending)
+        let events = EventLog(fixture.dispatcher.events())
+        await fixture.dispatcher.start()
+        await events.wait { $0.contains { $0.deliveredID == id } }
+        #expect(fixture.handler.deliveries(of: id).count == 1)
+        await fixture.dispatcher.stop()
+    }
+
+    @Test("a quarantine warning names the method, the endpoint and the status")
+    func quarantineWarningNamesTheRequest() async throws {
+        let lines = LogCapture()
+        let fixture = DispatcherFixture { $0.logger = lines.logger() }
+        fixture.handler.script("nope", .permanent(reason: "HTTP 404: no such route", httpStatus: 404))
+        _ = try await fixture.add("nope", endpoint: "/conversations/c1/messages")
+        await fixture.dispatcher.flush()
+        let warning = try #require(lines.messages.first { $0.contains("quarantined") })
+        #expect(warning.contains("POST /conversations/c1/messages"))
+        #expect(warning.contains("404"))
+    }
+}
+
+/// Log lines a test can read.
+final class LogCapture: Sendable {
+    private let lines = Locked<[String]>([])
+    var messages: [String] { lines.withLock { $0 } }
+
+    func logger() -> Logger {
+        Logger(label: "test", factory: { _ in Handler(capture: self) })
+    }
+
+    struct Handler: LogHandler {
+        let capture: LogCapture
+        var metadata: Logger.Metadata = [:]
+        var logLevel: Logger.Level = .trace
+        subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+            get { metadata[key] }
+            set { metadata[key] = newValue }
+        }
+        func log(event: LogEvent) { capture.lines.withLock { $0.append("\(event.level): \(event.message)") } }
+    }
+}
+
+/// An in-memory store whose `completion(of:)` fails once when told to: a
+/// read error in the middle of an attempt.
+final class FlakyCompletionStore: OutboxStore {
+    let base: InMemoryOutboxStore
+    private let failNext = Locked(false)
+    init(base: InMemoryOutboxStore) { self.base = base }
+    func failNextCompletion() { failNext.withLock { $0 = true } }
+
+    var partition: String { base.partition }
+    func completion(of id: OutboxEntry.ID) async throws(OutboxError) -> OutboxCompletion? {
+        let fail = failNext.withLock { flag -> Bool in
+            defer { flag = false }
+            return flag
+        }
+        if fail { throw OutboxError(.storage, "read failed (injected)") }
+        return try await base.completion(of: id)
+    }
+    func enqueue(_ request: OutboxEnqueueRequest) async throws(OutboxError) -> OutboxEnqueueResult { try await base.enqueue(request) }
+    func dueEntries(at now: Date, limit: Int) async throws(OutboxError) -> [OutboxEntry] { try await base.dueEntries(at: now, limit: limit) }
+    func claimDue(at now: Date, limit: Int, lease: Duration, accepting: (String) -> Bool) async throws(OutboxError) -> OutboxClaim {
+        try await base.claimDue(at: now, limit: limit, lease: lease, accepting: accepting)
+    }
+    func nextDueDate() async throws(OutboxError) -> Date? { try await base.nextDueDate() }
+    func beginAttempt(_ id: OutboxEntry.ID, at now: Date, lease: Duration) async throws(OutboxError) -> OutboxEntry {
+        try await base.beginAttempt(id, at: now, lease: lease)
+    }
+    func recordSuccess(_ id: OutboxEntry.ID, serverID: String?, at now: Date) async throws(OutboxError) {
+        try await base.recordSuccess(id, serverID: serverID, at: now)
+    }
+    func recordFailure(_ id: OutboxEntry.ID, error: String, httpStatus: Int?, retryAt: Date) async throws(OutboxError)
+        -> (status: OutboxStatus, cascade: OutboxCascade)
+    {
+        try await base.recordFailure(id, error: error, httpStatus: httpStatus, retryAt: retryAt)
+    }
+    func recordFailure(
+        _ id: OutboxEntry.ID, error: String, httpStatus: Int?, retryAt: Date, countsAsAttempt: Bool, serverAnsweredAt: Date?
+    ) async throws(OutboxError) -> (status: OutboxStatus, cascade: OutboxCascade) {
+        try await base.recordFailure(
+            id, error: error, httpStatus: httpStatus, retryAt: retryAt, countsAsAttempt: countsAsAttempt,
+            serverAnsweredAt: serverAnsweredAt)
+    }
+    func reclaimExpiredLeases(at now: Date) async throws(OutboxError) -> [OutboxEntry.ID] { try await base.reclaimExpiredLeases(at: now) }
+    func quarantine(_ id: OutboxEntry.ID, reason: String, httpStatus: Int?) async throws(OutboxError) -> OutboxCascade {
+        try await base.quarantine(id, reason: reason, httpStatus: httpStatus)
+    }
+    func markConflict(_ id: OutboxEntry.ID, reason: String, httpStatus: Int?) async throws(OutboxError) {
+        try await base.markConflict(id, reason: reason, httpStatus: httpStatus)
+    }
+    func retry(_ id: OutboxEntry.ID, at now: Date) async throws(OutboxError) -> OutboxCascade { try await base.retry(id, at: now) }
+    func discard(_ id: OutboxEntry.ID) async throws(OutboxError) -> OutboxCascade { try await base.discard(id) }
+    func entry(_ id: OutboxEntry.ID) async throws(OutboxError) -> OutboxEntry? { try await base.entry(id) }
+    func entries(matching filter: OutboxFilter) async throws(OutboxError) -> [OutboxEntry] { try await base.entries(matching: filter) }
+    func summary() async throws(OutboxError) -> OutboxSummary { try await base.summary() }
+    func dependents(of id: OutboxEntry.ID) async throws(OutboxError) -> [OutboxEntry.ID] { try await base.dependents(of: id) }
+    func clear() async throws(OutboxError) { try await base.clear() }
+    func prune(at now: Date) async throws(OutboxError) { try await base.prune(at: now) }
+    func close() async throws(OutboxError) { try await base.close() }
+}
