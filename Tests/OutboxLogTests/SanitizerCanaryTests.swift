@@ -18,7 +18,7 @@ struct SanitizerCanaryTests {
     }
 
     @Test(
-        "a data race for ThreadSanitizer: two threads increment one unguarded counter",
+        "a race for ThreadSanitizer: two threads increment one unguarded counter",
         .enabled(if: requested == "race", "only when Scripts/sanitize.sh plants it (OUTBOX_SANITIZER_CANARY=race)"))
     func race() {
         let shared = Unguarded()
