@@ -30,6 +30,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-http-types", from: "1.8.0"),
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
         .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
+        .package(url: "https://github.com/apple/swift-nio-extras", from: "1.35.2"),
     ],
     targets: [
         // The package's one lock type (pthread mutex / os_unfair_lock): seen by
@@ -99,15 +100,18 @@ let package = Package(
         ),
 
         // The server side: a Hummingbird middleware honouring Idempotency-Key,
-        // with in-memory and OutboxLog-backed key stores.
+        // with a durable key journal, an in-memory key store for tests, and
+        // connection limits for the server in front of it.
         .target(
             name: "IdempotencyKeyMiddleware",
             dependencies: [
                 "OutboxLocking",
                 "OutboxLog",
                 .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "SystemPackage", package: "swift-system"),
@@ -240,6 +244,19 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        // Delivery to Idempotency-Key middlewares we did not write (PyPI),
+        // behind a loopback fault proxy: needs the virtual environment that
+        // Scripts/interop/setup-venv.sh makes (skipped, saying so, without it).
+        .testTarget(
+            name: "InteropTests",
+            dependencies: [
+                "OutboxLocking",
+                "CLITestSupport",
+                "Outbox",
+                "OutboxHTTP",
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
         .testTarget(
             name: "TortureTests",
             dependencies: [
@@ -264,11 +281,13 @@ let package = Package(
                 "Outbox",
                 "OutboxHTTP",
                 "OutboxLog",
+                "OutboxLogTesting",
                 "OutboxReferenceServer",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "SystemPackage", package: "swift-system"),
             ]
         ),
     ],

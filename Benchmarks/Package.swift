@@ -7,6 +7,8 @@
 //   cd Benchmarks
 //   swift package benchmark --no-progress                 # the package-benchmark suite
 //   swift run -c release outbox-compare [--quick] [--output ../Docs]
+//   swift build -c release --product outbox && swift run -c release outbox-server-bench [--quick] [--output ../Docs]
+//                                                         # the server under wrk (apt-get install -y wrk)
 //
 // GRDB.swift (SQLite) is a dependency of this package only: it is what the
 // comparison measures against.
@@ -20,6 +22,7 @@ let package = Package(
         .package(name: "swift-outbox", path: "../"),
         .package(url: "https://github.com/ordo-one/benchmark", from: "1.38.1", traits: ["MallocInterposer"]),
         .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
+        .package(url: "https://github.com/apple/swift-system", from: "1.8.1"),
     ],
     targets: [
         // malloc's in-use byte count (mallinfo2), for index memory per entry.
@@ -47,6 +50,19 @@ let package = Package(
                 .product(name: "GRDB", package: "GRDB.swift"),
             ],
             path: "Sources/OutboxCompare"
+        ),
+
+        // `outbox-server-bench`: `outbox serve` (release) under wrk — no
+        // middleware, in-memory keys and durable keys side by side — plus
+        // restart time and memory against stored keys, and the descriptor
+        // limit; writes Markdown, JSON and an SVG chart.
+        .executableTarget(
+            name: "outbox-server-bench",
+            dependencies: [
+                .product(name: "IdempotencyKeyMiddleware", package: "swift-outbox"),
+                .product(name: "SystemPackage", package: "swift-system"),
+            ],
+            path: "Sources/ServerBench"
         ),
 
         // package-benchmark suites.

@@ -25,6 +25,30 @@ public enum IdempotencyHTTP {
         return value
     }
 
+    /// Why a request's body was not read to its end.
+    struct BodyRefusal: Error {
+        var response: Response
+    }
+
+    /// Reads the request's body, at most `limit` bytes. A body announced or
+    /// found larger is refused with 413, one that cannot be read (a
+    /// malformed chunked encoding) with 400; both close the connection
+    /// (`Connection: close`) instead of reading the rest.
+    static func readBody(of request: inout Request, limit: Int) async -> Result<ByteBuffer, BodyRefusal> {
+        func tooLarge() -> BodyRefusal {
+            BodyRefusal(response: IdempotencyProblem.bodyTooLarge.closingResponse(detail: "The request body exceeds \(limit) bytes."))
+        }
+        if let announced = request.headers[.contentLength].flatMap({ Int($0) }), announced > limit { return .failure(tooLarge()) }
+        do {
+            return .success(try await request.collectBody(upTo: limit))
+        } catch is NIOTooManyBytesError {
+            return .failure(tooLarge())
+        } catch {
+            return .failure(BodyRefusal(response: IdempotencyProblem.malformedBody.closingResponse(
+                detail: "The request body could not be read: \(error).")))
+        }
+    }
+
     /// SHA-256 of the method, the path with query, and the body.
     static func fingerprint(_ request: Request, body: ByteBuffer) -> [UInt8] {
         fingerprint(method: request.method.rawValue, uri: request.uri.string, body: body.readableBytesView)

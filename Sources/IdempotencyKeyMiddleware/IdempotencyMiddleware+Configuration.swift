@@ -29,7 +29,18 @@ extension IdempotencyMiddleware {
         /// The `Retry-After` of the 409 answered while the same key is still
         /// in progress (whole seconds, rounded up). Default 1 second.
         public var inProgressRetryAfter: Duration = .seconds(1)
-        /// Largest request body fingerprinted (bigger bodies get 413).
+        /// The `Retry-After` of the 503 answered when the key store cannot
+        /// record a claim (``IdempotencyProblem/storeUnavailable``; the
+        /// request was not run). Default 1 second.
+        public var unavailableRetryAfter: Duration = .seconds(1)
+        /// The `Retry-After` of the 503 answered for a key whose outcome is
+        /// unknown (``IdempotencyProblem/outcomeUnknown``): how often a
+        /// client should ask again while an operator may resolve the key.
+        /// Default 60 seconds.
+        public var outcomeUnknownRetryAfter: Duration = .seconds(60)
+        /// Largest request body fingerprinted (bigger bodies get 413, and the
+        /// connection is closed rather than the rest read; see
+        /// ``IdempotencyProblem/bodyTooLarge``).
         public var maximumBodySize = 1 << 20
         /// Largest response body stored for replay. A larger response is
         /// still sent in full to the first request, but the key stores a

@@ -15,18 +15,30 @@ import NIOCore
 /// | repeat while the first still runs | 409 Conflict with `Retry-After` (``IdempotencyProblem/inProgress``) |
 /// | same key, different request (method, path, body) | 422 Unprocessable Content |
 /// | no key where one is required, or a malformed one | 400 Bad Request |
+/// | body too large / unreadable | 413 / 400, and the connection is closed |
+/// | the key store cannot record the claim | 503 with `Retry-After`; the handler is **not** run |
+/// | the store is full of live keys | 503 with `Retry-After` (``IdempotencyProblem/storeFull``) |
+/// | repeat of a request whose response could not be recorded | 503 with `Retry-After` (``IdempotencyProblem/outcomeUnknown``) |
 /// | repeat of a request whose response was too large to store | 410 Gone (``IdempotencyProblem/responseNotStored``) |
+///
+/// **A handler runs at most once per key.** Once it has run, its key is
+/// completed (the response stored), or marked outcome-unknown if the store
+/// could not keep the response — never released for a second run. A 4xx
+/// the handler throws (an `HTTPResponseError` such as `HTTPError`) is an
+/// answer like a returned one: stored and replayed. A handler that throws
+/// anything else or answers 5xx promises it applied nothing: its claim is
+/// released and a retry runs again (5xx answers are never stored).
 ///
 /// Keys are kept for ``Configuration/retention``, then deleted by a sweep
 /// the requests trigger (at most once per ``Configuration/expiryInterval``).
 /// Error responses are RFC 9457 problem documents (``IdempotencyProblem``).
-/// 5xx responses are not stored (the request may be retried); 2xx–4xx are.
 /// A request is never run twice at once: a key stays in progress for as long
 /// as this process runs its request (see ``Configuration/staleAfter``).
 public struct IdempotencyMiddleware<Context: RequestContext>: RouterMiddleware {
     public let store: any IdempotencyKeyStore
     public let configuration: Configuration
     private let sweeper = ExpirySweeper()
+    let settlements = PendingSettlements()
 
     public init(store: any IdempotencyKeyStore, configuration: Configuration = Configuration()) {
         self.store = store
@@ -49,35 +61,64 @@ public struct IdempotencyMiddleware<Context: RequestContext>: RouterMiddleware {
         }
         var request = request
         let body: ByteBuffer
-        do { body = try await request.collectBody(upTo: configuration.maximumBodySize) } catch {
-            return IdempotencyProblem.bodyTooLarge.response(detail: "The request body exceeds \(configuration.maximumBodySize) bytes.")
+        switch await IdempotencyHTTP.readBody(of: &request, limit: configuration.maximumBodySize) {
+        case .success(let bytes): body = bytes
+        case .failure(let refusal): return refusal.response
         }
         let fingerprint = IdempotencyHTTP.fingerprint(request, body: body)
-        let owner = configuration.serverInstance
+        if let answer = await settlePending(key: key, now: now, logger: context.logger) { return answer }
+        if let answer = await claim(key: key, fingerprint: fingerprint, now: now, logger: context.logger) { return answer }
+        return try await run(request, context: context, key: key, next: next)
+    }
 
-        switch try await store.begin(
-            key: key, fingerprint: fingerprint, now: now, claim: IdempotencyClaim(owner: owner, staleAfter: configuration.staleAfter))
-        {
+    /// Claims the key; returns the answer when the request must not run.
+    private func claim(key: String, fingerprint: [UInt8], now: Date, logger: Logger) async -> Response? {
+        let owner = configuration.serverInstance
+        let claim = IdempotencyClaim(
+            owner: owner, staleAfter: configuration.staleAfter, expiresAt: now.addingTimeInterval(configuration.retention.seconds))
+        let result: IdempotencyBeginResult
+        do {
+            result = try await store.begin(key: key, fingerprint: fingerprint, now: now, claim: claim)
+        } catch {
+            logger.error("cannot record an idempotency claim; refusing the request", metadata: ["key": "\(key)", "error": "\(error)"])
+            return IdempotencyProblem.storeUnavailable.response(
+                detail: "The idempotency key store cannot record this request right now, so it was not run. Retry with the same key.",
+                retryAfter: configuration.unavailableRetryAfter)
+        }
+        switch result {
+        case .proceed:
+            return nil
         case .completed(let stored):
             return IdempotencyHTTP.replay(stored)
         case .inProgress:
             return IdempotencyProblem.inProgress(retryAfter: configuration.inProgressRetryAfter)
         case .fingerprintMismatch:
             return IdempotencyProblem.keyReused.response(detail: "This Idempotency-Key was already used for a different request.")
-        case .proceed:
-            break
+        case .outcomeUnknown(let unsettled):
+            return IdempotencyProblem.outcomeUnknown(unsettled, retryAfter: configuration.outcomeUnknownRetryAfter)
+        case .atCapacity(let retryAfter):
+            return IdempotencyProblem.storeFull.response(
+                detail: "The idempotency key store is full of keys that have not expired yet, so this request was not run. "
+                    + "Retry with the same key after the Retry-After delay.",
+                retryAfter: retryAfter)
         }
+    }
 
+    /// Runs the claimed request and settles its key: completed, released
+    /// (the handler threw or answered 5xx) or outcome-unknown.
+    private func run(
+        _ request: Request, context: Context, key: String, next: (Request, Context) async throws -> Response
+    ) async throws -> Response {
         let response: Response
         do {
-            response = try await next(request, context)
+            response = try await Self.answer(of: request, context: context, next: next)
         } catch {
-            try? await store.abandon(key: key, owner: owner)
+            await release(key: key, logger: context.logger)
             throw error
         }
-        // 5xx: nothing definite happened; let a retry run again.
+        // 5xx: the handler applied nothing; let a retry run again. Never stored.
         guard response.status.code < 500 else {
-            try? await store.abandon(key: key, owner: owner)
+            await release(key: key, logger: context.logger)
             return response
         }
         let bytes: ByteBuffer
@@ -88,60 +129,42 @@ public struct IdempotencyMiddleware<Context: RequestContext>: RouterMiddleware {
             // The handler ran, but its body failed: there is nothing to
             // replay, and running it again could apply the write twice.
             let stored = IdempotencyProblem.notStored(status: Int(response.status.code), reason: "its response body failed: \(error)")
-            try? await complete(key: key, stored, owner: owner, logger: context.logger)
+            await settle(key: key, stored, logger: context.logger)
             throw error
         }
-        let stored: StoredResponse
-        if bytes.readableBytes > configuration.maximumStoredResponse {
-            // Never replay a cut body: store a clear error for repeats.
-            stored = IdempotencyProblem.notStored(
-                status: Int(replayable.status.code),
-                reason: "its response of \(bytes.readableBytes) bytes exceeded the \(configuration.maximumStoredResponse) bytes kept for replays")
-        } else {
-            var headers: [String: String] = [:]
-            for field in replayable.headers where IdempotencyHTTP.replayedFields.contains(field.name) {
-                headers[field.name.canonicalName] = field.value
-            }
-            stored = StoredResponse(status: Int(replayable.status.code), headers: headers, body: Array(buffer: bytes))
-        }
-        do {
-            try await complete(key: key, stored, owner: owner, logger: context.logger)
-        } catch {
-            return IdempotencyProblem.storeUnavailable.response(detail: "The response could not be recorded; retry with the same key.")
-        }
+        await settle(key: key, storable(replayable, body: bytes), logger: context.logger)
         return replayable
     }
 
-    /// Stores `response` under `key`, kept for the retention from now (the
-    /// request's end, however long it ran). If the store refuses it (too
-    /// large for its records, say), stores a
-    /// ``IdempotencyProblem/responseNotStored`` marker instead; if that fails
-    /// too, releases the claim and throws.
-    private func complete(key: String, _ response: StoredResponse, owner: String, logger: Logger) async throws {
-        let now = configuration.now()
-        let expiresAt = now.addingTimeInterval(configuration.retention.seconds)
+    /// The handler's answer. A thrown 4xx (`HTTPError(.notFound)`, a
+    /// validation error) is Hummingbird's idiom for an answer, and on the
+    /// wire it is the same as a returned one: it is stored and replayed like
+    /// one, so the handler is not run again and a repeat cannot differ.
+    private static func answer(
+        of request: Request, context: Context, next: (Request, Context) async throws -> Response
+    ) async throws -> Response {
         do {
-            try await store.complete(key: key, response: response, now: now, expiresAt: expiresAt)
-            return
-        } catch {
-            logger.error("cannot store idempotent response", metadata: ["key": "\(key)", "error": "\(error)"])
+            return try await next(request, context)
+        } catch let error as any HTTPResponseError where (400..<500).contains(error.status.code) {
+            return try error.response(from: request, context: context)
         }
-        let marker = IdempotencyProblem.notStored(status: response.status, reason: "the key store could not keep its response")
-        if response != marker {
-            do {
-                try await store.complete(key: key, response: marker, now: now, expiresAt: expiresAt)
-                return
-            } catch {
-                logger.error("cannot store idempotent response marker", metadata: ["key": "\(key)", "error": "\(error)"])
-            }
-        }
-        // The effect happened but cannot be recorded: say so instead of
-        // pretending, so the client retries (and the log shows why).
-        try? await store.abandon(key: key, owner: owner)
-        throw StoreUnavailable()
     }
 
-    private struct StoreUnavailable: Error {}
+    /// What the key keeps of a response: the response, or a
+    /// ``IdempotencyProblem/responseNotStored`` marker if it is too large.
+    private func storable(_ response: Response, body bytes: ByteBuffer) -> StoredResponse {
+        guard bytes.readableBytes <= configuration.maximumStoredResponse else {
+            // Never replay a cut body: store a clear error for repeats.
+            return IdempotencyProblem.notStored(
+                status: Int(response.status.code),
+                reason: "its response of \(bytes.readableBytes) bytes exceeded the \(configuration.maximumStoredResponse) bytes kept for replays")
+        }
+        var headers: [String: String] = [:]
+        for field in response.headers where IdempotencyHTTP.replayedFields.contains(field.name) {
+            headers[field.name.canonicalName] = field.value
+        }
+        return StoredResponse(status: Int(response.status.code), headers: headers, body: Array(buffer: bytes))
+    }
 
     /// Deletes expired keys if the sweep is due; a failure is logged, never
     /// fails the request.

@@ -12,7 +12,12 @@ public enum IdempotencyProblem: String, Sendable, Hashable, CaseIterable {
     /// 400: the key is not 1 to 255 visible ASCII characters.
     case invalidKey = "invalid-key"
     /// 413: the request body is larger than the middleware fingerprints.
+    /// Sent with `Connection: close`: the rest of the upload is not read.
     case bodyTooLarge = "body-too-large"
+    /// 400: the request body could not be read (a malformed chunked
+    /// encoding, say). Sent with `Connection: close`: the connection's
+    /// framing is lost.
+    case malformedBody = "malformed-body"
     /// 409 with `Retry-After`: a request with this key is still being
     /// processed; retry later with the same key. Transient.
     case inProgress = "in-progress"
@@ -22,9 +27,19 @@ public enum IdempotencyProblem: String, Sendable, Hashable, CaseIterable {
     /// response was too large to keep for replays, so a repeat cannot be
     /// answered with it. Permanent: retrying cannot bring it back.
     case responseNotStored = "response-not-stored"
-    /// 503: the request ran but its response could not be recorded; retry
-    /// with the same key.
+    /// 503 with `Retry-After`: the key store could not record the claim, so
+    /// the request was **not** run. Transient: retry with the same key.
     case storeUnavailable = "store-unavailable"
+    /// 503 with `Retry-After`: a request with this key ran (or may have: its
+    /// server stopped while it ran), but its response was not recorded, so
+    /// the server cannot tell whether the write was applied and will not
+    /// run it again. Repeats get this answer until an operator resolves the
+    /// key or it expires.
+    case outcomeUnknown = "outcome-unknown"
+    /// 503 with `Retry-After`: the key store holds as many keys as it may
+    /// and none has expired yet; nothing was run. Transient: retry with the
+    /// same key after `Retry-After`.
+    case storeFull = "store-full"
 
     /// The problem's `type` URI.
     public var type: String { "https://github.com/swift-outbox/problems/\(rawValue)" }
@@ -32,12 +47,12 @@ public enum IdempotencyProblem: String, Sendable, Hashable, CaseIterable {
     /// The HTTP status it is sent with.
     public var status: Int {
         switch self {
-        case .missingKey, .invalidKey: 400
+        case .missingKey, .invalidKey, .malformedBody: 400
         case .bodyTooLarge: 413
         case .inProgress: 409
         case .keyReused: 422
         case .responseNotStored: 410
-        case .storeUnavailable: 503
+        case .storeUnavailable, .outcomeUnknown, .storeFull: 503
         }
     }
 
@@ -50,14 +65,17 @@ public enum IdempotencyProblem: String, Sendable, Hashable, CaseIterable {
         case .inProgress: "Request in progress"
         case .keyReused: "Idempotency-Key reused"
         case .responseNotStored: "Response not stored"
+        case .malformedBody: "Request body malformed"
         case .storeUnavailable: "Idempotency store unavailable"
+        case .outcomeUnknown: "Outcome unknown"
+        case .storeFull: "Idempotency store full"
         }
     }
 
     /// The problem document's bytes.
     func document(detail: String) -> [UInt8] {
         let document: [String: Any] = ["type": type, "title": title, "status": status, "detail": detail]
-        return Array((try? JSONSerialization.data(withJSONObject: document, options: [.sortedKeys])) ?? Data())
+        return Array((try? JSONSerialization.data(withJSONObject: document, options: [.sortedKeys, .withoutEscapingSlashes])) ?? Data())
     }
 
     /// The problem as a response; `fields` are added to its headers.
@@ -72,12 +90,36 @@ public enum IdempotencyProblem: String, Sendable, Hashable, CaseIterable {
     /// The 409 for a key still in progress, with `Retry-After` in whole
     /// seconds (rounded up).
     static func inProgress(retryAfter: Duration) -> Response {
-        let seconds = Int(retryAfter.seconds.rounded(.up))
-        var fields = HTTPFields()
-        fields[.retryAfter] = String(max(0, seconds))
+        let seconds = retryAfter.wholeSeconds()
         return IdempotencyProblem.inProgress.response(
             detail: "A request with this Idempotency-Key is still being processed; retry after \(seconds) second\(seconds == 1 ? "" : "s") with the same key.",
-            fields: fields)
+            fields: [.retryAfter: String(seconds)])
+    }
+
+    /// A 503 problem with `Retry-After` in whole seconds (at least 1).
+    func response(detail: String, retryAfter: Duration) -> Response {
+        response(detail: detail, fields: [.retryAfter: String(retryAfter.wholeSeconds(atLeast: 1))])
+    }
+
+    /// A problem that ends the connection once sent (`Connection: close`),
+    /// for requests whose body the server will not read to its end.
+    func closingResponse(detail: String) -> Response {
+        response(detail: detail, fields: [.connection: "close"])
+    }
+
+    /// The answer for a key whose outcome is unknown.
+    static func outcomeUnknown(_ key: IdempotencyUnsettledKey, retryAfter: Duration) -> Response {
+        let why: String
+        switch key.reason {
+        case .responseNotRecorded: why = "its handler ran but the response could not be recorded"
+        case .serverStopped: why = "the server stopped while it ran"
+        case .claimAbandoned: why = "the server instance running it stopped answering"
+        }
+        return IdempotencyProblem.outcomeUnknown.response(
+            detail: "A request with this Idempotency-Key was started, but \(why), so whether it was applied is unknown. "
+                + "It will not be run again under this key; the server's operator can resolve it. Do not resend it with a new key "
+                + "unless you know it was not applied.",
+            retryAfter: retryAfter)
     }
 
     /// What is stored instead of a response that cannot be kept; `reason`

@@ -1,39 +1,72 @@
 import Foundation
 
-/// One key's record, as the built-in stores keep it.
-struct KeyRecord: Sendable, Hashable, Codable {
-    enum State: Sendable, Hashable, Codable {
-        case inProgress(since: Date, owner: String)
+/// One key's record, as the in-memory store keeps it (and the durable store
+/// keeps its unsettled keys).
+struct KeyRecord: Sendable, Hashable {
+    enum State: Sendable, Hashable {
+        case inProgress(since: Date, owner: String, expiresAt: Date)
         case completed(StoredResponse, expiresAt: Date)
+        case outcomeUnknown(since: Date, expiresAt: Date, reason: IdempotencyUnknownReason)
     }
 
     var fingerprint: [UInt8]
     var state: State
 
-    /// When a completed record expires; `nil` while in progress.
-    var expiresAt: Date? {
-        if case .completed(_, let expiresAt) = state { return expiresAt }
-        return nil
+    /// When the record may be forgotten.
+    var expiresAt: Date {
+        switch state {
+        case .inProgress(_, _, let expiresAt), .completed(_, let expiresAt), .outcomeUnknown(_, let expiresAt, _): expiresAt
+        }
     }
 
-    /// Whether the record is completed and expired at `now`.
-    func isExpired(at now: Date) -> Bool { expiresAt.map { $0 <= now } ?? false }
+    /// Whether the record may be forgotten at `now`. An in-progress claim of
+    /// a request still running is never forgotten by expiry alone: only the
+    /// owner's middleware settles it (see ``KeyRecord/decide``).
+    func isExpired(at now: Date) -> Bool {
+        if case .inProgress = state { return false }
+        return expiresAt <= now
+    }
 
-    /// The decision for a new request, given this record (or none), and
-    /// whether the caller must now hold the key as in progress for
-    /// `claim.owner`.
-    static func decide(
-        _ record: KeyRecord?, fingerprint: [UInt8], now: Date, claim: IdempotencyClaim
-    ) -> (IdempotencyBeginResult, claim: Bool) {
-        guard let record else { return (.proceed, true) }
+    /// The unsettled view of an outcome-unknown record.
+    func unsettled(key: String) -> IdempotencyUnsettledKey? {
+        guard case .outcomeUnknown(let since, let expiresAt, let reason) = state else { return nil }
+        return IdempotencyUnsettledKey(key: key, since: since, expiresAt: expiresAt, reason: reason)
+    }
+
+    /// What a new request finds, given this record (or none).
+    enum Decision: Equatable {
+        /// Answer with the result; the record stays as it is.
+        case answer(IdempotencyBeginResult)
+        /// Claim the key for the caller (record a new in-progress claim).
+        case claim
+        /// Another owner's claim went stale: record it as outcome unknown
+        /// (reason ``IdempotencyUnknownReason/claimAbandoned``) and answer so.
+        case abandonClaim(IdempotencyUnsettledKey)
+    }
+
+    /// The decision for a new request with `fingerprint`, given this record
+    /// (or none).
+    static func decide(_ record: KeyRecord?, key: String, fingerprint: [UInt8], now: Date, claim: IdempotencyClaim) -> Decision {
+        guard let record else { return .claim }
+        let same = record.fingerprint == fingerprint
         switch record.state {
         case .completed(let response, let expiresAt):
-            if expiresAt <= now { return (.proceed, true) }
-            return record.fingerprint == fingerprint ? (.completed(response), false) : (.fingerprintMismatch, false)
-        case .inProgress(let since, let owner):
+            if expiresAt <= now { return .claim }
+            return .answer(same ? .completed(response) : .fingerprintMismatch)
+        case .outcomeUnknown(let since, let expiresAt, let reason):
+            if expiresAt <= now { return .claim }
+            guard same else { return .answer(.fingerprintMismatch) }
+            return .answer(.outcomeUnknown(IdempotencyUnsettledKey(key: key, since: since, expiresAt: expiresAt, reason: reason)))
+        case .inProgress(let since, let owner, let expiresAt):
             // This process is still running it: never run it again alongside.
-            if owner != claim.owner, now.timeIntervalSince(since) >= claim.staleAfter.seconds { return (.proceed, true) }
-            return record.fingerprint == fingerprint ? (.inProgress, false) : (.fingerprintMismatch, false)
+            if owner != claim.owner, now.timeIntervalSince(since) >= claim.staleAfter.seconds {
+                // Its owner is gone, and its handler may have applied the
+                // write: never run it again either.
+                if expiresAt <= now { return .claim }
+                guard same else { return .answer(.fingerprintMismatch) }
+                return .abandonClaim(IdempotencyUnsettledKey(key: key, since: since, expiresAt: expiresAt, reason: .claimAbandoned))
+            }
+            return .answer(same ? .inProgress : .fingerprintMismatch)
         }
     }
 }
@@ -42,5 +75,10 @@ extension Duration {
     /// The duration in seconds, as a `TimeInterval`.
     var seconds: TimeInterval {
         Double(components.seconds) + Double(components.attoseconds) / 1e18
+    }
+
+    /// Whole seconds, rounded up, at least `minimum`.
+    func wholeSeconds(atLeast minimum: Int = 0) -> Int {
+        max(minimum, Int(seconds.rounded(.up)))
     }
 }

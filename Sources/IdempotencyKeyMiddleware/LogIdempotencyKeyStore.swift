@@ -1,149 +1,345 @@
+import Dispatch
 import Foundation
-import OutboxLog
 import OutboxLocking
+import OutboxLog
 import SystemPackage
 
-/// Keys in an ``OutboxLog``: the durable default. Completed responses
-/// survive a server restart (they are made durable before the response is
-/// sent); in-progress claims are kept in memory only, so a crash releases
-/// them (the request that held one died with the process).
+/// Keys on disk, in a compact append-only key journal: the durable default.
 ///
-/// Expired keys are deleted, not just ignored: ``expire(now:)`` (which
-/// ``IdempotencyMiddleware`` calls periodically) writes a tombstone for each,
-/// and ``open(at:configuration:now:)-(FilePath,_,_)`` deletes the ones that expired while
-/// the server was down instead of loading them. The log's automatic
-/// compaction then reclaims their space. Live keys and their responses are
-/// held in memory, so memory is bounded by the keys of one retention window.
+/// - **Never runs a handler twice.** A claim is made durable before
+///   ``begin(key:fingerprint:now:claim:)`` lets the request run, and a
+///   response before it is sent. A server killed mid-request leaves the
+///   claim: after a restart its key is answered outcome-unknown (never run
+///   again) until it expires or an operator resolves it.
+/// - **Memory does not grow with responses.** Completed keys are held as a
+///   96-bit keyed digest and a record location (about 30–60 bytes per key
+///   with the dictionary's slack); responses are read from disk on a replay.
+/// - **Restart does not read every record.** Each sealed segment has an
+///   index file (a 28-byte entry per key: claims settled in the same segment
+///   are left out); an open reads those and scans only
+///   the active segment.
+/// - **Expiry reclaims disk.** Segments are removed whole, oldest first,
+///   once every record in them expired.
+/// - **A cap that never forgets early.** With ``Configuration/maximumKeys``
+///   or ``Configuration/maximumBytes``, a new key at the cap is refused
+///   (``IdempotencyBeginResult/atCapacity(retryAfter:)``, 503 with
+///   `Retry-After`), never admitted by evicting a live key.
+/// - **Group commit.** Concurrent claims and completions share one
+///   `fdatasync` on the journal's writer thread.
 ///
 /// What it cannot do alone: make a handler's effect and the stored response
-/// one atomic write. A crash between the two re-runs the request on retry.
-/// For that, implement ``IdempotencyKeyStore`` on the database your handler
-/// writes to.
+/// one atomic write. For that, implement ``IdempotencyKeyStore`` on the
+/// database your handler writes to.
 public final class LogIdempotencyKeyStore: IdempotencyKeyStore {
-    let log: OutboxLog
-    private let records: Locked<[String: KeyRecord]>
+    /// How the store is opened and bounded.
+    public struct Configuration: Sendable {
+        /// A segment is sealed and a new one started past this size. Expired
+        /// keys are reclaimed a segment at a time. Default 8 MiB.
+        public var segmentSize = 8 << 20
+        /// The largest record (a completed key's response, with its headers
+        /// and key) the store keeps; ``complete(key:response:now:expiresAt:)``
+        /// throws ``IdempotencyKeyStoreError/Code/responseTooLarge`` past it
+        /// (the middleware then stores a 410 marker). Default 2 MiB.
+        public var maximumRecordSize = 2 << 20
+        /// The most keys held at once; `nil` for no limit.
+        public var maximumKeys: Int?
+        /// The most bytes of journal files; `nil` for no limit.
+        public var maximumBytes: Int64?
+        /// The file system under the journal; replace it to inject faults.
+        public var fileSystem: any FileSystem = PosixFileSystem()
 
-    private init(log: OutboxLog, records: [String: KeyRecord]) {
-        self.log = log
-        self.records = Locked(records)
+        public init() {}
     }
 
-    /// A record in the log that this version cannot read.
-    public struct UnreadableRecord: Error, CustomStringConvertible {
-        public var key: String
-        public var reason: String
-        public var description: String { "cannot read the stored idempotency key \(key): \(reason)" }
+    let directory: FilePath
+    let configuration: Configuration
+    let digester: KeyDigester
+    let writer: JournalWriter
+    let state: Locked<JournalState>
+    private let lock: FileDescriptor
+    private let readQueue = DispatchQueue(label: "idempotency-journal-read", attributes: .concurrent)
+    /// What the open found.
+    public let recovery: JournalRecoveryReport
+
+    init(
+        directory: FilePath, configuration: Configuration, digester: KeyDigester, writer: JournalWriter, state: JournalState,
+        lock: FileDescriptor, recovery: JournalRecoveryReport
+    ) {
+        self.directory = directory
+        self.configuration = configuration
+        self.digester = digester
+        self.writer = writer
+        self.state = Locked(state)
+        self.lock = lock
+        self.recovery = recovery
     }
 
-    /// Opens (creating if needed) the store in `directory`.
-    ///
-    /// Keys that expired at or before `now`, and in-progress claims (which a
-    /// store never writes, so a foreign tool must have), are deleted from the
-    /// log rather than loaded.
-    ///
-    /// - Throws: ``OutboxLogError`` from the log, or ``UnreadableRecord`` if a
-    ///   record cannot be decoded (nothing is dropped silently: a lost key
-    ///   could let a retry apply a write twice).
-    public static func open(
-        at directory: FilePath, configuration: OutboxLog.Configuration = .init(), now: Date = Date()
-    ) async throws -> LogIdempotencyKeyStore {
-        let log = try await OutboxLog.open(at: directory, configuration: configuration)
-        do {
-            let records = try await loadLive(from: log, now: now)
-            return LogIdempotencyKeyStore(log: log, records: records)
-        } catch {
-            try? await log.close()
-            throw error
-        }
+    deinit {
+        // A store dropped without close(): finish the queued writes and stop
+        // the writer thread in the background, and let the directory go.
+        writer.closeInBackground()
+        if !closed.withLock({ $0 }) { try? configuration.fileSystem.close(lock) }
     }
 
-    /// The unexpired records of `log`; expired ones are deleted from it.
-    /// (Its own function: with the loop inline, `open`'s error handling
-    /// crashed Swift 6.3's optimizer.)
-    private static func loadLive(from log: OutboxLog, now: Date) async throws -> [String: KeyRecord] {
-        var records: [String: KeyRecord] = [:]
-        var dropped: [LogKey] = []
-        var after: UInt64 = 0
-        while true {
-            let page = try await log.entries(after: after, limit: 1024)
-            guard let last = page.last else { break }
-            after = last.sequence
-            for entry in page {
-                guard let key = String(validating: entry.key.bytes, as: UTF8.self) else { continue }  // not ours
-                let record = try decode(entry.value, key: key)
-                if let expiresAt = record.expiresAt, expiresAt > now {
-                    records[key] = record
-                } else {
-                    dropped.append(entry.key)
-                }
-            }
-        }
-        for start in stride(from: 0, to: dropped.count, by: 1024) {
-            let chunk = dropped[start..<min(start + 1024, dropped.count)]
-            try await log.append(chunk.map { LogWrite.tombstone($0) }, durability: .written)
-        }
-        return records
-    }
-
-    private static func decode(_ bytes: [UInt8], key: String) throws -> KeyRecord {
-        do {
-            return try JSONDecoder().decode(KeyRecord.self, from: Data(bytes))
-        } catch {
-            throw UnreadableRecord(key: key, reason: "\(error)")
-        }
-    }
+    // MARK: IdempotencyKeyStore
 
     public func begin(key: String, fingerprint: [UInt8], now: Date, claim: IdempotencyClaim) async throws -> IdempotencyBeginResult {
-        records.withLock { records in
-            let previous = records[key]
-            let (result, claimed) = KeyRecord.decide(previous, fingerprint: fingerprint, now: now, claim: claim)
-            if claimed {
-                // An expired response is replaced: delete it from the log now
-                // (in the same order as this change), so it is gone even if
-                // this claim is abandoned. Best effort: one left behind is
-                // dropped at the next open.
-                if previous?.expiresAt != nil, log.contains(LogKey(key)) { _ = try? log.submit([.tombstone(LogKey(key))]) }
-                records[key] = KeyRecord(fingerprint: fingerprint, state: .inProgress(since: now, owner: claim.owner))
+        let digest = digester.digest(key)
+        switch try lookup(key: key, digest: digest, fingerprint: fingerprint, now: now, claim: claim) {
+        case .answer(let result): return result
+        case .claim: return try await claimKey(key, digest: digest, fingerprint: fingerprint, now: now, claim: claim)
+        case .read(let slot):
+            // Held in progress while its record is read: a concurrent
+            // request with the key gets 409 meanwhile, never a second run.
+            let record: JournalRecord?
+            do {
+                record = try await read(slot.location)
+                state.withLock { _ = $0.unsettled.removeValue(forKey: key) }
+            } catch let error as Errno where error == .noSuchFileOrDirectory {
+                // Its segment expired and was removed meanwhile.
+                state.withLock { _ = $0.unsettled.removeValue(forKey: key) }
+                return try await claimKey(key, digest: digest, fingerprint: fingerprint, now: now, claim: claim)
+            } catch {
+                state.withLock { _ = $0.unsettled.removeValue(forKey: key) }
+                throw error
             }
-            return result
+            guard case .complete(let recordKey, let recordFingerprint, let response, let expiresAt)? = record else {
+                throw IdempotencyKeyStoreError(.damaged, "the record of key \(key) in \(directory) cannot be read")
+            }
+            guard recordKey == key else {
+                throw IdempotencyKeyStoreError(.digestCollision, "key \(key) shares its index digest with another live key")
+            }
+            if expiresAt <= now { return try await claimKey(key, digest: digest, fingerprint: fingerprint, now: now, claim: claim) }
+            return recordFingerprint == fingerprint ? .completed(response) : .fingerprintMismatch
+        }
+    }
+
+    private enum Lookup {
+        case answer(IdempotencyBeginResult)
+        case claim
+        case read(JournalSlot)
+    }
+
+    /// Decides from memory, or says which record to read.
+    private func lookup(key: String, digest: KeyDigest, fingerprint: [UInt8], now: Date, claim: IdempotencyClaim) throws -> Lookup {
+        try state.withLock { state in
+            if let record = state.unsettled[key] {
+                switch KeyRecord.decide(record, key: key, fingerprint: fingerprint, now: now, claim: claim) {
+                case .answer(let result): return .answer(result)
+                case .claim: return .claim
+                case .abandonClaim(let unsettled):
+                    state.unsettled[key]?.state = .outcomeUnknown(since: unsettled.since, expiresAt: unsettled.expiresAt, reason: .claimAbandoned)
+                    // Best effort: memory answers from now on; if the journal
+                    // cannot take it, the claim it holds reads as outcome
+                    // unknown after a restart anyway.
+                    _ = try? append(.unknown(key: key, fingerprint: record.fingerprint, since: unsettled.since, expiresAt: unsettled.expiresAt), &state)
+                    return .answer(.outcomeUnknown(unsettled))
+                }
+            }
+            // The slot's expiry is rounded up: past it the key is surely
+            // expired; before it, the record's exact expiry decides.
+            guard let slot = state.index[digest.hash], slot.expires > JournalFormat.nowSeconds(now) else { return .claim }
+            guard slot.check == digest.check else {
+                throw IdempotencyKeyStoreError(.digestCollision, "key \(key) shares its index hash with another live key")
+            }
+            state.unsettled[key] = KeyRecord(
+                fingerprint: fingerprint, state: .inProgress(since: now, owner: claim.owner, expiresAt: claim.expiresAt))
+            return .read(slot)
+        }
+    }
+
+    /// Claims `key` durably, or refuses it at the cap.
+    private func claimKey(_ key: String, digest: KeyDigest, fingerprint: [UInt8], now: Date, claim: IdempotencyClaim) async throws
+        -> IdempotencyBeginResult
+    {
+        if let full = capacityRefusal(adding: key, now: now) {
+            try await expire(now: now)
+            if capacityRefusal(adding: key, now: now) != nil { return .atCapacity(retryAfter: .seconds(full)) }
+        }
+        let record = KeyRecord(fingerprint: fingerprint, state: .inProgress(since: now, owner: claim.owner, expiresAt: claim.expiresAt))
+        let claimed = try state.withLock { state -> Either in
+            // Another request may have claimed the key since the lookup.
+            if let existing = state.unsettled[key],
+                case .answer(let answer) = KeyRecord.decide(existing, key: key, fingerprint: fingerprint, now: now, claim: claim)
+            {
+                return .answered(answer)
+            }
+            state.unsettled[key] = record
+            do {
+                let record = JournalRecord.claim(key: key, fingerprint: fingerprint, since: now, expiresAt: claim.expiresAt)
+                return .queued(try appendLocated(record, digest: digest, &state).1)
+            } catch {
+                state.unsettled[key] = nil
+                throw error
+            }
+        }
+        let sequence: UInt64
+        switch claimed {
+        case .queued(let value): sequence = value
+        case .answered(let answer): return answer
+        }
+        do {
+            try await writer.wait(for: sequence, durable: true)
+        } catch {
+            state.withLock { state in
+                if state.unsettled[key] == record { state.unsettled[key] = nil }
+            }
+            throw error
+        }
+        return .proceed
+    }
+
+    private enum Either {
+        case queued(UInt64)
+        case answered(IdempotencyBeginResult)
+    }
+
+    /// Seconds until room is made, if adding `key` would pass a cap.
+    private func capacityRefusal(adding key: String, now: Date) -> Int? {
+        state.withLock { state in
+            let full = configuration.maximumKeys.map { state.keyCount >= $0 } == true
+                || configuration.maximumBytes.map { state.totalBytes >= $0 } == true
+            return full ? state.secondsUntilFirstReclaim(now: JournalFormat.nowSeconds(now)) : nil
         }
     }
 
     public func complete(key: String, response: StoredResponse, now: Date, expiresAt: Date) async throws {
-        guard let fingerprint = records.withLock({ $0[key]?.fingerprint }) else { return }
-        let record = KeyRecord(fingerprint: fingerprint, state: .completed(response, expiresAt: expiresAt))
-        // Durable before the response leaves: a retry after a lost response
-        // must find it, even after a crash.
-        try await log.put(LogKey(key), Array(try JSONEncoder().encode(record)), durability: .durable)
-        records.withLock { $0[key] = record }
+        guard let fingerprint = state.withLock({ state -> [UInt8]? in
+            guard case .inProgress = state.unsettled[key]?.state else { return nil }
+            return state.unsettled[key]?.fingerprint
+        }) else { return }
+        try await settle(key: key, with: .complete(key: key, fingerprint: fingerprint, response: response, expiresAt: expiresAt)) {
+            if case .inProgress = $0.state { true } else { false }
+        }
     }
 
     public func abandon(key: String, owner: String) async throws {
-        records.withLock { records in
-            if case .inProgress(_, let holder) = records[key]?.state, holder == owner { records[key] = nil }
+        let sequence = try state.withLock { state -> UInt64? in
+            guard case .inProgress(_, let holder, let expiresAt) = state.unsettled[key]?.state, holder == owner else { return nil }
+            state.unsettled[key] = nil
+            return try append(.release(key: key, expiresAt: expiresAt), &state)
         }
+        // Not waited for durably: a release lost in a crash leaves the claim,
+        // answered outcome-unknown after the restart — never a second run.
+        if let sequence { try await writer.wait(for: sequence, durable: false) }
     }
 
-    public func expire(now: Date) async throws -> Int {
-        let (count, ticket) = try records.withLock { records -> (Int, LogTicket?) in
-            let expired = records.filter { $0.value.isExpired(at: now) }.map(\.key)
-            // Submitted under the lock, so the log's order matches memory's;
-            // in batches of 1024 records.
-            var ticket: LogTicket?
-            for start in stride(from: 0, to: expired.count, by: 1024) {
-                let chunk = expired[start..<min(start + 1024, expired.count)]
-                ticket = try log.submit(chunk.map { LogWrite.tombstone(LogKey($0)) })
-                for key in chunk { records[key] = nil }
+    public func settleUnknown(key: String, owner: String, now: Date, expiresAt: Date) async throws {
+        let sequence = try state.withLock { state -> UInt64? in
+            guard let record = state.unsettled[key], case .inProgress(let since, let holder, _) = record.state, holder == owner else {
+                return nil
             }
-            return (expired.count, ticket)
+            state.unsettled[key]?.state = .outcomeUnknown(since: since, expiresAt: expiresAt, reason: .responseNotRecorded)
+            return try append(.unknown(key: key, fingerprint: record.fingerprint, since: since, expiresAt: expiresAt), &state)
         }
-        try await ticket?.wait(for: .written)
-        return count
+        if let sequence { try await writer.wait(for: sequence, durable: true) }
     }
 
-    /// Keys currently held (in progress or completed).
-    public var count: Int { records.withLock { $0.count } }
+    public func resolve(key: String, as resolution: IdempotencyResolution, now: Date) async throws {
+        guard let record = state.withLock({ $0.unsettled[key] }), case .outcomeUnknown(_, let expiresAt, _) = record.state, expiresAt > now
+        else {
+            throw IdempotencyKeyStoreError(.notUnsettled, "the outcome of key \(key) is not unknown")
+        }
+        let isUnknown: (KeyRecord) -> Bool = { if case .outcomeUnknown = $0.state { true } else { false } }
+        switch resolution {
+        case .applied(let response, let keptUntil):
+            try await settle(key: key, with: .complete(key: key, fingerprint: record.fingerprint, response: response, expiresAt: keptUntil), when: isUnknown)
+        case .notApplied:
+            try await settle(key: key, with: .release(key: key, expiresAt: expiresAt), when: isUnknown)
+        }
+    }
 
-    /// Writes everything and releases the log.
-    public func close() async throws { try await log.close() }
+    /// Writes `settlement` durably for `key` if its unsettled record still
+    /// passes `when`, then moves the key out of the unsettled table (into
+    /// the index, for a completion).
+    private func settle(key: String, with settlement: JournalRecord, when: @escaping (KeyRecord) -> Bool) async throws {
+        let frame = JournalFormat.frame(settlement)
+        guard frame.count <= configuration.maximumRecordSize else {
+            throw IdempotencyKeyStoreError(
+                .responseTooLarge, "a record of \(frame.count) bytes exceeds the store's maximumRecordSize of \(configuration.maximumRecordSize)")
+        }
+        let digest = digester.digest(key)
+        let written = try state.withLock { state -> (JournalWriter.Location, UInt64)? in
+            guard let record = state.unsettled[key], when(record) else { return nil }
+            return try append(frame: frame, digest: digest, settlement, &state)
+        }
+        guard let (location, sequence) = written else { return }
+        try await writer.wait(for: sequence, durable: true)
+        state.withLock { state in
+            guard let record = state.unsettled[key], when(record) else { return }
+            state.unsettled[key] = nil
+            if case .complete = settlement {
+                state.index[digest.hash] = JournalSlot(
+                    check: digest.check, segment: location.segment, offset: location.offset, length: location.length,
+                    expires: JournalFormat.expirySeconds(settlement.expiresAt))
+            }
+        }
+    }
+
+    public func unsettledKeys(now: Date, limit: Int) async throws -> [IdempotencyUnsettledKey] {
+        state.withLock { state in
+            state.unsettled.compactMap { $0.value.isExpired(at: now) ? nil : $0.value.unsettled(key: $0.key) }
+        }
+        .sorted { ($0.since, $0.key) < ($1.since, $1.key) }
+        .prefix(max(0, limit)).map { $0 }
+    }
+
+    // MARK: Journal access
+
+    /// Queues `record`; call with the state locked, so the journal's order is memory's.
+    @discardableResult
+    func append(_ record: JournalRecord, _ state: inout JournalState) throws -> UInt64 {
+        try append(frame: JournalFormat.frame(record), digest: digester.digest(record.key), record, &state).1
+    }
+
+    /// Queues `record` and returns where it goes; call with the state locked.
+    func appendLocated(_ record: JournalRecord, digest: KeyDigest, _ state: inout JournalState) throws -> (JournalWriter.Location, UInt64) {
+        try append(frame: JournalFormat.frame(record), digest: digest, record, &state)
+    }
+
+    private func append(frame: [UInt8], digest: KeyDigest, _ record: JournalRecord, _ state: inout JournalState) throws
+        -> (JournalWriter.Location, UInt64)
+    {
+        let expires = JournalFormat.expirySeconds(record.expiresAt)
+        let entry = JournalEntry(digest: digest, offset: 0, length: 0, expires: expires, kind: record.kind)
+        let (location, sequence) = try writer.submit(frame, entry: entry)
+        state.account(location, expires: expires)
+        return (location, sequence)
+    }
+
+    /// Reads a record on the read queue (never the cooperative pool).
+    func read(_ location: JournalWriter.Location) async throws -> JournalRecord? {
+        let (directory, fileSystem) = (self.directory, configuration.fileSystem)
+        return try await withCheckedThrowingContinuation { continuation in
+            readQueue.async {
+                continuation.resume(with: Result { () throws(Errno) in
+                    try JournalFiles.readRecord(location, in: directory, fileSystem: fileSystem)
+                })
+            }
+        }
+    }
+
+    // MARK: Inspection and life cycle
+
+    /// Keys currently held (completed until their segment is reclaimed, in
+    /// progress, and outcome unknown).
+    public var count: Int { state.withLock { $0.keyCount } }
+
+    /// Bytes of journal segments on disk.
+    public var journalBytes: Int64 { state.withLock { $0.totalBytes } }
+
+    /// Journal segments on disk (the active one included).
+    public var segmentCount: Int { state.withLock { $0.segments.count } }
+
+    private let closed = Locked(false)
+
+    /// Writes everything, syncs, and releases the directory. Idempotent.
+    public func close() async throws {
+        await writer.close()
+        let first = closed.withLock { closed in
+            defer { closed = true }
+            return !closed
+        }
+        if first { try configuration.fileSystem.close(lock) }
+    }
 }

@@ -29,6 +29,7 @@ struct OutboxCommand: AsyncParsableCommand {
             OutboxDrain.self,
             OutboxDemo.self,
             OutboxServe.self,
+            KeysCommand.self,
             TortureCommand.self,
             TortureWorkerCommand.self,
         ]

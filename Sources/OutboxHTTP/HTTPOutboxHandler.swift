@@ -10,15 +10,22 @@ import Outbox
 /// token changes them). It goes through an ``HTTPTransport`` that never
 /// retries and never follows redirects. Responses map to outcomes:
 ///
+/// What the server says about the key is read by the
+/// ``Configuration/responseClassifiers`` (an ``IdempotencyKeySignal``);
+/// the outcome follows from the status and that signal:
+///
 /// | Response | Outcome |
 /// |---|---|
+/// | 2xx, and 303 See Other, replayed (`Idempotent-Replayed: true` and other spellings) | replayed: delivered, counted as a replay; the server id from the replayed body |
 /// | 2xx, and 303 See Other | delivered; the server id from ``Configuration/serverID`` (default: JSON `id`) |
+/// | 2xx whose JSON body ends with the connection (no `Content-Length`) and does not parse | interrupted: the answer was cut |
 /// | other 3xx | permanent: writes are never redirected; the reason names the `Location` |
 /// | 401 | refresh the token and resend once, within the same attempt; a second 401 is transient |
 /// | 408, 425, 429, 5xx | transient; `Retry-After` honoured (the dispatcher clamps it) |
-/// | 409 with `Retry-After` | in progress: the first request with this key is still running |
-/// | 409 | conflict (the handler's ``Configuration/conflictPolicy``) |
-/// | 410, on a resend or saying the response was not stored; 422 saying the key was reused | already processed: needs attention, never quarantined |
+/// | 4xx saying "in progress" (409 with `Retry-After`, the draft's problem, Stripe's `idempotency_key_in_use`, the middlewares' sentences) | in progress: polled, not counted |
+/// | 409 saying nothing about the key, to a resend after an attempt of unknown outcome | in progress: the first request is most likely still running |
+/// | 409, or a classifier's ``IdempotencyKeySignal/conflict`` | conflict (the handler's ``Configuration/conflictPolicy``) |
+/// | 4xx saying the key was reused or its response not stored; 410 on a resend | already processed: needs attention, never quarantined |
 /// | other 4xx, and anything else | permanent, with the status and the start of the body |
 /// | no connection, or it broke before the request was sent | not sent |
 /// | the request was sent, no (whole) answer | interrupted |
@@ -44,6 +51,10 @@ public struct HTTPOutboxHandler: OutboxHandler {
         public var conflictPolicy: OutboxConflictPolicy = .manual
         /// At most this much of an error body goes into the entry's last error.
         public var maximumErrorBodyBytes = 512
+        /// What reads the server's signals about the key (in progress,
+        /// replayed, reused…) from a response; the first signal wins. Put an
+        /// app's own rules first. Default ``HTTPResponseClassifier/standard``.
+        public var responseClassifiers: [HTTPResponseClassifier] = HTTPResponseClassifier.standard
         /// What sends the requests: async-http-client on Linux, URLSession on
         /// Apple platforms (``DefaultHTTPTransport``).
         public var transport: any HTTPTransport = DefaultHTTPTransport.shared
@@ -151,42 +162,77 @@ public struct HTTPOutboxHandler: OutboxHandler {
 
     private func outcome(status: Int, headers: [String: String], body: [UInt8], delivery: OutboxDelivery) -> OutboxOutcome {
         let retryAfter = RetryAfter.parse(headers["retry-after"])
-        switch status {
-        case 200..<300:
+        let answer = HTTPServerAnswer(
+            status: status, headers: headers, body: body, followsUnknownOutcome: delivery.entry.outcomeUnknownSince != nil,
+            attempt: delivery.attempt)
+        let signal = signal(in: answer)
+        if (200..<300).contains(status) || status == 303, let cut = Self.cutShort(headers: headers, body: body) {
+            return .interrupted(reason: cut)
+        }
+        switch (status, signal) {
+        case (200..<300, .replayed), (303, .replayed):
+            return .replayed(serverID: configuration.serverID(status, headers, Data(body)))
+        case (200..<300, _), (303, _):
+            // 303 See Other after a write: the server applied it and points
+            // at the result (RFC 9110 §15.4.4). Never followed.
             return .delivered(serverID: configuration.serverID(status, headers, Data(body)))
-        case 303:
-            // See Other after a write: the server applied it and points at
-            // the result (RFC 9110 §15.4.4). Never followed.
-            return .delivered(serverID: configuration.serverID(status, headers, Data(body)))
-        case 300..<400:
+        case (300..<400, _):
             let location = headers["location"].map { " to \($0)" } ?? " (no Location)"
             return .permanent(
                 reason: "HTTP \(status): the server redirects this write\(location); writes are never redirected "
                     + "(credentials stay on \(configuration.baseURL.host ?? "the configured host")): fix the base URL or the endpoint",
                 httpStatus: status)
-        case 408, 425, 429, 500..<600:
+        case (408, _), (425, _), (429, _), (500..<600, _):
             return .transient(reason: "HTTP \(status)\(excerpt(body))", httpStatus: status, retryAfter: retryAfter)
-        case 401:
+        case (401, _):
             return .transient(reason: "HTTP 401 unauthorized, also after a token refresh", httpStatus: 401, retryAfter: nil)
-        case 409 where headers["retry-after"] != nil:
-            // "Try again later", not a disagreement: what an
-            // Idempotency-Key server answers while the first request with
-            // this key is still running (our middleware does).
+        case (400..<500, .inProgress):
             return .inProgress(
-                reason: "HTTP 409, the request with this key is still in progress\(excerpt(body))", retryAfter: retryAfter)
-        case 409:
+                reason: "HTTP \(status), the request with this key is still in progress\(excerpt(body))", retryAfter: retryAfter)
+        case (409, nil) where answer.followsUnknownOutcome:
+            // Answering a resend of a request whose answer was lost: that
+            // request is most likely still running (Stripe, the IETF draft
+            // and the third-party middlewares send 409 without Retry-After).
+            return .inProgress(
+                reason: "HTTP 409 to a resend after an attempt of unknown outcome: read as still in progress\(excerpt(body))",
+                retryAfter: retryAfter)
+        case (400..<500, .keyReused):
+            return .alreadyProcessed(
+                reason: "HTTP \(status): the server has processed this key for a different request\(excerpt(body))",
+                httpStatus: status)
+        case (400..<500, .responseNotStored), (410, _) where delivery.attempt > 1:
+            return .alreadyProcessed(
+                reason: "HTTP \(status): the server has processed this key but no longer has its answer\(excerpt(body))",
+                httpStatus: status)
+        case (409, _):
             return .conflict(reason: "HTTP 409\(excerpt(body))", httpStatus: 409)
-        case 410 where delivery.attempt > 1 || ServerProblem(body: body).says(.responseNotStored):
-            return .alreadyProcessed(
-                reason: "HTTP 410: the server has processed this key but no longer has its answer\(excerpt(body))",
-                httpStatus: 410)
-        case 422 where ServerProblem(body: body).says(.keyReused):
-            return .alreadyProcessed(
-                reason: "HTTP 422: the server has processed this key for a different request\(excerpt(body))",
-                httpStatus: 422)
         default:
             return .permanent(reason: "HTTP \(status)\(excerpt(body))", httpStatus: status)
         }
+    }
+
+    /// Why a success answer must have been cut short, if it must: its body
+    /// is delimited by the connection's close (no `Content-Length`, not
+    /// chunked — HTTP/1.0 style, as Django's WSGI server answers), so a
+    /// connection lost mid-body looks like a whole answer to HTTP; a JSON
+    /// body that does not parse is the only sign. Read as interrupted, the
+    /// entry is resent with its key and the server's replay brings the whole
+    /// answer (and the server id) back.
+    static func cutShort(headers: [String: String], body: [UInt8]) -> String? {
+        guard headers["content-length"] == nil, headers["transfer-encoding"] == nil,
+            let type = headers["content-type"]?.lowercased(), type.contains("json"), !body.isEmpty,
+            (try? JSONSerialization.jsonObject(with: Data(body), options: [.fragmentsAllowed])) == nil
+        else { return nil }
+        return "the answer was cut: its body ends with the connection (no Content-Length) and its JSON is not whole "
+            + "(\(body.count) bytes)"
+    }
+
+    /// The first signal a classifier reads in `answer`.
+    private func signal(in answer: HTTPServerAnswer) -> IdempotencyKeySignal? {
+        for classifier in configuration.responseClassifiers {
+            if let signal = classifier.classify(answer) { return signal }
+        }
+        return nil
     }
 
     private func excerpt(_ body: [UInt8]) -> String {

@@ -48,7 +48,7 @@ public struct InjectedFault: Sendable, Hashable, CustomStringConvertible {
 /// generator seeded at creation, so a single-threaded workload sees the
 /// same faults on every run.
 public final class FaultInjector: Sendable {
-    private struct InstalledRule {
+    fileprivate struct InstalledRule {
         let id: FaultRuleID
         let rule: FaultRule
         var matchingCalls = 0
@@ -64,18 +64,20 @@ public final class FaultInjector: Sendable {
     }
 
     /// Counting key: an operation and the exact paths it involved.
-    private struct CallKey: Hashable {
+    fileprivate struct CallKey: Hashable {
         let operation: FileSystemOperation
         let paths: [FilePath]
     }
 
-    private struct State {
+    fileprivate struct State {
         var rules: [InstalledRule] = []
         var nextRuleID = 0
         var totals: [FileSystemOperation: Int] = [:]
         var callsByPath: [CallKey: Int] = [:]
         var injected: [InjectedFault] = []
         var random: SplitMix64
+        /// FNV-1a over every call in order: see ``scheduleFingerprint``.
+        var fingerprint: UInt64 = 0xcbf2_9ce4_8422_2325
     }
 
     private let state: Locked<State>
@@ -146,6 +148,17 @@ public final class FaultInjector: Sendable {
         state.withLock { $0.injected }
     }
 
+    /// A hash of every call received so far, in order: the operation, the
+    /// paths, and a write's byte count. Two runs that made the same calls in
+    /// the same order have the same fingerprint, so a replay can check it
+    /// followed the schedule of the run it replays (the torture suite
+    /// prints it with every violation). `close` calls are left out: they
+    /// change nothing on disk, and the order in which a closing log lets
+    /// go of its files is not specified.
+    public var scheduleFingerprint: UInt64 {
+        state.withLock { $0.fingerprint }
+    }
+
     /// ``intercept(_:paths:byteCount:)`` for operations whose injected
     /// failure has no side effect: counts the call and throws the injected
     /// errno, if any.
@@ -163,6 +176,7 @@ public final class FaultInjector: Sendable {
     /// too.
     public func intercept(_ operation: FileSystemOperation, paths: [FilePath], byteCount: Int = 0) -> InjectedFault? {
         state.withLock { state in
+            state.mixIntoFingerprint(operation, paths: paths, byteCount: byteCount)
             state.totals[operation, default: 0] += 1
             state.callsByPath[CallKey(operation: operation, paths: paths), default: 0] += 1
             let callNumber = state.totals[operation, default: 0]
@@ -204,5 +218,18 @@ public final class FaultInjector: Sendable {
             if let fault { state.injected.append(fault) }
             return fault
         }
+    }
+}
+
+extension FaultInjector.State {
+    mutating func mixIntoFingerprint(_ operation: FileSystemOperation, paths: [FilePath], byteCount: Int) {
+        guard operation != .close else { return }
+        func mix(_ byte: UInt8) { fingerprint = (fingerprint ^ UInt64(byte)) &* 0x0000_0100_0000_01B3 }
+        for byte in operation.rawValue.utf8 { mix(byte) }
+        for path in paths {
+            mix(0)
+            for byte in path.string.utf8 { mix(byte) }
+        }
+        withUnsafeBytes(of: UInt64(byteCount).littleEndian) { for byte in $0 { mix(byte) } }
     }
 }

@@ -17,6 +17,8 @@ final class CountingKeyStore: IdempotencyKeyStore {
         case .completed: ledger.update { $0.replays += 1 }
         case .inProgress: ledger.update { $0.inProgress += 1 }
         case .fingerprintMismatch: ledger.update { $0.keyMismatches += 1 }
+        case .outcomeUnknown: ledger.update { $0.outcomeUnknown += 1 }
+        case .atCapacity: ledger.update { $0.refusedAtCapacity += 1 }
         case .proceed: break
         }
         return result
@@ -27,6 +29,18 @@ final class CountingKeyStore: IdempotencyKeyStore {
     }
 
     func abandon(key: String, owner: String) async throws { try await base.abandon(key: key, owner: owner) }
+
+    func settleUnknown(key: String, owner: String, now: Date, expiresAt: Date) async throws {
+        try await base.settleUnknown(key: key, owner: owner, now: now, expiresAt: expiresAt)
+    }
+
+    func resolve(key: String, as resolution: IdempotencyResolution, now: Date) async throws {
+        try await base.resolve(key: key, as: resolution, now: now)
+    }
+
+    func unsettledKeys(now: Date, limit: Int) async throws -> [IdempotencyUnsettledKey] {
+        try await base.unsettledKeys(now: now, limit: limit)
+    }
 
     func expire(now: Date) async throws -> Int { try await base.expire(now: now) }
 }

@@ -24,6 +24,10 @@ public struct ReferenceLedger: Sendable, Hashable, Codable {
     public var inProgress = 0
     /// Keys reused with a different request (422 from the middleware).
     public var keyMismatches = 0
+    /// Repeats of a key whose outcome is unknown (503 from the middleware).
+    public var outcomeUnknown = 0
+    /// New keys refused because the key store was full (503 from the middleware).
+    public var refusedAtCapacity = 0
     /// Faults injected, by kind.
     public var faults: [String: Int] = [:]
 

@@ -49,26 +49,31 @@ public final class ReferenceServer: Sendable {
     ///     explicitly. ``LogIdempotencyKeyStore`` (durable: a retry after a
     ///     server restart is still answered from the key) for anything that
     ///     must survive a restart — `outbox serve` and `outbox demo` use it;
-    ///     ``InMemoryIdempotencyKeyStore`` for tests and throwaway runs.
+    ///     ``InMemoryIdempotencyKeyStore`` for tests and throwaway runs; `nil`
+    ///     serves the API without the middleware (to measure its cost).
+    ///   - connections: idle timeout, request-head deadline and connection
+    ///     cap (``ConnectionLimits``; the defaults suit a real deployment).
     ///   - recordAttempts: keep an ``AttemptLog`` of every write request
     ///     (it grows with every request: for tests, not a long-running server).
     public static func start(
         host: String = "127.0.0.1", port: Int = 0, faults: ServerFaults = ServerFaults(),
-        keyStore: any IdempotencyKeyStore,
+        keyStore: (any IdempotencyKeyStore)?,
         middleware: IdempotencyMiddleware<ReferenceContext>.Configuration = .init(),
+        connections: ConnectionLimits = ConnectionLimits(),
         recordAttempts: Bool = false,
         logger: Logger? = nil
     ) async throws -> ReferenceServer {
         let ledger = LedgerBox()
         let draw = FaultDraw(faults)
         let activity = ServerActivity()
-        let store = CountingKeyStore(base: keyStore, ledger: ledger)
         let router = Router(context: ReferenceContext.self)
         router.add(middleware: ActivityMiddleware(activity: activity))
         let attemptLog = recordAttempts ? AttemptLogBox() : nil
         if let attemptLog { router.add(middleware: AttemptLogMiddleware(box: attemptLog)) }
         router.add(middleware: FaultInjectionMiddleware(draw: draw))
-        router.add(middleware: IdempotencyMiddleware(store: store, configuration: middleware))
+        if let keyStore {
+            router.add(middleware: IdempotencyMiddleware(store: CountingKeyStore(base: keyStore, ledger: ledger), configuration: middleware))
+        }
         router.add(middleware: SlowApplyMiddleware(activity: activity))
         let api = ReferenceAPI(ledger: ledger, faults: draw)
         api.register(on: router)
@@ -77,7 +82,8 @@ public final class ReferenceServer: Sendable {
         quiet.logLevel = .critical
         let (ports, continuation) = AsyncStream<Int>.makeStream()
         let app = Application(
-            router: router, configuration: .init(address: .hostname(host, port: port)),
+            router: router, server: connections.http1(),
+            configuration: connections.apply(to: .init(address: .hostname(host, port: port))),
             onServerRunning: { channel in continuation.yield(channel.localAddress?.port ?? 0) },
             logger: logger ?? quiet)
         let task = Task { try await app.run() }

@@ -28,26 +28,32 @@ struct IdempotencyClaimTests {
         await keys.remove()
     }
 
-    @Test("a claim left by another server instance is 409 until staleAfter, then taken over", arguments: StoreKind.allCases)
-    func foreignClaimTakenOverWhenStale(kind: StoreKind) async throws {
+    @Test("a claim left by another server instance is 409 until staleAfter, then outcome-unknown: never run again", arguments: StoreKind.allCases)
+    func foreignClaimNeverRerun(kind: StoreKind) async throws {
         let keys = try await kind.make()
         let clock = TestClock()
         let server = try await IdempotencyTestServer.start(store: keys.store, clock: clock) { $0.staleAfter = .seconds(60) }
-        // A previous server process claimed the key for the same request, then died.
+        // Another server instance claimed the key for the same request, then died.
         let fingerprint = IdempotencyHTTP.fingerprint(method: "POST", uri: "/orders", body: Array("{}".utf8))
         let left = try await keys.store.begin(
             key: "orphan-1", fingerprint: fingerprint, now: clock.date,
-            claim: IdempotencyClaim(owner: "server-that-crashed", staleAfter: .seconds(60)))
+            claim: IdempotencyClaim(owner: "server-that-crashed", staleAfter: .seconds(60), expiresAt: clock.date.addingTimeInterval(3600)))
         #expect(left == .proceed)
         clock.advance(by: 30)
         #expect(try await server.post(key: "orphan-1").status == 409)
-        #expect(server.created.count == 0)
         clock.advance(by: 30)
-        let taken = try await server.post(key: "orphan-1")
-        #expect(taken.status == 201)
-        #expect(taken.headers["idempotent-replayed"] == nil)
+        let stale = try await server.post(key: "orphan-1")
+        #expect(stale.status == 503)
+        #expect(stale.headers["retry-after"] != nil)
+        #expect(stale.json?["type"] as? String == IdempotencyProblem.outcomeUnknown.type)
+        #expect(server.created.count == 0, "a claim whose handler may have applied the write was run again")
+        let unsettled = try await keys.store.unsettledKeys(now: clock.date, limit: 5)
+        #expect(unsettled.map(\.key) == ["orphan-1"])
+        #expect(unsettled.first?.reason == .claimAbandoned)
+        // Past the claim's expiry the key is forgotten, and only then runs.
+        clock.advance(by: 3600)
+        #expect(try await server.post(key: "orphan-1").status == 201)
         #expect(server.created.count == 1)
-        #expect(try await server.post(key: "orphan-1").headers["idempotent-replayed"] == "true")
         await server.stop()
         await keys.remove()
     }
@@ -59,12 +65,11 @@ struct IdempotencyClaimTests {
         let mine = IdempotencyClaim(owner: "me", staleAfter: .seconds(60))
         let theirs = IdempotencyClaim(owner: "them", staleAfter: .seconds(60))
         #expect(try await keys.store.begin(key: "k", fingerprint: [1], now: now, claim: theirs) == .proceed)
-        // Stale for "me": taken over; "them" abandoning late must not release it.
-        #expect(try await keys.store.begin(key: "k", fingerprint: [1], now: now.addingTimeInterval(61), claim: mine) == .proceed)
-        try await keys.store.abandon(key: "k", owner: "them")
-        #expect(try await keys.store.begin(key: "k", fingerprint: [1], now: now.addingTimeInterval(62), claim: theirs) == .inProgress)
+        // "me" abandoning "them"'s claim changes nothing.
         try await keys.store.abandon(key: "k", owner: "me")
-        #expect(try await keys.store.begin(key: "k", fingerprint: [1], now: now.addingTimeInterval(63), claim: theirs) == .proceed)
+        #expect(try await keys.store.begin(key: "k", fingerprint: [1], now: now.addingTimeInterval(1), claim: mine) == .inProgress)
+        try await keys.store.abandon(key: "k", owner: "them")
+        #expect(try await keys.store.begin(key: "k", fingerprint: [1], now: now.addingTimeInterval(2), claim: mine) == .proceed)
         await keys.remove()
     }
 

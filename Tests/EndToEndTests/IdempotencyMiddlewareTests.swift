@@ -25,6 +25,36 @@ struct IdempotencyMiddlewareTests {
         await keys.remove()
     }
 
+    @Test("a thrown 4xx (HTTPError) is an answer like a returned one: stored and replayed, the handler not run again", arguments: StoreKind.allCases)
+    func thrownClientErrorIsStored(kind: StoreKind) async throws {
+        let keys = try await kind.make()
+        let server = try await IdempotencyTestServer.start(store: keys.store)
+        let first = try await server.post("/refused", key: "key-4xx")
+        let second = try await server.post("/refused", key: "key-4xx")
+        #expect(first.status == 422)
+        #expect(first.body.contains("refused-1"))
+        #expect(second.status == 422)
+        #expect(second.body == first.body)
+        #expect(second.headers["idempotent-replayed"] == "true")
+        #expect(server.created.count == 1)
+        await server.stop()
+        await keys.remove()
+    }
+
+    @Test("any other thrown error releases the claim: the handler applied nothing, a retry runs", arguments: StoreKind.allCases)
+    func thrownErrorReleases(kind: StoreKind) async throws {
+        let keys = try await kind.make()
+        let server = try await IdempotencyTestServer.start(store: keys.store)
+        #expect(try await server.post("/crashing", key: "key-throw").status == 500)
+        let retry = try await server.post("/crashing", key: "key-throw")
+        #expect(retry.status == 201)
+        #expect(retry.headers["idempotent-replayed"] == nil)
+        #expect(try await server.post("/crashing", key: "key-throw").headers["idempotent-replayed"] == "true")
+        #expect(server.created.count == 1)
+        await server.stop()
+        await keys.remove()
+    }
+
     @Test("the same key with a different request is 422; a missing key is 400; a malformed one 400", arguments: StoreKind.allCases)
     func mismatchAndMissing(kind: StoreKind) async throws {
         let keys = try await kind.make()

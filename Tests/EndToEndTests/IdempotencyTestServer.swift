@@ -118,6 +118,9 @@ final class CreatedCounter: Sendable {
 /// ```
 /// POST /orders              creates an order (counted) → 201 {"id":"order-N"}
 /// POST /reports?size=N      creates a report (counted) → 201 with an N-byte body
+/// POST /flaky               503 the first time it is called (applies nothing), then like /orders
+/// POST /refused             throws HTTPError 422 the first time it is called (counted), then like /orders
+/// POST /crashing            throws a plain error the first time it is called (applies nothing), then like /orders
 /// GET  /health              → 200 (not taking part; still triggers the expiry sweep)
 /// ```
 struct IdempotencyTestServer {
@@ -150,6 +153,25 @@ struct IdempotencyTestServer {
             headers[.contentType] = "text/plain"
             let body = "report-\(number):" + String(repeating: "x", count: max(0, size - "report-\(number):".utf8.count))
             return Response(status: .created, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(string: body)))
+        }
+        let flakyCalls = CreatedCounter()
+        router.post("flaky") { _, _ -> Response in
+            guard flakyCalls.next() > 1 else { return Response(status: .serviceUnavailable) }
+            let number = counter.next()
+            return Response(status: .created, body: ResponseBody(byteBuffer: ByteBuffer(string: #"{"id":"flaky-\#(number)"}"#)))
+        }
+        let refusedCalls = CreatedCounter()
+        router.post("refused") { _, _ -> Response in
+            let number = counter.next()
+            guard refusedCalls.next() > 1 else { throw HTTPError(.unprocessableContent, message: "refused-\(number)") }
+            return Response(status: .created, body: ResponseBody(byteBuffer: ByteBuffer(string: #"{"id":"refused-\#(number)"}"#)))
+        }
+        let crashingCalls = CreatedCounter()
+        router.post("crashing") { _, _ -> Response in
+            struct Crashed: Error {}
+            guard crashingCalls.next() > 1 else { throw Crashed() }
+            let number = counter.next()
+            return Response(status: .created, body: ResponseBody(byteBuffer: ByteBuffer(string: #"{"id":"crashing-\#(number)"}"#)))
         }
         router.get("health") { _, _ in "ok" }
         var logger = Logger(label: "middleware-test")

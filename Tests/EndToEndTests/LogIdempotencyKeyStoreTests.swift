@@ -1,10 +1,13 @@
 import Foundation
 @testable import IdempotencyKeyMiddleware
 import OutboxLog
+import OutboxLogTesting
+import SystemPackage
 import Testing
 
-/// The durable key store's life cycle: what an open loads, what expiry
-/// deletes, and that the engine's compaction reclaims it.
+/// The durable key store's life cycle: what an open loads (and how), what
+/// expiry reclaims, the cap, and what a crash mid-request leaves. Time is the
+/// `now:` every call takes (an injected clock); nothing sleeps.
 @Suite("LogIdempotencyKeyStore", .serialized, .timeLimit(.minutes(1)))
 struct LogIdempotencyKeyStoreTests {
     let t0 = Date(timeIntervalSince1970: 1_900_000_000)
@@ -14,84 +17,306 @@ struct LogIdempotencyKeyStoreTests {
         FileManager.default.temporaryDirectory.appendingPathComponent("idem-log-\(UUID().uuidString)").path
     }
 
+    func smallSegments(_ change: (inout LogIdempotencyKeyStore.Configuration) -> Void = { _ in }) -> LogIdempotencyKeyStore.Configuration {
+        var configuration = LogIdempotencyKeyStore.Configuration()
+        configuration.segmentSize = 4096
+        change(&configuration)
+        return configuration
+    }
+
     /// Claims and completes `key` at `now`, kept until `expiresAt`.
     func store(_ key: String, in store: LogIdempotencyKeyStore, now: Date, expiresAt: Date, body: String = #"{"id":"x"}"#) async throws {
+        let claim = IdempotencyClaim(owner: "test", staleAfter: .seconds(60), expiresAt: expiresAt)
         #expect(try await store.begin(key: key, fingerprint: Array(key.utf8), now: now, claim: claim) == .proceed)
         try await store.complete(
             key: key, response: StoredResponse(status: 201, headers: ["content-type": "application/json"], body: Array(body.utf8)),
             now: now, expiresAt: expiresAt)
     }
 
-    @Test("open deletes keys that expired while the server was down instead of loading them")
-    func openDropsExpired() async throws {
+    func replayed(_ key: String, in store: LogIdempotencyKeyStore, now: Date) async throws -> StoredResponse? {
+        let result = try await store.begin(key: key, fingerprint: Array(key.utf8), now: now, claim: claim)
+        if case .completed(let response) = result { return response }
+        Issue.record("\(key) was answered \(result), not replayed")
+        return nil
+    }
+
+    func files(_ directory: String) throws -> [String] {
+        try FileManager.default.contentsOfDirectory(atPath: directory).sorted()
+    }
+
+    @Test("open skips keys that expired while the server was down; the live ones replay byte for byte")
+    func openSkipsExpired() async throws {
         let directory = temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let first = try await LogIdempotencyKeyStore.open(at: .init(directory), now: t0)
         try await store("old-1", in: first, now: t0, expiresAt: t0.addingTimeInterval(10))
-        try await store("old-2", in: first, now: t0, expiresAt: t0.addingTimeInterval(20))
         try await store("fresh", in: first, now: t0, expiresAt: t0.addingTimeInterval(1000))
         try await first.close()
 
         let later = t0.addingTimeInterval(100)
         let reopened = try await LogIdempotencyKeyStore.open(at: .init(directory), now: later)
         #expect(reopened.count == 1)
-        #expect(reopened.log.keys.map(\.description).sorted() == ["fresh"])
-        let replay = try await reopened.begin(key: "fresh", fingerprint: Array("fresh".utf8), now: later, claim: claim)
-        guard case .completed(let response) = replay else {
-            Issue.record("fresh key not replayed: \(replay)")
-            return
-        }
-        #expect(response.body == Array(#"{"id":"x"}"#.utf8))
+        #expect(try await replayed("fresh", in: reopened, now: later)?.body == Array(#"{"id":"x"}"#.utf8))
         #expect(try await reopened.begin(key: "old-1", fingerprint: Array("old-1".utf8), now: later, claim: claim) == .proceed)
         try await reopened.close()
-
-        // The deletions were written: a third open finds only the live key
-        // (and the claim above, never completed, left nothing).
-        let third = try await LogIdempotencyKeyStore.open(at: .init(directory), now: later)
-        #expect(third.count == 1)
-        #expect(third.log.keys.map(\.description) == ["fresh"])
-        try await third.close()
     }
 
-    @Test("expire writes tombstones, and the log's automatic compaction reclaims the expired records")
-    func expiredRecordsCompacted() async throws {
+    @Test("a restart reads sealed segments' index files, not their records; a missing index file is rebuilt")
+    func restartFromIndexFiles() async throws {
         let directory = temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        var configuration = OutboxLog.Configuration()
-        configuration.segmentSize = 4096
-        let keys = try await LogIdempotencyKeyStore.open(at: .init(directory), configuration: configuration, now: t0)
-        let padding = String(repeating: "p", count: 200)
-        for index in 0..<60 {
-            try await store("short-\(index)", in: keys, now: t0, expiresAt: t0.addingTimeInterval(10), body: padding)
-        }
-        #expect(keys.log.statistics.liveKeys == 60)
-        let later = t0.addingTimeInterval(100)
-        #expect(try await keys.expire(now: later) == 60)
-        #expect(keys.count == 0)
-        #expect(keys.log.statistics.liveKeys == 0)
-        let deadAfterExpiry = keys.log.statistics.deadBytes
-        #expect(deadAfterExpiry > 0)
+        let keys = try await LogIdempotencyKeyStore.open(at: .init(directory), configuration: smallSegments(), now: t0)
+        for index in 0..<200 { try await store("k-\(index)", in: keys, now: t0, expiresAt: t0.addingTimeInterval(3600)) }
+        let segments = keys.segmentCount
+        #expect(segments > 3)
+        try await keys.close()
 
-        // Normal traffic rolls segments; the engine compacts on its own.
-        var written = 0
-        while keys.log.statistics.compactions == 0 && written < 200 {
-            try await store("live-\(written)", in: keys, now: later, expiresAt: later.addingTimeInterval(3600), body: padding)
-            written += 1
-            await keys.log.waitForBackgroundCompaction()
+        let reopened = try await LogIdempotencyKeyStore.open(at: .init(directory), configuration: smallSegments(), now: t0)
+        #expect(reopened.recovery.segmentsScanned == 1, "only the active segment is read record by record")
+        #expect(reopened.recovery.segmentsFromIndex == segments - 1)
+        #expect(reopened.recovery.completedKeys == 200)
+        for index in stride(from: 0, to: 200, by: 37) { #expect(try await replayed("k-\(index)", in: reopened, now: t0) != nil) }
+        try await reopened.close()
+
+        let index = try #require(try files(directory).first { $0.hasSuffix(".index") })
+        try FileManager.default.removeItem(atPath: directory + "/" + index)
+        let rebuilt = try await LogIdempotencyKeyStore.open(at: .init(directory), configuration: smallSegments(), now: t0)
+        #expect(rebuilt.recovery.segmentsScanned == 2)
+        #expect(rebuilt.recovery.completedKeys == 200)
+        try await rebuilt.close()
+        #expect(try files(directory).contains(index), "the index file was written again")
+    }
+
+    @Test("a sealed segment's index file leaves out the claims settled in that segment, and keeps the rest")
+    func indexLeavesOutSettledClaims() {
+        func entry(_ hash: UInt64, _ kind: JournalRecord.Kind) -> JournalEntry {
+            JournalEntry(digest: KeyDigest(hash: hash, check: 0), offset: 0, length: 0, expires: 0, kind: kind)
         }
-        #expect(keys.log.statistics.compactions > 0, "no automatic compaction after \(written) more keys")
-        #expect(keys.log.statistics.deadBytes < deadAfterExpiry)
-        #expect(keys.log.statistics.liveKeys == written)
-        #expect(keys.count == written)
+        let entries = [
+            entry(1, .claim), entry(1, .complete), entry(2, .claim), entry(3, .claim), entry(3, .release), entry(4, .claim), entry(4, .unknown),
+            entry(5, .complete), entry(5, .claim),
+        ]
+        #expect(JournalWriter.withoutSettledClaims(entries) == [
+            entry(1, .complete), entry(2, .claim), entry(3, .release), entry(4, .unknown), entry(5, .complete), entry(5, .claim),
+        ])
+    }
+
+    @Test("a claim left unsettled in a sealed segment is still found after a restart")
+    func unsettledClaimInSealedSegment() async throws {
+        let directory = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let keys = try await LogIdempotencyKeyStore.open(at: .init(directory), configuration: smallSegments(), now: t0)
+        let expiring = IdempotencyClaim(owner: "dead", staleAfter: .seconds(60), expiresAt: t0.addingTimeInterval(3600))
+        #expect(try await keys.begin(key: "stuck", fingerprint: [9], now: t0, claim: expiring) == .proceed)
+        for index in 0..<200 { try await store("fill-\(index)", in: keys, now: t0, expiresAt: t0.addingTimeInterval(3600)) }
+        #expect(keys.segmentCount > 2)
+        try await keys.close()
+        let reopened = try await LogIdempotencyKeyStore.open(at: .init(directory), configuration: smallSegments(), now: t0)
+        #expect(reopened.recovery.segmentsFromIndex > 0)
+        guard case .outcomeUnknown = try await reopened.begin(key: "stuck", fingerprint: [9], now: t0, claim: claim) else {
+            Issue.record("the claim in a sealed segment was lost")
+            return
+        }
+        try await reopened.close()
+    }
+
+    @Test("expiry removes whole segments once every key in them expired: the disk space really comes back")
+    func expiryReclaimsDisk() async throws {
+        let directory = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let keys = try await LogIdempotencyKeyStore.open(at: .init(directory), configuration: smallSegments(), now: t0)
+        let padding = String(repeating: "p", count: 200)
+        for index in 0..<60 { try await store("short-\(index)", in: keys, now: t0, expiresAt: t0.addingTimeInterval(10), body: padding) }
+        let later = t0.addingTimeInterval(100)
+        for index in 0..<10 { try await store("long-\(index)", in: keys, now: later, expiresAt: later.addingTimeInterval(3600)) }
+        let before = keys.journalBytes
+        let segmentsBefore = try files(directory).filter { $0.hasSuffix(".journal") }.count
+        #expect(try await keys.expire(now: t0.addingTimeInterval(5)) == 0, "nothing expired yet")
+        // Whole segments go: the expired keys that share the segment where
+        // the long-lived ones begin stay on disk (answered as expired) until
+        // that segment's last key expires.
+        let removed = try await keys.expire(now: later)
+        #expect(removed >= 40)
+        #expect(removed + keys.count == 70)
+        #expect(keys.journalBytes < before / 2)
+        let segmentsAfter = try files(directory).filter { $0.hasSuffix(".journal") }.count
+        #expect(segmentsAfter < segmentsBefore)
+        #expect(try await replayed("long-3", in: keys, now: later) != nil)
+        #expect(try await keys.begin(key: "short-3", fingerprint: Array("short-3".utf8), now: later, claim: claim) == .proceed)
+        #expect(try await keys.begin(key: "short-59", fingerprint: Array("short-59".utf8), now: later, claim: claim) == .proceed)
         try await keys.close()
     }
 
-    @Test("responses are stored with a base64 body; a record with a byte-array body is still read")
-    func bodyEncoding() throws {
-        let response = StoredResponse(status: 200, headers: [:], body: Array("hello".utf8))
-        let json = String(decoding: try JSONEncoder().encode(response), as: UTF8.self)
-        #expect(json.contains(#""body":"aGVsbG8=""#))
-        let legacy = #"{"status":200,"headers":{},"body":[104,101,108,108,111]}"#
-        #expect(try JSONDecoder().decode(StoredResponse.self, from: Data(legacy.utf8)) == response)
+    @Test("a quiet server's only segment is sealed and removed once all its keys expired")
+    func quietActiveSegmentReclaimed() async throws {
+        let directory = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let keys = try await LogIdempotencyKeyStore.open(at: .init(directory), now: t0)
+        for index in 0..<5 { try await store("q-\(index)", in: keys, now: t0, expiresAt: t0.addingTimeInterval(10)) }
+        #expect(try await keys.expire(now: t0.addingTimeInterval(11)) == 5)
+        #expect(keys.count == 0)
+        #expect(keys.journalBytes <= 16)
+        try await keys.close()
+    }
+
+    @Test("at the key cap a new key is refused with Retry-After until one expires; no live key is ever dropped")
+    func capNeverForgetsEarly() async throws {
+        let directory = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let keys = try await LogIdempotencyKeyStore.open(at: .init(directory), configuration: smallSegments { $0.maximumKeys = 5 }, now: t0)
+        for index in 0..<5 { try await store("cap-\(index)", in: keys, now: t0, expiresAt: t0.addingTimeInterval(600)) }
+        let refused = try await keys.begin(key: "cap-new", fingerprint: [1], now: t0.addingTimeInterval(100), claim: claim)
+        #expect(refused == .atCapacity(retryAfter: .seconds(500)))
+        for index in 0..<5 { #expect(try await replayed("cap-\(index)", in: keys, now: t0.addingTimeInterval(100)) != nil) }
+        let afterExpiry = t0.addingTimeInterval(601)
+        #expect(try await keys.begin(key: "cap-new", fingerprint: [1], now: afterExpiry, claim: claim) == .proceed)
+        try await keys.close()
+    }
+
+    @Test("the byte cap refuses new keys the same way")
+    func byteCap() async throws {
+        let directory = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let keys = try await LogIdempotencyKeyStore.open(
+            at: .init(directory), configuration: smallSegments { $0.maximumBytes = 2000 }, now: t0)
+        var stored = 0
+        while keys.journalBytes < 2000 {
+            try await store("b-\(stored)", in: keys, now: t0, expiresAt: t0.addingTimeInterval(60))
+            stored += 1
+        }
+        guard case .atCapacity = try await keys.begin(key: "b-new", fingerprint: [1], now: t0, claim: claim) else {
+            Issue.record("a new key was admitted past the byte cap")
+            return
+        }
+        #expect(try await replayed("b-0", in: keys, now: t0) != nil)
+        try await keys.close()
+    }
+
+    @Test("a server killed mid-request leaves its claim: after the restart the key is outcome-unknown, never run again")
+    func claimSurvivesCrash() async throws {
+        let directory = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let first = try await LogIdempotencyKeyStore.open(at: .init(directory), now: t0)
+        let expiring = IdempotencyClaim(owner: "dead-server", staleAfter: .seconds(60), expiresAt: t0.addingTimeInterval(3600))
+        #expect(try await first.begin(key: "mid", fingerprint: [7], now: t0, claim: expiring) == .proceed)
+        try await first.close()  // the process "dies" with the handler running
+
+        let later = t0.addingTimeInterval(5)
+        let reopened = try await LogIdempotencyKeyStore.open(at: .init(directory), now: later)
+        #expect(reopened.recovery.unsettledKeys == 1)
+        guard case .outcomeUnknown(let unsettled) = try await reopened.begin(key: "mid", fingerprint: [7], now: later, claim: claim) else {
+            Issue.record("the key was not answered outcome-unknown")
+            return
+        }
+        #expect(unsettled.reason == .serverStopped)
+        #expect(unsettled.since == t0)
+        #expect(try await reopened.unsettledKeys(now: later, limit: 10).map(\.key) == ["mid"])
+        try await reopened.resolve(key: "mid", as: .notApplied, now: later)
+        try await reopened.close()
+
+        // The resolution is durable too.
+        let third = try await LogIdempotencyKeyStore.open(at: .init(directory), now: later)
+        #expect(third.recovery.unsettledKeys == 0)
+        #expect(try await third.begin(key: "mid", fingerprint: [7], now: later, claim: claim) == .proceed)
+        try await third.close()
+    }
+
+    @Test("a record torn at the end of the active segment is cut and reported; damage before good records fails the open")
+    func tornTailAndCorruption() async throws {
+        let directory = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let keys = try await LogIdempotencyKeyStore.open(at: .init(directory), now: t0)
+        for index in 0..<3 { try await store("t-\(index)", in: keys, now: t0, expiresAt: t0.addingTimeInterval(600)) }
+        try await keys.close()
+        let segment = directory + "/" + (try #require(try files(directory).first { $0.hasSuffix(".journal") }))
+        let handle = try #require(FileHandle(forUpdatingAtPath: segment))
+        let end = try handle.seekToEnd()
+        try handle.write(contentsOf: Data([40, 0, 0, 0, 1, 2, 3, 4, 2, 9, 9]))  // a frame cut short
+        try handle.close()
+
+        let reopened = try await LogIdempotencyKeyStore.open(at: .init(directory), now: t0)
+        #expect(reopened.recovery.tornTailBytes == 11)
+        #expect(reopened.count == 3)
+        try await reopened.close()
+        #expect(try FileManager.default.attributesOfItem(atPath: segment)[.size] as? UInt64 == end)
+
+        // A flipped byte inside the first record, with good ones after it.
+        let damaged = try #require(FileHandle(forUpdatingAtPath: segment))
+        try damaged.seek(toOffset: 30)
+        try damaged.write(contentsOf: Data([0xFF]))
+        try damaged.close()
+        await #expect(throws: JournalCorruption.self) { _ = try await LogIdempotencyKeyStore.open(at: .init(directory), now: t0) }
+    }
+
+    @Test("a journal that cannot be written refuses the claim (the caller answers 503 before running anything) and stays refused")
+    func poisonedJournalRefusesClaims() async throws {
+        let directory = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let faults = FaultInjector()
+        let keys = try await LogIdempotencyKeyStore.open(
+            at: .init(directory), configuration: smallSegments { $0.fileSystem = FaultInjectingFileSystem(wrapping: PosixFileSystem(), faults: faults) },
+            now: t0)
+        try await store("before", in: keys, now: t0, expiresAt: t0.addingTimeInterval(600))
+        _ = faults.install(.nthCall(1, of: .synchronize))
+        await #expect(throws: IdempotencyKeyStoreError.self) {
+            _ = try await keys.begin(key: "during", fingerprint: [1], now: t0, claim: claim)
+        }
+        faults.removeAllRules()
+        await #expect(throws: IdempotencyKeyStoreError.self) {
+            _ = try await keys.begin(key: "after", fingerprint: [1], now: t0, claim: claim)
+        }
+        #expect(try await replayed("before", in: keys, now: t0) != nil, "completed keys are still answered from the journal")
+        try await keys.close()
+    }
+
+    @Test("a second open of the same directory is refused; files are 0600, the directory 0700")
+    func lockAndPermissions() async throws {
+        let directory = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let keys = try await LogIdempotencyKeyStore.open(at: .init(directory), now: t0)
+        try await store("p", in: keys, now: t0, expiresAt: t0.addingTimeInterval(600))
+        await #expect(throws: IdempotencyKeyStoreError.self) { _ = try await LogIdempotencyKeyStore.open(at: .init(directory), now: t0) }
+        let secret = try FileManager.default.attributesOfItem(atPath: directory + "/journal.secret")
+        #expect((secret[.posixPermissions] as? Int) == 0o600)
+        #expect((try FileManager.default.attributesOfItem(atPath: directory)[.posixPermissions] as? Int) == 0o700)
+        try await keys.close()
+    }
+
+    @Test("client keys are indexed by a keyed digest: each store has its own secret, so digests cannot be predicted")
+    func seededDigests() async throws {
+        let a = KeyDigester(secret: Array(repeating: 1, count: 32))
+        let b = KeyDigester(secret: Array(repeating: 2, count: 32))
+        #expect(a.digest("same-key") == a.digest("same-key"))
+        #expect(a.digest("same-key") != b.digest("same-key"))
+        let one = temporaryDirectory(), two = temporaryDirectory()
+        defer {
+            try? FileManager.default.removeItem(atPath: one)
+            try? FileManager.default.removeItem(atPath: two)
+        }
+        let first = try await LogIdempotencyKeyStore.open(at: .init(one), now: t0)
+        let second = try await LogIdempotencyKeyStore.open(at: .init(two), now: t0)
+        #expect(first.digester.digest("k") != second.digester.digest("k"))
+        try await first.close()
+        try await second.close()
+    }
+
+    @Test("a directory of the previous format (one OutboxLog record per key) is migrated at the first open")
+    func migratesLegacyDirectory() async throws {
+        let directory = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let log = try await OutboxLog.open(at: .init(directory))
+        let expires = t0.addingTimeInterval(600).timeIntervalSinceReferenceDate
+        let live = #"{"fingerprint":[1,2],"state":{"completed":{"_0":{"status":201,"headers":{},"body":"aGk="},"expiresAt":\#(expires)}}}"#
+        let old = #"{"fingerprint":[3],"state":{"completed":{"_0":{"status":201,"headers":{},"body":"aGk="},"expiresAt":0}}}"#
+        try await log.put("legacy-live", Array(live.utf8), durability: .durable)
+        try await log.put("legacy-old", Array(old.utf8), durability: .durable)
+        try await log.close()
+
+        let keys = try await LogIdempotencyKeyStore.open(at: .init(directory), now: t0)
+        #expect(try await keys.begin(key: "legacy-live", fingerprint: [1, 2], now: t0, claim: claim)
+            == .completed(StoredResponse(status: 201, headers: [:], body: Array("hi".utf8))))
+        #expect(try await keys.begin(key: "legacy-old", fingerprint: [3], now: t0, claim: claim) == .proceed)
+        #expect(!(try files(directory).contains { $0.hasSuffix(".seg") }))
+        try await keys.close()
     }
 }

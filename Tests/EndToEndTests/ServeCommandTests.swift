@@ -20,14 +20,21 @@ struct ServeCommandTests {
         /// Its reports, if it was built with a sanitizer.
         let sanitizerLogs: SanitizerLogs
 
-        init(_ arguments: [String], in directory: URL) async throws {
+        /// Starts `outbox serve --port 0 arguments…` in `directory`, with the
+        /// open-file limit lowered to `descriptorLimit` if given (`ulimit -n`).
+        init(_ arguments: [String], in directory: URL, descriptorLimit: Int? = nil) async throws {
             let executable = try #require(OutboxTool.executable, "build the outbox tool first: swift build --build-tests")
             let pipe = Pipe()
             sanitizerLogs = try SanitizerLogs(
                 directory: FileManager.default.temporaryDirectory.appendingPathComponent("outbox-serve-sanitizer-\(UUID().uuidString)"))
-            process.executableURL = executable
             process.environment = sanitizerLogs.environment
-            process.arguments = ["serve", "--port", "0"] + arguments
+            if let descriptorLimit {
+                process.executableURL = URL(fileURLWithPath: "/bin/sh")
+                process.arguments = ["-c", "ulimit -n \(descriptorLimit) && exec \"$0\" \"$@\"", executable.path, "serve", "--port", "0"] + arguments
+            } else {
+                process.executableURL = executable
+                process.arguments = ["serve", "--port", "0"] + arguments
+            }
             process.currentDirectoryURL = directory
             process.standardInput = FileHandle.nullDevice
             process.standardOutput = pipe
@@ -86,6 +93,9 @@ struct ServeCommandTests {
             if let report = sanitizerLogs.report() { Issue.record("\(report)") }
             try? FileManager.default.removeItem(at: sanitizerLogs.directory)
         }
+
+        /// The port from the "listening on" line.
+        var port: Int { baseURL.port ?? 0 }
 
         func post(key: String) async throws -> (Int, String, String?) {
             var request = URLRequest(url: baseURL.appendingPathComponent("messages"))
@@ -161,5 +171,21 @@ struct ServeCommandTests {
         let run = try await OutboxTool.run(["serve", "--in-memory-keys", "--keys-dir", "/tmp/x"])
         #expect(run.status == 64)
         #expect(run.stderr.contains("exclude each other"))
+    }
+
+    @Test("with the open-file limit filled by idle clients, a new request is answered once the idle timeout frees a slot")
+    func descriptorLimit() async throws {
+        let directory = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let serve = try await Serve(["--in-memory-keys", "--idle-timeout", "1s"], in: directory, descriptorLimit: 128)
+        // More idle clients than descriptors: past the cap (128 − 64) they
+        // wait in the listen backlog instead of making accept fail.
+        var idle: [RawConnection] = []
+        for _ in 0..<150 { idle.append(try await RawConnection.connect(port: serve.port)) }
+        let answered = try await serve.post(key: "through-the-crowd")
+        #expect(answered.0 == 201)
+        for connection in idle { connection.close() }
+        #expect(serve.process.isRunning)
+        await serve.stop()
     }
 }

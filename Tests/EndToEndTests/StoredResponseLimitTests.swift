@@ -39,7 +39,7 @@ struct StoredResponseLimitTests {
     func storeRefusesRecord() async throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("idem-\(UUID().uuidString)").path
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        var configuration = OutboxLog.Configuration()
+        var configuration = LogIdempotencyKeyStore.Configuration()
         configuration.maximumRecordSize = 8 << 10
         let store = try await LogIdempotencyKeyStore.open(at: .init(directory), configuration: configuration)
         let server = try await IdempotencyTestServer.start(store: store)  // maximumStoredResponse: 1 MiB

@@ -69,6 +69,73 @@ struct DrainCommandTests {
         #expect(bad.stderrLines.count == 1)
     }
 
+    @Test("entries left in conflict or quarantined: drain exits 3 (not 0) and lists each with its request and reason, in text and JSON; replays are counted")
+    func needsAttentionExitsThree() async throws {
+        let root = FileManager.default.temporaryDirectory.appendingPathComponent("outbox-drain-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: root) }
+        let server = try await LoopbackServer { request, _ in
+            switch request.path {
+            case "/items/0": .init(status: 409, body: #"{"error":"the item was changed by someone else"}"#)
+            case "/items/2": .init(status: 404, body: #"{"error":"no such list"}"#)
+            default: .init(status: 201, headers: ["Idempotent-Replayed": "true"], body: #"{"id":"i1"}"#)
+            }
+        }
+        defer { server.stop() }
+        for index in 0..<3 {
+            let enqueue = try await OutboxTool.run(
+                ["enqueue", root, "--count", "1", "--size", "10", "--endpoint", "PUT /items/\(index)", "--user", "fay"])
+            #expect(enqueue.status == 0, "\(enqueue.stderr)")
+        }
+        let base = "http://127.0.0.1:\(server.port)"
+        let drain = try await OutboxTool.run(["drain", root, "--base-url", base, "--user", "fay", "--until-empty", "--json"])
+        #expect(drain.status == 3, "\(drain.stdout)\(drain.stderr)")
+        let line = try #require(drain.stdoutLines.first)
+        let summary = try #require(OutboxTool.jsonObject(line))
+        #expect(summary["delivered"] as? Int == 1)
+        #expect(summary["replayed"] as? Int == 1)
+        #expect(summary["remaining"] as? Int == 0)
+        #expect(summary["needsAttention"] as? Int == 2)
+        let attention = try #require(summary["attention"] as? [[String: Any]])
+        let byRequest = Dictionary(uniqueKeysWithValues: attention.map { ($0["request"] as? String ?? "", $0) })
+        #expect(byRequest["PUT /items/0"]?["status"] as? String == "conflict")
+        #expect(byRequest["PUT /items/0"]?["httpStatus"] as? Int == 409)
+        #expect((byRequest["PUT /items/0"]?["reason"] as? String)?.contains("changed by someone else") == true)
+        #expect(byRequest["PUT /items/2"]?["status"] as? String == "dead")
+        #expect((byRequest["PUT /items/2"]?["reason"] as? String)?.hasPrefix("HTTP 404") == true)
+
+        // Nothing left to send, but still not "done": the text says why.
+        let again = try await OutboxTool.run(["drain", root, "--base-url", base, "--user", "fay"])
+        #expect(again.status == 3)
+        let lines = again.stdoutLines.filter { $0.hasPrefix("needs attention: ") }
+        #expect(lines.count == 2, "\(again.stdout)")
+        #expect(lines.contains { $0.contains("PUT /items/0 (conflict, HTTP 409): HTTP 409: ") }, "\(lines)")
+        #expect(lines.contains { $0.contains("PUT /items/2 (dead, HTTP 404): HTTP 404") }, "\(lines)")
+    }
+
+    @Test("an answer lost after the request was sent: list shows since when the outcome is unknown; past --key-retention the entry is not resent but needs attention (exit 3)")
+    func keyRetentionGuard() async throws {
+        let root = FileManager.default.temporaryDirectory.appendingPathComponent("outbox-drain-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: root) }
+        let server = try RawSocketServer { _, _ in .closeBeforeResponse }
+        defer { server.stop() }
+        _ = try await OutboxTool.run(["enqueue", root, "--count", "1", "--size", "10", "--user", "gus"])
+        let base = "http://127.0.0.1:\(server.port)"
+        let first = try await OutboxTool.run(["drain", root, "--base-url", base, "--user", "gus", "--json"])
+        #expect(first.status == 0, "\(first.stdout)\(first.stderr)")
+        let list = try await OutboxTool.run(["list", root, "--user", "gus", "--json"])
+        let entry = try #require(list.stdoutLines.compactMap(OutboxTool.jsonObject).first)
+        #expect(entry["outcomeUnknownSince"] is String, "\(list.stdout)")
+        let sent = server.captures.count
+
+        // The server keeps keys for 0.0001 hours (less than one lease): too late to resend blindly.
+        let late = try await OutboxTool.run(
+            ["drain", root, "--base-url", base, "--user", "gus", "--key-retention", "0.0001", "--until-empty", "--timeout", "5"])
+        #expect(late.status == 3, "\(late.stdout)\(late.stderr)")
+        #expect(late.stdoutLines.contains { $0.contains("(conflict): outcome unknown and the server may have forgotten the key") },
+                "\(late.stdout)")
+        #expect(server.captures.count == sent, "it was resent")
+    }
+
     @Test("a server that is down: the drain keeps its deadline, counts the attempts as not sent, leaves nothing in flight and says why")
     func serverDown() async throws {
         let root = FileManager.default.temporaryDirectory.appendingPathComponent("outbox-drain-\(UUID().uuidString)").path
@@ -92,5 +159,7 @@ struct DrainCommandTests {
         let entries = list.stdoutLines.compactMap(OutboxTool.jsonObject)
         #expect(entries.count == 3)
         #expect(entries.allSatisfy { $0["status"] as? String == "failed" && $0["attempts"] as? Int == 0 }, "\(list.stdout)")
+        // Refused connections are definite: nothing can have been applied.
+        #expect(entries.allSatisfy { $0["outcomeUnknownSince"] is NSNull }, "\(list.stdout)")
     }
 }

@@ -22,6 +22,9 @@ final class RawSocketServer: Sendable {
         case closeBeforeResponse
         /// Send the status line, headers and half the body, then close.
         case closeMidResponse
+        /// Send a 201 whose JSON body is delimited by the connection's close
+        /// (no `Content-Length`, as Django's WSGI server answers), cut in half.
+        case closeMidCloseDelimitedResponse
         /// Reset the connection (RST, not FIN) without answering.
         case reset
         /// Never answer: the connection stays open until the server stops.
@@ -146,6 +149,10 @@ final class RawSocketServer: Sendable {
                 return
             case .closeMidResponse:
                 write(connection, "HTTP/1.1 201 Created\r\nContent-Type: application/json\r\nContent-Length: 40\r\n\r\n{\"id\":\"half")
+                close(connection)
+                return
+            case .closeMidCloseDelimitedResponse:
+                write(connection, "HTTP/1.1 201 Created\r\nContent-Type: application/json\r\nConnection: close\r\n\r\n{\"id\":\"half")
                 close(connection)
                 return
             case .reset:

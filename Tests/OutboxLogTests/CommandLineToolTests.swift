@@ -197,14 +197,116 @@ struct CommandLineToolTests {
         #expect(dump.stderr.hasPrefix("error: corruption: "))
     }
 
-    @Test("verify exits 2 with one line on stderr for a missing directory, and creates nothing")
+    @Test("dump --salvage serves the intact records past damage, exactly as many as verify counts")
+    func dumpSalvageMatchesVerify() async throws {
+        let directory = TemporaryDirectory()
+        try await writeRecords(60, to: directory.path)
+        let files = LogFiles(directory: directory.path)
+        let sealed = files.segments[0]
+        var bytes = files.read(sealed)
+        bytes[bytes.count / 2] ^= 0x10
+        files.write(bytes, to: sealed)
+        let before = files.snapshot()
+
+        let verify = try await outbox("log", "verify", directory.path.string, "--json")
+        let report = try jsonObject(try #require(verify.stdoutLines.first))
+        let dump = try await outbox("log", "dump", "--salvage", "--json", directory.path.string)
+        #expect(dump.status == 0, "\(dump.stderr)")
+        #expect(dump.stdoutLines.count == report["liveKeys"] as? Int)
+        #expect(dump.stdoutLines.count < 60)
+        #expect(dump.stderr.contains("damaged range(s) skipped"))
+        #expect(files.snapshot() == before)
+    }
+
+    @Test("verify --json prints the open's error as JSON when the log cannot be opened")
+    func verifyJSONOpenFailure() async throws {
+        let directory = TemporaryDirectory()
+        try await writeRecords(10, to: directory.path)
+        let files = LogFiles(directory: directory.path)
+        let segment = files.segments[0]
+        var bytes = files.read(segment)
+        bytes[8] = 2  // version 2, with a valid header CRC
+        bytes.replaceSubrange(44..<48, with: RawSegment.le(RawSegment.crc32(bytes[0..<44])))
+        files.write(bytes, to: segment)
+
+        let verify = try await outbox("log", "verify", "--json", directory.path.string)
+        #expect(verify.status == 2)
+        let object = try jsonObject(try #require(verify.stdoutLines.first))
+        let error = try #require(object["error"] as? [String: Any])
+        #expect(error["code"] as? String == "unsupported format")
+        #expect(error["file"] as? String == segment.string)
+        #expect(error["offset"] as? Int == 8)
+        #expect(verify.stderr.hasPrefix("error: unsupported format: "))
+    }
+
+    @Test("append --segment-size rolls small logs into many segments, and --batch writes atomic batches")
+    func appendSegmentSizeAndBatch() async throws {
+        let directory = TemporaryDirectory()
+        let append = try await outbox(
+            "log", "append", directory.path.string, "--create", "--count", "50", "--size", "200", "--durability", "durable",
+            "--segment-size", "4096", "--batch", "4")
+        #expect(append.status == 0, "\(append.stderr)")
+        #expect(append.stdoutLines == (1...50).map(String.init))
+        let files = LogFiles(directory: directory.path)
+        #expect(files.segments.count >= 3)
+        // Every 4 records share one batch: FIRST, MIDDLE, MIDDLE, LAST flags.
+        let first = files.read(files.segments[0])
+        #expect(Array(first[(48 + 9)...(48 + 9)]) == [1])
+        let verify = try await outbox("log", "verify", directory.path.string)
+        #expect(verify.status == 0, "\(verify.stdout)")
+
+        let bad = try await outbox(
+            "log", "append", directory.path.string, "--count", "1", "--size", "1", "--durability", "durable",
+            "--segment-size", "100")
+        #expect(bad.status != 0)
+        #expect(bad.stderr.contains("--segment-size"))
+    }
+
+    @Test("every log command takes a bare relative directory name")
+    func relativeDirectory() async throws {
+        let directory = TemporaryDirectory()
+        let cwd = directory.path.string
+        let append = try await OutboxTool.run(
+            ["log", "append", "lg", "--create", "--count", "3", "--size", "16", "--durability", "durable"],
+            currentDirectory: cwd)
+        #expect(append.status == 0, "\(append.stderr)")
+        #expect(append.stdoutLines.count == 3)
+        #expect(FileManager.default.fileExists(atPath: cwd + "/lg/LOCK"))
+        for command in [["log", "verify", "lg"], ["log", "dump", "lg"], ["log", "stats", "lg"], ["log", "compact", "lg"]] {
+            let result = try await OutboxTool.run(command, currentDirectory: cwd)
+            #expect(result.status == 0, "\(command): \(result.stderr)")
+        }
+        let reopened = try await OutboxLog.open(at: directory.appending("lg"), configuration: testConfiguration())
+        #expect(reopened.keys.count == 3)
+        try await reopened.close()
+    }
+
+    @Test("append --create where a file is in the way fails with one line and creates nothing")
+    func createBlockedByAFile() async throws {
+        let directory = TemporaryDirectory()
+        FileManager.default.createFile(atPath: directory.path.string + "/blocker", contents: Data([1]))
+        let result = try await OutboxTool.run(
+            ["log", "append", "blocker/parent/lg", "--create", "--count", "1", "--size", "1", "--durability", "durable"],
+            currentDirectory: directory.path.string)
+        #expect(result.status == 2)
+        #expect(result.stderrLines.count == 1)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: directory.path.string) == ["blocker"])
+    }
+
+    @Test("verify exits 2 with one line on stderr for a missing directory (and, with --json, the error as JSON), and creates nothing")
     func verifyMissingDirectory() async throws {
         let directory = TemporaryDirectory()
         let missing = directory.appending("missing")
         for arguments in [["log", "verify", missing.string], ["log", "verify", missing.string, "--json"]] {
             let result = try await outbox(arguments)
             #expect(result.status == 2)
-            #expect(result.stdout.isEmpty)
+            if arguments.contains("--json") {
+                let line = try #require(result.stdoutLines.first)
+                let error = try #require(try jsonObject(line)["error"] as? [String: Any])
+                #expect(error["code"] as? String == "not found")
+            } else {
+                #expect(result.stdout.isEmpty)
+            }
             #expect(result.stderrLines.count == 1)
             #expect(result.stderr.hasPrefix("error: not found: "))
         }
@@ -236,6 +338,69 @@ struct CommandLineToolTests {
         #expect(append.status == 0)
         #expect(append.stderr.isEmpty)
         #expect(append.stdoutLines.compactMap { UInt64($0) }.count == 2)
+    }
+
+    @Test(
+        "a refused second open (or destroy) in this process leaves the lock held: another process is still refused",
+        arguments: ["open", "destroy", "open read-only"])
+    func refusedSecondOpenKeepsTheLock(_ attempt: String) async throws {
+        let directory = TemporaryDirectory()
+        let path = directory.path.string
+        let log = try await OutboxLog.open(at: directory.path, configuration: testConfiguration())
+        try await log.put("held", [1], durability: .durable)
+
+        // POSIX record locks belong to the process: closing *any* descriptor
+        // of LOCK would drop them. A refused attempt must not do that.
+        for _ in 0..<3 {
+            await #expect {
+                switch attempt {
+                case "destroy":
+                    try await OutboxLog.destroy(at: directory.path)
+                case "open read-only":
+                    var configuration = testConfiguration()
+                    configuration.readOnly = true
+                    _ = try await OutboxLog.open(at: directory.path, configuration: configuration)
+                default:
+                    _ = try await OutboxLog.open(at: directory.path, configuration: testConfiguration())
+                }
+            } throws: { error in
+                (error as? OutboxLogError)?.code == .locked
+            }
+        }
+
+        let other = try await outbox("log", "append", path, "--count", "1", "--size", "8", "--durability", "durable")
+        #expect(other.status == 2, "another process opened a log this process holds: \(other.stdout)")
+        #expect(other.stderr.contains("locked"))
+        let verify = try await outbox("log", "verify", path)
+        #expect(verify.status == 2)
+        #expect(verify.stderr.contains("locked"))
+        #expect(try await log.get("held")?.value == [1])
+
+        try await log.close()
+        let after = try await outbox("log", "append", path, "--count", "1", "--size", "8", "--durability", "durable")
+        #expect(after.status == 0, "\(after.stderr)")
+    }
+
+    @Test("PosixFileSystem: closing another descriptor of a locked file keeps the lock; releasing it closes both")
+    func closingAnotherDescriptorKeepsTheLock() async throws {
+        let directory = TemporaryDirectory()
+        let fileSystem = PosixFileSystem()
+        let lockFile = directory.appending("LOCK")
+        let holder = try fileSystem.openAndLock(lockFile)
+        #expect(throws: Errno.wouldBlock) { _ = try fileSystem.openAndLock(lockFile) }
+        for _ in 0..<2 {
+            let reader = try fileSystem.openFile(lockFile, mode: .readOnly)
+            #expect(throws: Errno.wouldBlock) { try fileSystem.lockExclusively(reader) }
+            try fileSystem.close(reader)
+        }
+        let refused = try await outbox("log", "verify", directory.path.string)
+        #expect(refused.status == 2 && refused.stderr.contains("locked"), "\(refused.stderr)")
+
+        try fileSystem.close(holder)
+        let allowed = try await outbox("log", "verify", directory.path.string)
+        #expect(allowed.status == 0, "\(allowed.stderr)")
+        let again = try fileSystem.openAndLock(lockFile)
+        try fileSystem.close(again)
     }
 
     // MARK: arguments

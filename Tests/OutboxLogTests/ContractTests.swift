@@ -1,5 +1,6 @@
 import Foundation
 import OutboxLog
+import OutboxLogTesting
 import SystemPackage
 import Testing
 
@@ -76,6 +77,103 @@ struct ContractTests {
         #expect(after.totalBytes == before.totalBytes)
         #expect(log.keys == ["existing"])
         try await log.close()
+    }
+
+    @Test("a batch of more than 4 GiB is refused with a typed error, writes nothing, and the log stays usable")
+    func hugeBatch() async throws {
+        let directory = TemporaryDirectory()
+        let log = try await OutboxLog.open(at: directory.path, configuration: testConfiguration())
+        try await log.put("existing", [1], durability: .durable)
+        let before = log.statistics
+        // 4,200 records of 1 MiB sharing one buffer: 4.1 GiB in the batch,
+        // 1 MiB in memory (unless something copies them).
+        let payload = [UInt8](repeating: 7, count: 1 << 20)
+        let batch = (0..<4200).map { LogWrite.value(LogKey("big-\($0)"), payload) }
+        await #expect {
+            try await log.append(batch, durability: .durable)
+        } throws: { error in
+            let error = error as? OutboxLogError
+            return error?.code == .invalidArgument && error?.message.contains("\(OutboxLog.Configuration.absoluteMaximumBatchSize)") == true
+        }
+        #expect(throws: OutboxLogError.self) { _ = try log.submit(batch) }
+        let after = log.statistics
+        #expect(after.nextSequence == before.nextSequence)
+        #expect(after.pendingBytes == 0)
+        #expect(log.keys == ["existing"])
+        try await log.put("next", [2], durability: .durable)
+        #expect(try await log.get("next")?.value == [2])
+        try await log.close()
+    }
+
+    @Test("out-of-range arguments and settings get a typed error and change nothing")
+    func outOfRangeArguments() async throws {
+        let directory = TemporaryDirectory()
+        let log = try await OutboxLog.open(at: directory.path, configuration: testConfiguration())
+        try await log.put("k", [1], durability: .durable)
+        for limit in [0, -1, Int.min] {
+            await #expect { _ = try await log.entries(after: 0, limit: limit) } throws: { error in
+                (error as? OutboxLogError)?.code == .invalidArgument
+            }
+        }
+        await #expect {
+            for try await _ in log.allEntries(pageSize: 0) {}
+        } throws: { error in
+            (error as? OutboxLogError)?.code == .invalidArgument
+        }
+        #expect(try await log.entries(after: 0, limit: 1).map(\.key) == ["k"])
+        try await log.close()
+
+        var settings: [(String, OutboxLog.Configuration)] = []
+        func setting(_ name: String, _ change: (inout OutboxLog.Configuration) -> Void) {
+            var configuration = testConfiguration()
+            change(&configuration)
+            settings.append((name, configuration))
+        }
+        setting("NaN compaction ratio") { $0.automaticCompactionRatio = .nan }
+        setting("negative compaction ratio") { $0.automaticCompactionRatio = -0.5 }
+        setting("negative compaction minimum") { $0.automaticCompactionMinimumBytes = -1 }
+        setting("tiny segments") { $0.segmentSize = 100 }
+        setting("huge records") { $0.maximumRecordSize = Int.max }
+        setting("no readers") { $0.readerThreads = 0 }
+        setting("negative pending bytes") { $0.maximumPendingBytes = -1 }
+        for (name, configuration) in settings {
+            await #expect("\(name)") {
+                _ = try await OutboxLog.open(at: directory.path, configuration: configuration)
+            } throws: { error in
+                (error as? OutboxLogError)?.code == .invalidArgument
+            }
+        }
+        await #expect {
+            _ = try await OutboxLog.open(at: FilePath(""), configuration: testConfiguration())
+        } throws: { error in
+            (error as? OutboxLogError)?.code == .invalidArgument
+        }
+        let reopened = try await OutboxLog.open(at: directory.path, configuration: testConfiguration())
+        #expect(try await reopened.get("k")?.value == [1])
+        try await reopened.close()
+    }
+
+    @Test(
+        "an open that creates the directory (and its parents) and then fails leaves nothing behind",
+        arguments: [
+            (FileSystemOperation.synchronizeDirectory, 1), (.synchronizeDirectory, 3), (.createDirectory, 2), (.openFile, 1),
+        ])
+    func failedCreateLeavesNothing(_ failing: FileSystemOperation, _ call: Int) async throws {
+        let disk = SimulatedFileSystem(directories: ["/data"])
+        let directory: FilePath = "/data/new/parent/log"
+        disk.faults.install(FaultRule(failing: failing, trigger: .call(call), repetition: .once, effect: .fail(.noSpace)))
+        await #expect {
+            _ = try await OutboxLog.open(at: directory, configuration: simulatedConfiguration(disk))
+        } throws: { error in
+            (error as? OutboxLogError)?.code == .io
+        }
+        #expect(disk.faults.injectedFaults.count == 1)
+        #expect(try disk.itemKind(at: "/data/new") == nil, "\(disk.allDirectories())")
+        // The next open creates it for good.
+        let log = try await OutboxLog.open(at: directory, configuration: simulatedConfiguration(disk))
+        try await log.put("k", [1], durability: .durable)
+        try await log.close()
+        #expect(disk.isDurable(directory))
     }
 
     @Test("annotations change without rewriting the value, die with it, and survive reopen and compaction")

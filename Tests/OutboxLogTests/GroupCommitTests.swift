@@ -66,7 +66,7 @@ extension GroupCommitTests {
 
 /// Passes everything to `base`, but can hold `synchronize` calls (on the
 /// engine's writer thread) until released; counts syncs and write sizes.
-final class GatedSyncFileSystem: FileSystem, Sendable {
+final class GatedSyncFileSystem: ForwardingFileSystem, Sendable {
     let base: any FileSystem
     private let state = Locked((held: false, syncs: 0, largestWrite: 0))
     private let gate = DispatchSemaphore(value: 0)
@@ -99,19 +99,4 @@ final class GatedSyncFileSystem: FileSystem, Sendable {
         return try base.write(descriptor, bytes, at: offset)
     }
 
-    func openFile(_ path: FilePath, mode: FileOpenMode) throws(Errno) -> FileDescriptor { try base.openFile(path, mode: mode) }
-    func close(_ descriptor: FileDescriptor) throws(Errno) { try base.close(descriptor) }
-    func read(_ descriptor: FileDescriptor, into buffer: UnsafeMutableRawBufferPointer, at offset: Int64) throws(Errno) -> Int {
-        try base.read(descriptor, into: buffer, at: offset)
-    }
-    func size(of descriptor: FileDescriptor) throws(Errno) -> Int64 { try base.size(of: descriptor) }
-    func truncate(_ descriptor: FileDescriptor, to size: Int64) throws(Errno) { try base.truncate(descriptor, to: size) }
-    func synchronizeDirectory(_ path: FilePath) throws(Errno) { try base.synchronizeDirectory(path) }
-    func rename(_ source: FilePath, to destination: FilePath) throws(Errno) { try base.rename(source, to: destination) }
-    func removeFile(_ path: FilePath) throws(Errno) { try base.removeFile(path) }
-    func createDirectory(_ path: FilePath) throws(Errno) { try base.createDirectory(path) }
-    func removeDirectory(_ path: FilePath) throws(Errno) { try base.removeDirectory(path) }
-    func contentsOfDirectory(_ path: FilePath) throws(Errno) -> [String] { try base.contentsOfDirectory(path) }
-    func itemKind(at path: FilePath) throws(Errno) -> FileItemKind? { try base.itemKind(at: path) }
-    func lockExclusively(_ descriptor: FileDescriptor) throws(Errno) { try base.lockExclusively(descriptor) }
 }

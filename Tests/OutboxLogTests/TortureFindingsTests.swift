@@ -194,4 +194,60 @@ struct CompactionCommitPointTests {
         for (key, value) in expected { #expect(try await reopened.get(key)?.value == value) }
         try await reopened.close()
     }
+
+    @Test("compact() waits for the roll it starts: a roll that fails fails the compaction and poisons the log (iofault seed 8734784727225801972 cycle 880)")
+    func compactionWaitsForItsRoll() async throws {
+        let disk = SimulatedFileSystem(directories: ["/data"])
+        let log = try await OutboxLog.open(at: simulatedLogDirectory, configuration: simulatedConfiguration(disk))
+        for i in 0..<10 { try await log.put(LogKey("k\(i % 3)"), .pattern(100, seed: i), durability: .durable) }
+        // From now on no new segment can be created (the disk is full); a
+        // compaction's own files are not affected.
+        disk.faults.install(
+            FaultRule(
+                failing: .openFile, trigger: .call(1), repetition: .always,
+                paths: .matching("new segments") { $0.string.hasSuffix(".seg.tmp") }, effect: .fail(.noSpace)))
+        await #expect {
+            _ = try await log.compact()
+        } throws: { error in
+            // The roll's own error (and the log is poisoned by it).
+            let error = error as? OutboxLogError
+            return error?.code == .io && error?.file?.string.hasSuffix(".seg.tmp") == true
+        }
+        #expect(disk.faults.injectedFaults.count == 1)
+        // Refused from then on, not a success followed by a surprise.
+        await #expect {
+            try await log.put("after", [1], durability: .buffered)
+        } throws: { error in
+            (error as? OutboxLogError)?.code == .poisoned
+        }
+        _ = try? await log.close()
+        disk.faults.removeAllRules()
+        let reopened = try await OutboxLog.open(at: simulatedLogDirectory, configuration: simulatedConfiguration(disk))
+        #expect(Set(reopened.keys) == ["k0", "k1", "k2"])
+        try await reopened.close()
+    }
+
+    @Test("an open whose checkpoint marker cannot be written fails with the write's .io error, not a poisoned log (iofault seed 7105559593793411149)")
+    func failedCheckpointFailsTheOpenWithItsCause() async throws {
+        let disk = SimulatedFileSystem(directories: ["/data"])
+        let log = try await OutboxLog.open(at: simulatedLogDirectory, configuration: simulatedConfiguration(disk))
+        for i in 0..<3 { try await log.put(LogKey("k\(i)"), .pattern(100, seed: i), durability: .durable) }
+        // The app dies without closing. The next open copies the newest
+        // segment (write 1: its last record is vouched for by no watermark),
+        // then writes a marker vouching for what it recovered (write 2), on
+        // the writer thread: that write fails.
+        disk.simulateProcessCrash()
+        disk.faults.install(.nthCall(2, of: .write))
+        await #expect {
+            _ = try await OutboxLog.open(at: simulatedLogDirectory, configuration: simulatedConfiguration(disk))
+        } throws: { error in
+            let error = error as? OutboxLogError
+            return error?.code == .io && error?.message.contains("earlier") == false
+        }
+        #expect(disk.faults.injectedFaults.count == 1)
+        disk.faults.removeAllRules()
+        let reopened = try await OutboxLog.open(at: simulatedLogDirectory, configuration: simulatedConfiguration(disk))
+        #expect(Set(reopened.keys) == ["k0", "k1", "k2"])
+        try await reopened.close()
+    }
 }

@@ -37,9 +37,11 @@ final class ScriptedBackend: StoreBackend {
         PreparedBody(body: body, encoded: nil, storedBytes: try EntryCodec.encode(body, sealer: nil).count)
     }
 
-    func submit(_ changes: [StoreChange], newBody: PreparedBody?, scheduler: Scheduler) throws(OutboxError)
-        -> StoreAcknowledgement
-    {
+    func reserveRoom(bytes: Int) async throws(OutboxError) -> StoreRoom { .unbounded }
+
+    func submit(
+        _ changes: [StoreChange], newBody: PreparedBody?, scheduler: Scheduler, room: StoreRoom
+    ) throws(OutboxError) -> StoreAcknowledgement {
         let batch = try state.withLock { state throws(OutboxError) -> Int in
             if let failure = state.failure { throw failure }
             for change in changes {

@@ -43,6 +43,13 @@ struct ShortProfileTests {
         #expect((report[.outbox].details["apps killed"] ?? 0) > 0)
     }
 
+    @Test("lock: a held log is refused to every other opener, in this process and another", arguments: [61 as UInt64])
+    func lock(seed: UInt64) async throws {
+        let report = try await TortureHarness.run([.lock], seed: seed, cycles: 4)
+        TortureHarness.expectClean(report, .lock)
+        #expect((report[.lock].details.filter { $0.key.hasPrefix("refused in another process") }.values.reduce(0, +)) > 0)
+    }
+
     @Test("outboxfault: failed syncs and power loss mid-drain; nothing refused is sent, nothing acknowledged lost", arguments: [61 as UInt64])
     func outboxFaults(seed: UInt64) async throws {
         let report = try await TortureHarness.run([.outboxfault], seed: seed, cycles: 4)

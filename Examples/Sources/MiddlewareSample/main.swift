@@ -21,5 +21,8 @@ router.post("conversations/:conversation/messages") { request, context -> Edited
 }
 
 let port = Int(ProcessInfo.processInfo.environment["PORT"] ?? "") ?? 8081
-let app = Application(router: router, configuration: .init(address: .hostname("127.0.0.1", port: port)))
+let limits = ConnectionLimits()                  // idle timeout, header deadline, connection cap
+let app = Application(
+    router: router, server: limits.http1(),
+    configuration: limits.apply(to: .init(address: .hostname("127.0.0.1", port: port))))
 try await app.runService()                       // until SIGINT or SIGTERM

@@ -4,17 +4,23 @@ import Logging
 /// Recording how an attempt ended: the outcome rules of Docs/DISPATCH.md.
 extension DeliveryAttempts {
     /// Records `outcome` of an attempt on `entry`; `delivery` is what was
-    /// sent (references remapped), if anything was.
+    /// sent (references remapped), if anything was, and `startedAt` when.
     func apply(
         _ outcome: OutboxOutcome, to entry: OutboxEntry, delivery: OutboxDelivery?, handler: any OutboxHandler,
-        into report: inout OutboxFlushReport
+        startedAt: Date? = nil, into report: inout OutboxFlushReport
     ) async throws(OutboxError) {
+        if case .inProgress = outcome {} else { inProgressRuns.withLock { $0[entry.id] = nil } }
         switch outcome {
-        case .delivered(let serverID):
+        case .delivered(let serverID), .replayed(let serverID):
             streaks.withLock { $0[entry.id] = nil }
             try await store.recordSuccess(entry.id, serverID: serverID, at: clock.now())
             report.delivered += 1
             metrics.delivered.increment()
+            if case .replayed = outcome {
+                report.replayed += 1
+                metrics.replayed.increment()
+                publish(.replayed(entry.id, serverID: serverID))
+            }
             publish(.delivered(entry.id, serverID: serverID))
 
         case .permanent(let reason, let status):
@@ -34,40 +40,90 @@ extension DeliveryAttempts {
             publish(.retryScheduled(entry.id, at: retryAt, reason: "not sent: \(reason)"))
 
         case .interrupted(let reason):
-            // Sent, answer lost: resend soon with the same key.
+            // Sent, answer lost: resend soon with the same key. The outcome
+            // is unknown from now on (the key-retention guard counts from
+            // the earliest such attempt).
             let retryAt = clock.now().adding(nextDelay(for: entry.id, using: configuration.interruptedBackoff))
             _ = try await store.recordFailure(
                 entry.id, error: "interrupted: \(reason)", httpStatus: nil, retryAt: retryAt, countsAsAttempt: false,
-                serverAnsweredAt: nil)
+                serverAnsweredAt: nil, outcomeUnknownAt: startedAt ?? clock.now())
             report.interrupted += 1
             metrics.interrupted.increment()
             publish(.interrupted(entry.id, at: retryAt, reason: reason))
 
         case .inProgress(let reason, let retryAfter):
-            let now = clock.now()
-            let retryAt = now.adding(clampRetryAfter(retryAfter ?? configuration.retryAfterFloor))
-            streaks.withLock { $0[entry.id] = nil }
-            _ = try await store.recordFailure(
-                entry.id, error: reason, httpStatus: 409, retryAt: retryAt, countsAsAttempt: false, serverAnsweredAt: now)
-            report.inProgress += 1
-            publish(.retryScheduled(entry.id, at: retryAt, reason: reason))
+            try await recordInProgress(entry, reason: reason, retryAfter: retryAfter, into: &report)
 
         case .alreadyProcessed(let reason, let status):
             // Applied, most likely, but the answer is gone: a person (or the
             // app) decides; dependents wait instead of being quarantined.
-            streaks.withLock { $0[entry.id] = nil }
-            try await store.markConflict(entry.id, reason: reason, httpStatus: status)
-            report.conflicts += 1
-            metrics.conflicts.increment()
-            logger.warning(
-                "needs attention: \(entry.method) \(entry.endpoint) was already processed by the server, its answer is lost",
-                metadata: metadata(entry, httpStatus: status, reason: reason))
-            publish(.conflict(entry.id, reason: reason))
+            try await leaveForTheApp(entry, reason: reason, httpStatus: status, into: &report)
 
         case .conflict(let reason, let status):
             try await resolveConflict(
                 outcome, reason: reason, httpStatus: status, entry: entry, delivery: delivery, handler: handler, into: &report)
         }
+    }
+
+    /// The server still processes an earlier request with this key: poll
+    /// again after its (clamped) `Retry-After`, or after a short jittered
+    /// delay; not counted. Past the in-progress budget, counted from the
+    /// first such answer in a row, the entry is left for the app.
+    private func recordInProgress(
+        _ entry: OutboxEntry, reason: String, retryAfter: Duration?, into report: inout OutboxFlushReport
+    ) async throws(OutboxError) {
+        let now = clock.now()
+        streaks.withLock { $0[entry.id] = nil }
+        let run = inProgressRuns.withLock { runs -> (since: Date, polls: Int) in
+            let run = (since: runs[entry.id]?.since ?? now, polls: (runs[entry.id]?.polls ?? 0) + 1)
+            runs[entry.id] = run
+            return run
+        }
+        if now >= run.since.adding(configuration.inProgressBudget) {
+            inProgressRuns.withLock { $0[entry.id] = nil }
+            try await leaveForTheApp(
+                entry,
+                reason: "the server still reports the first request in progress after "
+                    + "\(Self.describe(configuration.inProgressBudget)) (\(run.polls) polls; the last: \(reason)); "
+                    + "retry it later with the same key, or mark it delivered if the server applied it",
+                httpStatus: 409, into: &report)
+            return
+        }
+        let wait = retryAfter.map(clampRetryAfter) ?? inProgressDelay(poll: run.polls)
+        let retryAt = now.adding(wait)
+        _ = try await store.recordFailure(
+            entry.id, error: reason, httpStatus: 409, retryAt: retryAt, countsAsAttempt: false, serverAnsweredAt: now)
+        report.inProgress += 1
+        publish(.retryScheduled(entry.id, at: retryAt, reason: reason))
+    }
+
+    /// The n-th in-progress poll's delay: uniform in `[c/2, c]`, `c = min(cap,
+    /// base · 2^(n−1))` — short, never zero, and jittered so that clients
+    /// polling together drift apart.
+    func inProgressDelay(poll: Int) -> Duration {
+        let backoff = configuration.inProgressBackoff
+        let ceiling = min(
+            OutboxBackoff.seconds(backoff.cap), OutboxBackoff.seconds(backoff.base) * pow(2, Double(min(max(poll, 1) - 1, 40))))
+        let drawn = jitter.withLock { Double.random(in: 0.5...1, using: &$0) }
+        return .milliseconds(Int64((ceiling * drawn * 1000).rounded()))
+    }
+
+    /// Leaves an entry in `conflict` for the app, although the server
+    /// reported no conflict with its data (already processed, in progress
+    /// past the budget, an unknown outcome older than the key retention):
+    /// whatever the conflict policy, and its dependents wait.
+    func leaveForTheApp(
+        _ entry: OutboxEntry, reason: String, httpStatus status: Int?, into report: inout OutboxFlushReport
+    ) async throws(OutboxError) {
+        streaks.withLock { $0[entry.id] = nil }
+        try await store.markConflict(entry.id, reason: reason, httpStatus: status)
+        report.conflicts += 1
+        report.needsAttention += 1
+        metrics.conflicts.increment()
+        logger.warning(
+            "needs attention: \(entry.method) \(entry.endpoint): \(reason)",
+            metadata: metadata(entry, httpStatus: status, reason: reason))
+        publish(.conflict(entry.id, reason: reason))
     }
 
     /// A failure the server answered (or a thrown error): counted; backoff
@@ -136,7 +192,7 @@ extension DeliveryAttempts {
             case .finished: break
             }
             if case .finished(.success(let second)) = retried, second != outcome, !second.isConflict, !second.isAlreadyProcessed {
-                try await apply(second, to: entry, delivery: resend, handler: handler, into: &report)
+                try await apply(second, to: entry, delivery: resend, handler: handler, startedAt: clock.now(), into: &report)
             } else {
                 try await store.markConflict(entry.id, reason: reason, httpStatus: status)
                 publish(.conflict(entry.id, reason: reason))

@@ -20,6 +20,10 @@ final class DeliveryAttempts: Sendable {
     /// Not-sent and interrupted attempts in a row, per entry, in this
     /// process: the exponent of their backoff. Cleared by any other outcome.
     let streaks = Locked<[OutboxEntry.ID: Int]>([:])
+    /// Entries the server reports in progress, in this process: since when
+    /// (the first such answer in a row) and how many polls so far. Cleared
+    /// by any other outcome.
+    let inProgressRuns = Locked<[OutboxEntry.ID: (since: Date, polls: Int)]>([:])
 
     var logger: Logger { configuration.logger }
 
@@ -51,11 +55,16 @@ final class DeliveryAttempts: Sendable {
                     into: &report)
                 return report
             }
+            if let since = entry.outcomeUnknownSince, let reason = keyMayBeForgotten(since: since) {
+                try await leaveForTheApp(entry, reason: reason, httpStatus: nil, into: &report)
+                return report
+            }
             if let stillRunning = await previousDeliveryStillRunning(entry.id) {
                 try await apply(stillRunning, to: entry, delivery: nil, handler: handler, into: &report)
                 return report
             }
             publish(.sending(entry.id, attempt: entry.attempts))
+            let started = clock.now()
 
             var outcome: OutboxOutcome
             var sent: OutboxDelivery?
@@ -64,16 +73,16 @@ final class DeliveryAttempts: Sendable {
                 case .unresolved(let unresolved):
                     outcome = unresolved
                 case .resolved(let delivery):
-                    let started = ContinuousClock.now
+                    let timer = ContinuousClock.now
                     outcome = await deliver(delivery, with: handler)
-                    metrics.deliveryTime.record(duration: started.duration(to: .now))
+                    metrics.deliveryTime.record(duration: timer.duration(to: .now))
                     sent = delivery
                 }
             } catch {
                 // Nothing was sent: end the attempt, do not leave it in flight.
                 outcome = .notSent(reason: "cannot resolve its local: references: \(error)")
             }
-            try await apply(outcome, to: entry, delivery: sent, handler: handler, into: &report)
+            try await apply(outcome, to: entry, delivery: sent, handler: handler, startedAt: started, into: &report)
         } catch {
             report.errors.append("\(entry.id): \(error)")
             logger.error("attempt failed in the store", metadata: ["id": "\(entry.id)", "error": "\(error)"])
@@ -86,9 +95,32 @@ final class DeliveryAttempts: Sendable {
     /// back to the queue as interrupted, due at once.
     private func release(_ entry: OutboxEntry, because error: OutboxError) async {
         guard let current = try? await store.entry(entry.id), current.status == .inFlight else { return }
+        // Whatever the server answered is lost with it: the outcome is unknown.
         _ = try? await store.recordFailure(
             entry.id, error: "interrupted: the outcome could not be recorded (\(error))", httpStatus: nil,
-            retryAt: clock.now(), countsAsAttempt: false, serverAnsweredAt: nil)
+            retryAt: clock.now(), countsAsAttempt: false, serverAnsweredAt: nil, outcomeUnknownAt: clock.now())
+    }
+
+    /// Why an entry whose earliest attempt of unknown outcome was made at
+    /// `since` must not be resent blindly, if it must not: the server may
+    /// have forgotten its key (``OutboxDispatcherConfiguration/keyRetention``,
+    /// less one lease: after a crash, only the lease's end is known).
+    func keyMayBeForgotten(since: Date) -> String? {
+        guard let retention = configuration.keyRetention else { return nil }
+        let margin = configuration.deliveryTimeout + configuration.leaseGrace
+        guard clock.now() >= since.adding(retention).adding(.zero - margin) else { return nil }
+        return "outcome unknown and the server may have forgotten the key: an attempt made at "
+            + "\(ISO8601DateFormatter().string(from: since)) got no answer, and the server keeps keys for "
+            + "\(Self.describe(retention)); resend it with the same key (retry) if the server did not apply it, "
+            + "or mark it delivered with the server id you found (markDelivered)"
+    }
+
+    /// `300 s` as "5 minutes", `90 s` as "90 seconds", `24 h` as "24 hours".
+    static func describe(_ duration: Duration) -> String {
+        let seconds = duration.components.seconds
+        if seconds >= 7200 && seconds % 3600 == 0 { return "\(seconds / 3600) hours" }
+        if seconds >= 120 && seconds % 60 == 0 { return "\(seconds / 60) minutes" }
+        return "\(seconds) second\(seconds == 1 ? "" : "s")"
     }
 
     /// The entry with its `local:` references replaced by server ids, or the

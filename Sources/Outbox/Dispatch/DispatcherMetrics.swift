@@ -12,5 +12,7 @@ struct DispatcherMetrics: Sendable {
     let interrupted = Counter(label: "outbox_interrupted_total")
     /// Attempts that never reached the server (refused, DNS, unreachable).
     let notSent = Counter(label: "outbox_not_sent_total")
+    /// Deliveries answered from the server's idempotency record (also in `delivered`).
+    let replayed = Counter(label: "outbox_replayed_total")
     let deliveryTime = Metrics.Timer(label: "outbox_delivery_duration")
 }

@@ -165,6 +165,28 @@ public actor OutboxDispatcher {
         Task { await self.flush() }
     }
 
+    /// Records that the server applied an entry left in `conflict` for the
+    /// app — one whose answer was lost and whose key the server may have
+    /// forgotten, say — with the id the app found for it there (`nil` if it
+    /// has none). It is delivered from then on: its `local:` reference maps
+    /// to `serverID`, and its dependents may go. The alternative is
+    /// ``retry(_:)``, which resends it with the same key.
+    ///
+    /// - Throws: ``OutboxError/Code/notFound`` for an unknown id,
+    ///   ``OutboxError/Code/invalidTransition`` for an entry not in `conflict`.
+    public func markDelivered(_ id: OutboxEntry.ID, serverID: String?) async throws(OutboxError) {
+        guard let entry = try await store.entry(id) else { throw OutboxError(.notFound, "no such entry", entry: id) }
+        guard entry.status == .conflict else {
+            throw OutboxError(
+                .invalidTransition, "only an entry left in conflict can be marked delivered; this one is \(entry.status)",
+                entry: id)
+        }
+        try await store.recordSuccess(id, serverID: serverID, at: clock.now())
+        metrics.delivered.increment()
+        publish(.delivered(id, serverID: serverID))
+        if lifecycle != .stopped { Task { await self.flush() } }  // its dependents may go now
+    }
+
     /// Removes an entry that is not being sent; its dependents are quarantined.
     public func discard(_ id: OutboxEntry.ID) async throws(OutboxError) {
         let cascade = try await store.discard(id)

@@ -23,6 +23,31 @@ public struct OutboxDispatcherConfiguration: Sendable {
     /// lost): full jitter over `base · 2^(n−1)` for the n-th interruption in
     /// a row, never more than `cap`. Default 250 ms … 5 s.
     public var interruptedBackoff = OutboxBackoff(base: .milliseconds(250), cap: .seconds(5))
+    /// How long the server keeps idempotency keys (Stripe: 24 hours; most
+    /// middlewares: a configured expiry). Exactly-once holds only inside it:
+    /// a resend after the server forgot the key is a new request. So an
+    /// entry with an attempt of unknown outcome (sent, answer lost; or cut
+    /// short by a crash) made longer ago than this — less one lease,
+    /// `deliveryTimeout + leaseGrace`, because after a crash only the lease's
+    /// end is known — is not resent blindly: it is left in `conflict` for
+    /// the app, which resends it with the same key
+    /// (``OutboxDispatcher/retry(_:)``) or marks it delivered with the server
+    /// id it found (``OutboxDispatcher/markDelivered(_:serverID:)``).
+    /// Entries never attempted, or whose attempts all had definite outcomes,
+    /// are not affected. `nil` turns the guard off (a server that keeps keys
+    /// forever). Default 24 hours.
+    public var keyRetention: Duration? = .seconds(24 * 3600)
+    /// The delay between polls of an entry the server reports still in
+    /// progress, when it gives no `Retry-After`: uniform in
+    /// `[c/2, c]` with `c = min(cap, base · 2^(n−1))` for the n-th poll in a
+    /// row. Polls never count as failed attempts. Default 250 ms … 4 s.
+    public var inProgressBackoff = OutboxBackoff(base: .milliseconds(250), cap: .seconds(4))
+    /// How long an entry may be reported in progress, counted from the first
+    /// such answer in a row, before it is left in `conflict` for the app
+    /// ("the server still reports the first request in progress after …"):
+    /// a server whose first request never finishes must not be polled
+    /// forever. Default 5 minutes.
+    public var inProgressBudget: Duration = .seconds(300)
     /// A delivery running longer is cancelled and counts as a transient
     /// failure. Default 60 s.
     public var deliveryTimeout: Duration = .seconds(60)
@@ -51,6 +76,14 @@ public struct OutboxFlushReport: Sendable, Hashable, Codable {
     public var notSent = 0
     /// In-progress polls: the server was still processing the key.
     public var inProgress = 0
+    /// Deliveries the server answered from its idempotency record (a replay
+    /// of an earlier attempt's answer that was lost); also in `delivered`.
+    public var replayed = 0
+    /// Entries this run left in `conflict` for the app although the server
+    /// reported no conflict: already processed, in progress past the budget,
+    /// or an unknown outcome older than the server's key retention. Also in
+    /// `conflicts`.
+    public var needsAttention = 0
     /// Entries left alone because no handler handles their type.
     public var unhandled = 0
     /// Store or handler errors that ended an attempt early.
@@ -69,6 +102,8 @@ public struct OutboxFlushReport: Sendable, Hashable, Codable {
         interrupted += other.interrupted
         notSent += other.notSent
         inProgress += other.inProgress
+        replayed += other.replayed
+        needsAttention += other.needsAttention
         unhandled += other.unhandled
         errors += other.errors
     }

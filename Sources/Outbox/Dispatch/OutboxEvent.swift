@@ -9,6 +9,10 @@ public enum OutboxEvent: Sendable, Hashable {
     case sending(OutboxEntry.ID, attempt: Int)
     /// Delivered; `serverID` is what the server calls it now.
     case delivered(OutboxEntry.ID, serverID: String?)
+    /// The server answered from its idempotency record: an earlier attempt
+    /// was applied and its answer lost. Published just before
+    /// ``delivered(_:serverID:)`` for the same entry.
+    case replayed(OutboxEntry.ID, serverID: String?)
     /// The attempt failed transiently; the next starts at `at`. Also sent
     /// for attempts that did not reach the server, and for in-progress polls
     /// (neither counts toward `maxAttempts`; the reason says which).

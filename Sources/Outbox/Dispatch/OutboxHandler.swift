@@ -85,6 +85,10 @@ public struct OutboxDelivery: Sendable, Hashable {
 public enum OutboxOutcome: Sendable, Hashable {
     /// Delivered; `serverID` is what the server calls the created thing.
     case delivered(serverID: String?)
+    /// Delivered by an earlier attempt whose answer was lost: the server
+    /// answered this one from its idempotency record (`Idempotent-Replayed:
+    /// true`). Recorded as ``delivered(serverID:)``, and counted as a replay.
+    case replayed(serverID: String?)
     /// Will never succeed as it is (a 4xx): quarantine it for a person.
     case permanent(reason: String, httpStatus: Int?)
     /// May succeed later (offline, timeout, 5xx, 429): retry after a backoff,
@@ -105,8 +109,11 @@ public enum OutboxOutcome: Sendable, Hashable {
     /// delay (the idempotency key makes that safe); not a failed attempt.
     case interrupted(reason: String)
     /// The server is still processing an earlier request with this key (a
-    /// 409 with `Retry-After`): poll again after `retryAfter`. Not a failed
-    /// attempt.
+    /// 409 with `Retry-After`, a problem document saying so, or a 409 to a
+    /// resend after an unknown outcome): poll again after `retryAfter`, or
+    /// after a short jittered delay (``OutboxDispatcherConfiguration/inProgressBackoff``).
+    /// Not a failed attempt; past ``OutboxDispatcherConfiguration/inProgressBudget``
+    /// the entry is left in `conflict` for the app.
     case inProgress(reason: String, retryAfter: Duration?)
     /// The server says it has already processed this key but cannot give
     /// its answer (410 "response not stored", 422 "key reused" after an

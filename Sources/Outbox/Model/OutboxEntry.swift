@@ -70,6 +70,13 @@ public struct OutboxEntry: Sendable, Hashable, Identifiable {
     /// the dispatcher's ``OutboxDispatcherConfiguration/maximumAge`` counts
     /// from here, so an outage (nothing answers) never expires a write.
     public var firstAnswerAt: Date?
+    /// When the earliest attempt whose outcome is unknown was made — sent
+    /// whole but unanswered, or cut short by a crash (then: when its lease
+    /// ended) — if there was one since the entry was last delivered, retried
+    /// or resolved by a person. Such a write may have been applied: the
+    /// dispatcher's ``OutboxDispatcherConfiguration/keyRetention`` guard
+    /// counts from here, and a 409 to a resend reads as "still in progress".
+    public var outcomeUnknownSince: Date?
 
     /// Builds an entry by hand — for tests of handlers; stores build their own.
     public init(
@@ -77,7 +84,7 @@ public struct OutboxEntry: Sendable, Hashable, Identifiable {
         headers: [String: String], partition: String, scope: String?, dependencies: [ID], priority: Int,
         sequence: UInt64, coalescingKey: String?, status: OutboxStatus, attempts: Int, maxAttempts: Int,
         nextAttemptAt: Date, lastError: String?, lastHTTPStatus: Int?, createdAt: Date, syncedAt: Date?,
-        serverID: String?, storedBytes: Int, firstAnswerAt: Date? = nil
+        serverID: String?, storedBytes: Int, firstAnswerAt: Date? = nil, outcomeUnknownSince: Date? = nil
     ) {
         self.id = id
         self.idempotencyKey = idempotencyKey
@@ -103,5 +110,6 @@ public struct OutboxEntry: Sendable, Hashable, Identifiable {
         self.serverID = serverID
         self.storedBytes = storedBytes
         self.firstAnswerAt = firstAnswerAt
+        self.outcomeUnknownSince = outcomeUnknownSince
     }
 }

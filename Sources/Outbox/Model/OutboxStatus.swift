@@ -10,6 +10,7 @@
 ///   │        inFlight ──── success ───► succeeded        │
 ///   │        │  │  │                   (removed, or kept │
 ///   │        │  │  └─ conflict ──► conflict ─────────────┤
+///   │        │  │        (the app found it applied: ──► succeeded)
 ///   │        │  └──── permanent ─► dead ─────────────────┘
 ///   │        ▼
 ///   └──── failed  (transient; retried when its time comes, via inFlight)
@@ -47,7 +48,7 @@ public enum OutboxStatus: String, Sendable, Hashable, CaseIterable, Codable, Cus
         case .failed: [.inFlight, .dead]
         case .inFlight: [.succeeded, .failed, .dead, .conflict, .pending]
         case .dead: [.pending]
-        case .conflict: [.pending, .dead]
+        case .conflict: [.pending, .dead, .succeeded]
         case .succeeded: []
         }
     }

@@ -86,6 +86,7 @@ struct EntryBody: Sendable, Hashable {
             lastHTTPStatus: failure?.httpStatus, createdAt: Date(milliseconds: createdAt),
             syncedAt: completion.map { Date(milliseconds: $0.syncedAt) }, serverID: completion?.serverID,
             storedBytes: Int(metadata.storedBytes),
-            firstAnswerAt: failure?.firstAnsweredAt.map(Date.init(milliseconds:)))
+            firstAnswerAt: failure?.firstAnsweredAt.map(Date.init(milliseconds:)),
+            outcomeUnknownSince: failure?.outcomeUnknownSince.map(Date.init(milliseconds:)))
     }
 }

@@ -19,6 +19,11 @@ import Foundation
 ///                                 older readers ignore it, newer ones read
 ///                                 its absence as "never answered"
 /// ```
+/// State version 2, written only while an attempt's outcome is unknown (so
+/// that every other state stays readable by builds from before it): the same
+/// fields up to `lastError`, then `i64? firstAnsweredAt` (u8 presence flag,
+/// then i64) and `i64 outcomeUnknownSince (ms)`. A build from before version
+/// 2 refuses such a record as corrupt rather than misread it.
 /// Completion (its own key): `u8 version · i64 syncedAt (ms) · str? serverID`,
 /// then, in version 2 only (written when the app supplied the entry's
 /// idempotency key), `str? idempotencyKey`; version 1 otherwise.
@@ -148,15 +153,25 @@ enum EntryCodec {
 
     // MARK: State
 
+    /// The state record's version while an attempt's outcome is unknown.
+    static let unknownOutcomeStateVersion: UInt8 = 2
+
     static func encodeState(_ metadata: EntryMetadata, failure: FailureInfo?) -> [UInt8] {
-        var writer = ByteWriter(capacity: 32 + (failure?.message?.utf8.count ?? 0))
-        writer.integer(version)
+        var writer = ByteWriter(capacity: 48 + (failure?.message?.utf8.count ?? 0))
+        let unknownSince = failure?.outcomeUnknownSince
+        writer.integer(unknownSince == nil ? version : unknownOutcomeStateVersion)
         writer.integer(metadata.status.code)
         writer.integer(metadata.attempts)
         writer.integer(metadata.when)
         writer.integer(Int32(clamping: failure?.httpStatus ?? -1))
         writer.optionalString(failure?.message.map { String($0.prefix(maximumErrorLength)) })
-        if let firstAnsweredAt = failure?.firstAnsweredAt { writer.integer(firstAnsweredAt) }
+        if let unknownSince {
+            writer.integer(UInt8(failure?.firstAnsweredAt == nil ? 0 : 1))
+            if let firstAnsweredAt = failure?.firstAnsweredAt { writer.integer(firstAnsweredAt) }
+            writer.integer(unknownSince)
+        } else if let firstAnsweredAt = failure?.firstAnsweredAt {
+            writer.integer(firstAnsweredAt)
+        }
         return writer.bytes
     }
 
@@ -170,7 +185,10 @@ enum EntryCodec {
     static func decodeState(_ bytes: [UInt8]) throws(OutboxError) -> State {
         do throws(ByteReader.Failure) {
             var reader = ByteReader(bytes)
-            guard try reader.integer(UInt8.self) == version else { throw ByteReader.Failure(reason: "unknown state version") }
+            let stateVersion = try reader.integer(UInt8.self)
+            guard stateVersion == version || stateVersion == unknownOutcomeStateVersion else {
+                throw ByteReader.Failure(reason: "unknown state version \(stateVersion)")
+            }
             let code = try reader.integer(UInt8.self)
             guard let status = OutboxStatus(code: code) else { throw ByteReader.Failure(reason: "unknown status \(code)") }
             let attempts = try reader.integer(UInt16.self)
@@ -181,12 +199,24 @@ enum EntryCodec {
             if let message, message.count > maximumErrorLength {
                 throw ByteReader.Failure(reason: "an error message of \(message.count) characters")
             }
-            let firstAnsweredAt = reader.isAtEnd ? nil : try reader.integer(Int64.self)
+            var firstAnsweredAt: Int64?
+            var outcomeUnknownSince: Int64?
+            if stateVersion == unknownOutcomeStateVersion {
+                switch try reader.integer(UInt8.self) {
+                case 0: break
+                case 1: firstAnsweredAt = try reader.integer(Int64.self)
+                case let flag: throw ByteReader.Failure(reason: "presence flag \(flag) for firstAnsweredAt")
+                }
+                outcomeUnknownSince = try reader.integer(Int64.self)
+            } else if !reader.isAtEnd {
+                firstAnsweredAt = try reader.integer(Int64.self)
+            }
             try reader.expectEnd()
             let failure =
-                message == nil && httpStatus < 0 && firstAnsweredAt == nil ? nil
+                message == nil && httpStatus < 0 && firstAnsweredAt == nil && outcomeUnknownSince == nil ? nil
                 : FailureInfo(
-                    message: message, httpStatus: httpStatus < 0 ? nil : Int(httpStatus), firstAnsweredAt: firstAnsweredAt)
+                    message: message, httpStatus: httpStatus < 0 ? nil : Int(httpStatus), firstAnsweredAt: firstAnsweredAt,
+                    outcomeUnknownSince: outcomeUnknownSince)
             return State(status: status, attempts: attempts, when: when, failure: failure)
         } catch {
             throw OutboxError(.corruptEntry, "cannot decode an entry's state: \(error.reason)")

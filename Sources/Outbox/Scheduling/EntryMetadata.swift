@@ -29,11 +29,17 @@ struct EntryMetadata: Sendable, Hashable {
 
 /// Why an entry last failed: kept only for entries that have failed.
 struct FailureInfo: Sendable, Hashable {
-    var message: String?
-    var httpStatus: Int?
+    var message: String? = nil
+    var httpStatus: Int? = nil
     /// When the server first answered an attempt (ms since 1970): the
     /// dispatcher's maximum age counts from here.
-    var firstAnsweredAt: Int64?
+    var firstAnsweredAt: Int64? = nil
+    /// When the earliest attempt whose outcome is unknown (sent, answer lost;
+    /// or cut short by a crash) was made, in ms since 1970 — for a crash, the
+    /// end of its lease. Kept until the entry is delivered or a person
+    /// decides (retry, conflict, quarantine): the dispatcher's key-retention
+    /// guard counts from here.
+    var outcomeUnknownSince: Int64? = nil
 }
 
 /// A delivered entry's mark: it satisfies dependencies and maps the

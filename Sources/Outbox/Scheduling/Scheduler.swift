@@ -135,6 +135,8 @@ struct Scheduler: Sendable {
         for (id, _, _) in order {
             var entry = entries[id]!
             if entry.status == .inFlight {
+                // Cut short by the crash: the request may have been applied.
+                markOutcomeUnknown(id, since: entry.when)
                 setStatus(&entry, .pending)
                 entry.when = now
                 entries[id] = entry
@@ -492,13 +494,16 @@ struct Scheduler: Sendable {
     /// has used all its attempts, in which case it is quarantined. An
     /// attempt that is not `counted` is given back (it never quarantines);
     /// `answeredAt` is when the server answered it, if it did.
+    /// `outcomeUnknownAt` says the attempt's outcome is unknown (sent, answer
+    /// lost) and when it was made; the earliest such time is kept.
     mutating func fail(
         _ id: OutboxEntryID, error: String, httpStatus: Int?, retryAt: Int64, counted: Bool = true,
-        answeredAt: Int64? = nil
+        answeredAt: Int64? = nil, outcomeUnknownAt: Int64? = nil
     ) throws(OutboxError) -> (OutboxStatus, OutboxCascade, [StoreChange]) {
         var entry = try existing(id)
         guard entry.status.canMove(to: .failed) else { throw transitionError(entry, to: .failed) }
         let firstAnswer = failures[id]?.firstAnsweredAt ?? answeredAt
+        let unknownSince = [failures[id]?.outcomeUnknownSince, outcomeUnknownAt].compactMap { $0 }.min()
         if !counted {
             entry.attempts = entry.attempts > 0 ? entry.attempts - 1 : 0
         } else if entry.attempts >= entry.maxAttempts {
@@ -508,7 +513,8 @@ struct Scheduler: Sendable {
         }
         setStatus(&entry, .failed)
         entry.when = retryAt
-        failures[id] = FailureInfo(message: Self.kept(error), httpStatus: httpStatus, firstAnsweredAt: firstAnswer)
+        failures[id] = FailureInfo(
+            message: Self.kept(error), httpStatus: httpStatus, firstAnsweredAt: firstAnswer, outcomeUnknownSince: unknownSince)
         commit(entry)
         consider(id)
         return (.failed, OutboxCascade(), [.state(id)])
@@ -520,15 +526,25 @@ struct Scheduler: Sendable {
         let expired = entries.values.filter { $0.status == .inFlight && $0.when <= now }.map(\.id)
         for id in expired {
             guard var entry = entries[id] else { continue }
+            let leaseEnd = entry.when
             setStatus(&entry, .pending)
             entry.when = now
             failures[id] = FailureInfo(
                 message: "the attempt's lease expired without an outcome", httpStatus: nil,
-                firstAnsweredAt: failures[id]?.firstAnsweredAt)
+                firstAnsweredAt: failures[id]?.firstAnsweredAt,
+                outcomeUnknownSince: min(failures[id]?.outcomeUnknownSince ?? leaseEnd, leaseEnd))
             commit(entry)
             consider(id)
         }
         return expired
+    }
+
+    /// Notes that an attempt of `id` made at `since` (ms) has an unknown
+    /// outcome, keeping the earliest such time.
+    private mutating func markOutcomeUnknown(_ id: OutboxEntryID, since: Int64) {
+        var failure = failures[id] ?? FailureInfo()
+        failure.outcomeUnknownSince = min(failure.outcomeUnknownSince ?? since, since)
+        failures[id] = failure
     }
 
     /// Quarantines an entry (`dead`) and, transitively, every entry that

@@ -47,6 +47,14 @@ public final class InMemoryOutboxStore: OutboxStore {
             id, error: error, httpStatus: httpStatus, retryAt: retryAt, countsAsAttempt: countsAsAttempt,
             serverAnsweredAt: serverAnsweredAt)
     }
+    public func recordFailure(
+        _ id: OutboxEntry.ID, error: String, httpStatus: Int?, retryAt: Date, countsAsAttempt: Bool,
+        serverAnsweredAt: Date?, outcomeUnknownAt: Date?
+    ) async throws(OutboxError) -> (status: OutboxStatus, cascade: OutboxCascade) {
+        try await core.recordFailure(
+            id, error: error, httpStatus: httpStatus, retryAt: retryAt, countsAsAttempt: countsAsAttempt,
+            serverAnsweredAt: serverAnsweredAt, outcomeUnknownAt: outcomeUnknownAt)
+    }
     public func reclaimExpiredLeases(at now: Date) async throws(OutboxError) -> [OutboxEntry.ID] {
         try await core.reclaimExpiredLeases(at: now)
     }
@@ -84,9 +92,11 @@ private final class MemoryBackend: StoreBackend {
         PreparedBody(body: body, encoded: nil, storedBytes: try EntryCodec.encode(body, sealer: nil).count)
     }
 
-    func submit(_ changes: [StoreChange], newBody: PreparedBody?, scheduler: Scheduler) throws(OutboxError)
-        -> StoreAcknowledgement
-    {
+    func reserveRoom(bytes: Int) async throws(OutboxError) -> StoreRoom { .unbounded }
+
+    func submit(
+        _ changes: [StoreChange], newBody: PreparedBody?, scheduler: Scheduler, room: StoreRoom
+    ) throws(OutboxError) -> StoreAcknowledgement {
         bodies.withLock { bodies in
             for change in changes {
                 switch change {

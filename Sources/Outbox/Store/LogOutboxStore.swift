@@ -199,6 +199,14 @@ public final class LogOutboxStore: OutboxStore {
             id, error: error, httpStatus: httpStatus, retryAt: retryAt, countsAsAttempt: countsAsAttempt,
             serverAnsweredAt: serverAnsweredAt)
     }
+    public func recordFailure(
+        _ id: OutboxEntry.ID, error: String, httpStatus: Int?, retryAt: Date, countsAsAttempt: Bool,
+        serverAnsweredAt: Date?, outcomeUnknownAt: Date?
+    ) async throws(OutboxError) -> (status: OutboxStatus, cascade: OutboxCascade) {
+        try await core.recordFailure(
+            id, error: error, httpStatus: httpStatus, retryAt: retryAt, countsAsAttempt: countsAsAttempt,
+            serverAnsweredAt: serverAnsweredAt, outcomeUnknownAt: outcomeUnknownAt)
+    }
     public func reclaimExpiredLeases(at now: Date) async throws(OutboxError) -> [OutboxEntry.ID] {
         try await core.reclaimExpiredLeases(at: now)
     }
@@ -257,9 +265,13 @@ final class LogBackend: StoreBackend {
         return PreparedBody(body: body, encoded: encoded, storedBytes: encoded.count)
     }
 
-    func submit(_ changes: [StoreChange], newBody: PreparedBody?, scheduler: Scheduler) throws(OutboxError)
-        -> StoreAcknowledgement
-    {
+    func reserveRoom(bytes: Int) async throws(OutboxError) -> StoreRoom {
+        do { return StoreRoom(reservation: try await log.reserveRoom(bytes: bytes)) } catch { throw .storage(error) }
+    }
+
+    func submit(
+        _ changes: [StoreChange], newBody: PreparedBody?, scheduler: Scheduler, room: StoreRoom
+    ) throws(OutboxError) -> StoreAcknowledgement {
         var writes: [LogWrite] = []
         writes.reserveCapacity(changes.count)
         for change in changes {
@@ -285,7 +297,13 @@ final class LogBackend: StoreBackend {
         }
         guard !writes.isEmpty else { return .immediate }
         let ticket: LogTicket
-        do { ticket = try log.submit(writes) } catch { throw .storage(error) }
+        do throws(OutboxLogError) {
+            if let reservation = room.reservation {
+                ticket = try log.submit(writes, using: reservation)
+            } else {
+                ticket = try log.submit(writes)
+            }
+        } catch { throw .storage(error) }
         return StoreAcknowledgement { durability throws(OutboxError) in
             do throws(OutboxLogError) { try await ticket.wait(for: durability) } catch { throw .storage(error) }
         }

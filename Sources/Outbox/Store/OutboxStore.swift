@@ -40,6 +40,8 @@ public protocol OutboxStore: AnyObject, Sendable {
 
     /// Delivered. Stores the server's id as the mapping of the entry's
     /// `local:` reference, in the same write that records the success.
+    /// Accepted for an entry in flight, and for one in `conflict` (the app
+    /// found that the server applied it: ``OutboxDispatcher/markDelivered(_:serverID:)``).
     func recordSuccess(_ id: OutboxEntry.ID, serverID: String?, at now: Date) async throws(OutboxError)
 
     /// A transient failure: retried at `retryAt`, or quarantined if the
@@ -58,6 +60,19 @@ public protocol OutboxStore: AnyObject, Sendable {
     func recordFailure(
         _ id: OutboxEntry.ID, error: String, httpStatus: Int?, retryAt: Date, countsAsAttempt: Bool,
         serverAnsweredAt: Date?
+    ) async throws(OutboxError) -> (status: OutboxStatus, cascade: OutboxCascade)
+
+    /// A failed attempt as above, and whether its outcome is unknown:
+    /// `outcomeUnknownAt` is when an attempt was made that was sent whole but
+    /// got no answer (it may have been applied). The store keeps the earliest
+    /// such time as ``OutboxEntry/outcomeUnknownSince`` until the entry is
+    /// delivered, retried or resolved. The default forwards to
+    /// ``recordFailure(_:error:httpStatus:retryAt:countsAsAttempt:serverAnsweredAt:)``
+    /// and keeps nothing (the dispatcher's key-retention guard then cannot
+    /// see such attempts).
+    func recordFailure(
+        _ id: OutboxEntry.ID, error: String, httpStatus: Int?, retryAt: Date, countsAsAttempt: Bool,
+        serverAnsweredAt: Date?, outcomeUnknownAt: Date?
     ) async throws(OutboxError) -> (status: OutboxStatus, cascade: OutboxCascade)
 
     /// Puts entries whose lease expired at or before `now` back in the queue
@@ -125,6 +140,15 @@ extension OutboxStore {
         serverAnsweredAt: Date?
     ) async throws(OutboxError) -> (status: OutboxStatus, cascade: OutboxCascade) {
         try await recordFailure(id, error: error, httpStatus: httpStatus, retryAt: retryAt)
+    }
+
+    public func recordFailure(
+        _ id: OutboxEntry.ID, error: String, httpStatus: Int?, retryAt: Date, countsAsAttempt: Bool,
+        serverAnsweredAt: Date?, outcomeUnknownAt: Date?
+    ) async throws(OutboxError) -> (status: OutboxStatus, cascade: OutboxCascade) {
+        try await recordFailure(
+            id, error: error, httpStatus: httpStatus, retryAt: retryAt, countsAsAttempt: countsAsAttempt,
+            serverAnsweredAt: serverAnsweredAt)
     }
 
     public func reclaimExpiredLeases(at now: Date) async throws(OutboxError) -> [OutboxEntry.ID] { [] }

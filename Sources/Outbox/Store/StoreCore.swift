@@ -63,7 +63,8 @@ final class StoreCore: Sendable {
         _ durability: Durability, newBody: PreparedBody? = nil,
         _ change: (inout Scheduler) throws(OutboxError) -> (Result, [StoreChange])
     ) async throws(OutboxError) -> Result {
-        let (result, acknowledgement) = try submit(newBody: newBody, change)
+        let room = try await reserveRoom(for: newBody)
+        let (result, acknowledgement) = try submit(newBody: newBody, room: room, change)
         try await wait(for: acknowledgement, durability)
         return result
     }
@@ -74,7 +75,7 @@ final class StoreCore: Sendable {
     /// if changes were handed over, and `unchanged` the result if there were
     /// none.
     private func submit<Result>(
-        newBody: PreparedBody? = nil, _ change: (inout Scheduler) throws(OutboxError) -> (Result, [StoreChange]),
+        newBody: PreparedBody? = nil, room: StoreRoom, _ change: (inout Scheduler) throws(OutboxError) -> (Result, [StoreChange]),
         whileLocked: (inout State, Result, StoreAcknowledgement) -> Void = { _, _, _ in },
         unchanged: (inout State, Result) -> Void = { _, _ in }
     ) throws(OutboxError) -> (Result, StoreAcknowledgement?) {
@@ -87,7 +88,7 @@ final class StoreCore: Sendable {
             }
             let acknowledgement: StoreAcknowledgement
             do throws(OutboxError) {
-                acknowledgement = try backend.submit(changes, newBody: newBody, scheduler: state.scheduler)
+                acknowledgement = try backend.submit(changes, newBody: newBody, scheduler: state.scheduler, room: room)
             } catch {
                 state.failure = error
                 throw error
@@ -96,6 +97,20 @@ final class StoreCore: Sendable {
             return (result, acknowledgement)
         }
     }
+
+    /// Before ``submit(newBody:room:_:whileLocked:unchanged:)``, outside the
+    /// lock: waits for room in storage for a change (the new body and a few
+    /// state records), so storage never refuses a change already made in
+    /// memory because too much waits to be written.
+    private func reserveRoom(for newBody: PreparedBody? = nil) async throws(OutboxError) -> StoreRoom {
+        _ = try read { _ in () }
+        return try await backend.reserveRoom(bytes: (newBody?.encoded?.count ?? 0) + Self.roomForStateRecords)
+    }
+
+    /// Room reserved for the state records of one change besides a new
+    /// body: a handful of ~100-byte records. A change that writes more (a
+    /// large claim, `clear`) is still admitted, past the bound by the rest.
+    static let roomForStateRecords = 4096
 
     /// The second half of ``perform(_:newBody:_:)``: waits for submitted
     /// changes to reach `durability`.
@@ -149,7 +164,8 @@ final class StoreCore: Sendable {
         // The new entry is built from the body in hand: reading it back would
         // wait for the write and cost a read per enqueue.
         var original: StoreAcknowledgement?
-        let ((outcome, entry), acknowledgement) = try submit(newBody: prepared) { scheduler throws(OutboxError) in
+        let room = try await reserveRoom(for: prepared)
+        let ((outcome, entry), acknowledgement) = try submit(newBody: prepared, room: room) { scheduler throws(OutboxError) in
             let (outcome, changes) = try scheduler.enqueue(request, storedBytes: prepared.storedBytes, now: now)
             var entry: OutboxEntry?
             if let metadata = scheduler.metadata(request.id), !changes.isEmpty {
@@ -183,7 +199,8 @@ final class StoreCore: Sendable {
         let start = try Admission.milliseconds(now, "now")
         let leaseUntil = start + (try Admission.milliseconds(lease, "the lease"))
         var durability = configuration.attemptDurability
-        let ((claimed, unaccepted), acknowledgement) = try submit { scheduler in
+        let room = try await reserveRoom()
+        let ((claimed, unaccepted), acknowledgement) = try submit(room: room) { scheduler in
             let result = scheduler.claim(now: start, limit: max(0, limit), leaseUntil: leaseUntil, accepts: accepting)
             return ((result.claimed, result.unaccepted), result.changes)
         } whileLocked: { state, result, _ in
@@ -223,7 +240,8 @@ final class StoreCore: Sendable {
         let start = try Admission.milliseconds(now, "now")
         let leaseUntil = start + (try Admission.milliseconds(lease, "the lease"))
         var durability = configuration.attemptDurability
-        let (_, acknowledgement) = try submit { scheduler throws(OutboxError) in
+        let room = try await reserveRoom()
+        let (_, acknowledgement) = try submit(room: room) { scheduler throws(OutboxError) in
             ((), try scheduler.beginAttempt(id, now: start, leaseUntil: leaseUntil))
         } whileLocked: { state, _, _ in
             durability = self.durability(forSending: CollectionOfOne(id), state)
@@ -243,13 +261,15 @@ final class StoreCore: Sendable {
 
     func recordFailure(
         _ id: OutboxEntryID, error: String, httpStatus: Int?, retryAt: Date, countsAsAttempt: Bool = true,
-        serverAnsweredAt: Date? = nil
+        serverAnsweredAt: Date? = nil, outcomeUnknownAt: Date? = nil
     ) async throws(OutboxError) -> (status: OutboxStatus, cascade: OutboxCascade) {
         let retryTime = try Admission.milliseconds(retryAt, "retryAt", entry: id)
+        let answeredTime = try serverAnsweredAt.map { date throws(OutboxError) in try Admission.milliseconds(date, "serverAnsweredAt", entry: id) }
+        let unknownTime = try outcomeUnknownAt.map { date throws(OutboxError) in try Admission.milliseconds(date, "outcomeUnknownAt", entry: id) }
         return try await perform(configuration.outcomeDurability) { scheduler throws(OutboxError) in
             let (status, cascade, changes) = try scheduler.fail(
                 id, error: error, httpStatus: httpStatus, retryAt: retryTime, counted: countsAsAttempt,
-                answeredAt: serverAnsweredAt?.milliseconds)
+                answeredAt: answeredTime, outcomeUnknownAt: unknownTime)
             return ((status, cascade), changes)
         }
     }

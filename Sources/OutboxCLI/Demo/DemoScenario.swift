@@ -76,7 +76,7 @@ struct DemoScenario {
             faults = ServerFaults()
             faults.serverError = 1
         }
-        let keys = try await LogIdempotencyKeyStore.open(at: options.directory.appending("server-keys"), configuration: quietLog())
+        let keys = try await LogIdempotencyKeyStore.open(at: options.directory.appending("server-keys"))
         let server = try await ReferenceServer.start(faults: faults, keyStore: keys)
         defer {
             Task {

@@ -3,7 +3,7 @@ import OutboxLog
 
 extension Durability: ExpressibleByArgument {}
 
-/// `outbox log append DIR --count N --size BYTES --durability LEVEL`
+/// `outbox log append DIR --count N --size BYTES --durability LEVEL [--segment-size BYTES] [--batch N]`
 struct LogAppend: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "append",
@@ -12,7 +12,9 @@ struct LogAppend: AsyncParsableCommand {
             Record i (from 0) has the key <key-prefix><i> and a payload of --size bytes: \
             the text "<key>." repeated and cut to that length. Each sequence number is \
             printed on its own line as soon as its append has returned, that is once the \
-            record reached the --durability level. The log is closed (and synced) at the end.
+            record reached the --durability level. The log is closed (and synced) at the end. \
+            --segment-size makes small logs roll into many segments (for tests of your own); \
+            --batch writes the records in atomic batches of that many.
             """
     )
 
@@ -33,9 +35,19 @@ struct LogAppend: AsyncParsableCommand {
     @Flag(help: "Create the log directory if it does not exist.")
     var create = false
 
+    @Option(help: "Start a new segment once one reaches this many bytes (4096 to 2 GiB; default 8 MiB).")
+    var segmentSize: Int?
+
+    @Option(help: "Append the records in atomic batches of this many (the last batch may be smaller).")
+    var batch = 1
+
     func validate() throws {
         guard count >= 1 else { throw ValidationError("--count must be at least 1, not \(count)") }
         guard size >= 0 else { throw ValidationError("--size must not be negative, not \(size)") }
+        guard batch >= 1 else { throw ValidationError("--batch must be at least 1, not \(batch)") }
+        if let segmentSize, !(4096...(2 << 30)).contains(segmentSize) {
+            throw ValidationError("--segment-size must be between 4096 and \(2 << 30) bytes, not \(segmentSize)")
+        }
         let longestKey = Self.key(prefix: keyPrefix, index: count - 1)
         guard longestKey.utf8.count <= LogKey.maximumLength else {
             throw ValidationError("keys would be longer than \(LogKey.maximumLength) bytes: shorten --key-prefix")
@@ -50,12 +62,16 @@ struct LogAppend: AsyncParsableCommand {
 
     func run() async throws {
         do {
-            try await options.withLog(.readWrite(create: create)) { log in
-                for index in 0..<count {
-                    let key = Self.key(prefix: keyPrefix, index: index)
-                    let sequence = try await log.put(
-                        LogKey(key), Self.payload(key: key, size: size), durability: durability)
-                    StandardStreams.writeLine(String(sequence))
+            try await options.withLog(.readWrite(create: create), segmentSize: segmentSize) { log in
+                for first in stride(from: 0, to: count, by: batch) {
+                    let indices = first..<min(first + batch, count)
+                    let writes = indices.map { index in
+                        let key = Self.key(prefix: keyPrefix, index: index)
+                        return LogWrite.value(LogKey(key), Self.payload(key: key, size: size))
+                    }
+                    // A batch's records are numbered consecutively, ending at `last`.
+                    let last = try await log.append(writes, durability: durability)
+                    for sequence in (last - UInt64(writes.count) + 1)...last { StandardStreams.writeLine(String(sequence)) }
                 }
             }
         } catch {

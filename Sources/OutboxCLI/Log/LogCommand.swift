@@ -16,6 +16,7 @@ struct LogCommand: AsyncParsableCommand {
             LogDump.self,
             LogCompact.self,
             LogStats.self,
+            LogMakeVectors.self,
         ]
     )
 }

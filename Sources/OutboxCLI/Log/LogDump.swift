@@ -21,9 +21,15 @@ struct LogDump: AsyncParsableCommand {
     @Flag(help: "Print one JSON object per line.")
     var json = false
 
+    @Flag(help: """
+        Serve the intact records past damage too, as 'outbox log verify' counts them, instead of \
+        failing on damage (read-only: nothing is repaired).
+        """)
+    var salvage = false
+
     func run() async throws {
         let json = self.json
-        try await options.withLog(.readOnly(salvage: false)) { log in
+        try await options.withLog(.readOnly(salvage: salvage)) { log in
             options.warnIfDamaged(log.recoveryReport)
             let encoder = JSONLines()
             var output = OutputBuffer()

@@ -9,7 +9,9 @@ struct LogVerify: AsyncParsableCommand {
         discussion: """
             Opens the log read-only in salvage mode, so every damaged range is reported \
             and nothing is repaired, and prints the recovery report. \
-            Exit status: 0 clean, 1 damage found, 2 the log could not be opened.
+            Exit status: 0 clean, 1 damage found, 2 the log could not be opened. With --json, \
+            a log that cannot be opened prints {"directory", "error": {"code", "file", "offset", \
+            "message"}} as well as the error line on standard error.
             """
     )
 
@@ -19,7 +21,15 @@ struct LogVerify: AsyncParsableCommand {
     var json = false
 
     func run() async throws {
-        let report = try await options.withLog(.readOnly(salvage: true)) { log in log.recoveryReport }
+        let report: RecoveryReport
+        do {
+            report = try await options.withLog(.readOnly(salvage: true)) { log in log.recoveryReport }
+        } catch {
+            if json, let cause = error.openingError {
+                StandardStreams.writeLine(try JSONLines().encode(OpenFailureJSON(directory: options.directory, error: cause)))
+            }
+            throw error
+        }
         if json {
             StandardStreams.writeLine(try JSONLines().encode(RecoveryReportJSON(report)))
         } else {
@@ -79,5 +89,23 @@ struct RecoveryReportJSON: Encodable {
         try container.encode(report.readOnly, forKey: .readOnly)
         try container.encode(report.duration.seconds, forKey: .durationSeconds)
         try container.encode(report.isClean, forKey: .clean)
+    }
+}
+
+/// A log `verify` could not open, as JSON.
+struct OpenFailureJSON: Encodable {
+    struct Failure: Encodable {
+        var code: String
+        var file: String?
+        var offset: Int64?
+        var message: String
+    }
+
+    var directory: String
+    var error: Failure
+
+    init(directory: String, error: OutboxLogError) {
+        self.directory = directory
+        self.error = Failure(code: "\(error.code)", file: error.file?.string, offset: error.offset, message: error.message)
     }
 }

@@ -12,10 +12,14 @@ struct OutboxDrain: AsyncParsableCommand {
             Every entry is sent to <base-url><endpoint> with its method, payload and stored \
             headers, and its Idempotency-Key (the same on every attempt). 2xx delivers; 408, \
             425, 429, 5xx and network errors are retried with backoff (Retry-After honoured); \
-            409 is left in conflict; other 4xx quarantine the entry. Without --until-empty, \
+            a server saying a request with the key is still in progress (a 409 to a resend \
+            whose answer was lost, say) is polled; a replayed answer delivers; another 409 is \
+            left in conflict; other 4xx quarantine the entry. Without --until-empty, \
             one pass over what is due now; with it, retries as they come due until nothing \
             is left to send or --timeout passes. Exit status: 0 done (with --until-empty: \
-            nothing left unsent), 1 entries remain unsent, 2 the queue could not be opened. \
+            nothing left unsent), 1 entries remain unsent, 2 the queue could not be opened, \
+            3 entries need attention (left in conflict or quarantined: a person or the app \
+            decides; the summary lists each with its reason), whether or not others remain. \
             With --until-empty the command returns within --timeout plus one request timeout \
             (min(30 s, --timeout)): no attempt starts after the deadline, and every attempt \
             records its outcome, so no entry is left in flight. The summary counts attempts \
@@ -45,6 +49,12 @@ struct OutboxDrain: AsyncParsableCommand {
     @Option(help: "How many deliveries may run at once.")
     var concurrency = 4
 
+    @Option(help: "How long the server keeps idempotency keys, in hours (0: forever). An entry whose answer was lost longer ago is left for a person instead of resent.")
+    var keyRetention: Double = 24
+
+    @Option(help: "How many seconds a server may report an entry still in progress before it is left for a person.")
+    var inProgressBudget: Double = 300
+
     @Flag(help: "Print the summary as one JSON object.")
     var json = false
 
@@ -54,6 +64,10 @@ struct OutboxDrain: AsyncParsableCommand {
         }
         guard timeout > 0 else { throw ValidationError("--timeout must be positive") }
         guard concurrency >= 1 else { throw ValidationError("--concurrency must be at least 1") }
+        guard keyRetention >= 0, keyRetention.isFinite else { throw ValidationError("--key-retention must be 0 or more hours") }
+        guard inProgressBudget > 0, inProgressBudget.isFinite else {
+            throw ValidationError("--in-progress-budget must be positive")
+        }
         guard !user.isEmpty else { throw ValidationError("--user must not be empty") }
     }
 
@@ -66,6 +80,8 @@ struct OutboxDrain: AsyncParsableCommand {
         /// Attempts that never reached the server (not counted toward maxAttempts).
         var notSent = 0
         var inProgress = 0
+        /// Deliveries the server answered from its idempotency record (also in `delivered`).
+        var replayed = 0
         var quarantined = 0
         var conflicts = 0
         var unhandled = 0
@@ -75,8 +91,22 @@ struct OutboxDrain: AsyncParsableCommand {
         var left: [String: Int] = [:]
         /// When the next remaining entry is due, if one is waiting for its time.
         var nextRetryAt: String?
+        /// Each entry needing attention (`conflict` or `dead`): what it is and why.
+        var attention: [Attention] = []
         var seconds = 0.0
     }
+
+    /// An entry left for a person or the app.
+    struct Attention: Encodable {
+        var id: String
+        var status: String
+        var request: String
+        var httpStatus: Int?
+        var reason: String
+    }
+
+    /// The exit status when entries need attention.
+    static let needsAttentionExitCode = ExitCode(3)
 
     func run() async throws {
         try options.requireExistingDirectory()
@@ -92,6 +122,8 @@ struct OutboxDrain: AsyncParsableCommand {
             // request left); the watchdog a second later is the backstop.
             configuration.deliveryTimeout = requestTimeout + .seconds(1)
             configuration.logger = options.logger(level: .warning)
+            configuration.keyRetention = keyRetention == 0 ? nil : .milliseconds(Int64(keyRetention * 3_600_000))
+            configuration.inProgressBudget = .milliseconds(Int64(inProgressBudget * 1000))
             let dispatcher = OutboxDispatcher(
                 store: store, handlers: [:], fallback: HTTPOutboxHandler(configuration: handler), configuration: configuration)
             let report = untilEmpty ? await dispatcher.drain(until: deadline) : await dispatcher.flush()
@@ -102,6 +134,7 @@ struct OutboxDrain: AsyncParsableCommand {
             summary.interrupted = report.interrupted
             summary.notSent = report.notSent
             summary.inProgress = report.inProgress
+            summary.replayed = report.replayed
             summary.quarantined = report.quarantined
             summary.conflicts = report.conflicts
             summary.unhandled = report.unhandled
@@ -109,6 +142,7 @@ struct OutboxDrain: AsyncParsableCommand {
             summary.remaining = state.unsent
             summary.needsAttention = state.needsAttention
             if state.unsent > 0 { (summary.left, summary.nextRetryAt) = try await Self.whatIsLeft(store) }
+            if state.needsAttention > 0 { summary.attention = try await Self.needingAttention(store) }
             return summary
         }
         var result = summary
@@ -117,8 +151,9 @@ struct OutboxDrain: AsyncParsableCommand {
             StandardStreams.writeLine(try JSONLines().encode(result))
         } else {
             StandardStreams.writeLine(
-                "delivered \(result.delivered), retried \(result.retried), interrupted \(result.interrupted), "
-                    + "not sent \(result.notSent), in progress \(result.inProgress), quarantined \(result.quarantined), "
+                "delivered \(result.delivered) (replayed \(result.replayed)), retried \(result.retried), "
+                    + "interrupted \(result.interrupted), not sent \(result.notSent), in progress \(result.inProgress), "
+                    + "quarantined \(result.quarantined), "
                     + "conflicts \(result.conflicts), remaining \(result.remaining), needs attention \(result.needsAttention) "
                     + "(\(result.seconds) s)")
             if result.remaining > 0 {
@@ -126,8 +161,23 @@ struct OutboxDrain: AsyncParsableCommand {
                 StandardStreams.writeLine(
                     "left: " + reasons.joined(separator: "; ") + (result.nextRetryAt.map { "; next retry at \($0)" } ?? ""))
             }
+            for entry in result.attention {
+                StandardStreams.writeLine(
+                    "needs attention: \(entry.id) \(entry.request) (\(entry.status)"
+                        + "\(entry.httpStatus.map { ", HTTP \($0)" } ?? "")): \(entry.reason)")
+            }
         }
+        if !result.attention.isEmpty { throw Self.needsAttentionExitCode }
         if untilEmpty && result.remaining > 0 { throw ExitCode(1) }
+    }
+
+    /// Every entry left in `conflict` or `dead`, with its request and reason.
+    static func needingAttention(_ store: LogOutboxStore) async throws -> [Attention] {
+        try await store.entries(matching: OutboxFilter(statuses: [.conflict, .dead])).map { entry in
+            Attention(
+                id: "\(entry.id)", status: "\(entry.status)", request: "\(entry.method) \(entry.endpoint)",
+                httpStatus: entry.lastHTTPStatus, reason: oneLine(entry.lastError ?? "no reason recorded"))
+        }
     }
 
     /// Why each unsent entry is still queued, grouped: its last error

@@ -13,7 +13,8 @@ struct OutboxList: AsyncParsableCommand {
             one object per line with sorted keys: id, idempotencyKey, type, method, endpoint, \
             status, attempts, maxAttempts, scope, dependencies, priority, sequence, nextAttemptAt, \
             lastError, lastHTTPStatus, serverID, createdAt, syncedAt (dates in ISO 8601, absent \
-            values null), plus user, coalescingKey, storedBytes and payloadBytes. A user without a queue lists \
+            values null), plus user, coalescingKey, storedBytes, payloadBytes and outcomeUnknownSince \
+            (when the earliest attempt whose answer was lost was made). A user without a queue lists \
             nothing. \
             Note: opening a queue is a write: entries a crash left in flight go back to pending \
             (with that attempt counted), exactly as the app's own open would. DIR is never created.
@@ -98,7 +99,7 @@ struct OutboxEntryJSON: Encodable {
     enum CodingKeys: String, CodingKey {
         case id, idempotencyKey, type, method, endpoint, status, attempts, maxAttempts, scope, dependencies
         case priority, sequence, nextAttemptAt, lastError, lastHTTPStatus, serverID, createdAt, syncedAt
-        case user, coalescingKey, storedBytes, payloadBytes
+        case user, coalescingKey, storedBytes, payloadBytes, outcomeUnknownSince
     }
 
     func encode(to encoder: any Encoder) throws {
@@ -125,6 +126,7 @@ struct OutboxEntryJSON: Encodable {
         try container.encode(entry.coalescingKey, forKey: .coalescingKey)
         try container.encode(entry.storedBytes, forKey: .storedBytes)
         try container.encode(entry.payload.count, forKey: .payloadBytes)
+        try container.encode(entry.outcomeUnknownSince.map(Self.date), forKey: .outcomeUnknownSince)
     }
 
     /// `2025-01-31T12:34:56.789Z`

@@ -8,10 +8,13 @@ struct CommandFailure: Error, CustomStringConvertible {
     /// One line, without the `error: ` prefix.
     var message: String
     var exitCode: ExitCode
+    /// The engine's error, when opening the log failed.
+    var openingError: OutboxLogError?
 
-    init(_ message: String, exitCode: ExitCode) {
+    init(_ message: String, exitCode: ExitCode, openingError: OutboxLogError? = nil) {
         self.message = oneLine(message)
         self.exitCode = exitCode
+        self.openingError = openingError
     }
 
     var description: String { message }
@@ -29,7 +32,7 @@ struct CommandFailure: Error, CustomStringConvertible {
     static func opening(_ error: OutboxLogError, directory: String) -> CommandFailure {
         CommandFailure(
             describe(error, directory: directory),
-            exitCode: error.code == .corruption ? damageFound : cannotOpen)
+            exitCode: error.code == .corruption ? damageFound : cannotOpen, openingError: error)
     }
 
     /// An error from an open log.

@@ -37,8 +37,9 @@ struct LogDirectoryOptions: ParsableArguments {
     /// log logs only errors: what its recovery found is the command's own
     /// output (`verify`) or its one-line warning (`dump`, `stats`), and the
     /// engine's "cut a torn tail" would be wrong, since nothing is cut.
-    func configuration(_ access: Access) -> OutboxLog.Configuration {
+    func configuration(_ access: Access, segmentSize: Int? = nil) -> OutboxLog.Configuration {
         var configuration = OutboxLog.Configuration()
+        if let segmentSize { configuration.segmentSize = segmentSize }
         switch access {
         case .readOnly(let salvage):
             configuration.logger = logger(level: .error)
@@ -54,9 +55,10 @@ struct LogDirectoryOptions: ParsableArguments {
 
     /// Opens the log, or fails with a one-line error: exit 2 if it cannot be
     /// opened, 1 if it is damaged.
-    func open(_ access: Access) async throws(CommandFailure) -> OutboxLog {
+    func open(_ access: Access, segmentSize: Int? = nil) async throws(CommandFailure) -> OutboxLog {
         do {
-            return try await OutboxLog.open(at: FilePath(directory), configuration: configuration(access))
+            return try await OutboxLog.open(
+                at: FilePath(directory), configuration: configuration(access, segmentSize: segmentSize))
         } catch {
             throw CommandFailure.opening(error, directory: directory)
         }
@@ -65,9 +67,9 @@ struct LogDirectoryOptions: ParsableArguments {
     /// Opens the log, runs `body`, and closes the log (which, for a writable
     /// log, syncs everything). Any error becomes a ``CommandFailure``.
     func withLog<Result>(
-        _ access: Access, _ body: (OutboxLog) async throws -> Result
+        _ access: Access, segmentSize: Int? = nil, _ body: (OutboxLog) async throws -> Result
     ) async throws(CommandFailure) -> Result {
-        let log = try await open(access)
+        let log = try await open(access, segmentSize: segmentSize)
         let result: Result
         do {
             result = try await body(log)

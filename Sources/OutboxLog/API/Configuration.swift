@@ -29,6 +29,11 @@ extension OutboxLog {
         /// The format's upper bound on a record: 1 GiB.
         public static let absoluteMaximumRecordSize = 1 << 30
 
+        /// The most bytes (frames included) one atomic batch may hold: 2 GiB.
+        /// A batch is written into a single segment, whose records are
+        /// addressed by 32-bit offsets.
+        public static let absoluteMaximumBatchSize = 1 << 31
+
         /// Strict (the default) or salvage; see ``RecoveryMode``.
         public var recoveryMode: RecoveryMode = .strict
 
@@ -60,8 +65,11 @@ extension OutboxLog {
         /// bytes are waiting. Default 256 KiB.
         public var bufferedFlushThreshold: Int = 256 << 10
 
-        /// Appends wait for the writer once this many bytes are waiting to be
-        /// written (back-pressure). Default 32 MiB.
+        /// The most bytes of appended records that wait in memory for the
+        /// writer (back-pressure): an append that would exceed it waits for
+        /// room first, and ``OutboxLog/submit(_:)`` is refused with
+        /// ``OutboxLogError/Code/backPressure``. A single batch larger than
+        /// this is admitted once nothing else waits. Default 32 MiB.
         public var maximumPendingBytes: Int = 32 << 20
 
         /// Threads that serve reads; blocking reads never run on Swift's
@@ -88,6 +96,9 @@ extension OutboxLog {
                 "maximumRecordSize must be in \(RecordFrame.headerSize + 1)...\(Self.absoluteMaximumRecordSize)")
             if let ratio = automaticCompactionRatio {
                 try require(ratio > 0 && ratio <= 1, "automaticCompactionRatio must be in (0, 1]")
+            }
+            if let minimum = automaticCompactionMinimumBytes {
+                try require(minimum >= 0, "automaticCompactionMinimumBytes must not be negative")
             }
             try require(groupCommitLimit >= 4096, "groupCommitLimit must be at least 4 KiB")
             try require(bufferedFlushThreshold >= 1, "bufferedFlushThreshold must be positive")

@@ -1,4 +1,5 @@
-/// The key of a record: up to ``maximumLength`` arbitrary bytes.
+/// The key of a record: 1 to ``maximumLength`` arbitrary bytes (the format
+/// reserves the empty key for the engine's markers, so an append refuses it).
 ///
 /// The index keeps one entry per live key, so keys are stored compactly:
 /// keys of up to 23 bytes (a UUID plus a one-byte prefix, say) live inline
@@ -104,10 +105,14 @@ public struct LogKey: Hashable, Sendable, Comparable, CustomStringConvertible, E
 
     /// The index hashes every key on every append and every recovered
     /// record; a full SipHash round (`Hasher`) was a fifth of recovery time.
-    /// Inline keys are mixed directly with the dictionary's per-instance
-    /// seed (a multiply–xorshift finalizer, as in SplitMix64); keys are
-    /// chosen by the application, so hash flooding is not a threat here.
-    /// Long keys use `Hasher` as usual.
+    /// Inline keys are mixed directly (a multiply–xorshift finalizer, as in
+    /// SplitMix64) from a state that starts at ``processHashKey``, 64 random
+    /// bits drawn once per process, combined with the dictionary's seed.
+    /// The dictionary's seed alone is not a secret (it is its storage's
+    /// address), and keys may be chosen by remote clients (a server keying
+    /// the log by their request ids): without the process's key, which keys
+    /// share a bucket cannot be worked out from outside, so they cannot be
+    /// chosen to flood one. Long keys use `Hasher`, seeded per process too.
     public func _rawHashValue(seed: Int) -> Int {
         if heap != nil {
             var hasher = Hasher()
@@ -115,12 +120,16 @@ public struct LogKey: Hashable, Sendable, Comparable, CustomStringConvertible, E
             hash(into: &hasher)
             return hasher.finalize()
         }
-        var x = UInt64(bitPattern: Int64(seed)) &+ 0x9E37_79B9_7F4A_7C15
+        var x = (UInt64(bitPattern: Int64(seed)) ^ Self.processHashKey) &+ 0x9E37_79B9_7F4A_7C15
         x = Self.mix(x ^ w0)
         x = Self.mix(x ^ w1)
         x = Self.mix(x ^ w2)
         return Int(truncatingIfNeeded: x)
     }
+
+    /// The secret the inline keys' hash starts from: drawn from the system's
+    /// random source once per process, never stored.
+    static let processHashKey = UInt64.random(in: .min ... .max)
 
     @inline(__always)
     private static func mix(_ value: UInt64) -> UInt64 {

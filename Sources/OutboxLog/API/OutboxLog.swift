@@ -37,7 +37,11 @@ import SystemPackage
 /// `OutboxLog` is `Sendable`; call it from any task. Blocking I/O and
 /// syncs run on the log's own threads, never on Swift's cooperative pool.
 /// Only one `OutboxLog` may have a directory open at a time, in this process
-/// or another (`flock`); a second open throws ``OutboxLogError/Code/locked``.
+/// or another (a POSIX record lock on `LOCK`); a second open throws
+/// ``OutboxLogError/Code/locked`` and leaves the first one's lock in place.
+/// At most ``Configuration/maximumPendingBytes`` of appended records wait in
+/// memory for the writer: appends beyond it wait for room, and
+/// ``submit(_:)`` is refused with ``OutboxLogError/Code/backPressure``.
 public final class OutboxLog: Sendable {
     let core: LogCore
 
@@ -65,7 +69,7 @@ public final class OutboxLog: Sendable {
     public static func destroy(
         at directory: FilePath, fileSystem: any FileSystem = PosixFileSystem()
     ) async throws(OutboxLogError) {
-        let pool = BlockingThreadPool(threads: 1, name: "outbox-log-destroy")
+        let pool = BlockingThreadPool(threads: 1, name: "outbox-destroy")
         defer { pool.shutdown() }
         try await pool.run { () throws(OutboxLogError) in
             try LogDirectoryRemoval(directory: directory, fileSystem: fileSystem).run()
@@ -83,10 +87,18 @@ public final class OutboxLog: Sendable {
     /// Appends `writes` as one atomic batch: after a crash, recovery finds
     /// all of them or none. Returns the sequence number of the last record.
     ///
-    /// Nothing is written if the batch is invalid: an empty batch, a key
-    /// longer than ``LogKey/maximumLength``, a record larger than
-    /// ``Configuration/maximumRecordSize`` (`.recordTooLarge`), or an
-    /// annotation of a key with no value (`.invalidArgument`).
+    /// If ``Configuration/maximumPendingBytes`` of earlier records are still
+    /// waiting to be written, it first waits (first come, first served) for
+    /// the writer to make room: whatever the durability, appended bytes in
+    /// memory stay within that bound (a batch larger than the bound is
+    /// admitted alone, once nothing else waits).
+    ///
+    /// Nothing is written, and the log stays usable, if the batch is
+    /// invalid: an empty batch, an empty key or one longer than
+    /// ``LogKey/maximumLength``, a tombstone with a payload, a batch larger
+    /// than ``Configuration/absoluteMaximumBatchSize``, an annotation of a key
+    /// with no value (`.invalidArgument`), or a record larger than
+    /// ``Configuration/maximumRecordSize`` (`.recordTooLarge`).
     @discardableResult
     public func append(_ writes: [LogWrite], durability: Durability) async throws(OutboxLogError) -> UInt64 {
         try await core.append(writes, durability: durability)
@@ -106,8 +118,46 @@ public final class OutboxLog: Sendable {
     /// while holding your lock, wait after releasing it). Until a ticket is
     /// awaited (or a later write or sync happens), its records are only
     /// `buffered`. Validation is the same as ``append(_:durability:)``.
+    ///
+    /// Back-pressure: it obeys ``Configuration/maximumPendingBytes`` like
+    /// every append, but cannot wait for room, so when the batch would take
+    /// the bytes waiting to be written past it, it throws
+    /// ``OutboxLogError/Code/backPressure`` and writes nothing. Await
+    /// ``waitForRoom(bytes:)`` (outside your lock) and submit again.
     public func submit(_ writes: [LogWrite]) throws(OutboxLogError) -> LogTicket {
         LogTicket(core: core, sequence: try core.submit(writes))
+    }
+
+    /// Like ``submit(_:)``, but admitted whatever the bytes waiting to be
+    /// written, in room reserved by ``reserveRoom(bytes:)``: never refused
+    /// with ``OutboxLogError/Code/backPressure``. A batch larger than the
+    /// reservation is admitted too, and exceeds the bound by the difference:
+    /// reserve what you will write. The reservation is used up.
+    package func submit(_ writes: [LogWrite], using reservation: LogRoomReservation) throws(OutboxLogError)
+        -> LogTicket
+    {
+        guard reservation.take(for: core) else {
+            throw OutboxLogError(.invalidArgument, "the room reservation was used already, or is for another log")
+        }
+        return LogTicket(core: core, sequence: try core.submit(writes, reserved: reservation.bytes))
+    }
+
+    /// Waits until room for a batch of `bytes` bytes is reserved, first come
+    /// first served, for one ``submit(_:using:)``.
+    package func reserveRoom(bytes: Int) async throws(OutboxLogError) -> LogRoomReservation {
+        guard bytes >= 0 else { throw OutboxLogError(.invalidArgument, "bytes must not be negative, not \(bytes)") }
+        try await core.reserveRoom(bytes)
+        return LogRoomReservation(core: core, bytes: bytes)
+    }
+
+    /// Waits until a batch of `bytes` bytes would be admitted under
+    /// ``Configuration/maximumPendingBytes`` now: the writer has written
+    /// enough, and no append that waited earlier is still waiting. Another
+    /// producer may take the room first, so a ``submit(_:)`` after it may
+    /// still be refused with ``OutboxLogError/Code/backPressure``.
+    public func waitForRoom(bytes: Int = 0) async throws(OutboxLogError) {
+        guard bytes >= 0 else { throw OutboxLogError(.invalidArgument, "bytes must not be negative, not \(bytes)") }
+        try await core.waitForRoom(bytes: bytes)
     }
 
     /// Sets the value of `key`. Returns the record's sequence number.
@@ -158,19 +208,27 @@ public final class OutboxLog: Sendable {
 
     /// Live entries in sequence order whose value's sequence number is
     /// greater than `after`, at most `limit`: one page of a scan.
+    ///
+    /// - Throws: `.invalidArgument` if `limit` is less than 1.
     public func entries(after sequence: UInt64 = 0, limit: Int = 1024) async throws(OutboxLogError) -> [LogEntry] {
-        try await core.entries(after: sequence, limit: max(1, limit)).entries
+        guard limit >= 1 else { throw OutboxLogError(.invalidArgument, "limit must be at least 1, not \(limit)") }
+        return try await core.entries(after: sequence, limit: limit).entries
     }
 
-    /// All live entries in sequence order, read page by page.
+    /// All live entries in sequence order, read page by page. The stream
+    /// ends with `.invalidArgument` if `pageSize` is less than 1.
     public func allEntries(pageSize: Int = 1024) -> AsyncThrowingStream<LogEntry, any Error> {
         let core = self.core
         return AsyncThrowingStream { continuation in
+            guard pageSize >= 1 else {
+                continuation.finish(throwing: OutboxLogError(.invalidArgument, "pageSize must be at least 1, not \(pageSize)"))
+                return
+            }
             let task = Task {
                 var after: UInt64 = 0
                 do {
                     while true {
-                        let page = try await core.entries(after: after, limit: max(1, pageSize))
+                        let page = try await core.entries(after: after, limit: pageSize)
                         for entry in page.entries { continuation.yield(entry) }
                         guard let next = page.resumeAfter, !Task.isCancelled else { break }
                         after = next
@@ -215,7 +273,8 @@ public struct LogTicket: Sendable {
     public let sequence: UInt64
 
     /// Waits until the batch is `written` or `durable`. With `buffered`,
-    /// returns at once unless too many bytes are waiting to be written.
+    /// returns at once unless too many bytes are waiting to be written
+    /// (then until this batch is written).
     public func wait(for durability: Durability) async throws(OutboxLogError) {
         try await core.wait(for: sequence, reaching: durability)
     }

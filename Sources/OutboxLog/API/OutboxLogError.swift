@@ -18,7 +18,7 @@ public struct OutboxLogError: Error, Sendable, Hashable, CustomStringConvertible
     public struct Code: Hashable, Sendable, CustomStringConvertible {
         fileprivate enum Value: Hashable, Sendable {
             case io, corruption, unsupportedFormat, locked, poisoned, closed, recordTooLarge
-            case invalidArgument, notFound, compactionInProgress
+            case invalidArgument, notFound, compactionInProgress, backPressure
         }
         fileprivate var value: Value
 
@@ -46,6 +46,11 @@ public struct OutboxLogError: Error, Sendable, Hashable, CustomStringConvertible
         public static let notFound = Code(value: .notFound)
         /// A compaction is already running.
         public static let compactionInProgress = Code(value: .compactionInProgress)
+        /// ``OutboxLog/submit(_:)`` was refused, writing nothing, because
+        /// ``OutboxLog/Configuration/maximumPendingBytes`` of appended records
+        /// (with this batch) would be waiting to be written. Await
+        /// ``OutboxLog/waitForRoom(bytes:)`` and submit again.
+        public static let backPressure = Code(value: .backPressure)
 
         public var description: String {
             switch value {
@@ -59,6 +64,7 @@ public struct OutboxLogError: Error, Sendable, Hashable, CustomStringConvertible
             case .invalidArgument: "invalid argument"
             case .notFound: "not found"
             case .compactionInProgress: "compaction in progress"
+            case .backPressure: "back-pressure"
             }
         }
     }

@@ -20,7 +20,9 @@ public struct RecoveryReport: Sendable, Hashable, CustomStringConvertible {
         public var unreachableRecords: Int
     }
 
-    /// A damaged range skipped by salvage.
+    /// A damaged range skipped by salvage (or, read-only, stepped over):
+    /// `offset` is the damaged frame's (0 for a damaged header, a gap, or a
+    /// damaged `COMPACTION` file). See Docs/FORMAT.md, "What a reader reports".
     public struct SkippedRange: Sendable, Hashable {
         public var file: String
         public var offset: Int64
@@ -40,9 +42,12 @@ public struct RecoveryReport: Sendable, Hashable, CustomStringConvertible {
     public var directory: String
     /// Segment files in the log after recovery.
     public var segments = 0
-    /// Records (frames) that verified.
+    /// Records that verified and were committed (markers are not counted):
+    /// past damage too in a read-only salvage open, never those a torn tail
+    /// made unreachable. Superseded and deleted records count too.
     public var records = 0
-    /// Keys with a live value after recovery.
+    /// Keys with a live value after recovery: exactly the entries
+    /// ``OutboxLog/allEntries(pageSize:)`` serves.
     public var liveKeys = 0
     /// Bytes scanned.
     public var bytes: Int64 = 0
@@ -50,7 +55,8 @@ public struct RecoveryReport: Sendable, Hashable, CustomStringConvertible {
     public var nextSequence: UInt64 = 1
     /// The torn tail that was cut, if any.
     public var truncatedTail: TruncatedTail?
-    /// Damaged ranges skipped by salvage.
+    /// Damaged ranges skipped by salvage, or stepped over by a read-only
+    /// salvage open (`outbox log verify`).
     public var skipped: [SkippedRange] = []
     /// Files moved into `damaged/` by salvage.
     public var quarantinedFiles: [String] = []

@@ -22,38 +22,42 @@ final class BlockingThreadPool: Sendable {
     init(threads: Int, name: String) {
         threadCount = threads
         for number in 0..<threads {
-            let thread = Thread { [self] in self.work() }
-            thread.name = "\(name)-\(number)"
-            thread.start()
+            EngineThread.start("\(name)-\(number)") { [self] in self.work() }
         }
     }
 
-    /// Runs `job` on one of the pool's threads.
-    func submit(_ job: @escaping @Sendable () -> Void) {
+    /// Queues `job` for one of the pool's threads; returns `false` (and
+    /// runs nothing) once the pool is shut down. Never runs `job` on the
+    /// caller's thread, which may be one of Swift's cooperative threads.
+    private func submit(_ job: @escaping @Sendable () -> Void) -> Bool {
         let accepted = state.withLock { state -> Bool in
             if state.stopping { return false }
             state.jobs.append(job)
             return true
         }
-        if accepted { available.signal() } else { job() }
+        if accepted { available.signal() }
+        return accepted
     }
 
     /// Runs `body` on one of the pool's threads and returns its result.
+    /// Throws ``OutboxLogError/Code/closed`` without running it once the
+    /// pool is shut down (the log was closed meanwhile).
     func run<T: Sendable>(_ body: @escaping @Sendable () throws(OutboxLogError) -> T) async throws(OutboxLogError) -> T {
         let result = await withCheckedContinuation { (continuation: CheckedContinuation<Result<T, OutboxLogError>, Never>) in
-            submit {
+            let accepted = submit {
                 do throws(OutboxLogError) {
                     continuation.resume(returning: .success(try body()))
                 } catch {
                     continuation.resume(returning: .failure(error))
                 }
             }
+            if !accepted { continuation.resume(returning: .failure(.closed())) }
         }
         return try result.get()
     }
 
     /// Lets the threads finish the queued jobs and exit. Jobs submitted
-    /// afterwards run on the caller's thread.
+    /// afterwards are refused.
     func shutdown() {
         state.withLock { $0.stopping = true }
         for _ in 0..<threadCount { available.signal() }

@@ -2,55 +2,95 @@
 /// (for `written` and `durable`) parked until the writer thread reports.
 extension LogCore {
     /// Appends `writes` as one atomic batch; returns the sequence number of
-    /// the last record.
+    /// the last record. Waits for room first if too many bytes are waiting
+    /// to be written (see `LogCore+BackPressure.swift`).
     func append<Writes: RandomAccessCollection<LogWrite>>(
         _ writes: Writes, durability: Durability
     ) async throws(OutboxLogError) -> UInt64 {
-        try validate(writes)
-        switch durability {
-        case .buffered:
-            let (sequence, wake, overfull) = try state.withLock { state throws(OutboxLogError) -> (UInt64, Bool, Bool) in
-                let sequence = try encode(writes, into: &state)
-                let overfull = state.pendingBytes > configuration.maximumPendingBytes
-                let due = overfull || state.pendingBytes >= configuration.bufferedFlushThreshold
-                return (sequence, due && state.claimWriterWakeup(), overfull)
-            }
-            wakeWriter(wake)
-            // Back-pressure: never let buffered bytes pile up without bound.
-            if overfull { try await waitFor(sequence, durable: false) }
-            return sequence
-        case .written, .durable:
-            var sequence: UInt64 = 0
-            let result = await withUnsafeContinuation {
-                (continuation: UnsafeContinuation<Result<Void, OutboxLogError>, Never>) in
-                let outcome = state.withLock { state -> Result<Bool, OutboxLogError> in
-                    do throws(OutboxLogError) {
-                        sequence = try encode(writes, into: &state)
-                    } catch {
-                        return .failure(error)
+        let bytes = try validate(writes)
+        let maximum = configuration.maximumPendingBytes
+        var reserved = false
+        while true {
+            switch durability {
+            case .buffered:
+                let encoded = try state.withLock { state throws(OutboxLogError) -> (UInt64, Bool)? in
+                    guard state.takeRoom(bytes, reserved: reserved, maximum: maximum) else { return nil }
+                    let sequence = try encode(writes, into: &state)
+                    return (sequence, state.writeIsDue(configuration) && state.claimWriterWakeup())
+                }
+                if let (sequence, wake) = encoded {
+                    wakeWriter(wake)
+                    return sequence
+                }
+            case .written, .durable:
+                var sequence: UInt64?
+                let result = await withUnsafeContinuation {
+                    (continuation: UnsafeContinuation<Result<Void, OutboxLogError>, Never>) in
+                    let outcome = state.withLock { state -> Result<Bool, OutboxLogError> in
+                        guard state.takeRoom(bytes, reserved: reserved, maximum: maximum) else { return .success(false) }
+                        do throws(OutboxLogError) {
+                            sequence = try encode(writes, into: &state)
+                        } catch {
+                            return .failure(error)
+                        }
+                        state.waiters.append(
+                            Waiter(sequence: sequence!, durable: durability == .durable, continuation: continuation))
+                        return .success(state.claimWriterWakeup())
                     }
-                    state.waiters.append(
-                        Waiter(sequence: sequence, durable: durability == .durable, continuation: continuation))
-                    return .success(state.claimWriterWakeup())
+                    switch outcome {
+                    case .success(let wake):
+                        if sequence == nil { continuation.resume(returning: .success(())) } else { wakeWriter(wake) }
+                    case .failure(let error):
+                        continuation.resume(returning: .failure(error))
+                    }
                 }
-                switch outcome {
-                case .success(let wake): wakeWriter(wake)
-                case .failure(let error): continuation.resume(returning: .failure(error))
-                }
+                try result.get()
+                if let sequence { return sequence }
             }
-            try result.get()
-            return sequence
+            // Not admitted: wait until the writer has made room, reserved for us.
+            try await reserveRoom(bytes)
+            reserved = true
         }
     }
 
     /// Encodes and indexes `writes` now, without waiting for any I/O;
-    /// returns the sequence number of the last record.
-    func submit<Writes: RandomAccessCollection<LogWrite>>(_ writes: Writes) throws(OutboxLogError) -> UInt64 {
-        try validate(writes)
-        let (sequence, wake) = try state.withLock { state throws(OutboxLogError) -> (UInt64, Bool) in
-            let sequence = try encode(writes, into: &state)
-            return (sequence, state.pendingBytes >= configuration.bufferedFlushThreshold && state.claimWriterWakeup())
+    /// returns the sequence number of the last record. Without `reserved`,
+    /// refused with `.backPressure` if it is not admitted; with it (room of
+    /// that many bytes reserved by ``reserveRoom(_:)``), always admitted,
+    /// and the room is used up whatever the outcome (see
+    /// `LogCore+BackPressure.swift`).
+    func submit<Writes: RandomAccessCollection<LogWrite>>(
+        _ writes: Writes, reserved: Int? = nil
+    ) throws(OutboxLogError) -> UInt64 {
+        let bytes: Int
+        do throws(OutboxLogError) {
+            bytes = try validate(writes)
+        } catch {
+            if let reserved { releaseRoom(reserved) }
+            throw error
         }
+        let maximum = configuration.maximumPendingBytes
+        let (outcome, granted) = state.withLock { state -> (Result<(UInt64, Bool), OutboxLogError>, [RoomWaiter]) in
+            let outcome = Result { () throws(OutboxLogError) -> (UInt64, Bool) in
+                if let reserved {
+                    state.reservedBytes -= reserved
+                } else {
+                    if let error = state.isAcceptingWrites { throw error }
+                    guard state.admits(bytes, maximum: maximum) else {
+                        throw OutboxLogError(
+                            .backPressure,
+                            "\(state.pendingBytes + state.reservedBytes) bytes are waiting to be written, the most is "
+                                + "\(maximum): this batch of \(bytes) bytes would exceed it; wait for room and submit again")
+                    }
+                }
+                let sequence = try encode(writes, into: &state)
+                return (sequence, state.writeIsDue(configuration) && state.claimWriterWakeup())
+            }
+            // Room reserved and not filled goes to whoever waits for it.
+            return (outcome, reserved == nil ? [] : state.grantRoom(maximum: maximum))
+        }
+        for waiter in granted { waiter.continuation.resume(returning: .success(())) }
+        let (sequence, wake) = try outcome.get()
         wakeWriter(wake)
         return sequence
     }
@@ -69,16 +109,38 @@ extension LogCore {
 
     /// Waits until every record up to `sequence` is written (or durable).
     func waitFor(_ sequence: UInt64, durable: Bool) async throws(OutboxLogError) {
+        try await park { state, continuation in
+            if durable ? sequence <= state.durableSequence : sequence <= state.writtenSequence { return nil }
+            if case .poisoned(let error) = state.phase { return .failure(.poisoned(by: error)) }
+            if case .closed = state.phase { return .failure(.closed()) }
+            state.waiters.append(Waiter(sequence: sequence, durable: durable, continuation: continuation))
+            return .success(state.claimWriterWakeup())
+        }
+    }
+
+    /// Waits until the writer has created segment `id` on disk (it was
+    /// started by a roll), or the log fails.
+    func waitUntilCreated(_ id: UInt32) async throws(OutboxLogError) {
+        try await park { state, continuation in
+            if state.slots[id]?.file != nil { return nil }
+            if case .poisoned(let error) = state.phase { return .failure(.poisoned(by: error)) }
+            if case .closed = state.phase { return .failure(.closed()) }
+            state.creationWaiters.append(CreationWaiter(segment: id, continuation: continuation))
+            state.flushRequested = true
+            return .success(state.claimWriterWakeup())
+        }
+    }
+
+    /// Suspends the caller until the writer resumes it. `register` runs
+    /// under the lock and returns `nil` if there is nothing to wait for, a
+    /// failure to throw at once, or — having kept the continuation for the
+    /// writer to resume — whether the writer must be woken.
+    func park(
+        _ register: (inout LogState, UnsafeContinuation<Result<Void, OutboxLogError>, Never>) -> Result<Bool, OutboxLogError>?
+    ) async throws(OutboxLogError) {
         let result = await withUnsafeContinuation {
             (continuation: UnsafeContinuation<Result<Void, OutboxLogError>, Never>) in
-            let action = state.withLock { state -> Result<Bool, OutboxLogError>? in
-                if durable ? sequence <= state.durableSequence : sequence <= state.writtenSequence { return nil }
-                if case .poisoned(let error) = state.phase { return .failure(.poisoned(by: error)) }
-                if case .closed = state.phase { return .failure(.closed()) }
-                state.waiters.append(Waiter(sequence: sequence, durable: durable, continuation: continuation))
-                return .success(state.claimWriterWakeup())
-            }
-            switch action {
+            switch state.withLock({ register(&$0, continuation) }) {
             case nil: continuation.resume(returning: .success(()))
             case .success(let wake): wakeWriter(wake)
             case .failure(let error): continuation.resume(returning: .failure(error))
@@ -97,14 +159,18 @@ extension LogCore {
     }
 
     /// Rejects a bad batch before anything is encoded: nothing is written.
-    private func validate(_ writes: some Collection<LogWrite>) throws(OutboxLogError) {
+    /// Returns the batch's size in bytes.
+    private func validate(_ writes: some Collection<LogWrite>) throws(OutboxLogError) -> Int {
         if configuration.readOnly { throw OutboxLogError(.invalidArgument, "the log was opened read-only") }
         if writes.isEmpty { throw OutboxLogError(.invalidArgument, "an append needs at least one record") }
+        var batchBytes = 0
         for write in writes {
             if write.key.count > LogKey.maximumLength {
                 throw OutboxLogError(
                     .invalidArgument, "key of \(write.key.count) bytes exceeds the maximum of \(LogKey.maximumLength)")
             }
+            // The format reserves the empty key for markers (Docs/FORMAT.md).
+            if write.key.count == 0 { throw OutboxLogError(.invalidArgument, "a record needs a key of at least 1 byte") }
             if write.kind == .tombstone && !write.payload.isEmpty {
                 throw OutboxLogError(.invalidArgument, "a tombstone carries no payload")
             }
@@ -113,7 +179,15 @@ extension LogCore {
                     .recordTooLarge,
                     "record of \(write.frameSize) bytes exceeds the maximum of \(configuration.maximumRecordSize)")
             }
+            batchBytes += write.frameSize
         }
+        if batchBytes > OutboxLog.Configuration.absoluteMaximumBatchSize {
+            throw OutboxLogError(
+                .invalidArgument,
+                "a batch of \(writes.count) records and \(batchBytes) bytes exceeds the maximum of "
+                    + "\(OutboxLog.Configuration.absoluteMaximumBatchSize) bytes per batch")
+        }
+        return batchBytes
     }
 
     /// Encodes a batch into the open chunk and indexes it. Either the whole

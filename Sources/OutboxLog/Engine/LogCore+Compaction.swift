@@ -85,7 +85,7 @@ extension LogCore {
             return true
         }
         guard due else { return }
-        let thread = Thread { [self] in
+        EngineThread.start("outbox-compact") { [self] in
             do {
                 let report = try compactClaimed()
                 logger.info("automatic compaction", metadata: ["result": "\(report)"])
@@ -93,8 +93,6 @@ extension LogCore {
                 logger.error("automatic compaction failed", metadata: ["error": "\(error)"])
             }
         }
-        thread.name = "outbox-log-compaction"
-        thread.start()
     }
 
     /// Waits for a running compaction to finish.
@@ -118,10 +116,11 @@ extension LogCore {
         for waiter in waiting { waiter.resume() }
     }
 
-    /// Makes the active segment sealed (if it holds records) and waits for
-    /// the writer to have synced it.
+    /// Makes the active segment sealed (if it holds records) and waits until
+    /// the writer has synced it and created its successor: the roll is
+    /// over, or failed (and poisoned the log), before the compaction starts.
     private func sealActiveSegment() async throws(OutboxLogError) {
-        let last = try state.withLock { state throws(OutboxLogError) -> UInt64? in
+        let sealed = try state.withLock { state throws(OutboxLogError) -> (last: UInt64, successor: UInt32)? in
             if let error = state.isAcceptingWrites { throw error }
             // Only worth sealing if it holds something to reclaim.
             guard let active = state.activeID, !(state.index.usage[active] ?? SegmentUsage()).isClean else {
@@ -129,13 +128,12 @@ extension LogCore {
             }
             state.startSegment()
             state.flushRequested = true
-            return state.nextSequence - 1
+            return (state.nextSequence - 1, state.activeID!)
         }
-        guard let last else { return }
-        try await waitFor(last, durable: false)
-        // The writer syncs the old segment before creating the new one; wait
-        // until the new one exists, so the old one is sealed on disk.
-        try await waitFor(last, durable: true)
+        guard let sealed else { return }
+        // The writer syncs the old segment before it creates the new one.
+        try await waitUntilCreated(sealed.successor)
+        try await waitFor(sealed.last, durable: true)
     }
 
     /// Blocks the compaction thread until every record up to `sequence` is
@@ -161,15 +159,13 @@ extension LogCore {
 
     private func runOnOwnThread<T: Sendable>(_ body: @escaping @Sendable () throws(OutboxLogError) -> T) async throws(OutboxLogError) -> T {
         let result = await withCheckedContinuation { (continuation: CheckedContinuation<Result<T, OutboxLogError>, Never>) in
-            let thread = Thread {
+            EngineThread.start("outbox-compact") {
                 do throws(OutboxLogError) {
                     continuation.resume(returning: .success(try body()))
                 } catch {
                     continuation.resume(returning: .failure(error))
                 }
             }
-            thread.name = "outbox-log-compaction"
-            thread.start()
         }
         return try result.get()
     }
@@ -196,7 +192,7 @@ extension LogCore {
         let start = clock.now
 
         // 1. Choose the run under the lock.
-        let plan = state.withLock { state -> (inputs: [Input], coverEnd: UInt64, atStart: Bool)? in
+        let plan = state.withLock { state -> (inputs: [Input], coverEnd: UInt64, atStart: Bool, followedOnDisk: Bool)? in
             let sealed = state.order.filter { $0 != state.activeID }
             guard let first = sealed.firstIndex(where: { !(state.index.usage[$0] ?? SegmentUsage()).isClean }) else {
                 return nil
@@ -214,10 +210,9 @@ extension LogCore {
             }
             guard !inputs.isEmpty else { return nil }
             let lastInput = state.order.firstIndex(of: inputs.last!.file.id)!
-            let coverEnd =
-                lastInput + 1 < state.order.count
-                ? state.slots[state.order[lastInput + 1]]!.header.baseSequence : state.nextSequence
-            return (inputs, coverEnd, first == 0 && sealed.first == state.order.first)
+            let follower = lastInput + 1 < state.order.count ? state.slots[state.order[lastInput + 1]] : nil
+            let coverEnd = follower?.header.baseSequence ?? state.nextSequence
+            return (inputs, coverEnd, first == 0 && sealed.first == state.order.first, follower?.file != nil)
         }
         guard let plan else { return CompactionReport() }
 
@@ -248,8 +243,10 @@ extension LogCore {
                 }
             }
             // An empty run in the middle of the log still needs a segment to
-            // carry its sequence range, or the next open would see a gap.
-            let outputs = try writer.finish(needsPlaceholder: !plan.atStart)
+            // carry its sequence range, or the next open would see a gap;
+            // and one that no segment on disk follows carries the sequence
+            // floor (Docs/FORMAT.md), or a crash could restart the numbers.
+            let outputs = try writer.finish(needsPlaceholder: !plan.atStart || !plan.followedOnDisk)
 
             // The records the copy left behind as dead were superseded by
             // later appends — possibly ones not yet on disk. Deleting the
@@ -306,7 +303,7 @@ extension LogCore {
             // log cannot know which will happen: it is poisoned, as after
             // any failed sync.
             let waiters = state.withLock { poison(error, in: &$0) }
-            for waiter in waiters { waiter.continuation.resume(returning: .failure(error)) }
+            for waiter in waiters { waiter.resume(returning: .failure(error)) }
             throw error
         }
 
@@ -323,7 +320,7 @@ extension LogCore {
                 segmentSalts: salts)
         } catch {
             let waiters = state.withLock { poison(error, in: &$0) }
-            for waiter in waiters { waiter.continuation.resume(returning: .failure(error)) }
+            for waiter in waiters { waiter.resume(returning: .failure(error)) }
             throw error
         }
         report.duration = clock.now - start
@@ -353,6 +350,11 @@ extension LogCore {
             do throws(OutboxLogError) {
                 for record in live {
                     let frame = try reader.window(at: record.offset, count: record.length)
+                    if let reason = RecordFrame.reverify(frame, crcSeed: file.crcSeed, sequence: record.sequence) {
+                        throw OutboxLogError.corruption(
+                            "a live record no longer verifies when copied (\(reason)); the compaction stopped",
+                            file: file.path, offset: record.offset)
+                    }
                     let to = try writer.append(frame: frame, sequence: record.sequence)
                     moved.append(
                         Moved(
@@ -375,7 +377,7 @@ extension LogCore {
         drain()
         if let failure { throw failure }
         if let stop = run.stop {
-            throw .corruption("segment no longer verifies: \(stop.reason)", file: file.path, offset: stop.offset)
+            throw .corruption("segment no longer verifies: \(stop.reason)", file: file.path, offset: stop.frame)
         }
     }
 }

@@ -158,7 +158,7 @@ extension LogCore {
                         run = try scanner.scanRun(
                             from: Int64(SegmentHeader.size), previous: nil, resumingAfterDamage: false, visit: collect)
                         if let stop = run.stop {
-                            throw .corruption("segment no longer verifies: \(stop.reason)", file: file.path, offset: stop.offset)
+                            throw .corruption("segment no longer verifies: \(stop.reason)", file: file.path, offset: stop.frame)
                         }
                     }
                     runLastSequence = run.lastSequence

@@ -28,9 +28,7 @@ extension LogCore {
         // Handed over in a box the writer empties: the thread's closure lives
         // as long as the thread, and must not keep a segment file open.
         let handoff = Locked(target)
-        let thread = Thread { [self] in self.writerLoop(handoff: handoff) }
-        thread.name = "outbox-log-writer"
-        thread.start()
+        EngineThread.start("outbox-writer") { [self] in self.writerLoop(handoff: handoff) }
     }
 
     private func writerLoop(handoff: Locked<SegmentFile?>) {
@@ -47,12 +45,17 @@ extension LogCore {
             let outcome = perform(work, target: &target)
             if let syncStarted { pacing.record(group: groupSize, took: syncStarted.duration(to: .now)) }
             let spares = Self.emptiedBuffers(&work)
-            var finished: [(Waiter, Result<Void, OutboxLogError>)] = []
+            var finished: [(UnsafeContinuation<Result<Void, OutboxLogError>, Never>, Result<Void, OutboxLogError>)] = []
             var exit: CheckedContinuation<Result<Void, OutboxLogError>, Never>?
             let rolled = state.withLock { state -> Bool in
                 switch outcome {
                 case .success(let done):
                     for (id, file) in done.created { state.slots[id]?.file = file }
+                    state.creationWaiters.removeAll { waiter in
+                        guard state.slots[waiter.segment]?.file != nil else { return false }
+                        finished.append((waiter.continuation, .success(())))
+                        return true
+                    }
                     for (id, size) in done.writtenSizes { state.slots[id]?.writtenSize = size }
                     if let last = work.lastSequence { state.writtenSequence = max(state.writtenSequence, last) }
                     if let synced = done.syncedThrough {
@@ -64,12 +67,16 @@ extension LogCore {
                     var remaining: [Waiter] = []
                     for waiter in state.waiters {
                         if waiter.isSatisfied(written: state.writtenSequence, durable: state.durableSequence) {
-                            finished.append((waiter, .success(())))
+                            finished.append((waiter.continuation, .success(())))
                         } else {
                             remaining.append(waiter)
                         }
                     }
                     state.waiters = remaining
+                    // The bytes just written made room for appends waiting for it.
+                    for granted in state.grantRoom(maximum: configuration.maximumPendingBytes) {
+                        finished.append((granted.continuation, .success(())))
+                    }
                 case .failure(let error):
                     finished = poison(error, in: &state).map { ($0, .failure(error)) }
                 }
@@ -83,7 +90,7 @@ extension LogCore {
             // Claim a due compaction before acknowledging, so a caller whose
             // append returned can rely on it having been started.
             if rolled && !work.stopping { startAutomaticCompactionIfDue() }
-            for (waiter, result) in finished { waiter.continuation.resume(returning: result) }
+            for (continuation, result) in finished { continuation.resume(returning: result) }
             if work.stopping {
                 // Let go of the segment file before close() is told the writer
                 // is done: its last release closes the descriptor, and close()
@@ -209,7 +216,7 @@ extension LogCore {
         }
         let writeNow =
             hasPending
-            && (needsWrite || needsDurable || stopping || state.flushRequested
+            && (needsWrite || needsDurable || stopping || state.flushRequested || !state.roomWaiters.isEmpty
                 || state.pendingBytes >= configuration.bufferedFlushThreshold)
         if !writeNow && !needsDurable && !stopping {
             state.writerSleeping = true

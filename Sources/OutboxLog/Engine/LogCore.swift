@@ -18,21 +18,21 @@ final class LogCore: Sendable {
     let readers: BlockingThreadPool
     /// Where the last page of `entries(after:limit:)` stopped (see `ScanCursor`).
     let scanCursor = Locked<ScanCursor?>(nil)
-    private let lockDescriptor: FileDescriptor
+    private let lock: DirectoryLock
 
     var fileSystem: any FileSystem { configuration.fileSystem }
     var logger: Logger { configuration.logger }
 
     private init(
         layout: DirectoryLayout, configuration: OutboxLog.Configuration, recovered: RecoveredLog,
-        readers: BlockingThreadPool, lockDescriptor: FileDescriptor
+        readers: BlockingThreadPool, lock: DirectoryLock
     ) {
         self.layout = layout
         self.configuration = configuration
         self.recoveryReport = recovered.report
         self.recoveredWithMarker = recovered.endsWithMarker || recovered.nextSequence == 1
         self.readers = readers
-        self.lockDescriptor = lockDescriptor
+        self.lock = lock
         var slots: [UInt32: SegmentSlot] = [:]
         for file in recovered.segments {
             // Sealed segments are entirely on disk.
@@ -59,57 +59,47 @@ final class LogCore: Sendable {
         -> LogCore
     {
         try configuration.validate()
-        let readers = BlockingThreadPool(threads: configuration.readerThreads, name: "outbox-log-io")
+        let readers = BlockingThreadPool(threads: configuration.readerThreads, name: "outbox-io")
+        let core: LogCore
         do {
-            let core = try await readers.run { () throws(OutboxLogError) -> LogCore in
+            core = try await readers.run { () throws(OutboxLogError) -> LogCore in
                 try openBlocking(at: directory, configuration: configuration, readers: readers)
             }
-            core.startWriter()
-            if !configuration.readOnly && !core.recoveredWithMarker { core.writeCheckpoint() }
-            return core
         } catch {
             readers.shutdown()
             throw error
         }
+        core.startWriter()
+        if !configuration.readOnly && !core.recoveredWithMarker {
+            // Written (not synced) before the open returns: an open that
+            // cannot write fails here, not at some later call, and the
+            // file-system calls of an open are the same on every run.
+            do {
+                try await core.waitFor(core.writeCheckpoint(), durable: false)
+            } catch {
+                // The open's own write failed: throw what failed it (`.io`,
+                // as from any other step of the open), never `.poisoned` —
+                // which a caller would get instead if the writer failed
+                // before the wait above was registered: the error must not
+                // depend on thread timing (a replay would not reproduce it).
+                let cause = core.state.withLock { state -> OutboxLogError? in
+                    if case .poisoned(let cause) = state.phase { cause } else { nil }
+                }
+                _ = try? await core.close()
+                throw cause ?? error
+            }
+        }
+        return core
     }
 
     private static func openBlocking(
         at directory: FilePath, configuration: OutboxLog.Configuration, readers: BlockingThreadPool
     ) throws(OutboxLogError) -> LogCore {
-        let fileSystem = configuration.fileSystem
         let layout = DirectoryLayout(directory: directory)
-        let kind: FileItemKind?
-        do { kind = try fileSystem.itemKind(at: directory) } catch {
-            throw .io("cannot inspect the log directory", error, file: directory)
-        }
-        switch kind {
-        case .file:
-            throw OutboxLogError(.invalidArgument, "not a directory", file: directory)
-        case nil:
-            guard configuration.createIfMissing && !configuration.readOnly else {
-                throw OutboxLogError(.notFound, "the log directory does not exist", file: directory)
-            }
-            // With its parents; created concurrently is fine: the lock decides who owns it.
-            try fileSystem.createDirectoryWithParents(directory)
-        case .directory:
-            break
-        }
-
-        let lockDescriptor: FileDescriptor
-        do { lockDescriptor = try fileSystem.openFile(layout.lockFile, mode: .createOrOpen) } catch {
-            throw .io("cannot open the lock file", error, file: layout.lockFile)
-        }
-        do {
-            try fileSystem.lockExclusively(lockDescriptor)
-        } catch {
-            try? fileSystem.close(lockDescriptor)
-            if error == .wouldBlock || error == .resourceTemporarilyUnavailable {
-                throw OutboxLogError(
-                    .locked, "the log is open in another OutboxLog, in this process or another", file: directory,
-                    errno: error)
-            }
-            throw .io("cannot lock the log directory", error, file: layout.lockFile)
-        }
+        let opening = LogDirectoryOpening(
+            layout: layout, fileSystem: configuration.fileSystem,
+            createIfMissing: configuration.createIfMissing && !configuration.readOnly)
+        let (lock, created) = try opening.lock()
         do {
             let recovered = try Recovery(layout: layout, configuration: configuration).run()
             configuration.logger.debug(
@@ -118,11 +108,9 @@ final class LogCore: Sendable {
                     "directory": "\(directory)", "segments": "\(recovered.report.segments)",
                     "records": "\(recovered.report.records)", "clean": "\(recovered.report.isClean)",
                 ])
-            return LogCore(
-                layout: layout, configuration: configuration, recovered: recovered, readers: readers,
-                lockDescriptor: lockDescriptor)
+            return LogCore(layout: layout, configuration: configuration, recovered: recovered, readers: readers, lock: lock)
         } catch {
-            try? fileSystem.close(lockDescriptor)
+            opening.abandon(lock, created: created)
             throw error
         }
     }
@@ -162,7 +150,7 @@ final class LogCore: Sendable {
             return state.closeWaiters
         }
         readers.shutdown()
-        try? fileSystem.close(lockDescriptor)
+        lock.release()
         for waiter in waiting { waiter.resume() }
         logger.debug("closed log", metadata: ["directory": "\(layout.directory)"])
         try checkpoint.get()
@@ -189,14 +177,15 @@ final class LogCore: Sendable {
     }
 
     /// At open after a crash: everything recovered was synced by recovery,
-    /// so a marker can vouch for it. Written in the background.
-    func writeCheckpoint() {
-        let wake = state.withLock { state -> Bool in
-            _ = state.encodeMarker(configuration: configuration)
+    /// so a marker can vouch for it. Returns the marker's sequence number.
+    func writeCheckpoint() -> UInt64 {
+        let (marker, wake) = state.withLock { state -> (UInt64, Bool) in
+            let marker = state.encodeMarker(configuration: configuration)
             state.flushRequested = true
-            return state.claimWriterWakeup()
+            return (marker, state.claimWriterWakeup())
         }
         wakeWriter(wake)
+        return marker
     }
 
     /// Starts shutting down without waiting: used when the last reference
@@ -221,8 +210,9 @@ final class LogCore: Sendable {
 
     /// Records a failed write or sync: from now on every operation fails
     /// until the log is reopened, because what reached the disk is unknown.
-    /// Returns the waiters to fail.
-    func poison(_ error: OutboxLogError, in state: inout LogState) -> [Waiter] {
+    /// Returns the waiters to fail: appends and barriers waiting for the
+    /// writer, and appends waiting for room.
+    func poison(_ error: OutboxLogError, in state: inout LogState) -> [UnsafeContinuation<Result<Void, OutboxLogError>, Never>] {
         if case .open = state.phase {
             state.phase = .poisoned(error)
             logger.critical(
@@ -232,8 +222,13 @@ final class LogCore: Sendable {
         state.queue.removeAll()
         state.openChunk = nil
         state.pendingBytes = 0
-        defer { state.waiters.removeAll() }
-        return state.waiters
+        defer {
+            state.waiters.removeAll()
+            state.roomWaiters.removeAll()
+            state.creationWaiters.removeAll()
+        }
+        return state.waiters.map(\.continuation) + state.roomWaiters.map(\.continuation)
+            + state.creationWaiters.map(\.continuation)
     }
 
     // MARK: - Statistics

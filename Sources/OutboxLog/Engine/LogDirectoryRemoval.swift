@@ -16,20 +16,9 @@ struct LogDirectoryRemoval {
             throw OutboxLogError(.invalidArgument, "not a directory", file: directory)
         }
         let layout = DirectoryLayout(directory: directory)
-        let lock: FileDescriptor
-        do { lock = try fileSystem.openFile(layout.lockFile, mode: .createOrOpen) } catch {
-            throw .io("cannot open the lock file", error, file: layout.lockFile)
-        }
-        do {
-            try fileSystem.lockExclusively(lock)
-        } catch {
-            try? fileSystem.close(lock)
-            if error == .wouldBlock || error == .resourceTemporarilyUnavailable {
-                throw OutboxLogError(.locked, "the log is open; close it before deleting it", file: directory, errno: error)
-            }
-            throw .io("cannot lock the log directory", error, file: layout.lockFile)
-        }
-        defer { try? fileSystem.close(lock) }
+        let lock = try DirectoryLock.acquire(
+            layout, fileSystem: fileSystem, refusal: "the log is open; close it before deleting it")
+        defer { lock.release() }
         do {
             try removeContents(of: directory, keeping: DirectoryLayout.lockName)
             try fileSystem.removeFile(layout.lockFile)

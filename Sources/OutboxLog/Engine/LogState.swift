@@ -26,6 +26,12 @@ enum WriteChunk {
     }
 }
 
+/// A compaction waiting for the writer to create the segment its roll started.
+struct CreationWaiter {
+    var segment: UInt32
+    var continuation: UnsafeContinuation<Result<Void, OutboxLogError>, Never>
+}
+
 /// An append (or a barrier) waiting to be written or synced.
 struct Waiter {
     var sequence: UInt64
@@ -80,6 +86,10 @@ struct LogState {
     /// The chunk appends are filling (for the active segment).
     var openChunk: (offset: Int64, data: [UInt8], lastSequence: UInt64)?
     var pendingBytes = 0
+    /// Room promised to appends that waited for it and have yet to encode.
+    var reservedBytes = 0
+    /// Appends waiting for room under `maximumPendingBytes`, first come first served.
+    var roomWaiters: Deque<RoomWaiter> = []
     /// Chunk buffers the writer has finished with, kept for reuse: a fresh
     /// megabyte buffer costs a page fault per 4 KiB on first touch.
     var spareBuffers: [[UInt8]] = []
@@ -87,6 +97,7 @@ struct LogState {
     /// checkpoint, so close need not write another.
     var lastFrameIsMarker = true
     var waiters: [Waiter] = []
+    var creationWaiters: [CreationWaiter] = []
     var flushRequested = false
     var writerSleeping = false
     var stopRequested = false

@@ -18,7 +18,14 @@ extension FileSystem {
             try? removeFile(temporary)
             throw .io("cannot rename new segment into place", error, file: final)
         }
-        try syncDirectory(layout.directory)
+        do {
+            try syncDirectory(layout.directory)
+        } catch {
+            // The file stays (an empty segment is harmless to recovery); the
+            // descriptor must not: the caller never learns it.
+            try? close(descriptor)
+            throw error
+        }
         return descriptor
     }
 
@@ -67,7 +74,12 @@ extension FileSystem {
     /// Reads and decodes the header of a segment file.
     func readSegmentHeader(_ descriptor: FileDescriptor) throws(Errno) -> (Result<SegmentHeader, SegmentHeader.DecodeError>, Int64) {
         let size = try self.size(of: descriptor)
-        let bytes = try readBytes(descriptor, count: 4096, at: 0)
+        var bytes = try readBytes(descriptor, count: 4096, at: 0)
+        // A newer version's header may be larger (its size field is 16 bits).
+        if bytes.count >= 12 {
+            let declared = Int(bytes[10]) | Int(bytes[11]) << 8
+            if declared > bytes.count && Int64(declared) <= size { bytes = try readBytes(descriptor, count: declared, at: 0) }
+        }
         return (bytes.withUnsafeBytes { SegmentHeader.decode($0) }, size)
     }
 }

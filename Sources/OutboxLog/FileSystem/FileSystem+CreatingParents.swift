@@ -24,7 +24,7 @@ extension FileSystem {
     /// - Returns: the directories it created, outermost first.
     /// - Throws: ``OutboxLogError`` naming the directory that could not be
     ///   created (or the file in the way) and what to do about it; the
-    ///   directories created before the failure stay.
+    ///   directories it created before the failure are removed again.
     @discardableResult
     package func createDirectoryWithParents(_ directory: FilePath) throws(OutboxLogError) -> [FilePath] {
         guard !directory.isEmpty else { throw OutboxLogError(.invalidArgument, "the directory path is empty") }
@@ -53,13 +53,25 @@ extension FileSystem {
             } catch where error == .fileExists {
                 // Created concurrently: fine if it is a directory.
                 if (try? itemKind(at: path)) != .directory {
+                    removeCreatedDirectories(created)
                     throw DirectoryCreationFailure.error(creating: path, errno: .notDirectory, target: directory)
                 }
             } catch {
+                removeCreatedDirectories(created)
                 throw DirectoryCreationFailure.error(creating: path, errno: error, target: directory)
             }
         }
         return created
+    }
+
+    /// Best effort, innermost first: removes directories this process
+    /// created (given outermost first) if they are still empty, syncing the
+    /// directory that held each, so a failed creation leaves nothing behind.
+    package func removeCreatedDirectories(_ created: [FilePath]) {
+        for path in created.reversed() {
+            guard (try? removeDirectory(path)) != nil else { return }
+            try? synchronizeDirectory(path.containingDirectory)
+        }
     }
 }
 

@@ -88,9 +88,18 @@ public protocol FileSystem: Sendable {
 
     /// Takes an exclusive, non-blocking advisory lock on an open file:
     /// throws `EWOULDBLOCK` if it is held, by this process or another. The
-    /// lock is released when the descriptor is closed (or the process dies)
-    /// and is never inherited by child processes.
+    /// lock is released when *this* descriptor is closed (or the process
+    /// dies) — closing another descriptor of the same file must not release
+    /// it — and is never inherited by child processes.
     func lockExclusively(_ descriptor: FileDescriptor) throws(Errno)
+
+    /// Opens the lock file at `path` (creating it, mode 0600) and locks it
+    /// with ``lockExclusively(_:)``; returns the descriptor holding the lock.
+    /// If the lock is held, by this process or another, throws `EWOULDBLOCK`
+    /// and leaves every lock as it was. The default opens, locks, and closes
+    /// the descriptor again on failure; ``PosixFileSystem`` first refuses a
+    /// file this process already holds, without opening it.
+    func openAndLock(_ path: FilePath) throws(Errno) -> FileDescriptor
 
     /// A hint that the file's bytes `[offset, offset + length)` will be read
     /// soon, so the system may start reading them in the background
@@ -103,6 +112,18 @@ public protocol FileSystem: Sendable {
 extension FileSystem {
     /// No read-ahead: file systems that simulate or wrap others ignore the hint.
     public func adviseWillRead(_ descriptor: FileDescriptor, offset: Int64, length: Int64) {}
+
+    /// Opens with ``openFile(_:mode:)`` and locks with ``lockExclusively(_:)``.
+    public func openAndLock(_ path: FilePath) throws(Errno) -> FileDescriptor {
+        let descriptor = try openFile(path, mode: .createOrOpen)
+        do {
+            try lockExclusively(descriptor)
+        } catch {
+            try? close(descriptor)
+            throw error
+        }
+        return descriptor
+    }
 }
 
 /// What ``FileSystem/itemKind(at:)`` found.

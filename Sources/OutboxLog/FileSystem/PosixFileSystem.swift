@@ -44,10 +44,13 @@ public struct PosixFileSystem: FileSystem {
         }
     }
 
+    /// Closes `descriptor` — unless this process holds a record lock on its
+    /// file through *another* descriptor: POSIX drops every lock a process
+    /// holds on a file when it closes any descriptor of that file, so such a
+    /// descriptor is parked instead, and closed together with the lock
+    /// holder's. (A refused second open of a log must never unlock the first.)
     public func close(_ descriptor: FileDescriptor) throws(Errno) {
-        ProcessLocks.release(descriptor)
-        // close(2) must not be retried on EINTR: the descriptor is gone.
-        do { try descriptor.close() } catch let error as Errno { throw error } catch { throw Errno.ioError }
+        try ProcessLocks.close(descriptor)
     }
 
     public func read(
@@ -173,49 +176,103 @@ public struct PosixFileSystem: FileSystem {
     /// descriptors one by one for tens of milliseconds — so a log closed
     /// while a child is being spawned stays locked. Record locks are owned by
     /// the process and never inherited by a child. They do not exclude the
-    /// same process, hence the table, keyed by device and inode.
+    /// same process, hence the table, keyed by device and inode; and closing
+    /// any descriptor of the file drops them, hence ``close(_:)`` parks
+    /// descriptors of a file this process holds locked.
     public func lockExclusively(_ descriptor: FileDescriptor) throws(Errno) {
-        var info = stat()
-        if fstat(descriptor.rawValue, &info) != 0 { throw Errno(rawValue: errno) }
-        let identity = ProcessLocks.Identity(device: UInt64(info.st_dev), inode: UInt64(info.st_ino))
-        try ProcessLocks.claim(identity, for: descriptor)
-        var lock = flock()
-        lock.l_type = Int16(F_WRLCK)
-        lock.l_whence = Int16(SEEK_SET)
-        lock.l_start = 0
-        lock.l_len = 0
-        let result = retryOnInterruptC { fcntl(descriptor.rawValue, F_SETLK, &lock) }
-        if result != 0 {
-            let failure = errno
-            ProcessLocks.release(descriptor)
-            throw failure == EACCES || failure == EAGAIN ? .wouldBlock : Errno(rawValue: failure)
+        try ProcessLocks.lock(descriptor, identity: try ProcessLocks.identity(of: descriptor))
+    }
+
+    /// Refuses a lock file this process already holds *before* opening it
+    /// (by the device and inode its path names), so a refused attempt opens
+    /// nothing; otherwise opens and locks it as the protocol's default does.
+    public func openAndLock(_ path: FilePath) throws(Errno) -> FileDescriptor {
+        if let identity = ProcessLocks.identity(atPath: path), ProcessLocks.isHeld(identity) { throw .wouldBlock }
+        let descriptor = try openFile(path, mode: .createOrOpen)
+        do {
+            try lockExclusively(descriptor)
+        } catch {
+            try? close(descriptor)  // parked if the file turned out to be ours after all
+            throw error
         }
+        return descriptor
     }
 }
 
 /// The record locks this process holds, so a second open in the same
-/// process is refused too.
+/// process is refused too, and the descriptors that must stay open until
+/// those locks are released.
+///
+/// Every change happens under the table's mutex, the `fcntl` and `close`
+/// calls included: a lock taken by one thread can then never be dropped by
+/// another thread's close of a parked descriptor.
 private enum ProcessLocks {
     struct Identity: Hashable {
         var device: UInt64
         var inode: UInt64
     }
 
-    static let held = Locked<[Identity: CInt]>([:])
-
-    static func claim(_ identity: Identity, for descriptor: FileDescriptor) throws(Errno) {
-        let claimed = held.withLock { held -> Bool in
-            if held[identity] != nil { return false }
-            held[identity] = descriptor.rawValue
-            return true
-        }
-        if !claimed { throw .wouldBlock }
+    struct Table {
+        /// The descriptor each locked file was locked through.
+        var holders: [Identity: CInt] = [:]
+        /// Other descriptors of locked files, closed when the lock is released.
+        var parked: [Identity: [CInt]] = [:]
     }
 
-    static func release(_ descriptor: FileDescriptor) {
-        held.withLock { held in
-            if let identity = held.first(where: { $0.value == descriptor.rawValue })?.key { held[identity] = nil }
+    static let table = Locked(Table())
+
+    static func identity(of descriptor: FileDescriptor) throws(Errno) -> Identity {
+        var info = stat()
+        if fstat(descriptor.rawValue, &info) != 0 { throw Errno(rawValue: errno) }
+        return Identity(device: UInt64(info.st_dev), inode: UInt64(info.st_ino))
+    }
+
+    static func identity(atPath path: FilePath) -> Identity? {
+        var info = stat()
+        guard path.withPlatformString({ stat($0, &info) }) == 0 else { return nil }
+        return Identity(device: UInt64(info.st_dev), inode: UInt64(info.st_ino))
+    }
+
+    static func isHeld(_ identity: Identity) -> Bool {
+        table.withLock { $0.holders[identity] != nil }
+    }
+
+    static func lock(_ descriptor: FileDescriptor, identity: Identity) throws(Errno) {
+        try table.withLock { table throws(Errno) in
+            if let holder = table.holders[identity] {
+                if holder == descriptor.rawValue { return }  // locking again through the holder
+                throw .wouldBlock
+            }
+            var lock = flock()
+            lock.l_type = Int16(F_WRLCK)
+            lock.l_whence = Int16(SEEK_SET)
+            lock.l_start = 0
+            lock.l_len = 0
+            if retryOnInterruptC({ fcntl(descriptor.rawValue, F_SETLK, &lock) }) != 0 {
+                let failure = errno
+                throw failure == EACCES || failure == EAGAIN ? .wouldBlock : Errno(rawValue: failure)
+            }
+            table.holders[identity] = descriptor.rawValue
         }
+    }
+
+    static func close(_ descriptor: FileDescriptor) throws(Errno) {
+        // A descriptor fstat cannot describe is closed as it is (and close(2)
+        // reports what is wrong with it).
+        let identity = try? identity(of: descriptor)
+        let failure = table.withLock { table -> CInt? in
+            func closeNow(_ fd: CInt) -> CInt? { Glue.close(fd) == 0 ? nil : errno }
+            guard let identity, let holder = table.holders[identity] else { return closeNow(descriptor.rawValue) }
+            guard holder == descriptor.rawValue else {
+                table.parked[identity, default: []].append(descriptor.rawValue)
+                return nil
+            }
+            table.holders[identity] = nil
+            for parked in table.parked.removeValue(forKey: identity) ?? [] { _ = Glue.close(parked) }
+            return closeNow(descriptor.rawValue)
+        }
+        // close(2) must not be retried on EINTR: the descriptor is gone.
+        if let failure { throw Errno(rawValue: failure) }
     }
 }
 

@@ -3,7 +3,7 @@ import SystemPackage
 /// The names of the files in a log directory.
 ///
 /// ```
-/// LOCK                            held with flock(2) by the one open log
+/// LOCK                            held with a POSIX record lock by the one open log
 /// 00000000000000000001.seg        a segment, named by its base sequence
 /// 00000000000000000001.seg.tmp    a segment being created (deleted at open)
 /// 00000000000000000001.seg.compacting   a compaction output not yet swapped in

@@ -42,7 +42,7 @@ enum FrameKind: UInt8, Sendable, Hashable {
 ///      9    1 flags: bit 0 = another record of the same atomic batch follows,
 ///               bit 1 = this record continues a batch begun earlier
 ///               (a lone record has neither; LevelDB's FULL/FIRST/MIDDLE/LAST)
-///     10    2 key length k
+///     10    2 key length k: 1...1024, 0 for markers
 ///     12    8 sequence number
 ///     20    8 durable watermark: every record with a smaller or equal
 ///               sequence number was on stable storage before this one was
@@ -88,8 +88,27 @@ enum RecordFrame {
         }
     }
 
+    /// Whether `frame` — bytes read again to be copied — is still exactly
+    /// the frame a scan verified: the whole buffer one frame that verifies
+    /// against `crcSeed`, numbered `sequence`. Returns why not, or `nil`.
+    ///
+    /// Compaction and salvage scan a segment, then read each record again
+    /// to copy it: a bit that flips in between must fail here, or
+    /// ``reseal(_:crcSeed:)`` would give the damaged bytes a valid CRC.
+    static func reverify(_ frame: UnsafeRawBufferPointer, crcSeed: UInt32, sequence: UInt64) -> String? {
+        switch decode(frame, at: 0, crcSeed: crcSeed, maximumLength: OutboxLog.Configuration.absoluteMaximumRecordSize) {
+        case .failure(.incomplete): return "the record is cut short"
+        case .failure(.invalid(let reason)): return reason
+        case .success(let decoded):
+            if decoded.length != frame.count { return "the record's length changed to \(decoded.length)" }
+            if decoded.sequence != sequence { return "the record's sequence number changed to \(decoded.sequence)" }
+            return nil
+        }
+    }
+
     /// Recomputes the CRC of a frame in place for a new salt and makes it a
-    /// lone record (compaction copies committed records one by one).
+    /// lone record (compaction copies committed records one by one). Call
+    /// ``reverify(_:crcSeed:sequence:)`` on the bytes first.
     static func reseal(_ frame: UnsafeMutableRawBufferPointer, crcSeed: UInt32) {
         frame[9] &= ~knownFlags
         var crc = CRC32(continuing: crcSeed)
@@ -144,6 +163,12 @@ enum RecordFrame {
         guard flags & ~knownFlags == 0 else { return .failure(.invalid("unknown flags \(flags)")) }
         let keyCount = Int(bytes.loadLittleEndian(at: offset + 10, as: UInt16.self))
         guard headerSize + keyCount <= length else { return .failure(.invalid("key length \(keyCount) exceeds frame")) }
+        // Limits Docs/FORMAT.md states: a frame that verifies but breaks
+        // one was not written by a version-1 writer, and is damage.
+        guard keyCount <= LogKey.maximumLength else {
+            return .failure(.invalid("key length \(keyCount) exceeds the format's maximum of \(LogKey.maximumLength)"))
+        }
+        if kind != .marker && keyCount == 0 { return .failure(.invalid("\(kind) record with an empty key")) }
         if kind == .tombstone && length != headerSize + keyCount {
             return .failure(.invalid("tombstone with a payload"))
         }

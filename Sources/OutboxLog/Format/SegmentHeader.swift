@@ -16,6 +16,8 @@
 ///     40    4 reserved, zero
 ///     44    4 CRC-32 of bytes 0..<44
 /// ```
+/// Every version keeps bytes 0..<12 where they are and puts the CRC in the
+/// header's last four bytes (`header size - 4`).
 /// All integers are little-endian. See Docs/FORMAT.md.
 struct SegmentHeader: Sendable, Hashable {
     static let magic: [UInt8] = Array("OBXLOG\r\n".utf8)
@@ -61,36 +63,38 @@ struct SegmentHeader: Sendable, Hashable {
         case inconsistent(String)
     }
 
-    /// Decodes a header from the first bytes of a file.
+    /// Decodes a header from the first bytes of a file, in the order
+    /// Docs/FORMAT.md gives ("Reading a header, step by step"): the CRC sits
+    /// in the last four bytes of the size the header declares, in every
+    /// version, and is checked before the version, so only a header that
+    /// verifies as a whole can be "newer"; a bit flip in a version-1 header
+    /// is damage.
     static func decode(_ bytes: UnsafeRawBufferPointer) -> Result<SegmentHeader, DecodeError> {
         guard bytes.count >= 12 else { return .failure(.truncated) }
         guard bytes.prefix(8).elementsEqual(magic) else { return .failure(.badMagic) }
         let version: UInt16 = bytes.loadLittleEndian(at: 8)
         let declaredSize = Int(bytes.loadLittleEndian(at: 10, as: UInt16.self))
-        if version != currentVersion {
-            // A newer writer may have grown the header: trust the version
-            // only if the header it declares verifies.
-            guard declaredSize >= 16, declaredSize <= bytes.count else { return .failure(.badChecksum) }
-            let stored: UInt32 = bytes.loadLittleEndian(at: declaredSize - 4)
-            let computed = CRC32.checksum(UnsafeRawBufferPointer(rebasing: bytes[..<(declaredSize - 4)]))
-            return .failure(stored == computed ? .unsupportedVersion(version) : .badChecksum)
-        }
-        guard bytes.count >= size else { return .failure(.truncated) }
-        let stored: UInt32 = bytes.loadLittleEndian(at: 44)
-        guard stored == CRC32.checksum(UnsafeRawBufferPointer(rebasing: bytes[..<44])) else {
+        guard declaredSize >= size else { return .failure(.inconsistent("header size \(declaredSize) is below \(size)")) }
+        guard declaredSize <= bytes.count else { return .failure(.truncated) }
+        let stored: UInt32 = bytes.loadLittleEndian(at: declaredSize - 4)
+        guard stored == CRC32.checksum(UnsafeRawBufferPointer(rebasing: bytes[..<(declaredSize - 4)])) else {
             return .failure(.badChecksum)
         }
-        guard declaredSize == size else { return .failure(.inconsistent("header size \(declaredSize)")) }
+        guard version == currentVersion else { return .failure(.unsupportedVersion(version)) }
+        guard declaredSize == size else { return .failure(.inconsistent("header size \(declaredSize) in a version-1 header")) }
         let flags: UInt32 = bytes.loadLittleEndian(at: 12)
         guard flags & ~rewrittenFlag == 0 else { return .failure(.inconsistent("unknown flags \(flags)")) }
         let base: UInt64 = bytes.loadLittleEndian(at: 16)
         let end: UInt64 = bytes.loadLittleEndian(at: 24)
+        let salt: UInt64 = bytes.loadLittleEndian(at: 32)
+        let reserved: UInt32 = bytes.loadLittleEndian(at: 40)
+        guard salt != 0 else { return .failure(.inconsistent("zero salt")) }
+        guard reserved == 0 else { return .failure(.inconsistent("reserved field \(reserved) is not zero")) }
+        // Sequence numbers start at 1.
+        guard base != 0 else { return .failure(.inconsistent("base sequence 0")) }
         let rewritten = flags & rewrittenFlag != 0
         if rewritten && end < base { return .failure(.inconsistent("cover end \(end) before base \(base)")) }
         if !rewritten && end != 0 { return .failure(.inconsistent("cover end set on an appended segment")) }
-        let reserved: UInt32 = bytes.loadLittleEndian(at: 40)
-        if reserved != 0 { return .failure(.inconsistent("reserved field \(reserved) is not zero")) }
-        return .success(
-            SegmentHeader(baseSequence: base, coverEnd: rewritten ? end : nil, salt: bytes.loadLittleEndian(at: 32)))
+        return .success(SegmentHeader(baseSequence: base, coverEnd: rewritten ? end : nil, salt: salt))
     }
 }

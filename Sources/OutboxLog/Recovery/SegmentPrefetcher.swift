@@ -35,11 +35,16 @@ final class SegmentPrefetcher: Sendable {
     private let ready = DispatchSemaphore(value: 0)
     /// Counts scans the thread may start: at most two ahead of the caller.
     private let room = DispatchSemaphore(value: 2)
+    /// Signalled once when the thread exits (never, if there is no thread).
+    private let exited = DispatchSemaphore(value: 0)
+    private let hasThread: Bool
 
     /// Starts scanning `jobs` in order.
     init(_ jobs: [Job], collectLaterRecords: Bool) {
-        guard !jobs.isEmpty else { return }
-        let thread = Thread { [self] in
+        hasThread = !jobs.isEmpty
+        guard hasThread else { return }
+        EngineThread.start("outbox-recovery") { [self] in
+            defer { exited.signal() }
             jobs[0].adviseWillRead()
             for (position, job) in jobs.enumerated() {
                 room.wait()
@@ -55,8 +60,6 @@ final class SegmentPrefetcher: Sendable {
                 if case .failure = result { return }
             }
         }
-        thread.name = "outbox-log-recovery"
-        thread.start()
     }
 
     /// The next segment's scan, in the order given; waits for it if needed.
@@ -67,11 +70,17 @@ final class SegmentPrefetcher: Sendable {
         return try result.get()
     }
 
-    /// Stops the thread after its current scan (call when giving up early).
-    func cancel() {
+    /// Stops the thread after its current scan and waits until it has
+    /// exited: after this, it touches no descriptor the caller may close.
+    /// Call it before the descriptors of the jobs are closed, whatever the
+    /// outcome. Idempotent.
+    func finish() {
+        guard hasThread else { return }
         cancelled.withLock { $0 = true }
         room.signal()
         room.signal()
+        exited.wait()
+        exited.signal()  // for a second call
     }
 
     private static func scan(_ job: Job, collectLaterRecords: Bool) throws(OutboxLogError) -> ScannedSegment {

@@ -37,6 +37,7 @@ public enum Torture {
             case .corrupt: await CorruptTorture.run(options: options, budget: budget, report: &report)
             case .outbox: await OutboxModeTorture.run(options: options, budget: budget, report: &report)
             case .outboxfault: await OutboxFaultTorture.run(options: options, budget: budget, report: &report)
+            case .lock: await LockTorture.run(options: options, budget: budget, report: &report)
             }
             let counts = report[mode]
             options.progress(

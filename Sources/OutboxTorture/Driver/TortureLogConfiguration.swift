@@ -8,8 +8,13 @@ public enum TortureLogConfiguration {
     /// Small segments: a few dozen records each, so workloads roll often.
     public static let segmentSize = 8192
 
+    /// - Parameter deterministic: buffered appends wait for the next step
+    ///   that writes (never for a size threshold reached on the writer's
+    ///   own time), so the simulated modes make the same file-system calls
+    ///   in the same order on every run; see ``OperationRunner/runSettled(_:on:)``.
     public static func make(
-        fileSystem: any FileSystem = PosixFileSystem(), recovery: OutboxLog.Configuration.RecoveryMode = .strict
+        fileSystem: any FileSystem = PosixFileSystem(), recovery: OutboxLog.Configuration.RecoveryMode = .strict,
+        deterministic: Bool = false
     ) -> OutboxLog.Configuration {
         var configuration = OutboxLog.Configuration()
         configuration.segmentSize = segmentSize
@@ -21,6 +26,7 @@ public enum TortureLogConfiguration {
         configuration.fileSystem = fileSystem
         configuration.recoveryMode = recovery
         configuration.logger = Logger(label: "outbox.torture", factory: { _ in SwiftLogNoOpLogHandler() })
+        if deterministic { configuration.bufferedFlushThreshold = configuration.maximumPendingBytes }
         return configuration
     }
 }

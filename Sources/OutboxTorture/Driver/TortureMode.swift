@@ -20,6 +20,9 @@ public enum TortureMode: String, Sendable, Codable, CodingKeyRepresentable, Case
     /// is draining to the loopback server: nothing the app was told failed
     /// is ever sent, nothing acknowledged is lost or applied twice.
     case outboxfault
+    /// One opener at a time: a log held by this process is attacked by
+    /// more opens (and `destroy`) in this process, then by another process.
+    case lock
 
     public var description: String { rawValue }
 
@@ -34,6 +37,7 @@ public enum TortureMode: String, Sendable, Codable, CodingKeyRepresentable, Case
         case .corrupt: 0.38
         case .outbox: 0.10
         case .outboxfault: 0.10
+        case .lock: 0.05
         }
     }
 }

@@ -52,11 +52,13 @@ extension IOFaultTorture {
     ) async -> FaultyRecovery {
         let log: OutboxLog
         do {
-            log = try await OutboxLog.open(at: directory, configuration: TortureLogConfiguration.make(fileSystem: disk))
+            log = try await OutboxLog.open(
+                at: directory, configuration: TortureLogConfiguration.make(fileSystem: disk, deterministic: true))
         } catch {
             disk.faults.removeAllRules()
             return error.code == .io ? .failedAsExpected : .violation("the open failed with \(error.code), not .io: \(error)")
         }
+        await log.waitForBackgroundCompaction()
         disk.faults.removeAllRules()
         do {
             try await log.close()

@@ -35,6 +35,9 @@ enum IOFaultTorture {
             }
             let before = report[.iofault].violations
             let disk = await self.cycle(seed: options.seed, cycle: cycle, report: &report)
+            if options.cycles.map({ $0 <= 10 }) == true {
+                options.progress("iofault: cycle \(cycle): \(ScheduleFingerprint.text(disk))")
+            }
             if report[.iofault].violations > before {
                 let kept = await DiskImage.save(disk, to: options.directory.appending("iofault-cycle-\(cycle)"))
                 report.notes.append("iofault: the simulated disk of cycle \(cycle) is kept in \(kept)")
@@ -64,17 +67,21 @@ enum IOFaultTorture {
     @discardableResult
     static func cycle(seed: UInt64, cycle: Int, report: inout TortureReport) async -> SimulatedFileSystem {
         var random = SplitMix64.derived(seed: seed, stream: 0x494F_0000_0000_0000 | UInt64(cycle))
-        func violation(_ detail: String) { report.violation(.iofault, seed: seed, cycle: cycle, detail) }
         let disk = SimulatedFileSystem(directories: ["/torture"])
+        func violation(_ detail: String) {
+            report.violation(.iofault, seed: seed, cycle: cycle, detail + " [\(ScheduleFingerprint.text(disk))]")
+        }
 
         // A log with some history: sealed segments, annotations, tombstones.
         let warmup = TortureWorkload(seed: seed, stream: 0x494F_0000_0000 | UInt64(cycle) << 4, count: random.next(below: 150))
             .operations()
         var start = StateModel()
         do {
-            let log = try await OutboxLog.open(at: directory, configuration: TortureLogConfiguration.make(fileSystem: disk))
+            let log = try await OutboxLog.open(
+                at: directory, configuration: TortureLogConfiguration.make(fileSystem: disk, deterministic: true))
+            await log.waitForBackgroundCompaction()
             for operation in warmup {
-                try await OperationRunner.run(operation, on: log)
+                try await OperationRunner.runSettled(operation, on: log)
                 start.apply(operation)
             }
             try await log.close()
@@ -90,18 +97,20 @@ enum IOFaultTorture {
         let wrapper = CrashingFileSystem(base: disk, crashAt: nil)
         let log: OutboxLog
         do {
-            log = try await OutboxLog.open(at: directory, configuration: TortureLogConfiguration.make(fileSystem: wrapper))
+            log = try await OutboxLog.open(
+                at: directory, configuration: TortureLogConfiguration.make(fileSystem: wrapper, deterministic: true))
         } catch {
             violation("the open before the workload failed: \(error)")
             return disk
         }
+        await log.waitForBackgroundCompaction()
         let oracle = PrefixOracle(start: start, operations: operations)
         disk.faults.install(plan.rule)
         var acknowledged = 0
         var failure: (step: Int, error: OutboxLogError)?
         for (index, operation) in operations.enumerated() {
             do {
-                try await OperationRunner.run(operation, on: log)
+                try await OperationRunner.runSettled(operation, on: log)
                 acknowledged += 1
             } catch {
                 failure = (index, error)
@@ -121,6 +130,11 @@ enum IOFaultTorture {
                 // A compaction that failed before its swap must leave the log whole.
                 disk.faults.removeAllRules()
                 do {
+                    // Writes what is buffered first (a roll it finishes may
+                    // start a compaction: let it end), so the reads that
+                    // follow do not race the writer or a compaction.
+                    try await log.flush()
+                    await log.waitForBackgroundCompaction()
                     let reading = try await LogContents.read(log)
                     if reading.state != oracle.states[step] || !reading.problems.isEmpty {
                         violation("\(context): after a failed compaction the open log no longer holds what was acknowledged: "

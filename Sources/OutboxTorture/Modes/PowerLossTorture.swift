@@ -16,6 +16,9 @@ enum PowerLossTorture {
         for cycle in budget.cycles {
             let before = report[.powerloss].violations
             let disk = await self.cycle(seed: options.seed, cycle: cycle, report: &report)
+            if options.cycles.map({ $0 <= 10 }) == true {
+                options.progress("powerloss: cycle \(cycle): \(ScheduleFingerprint.text(disk))")
+            }
             if report[.powerloss].violations > before {
                 let kept = await DiskImage.save(disk, to: options.directory.appending("powerloss-cycle-\(cycle)"))
                 report.notes.append("powerloss: the simulated disk of cycle \(cycle) is kept in \(kept)")
@@ -51,17 +54,21 @@ enum PowerLossTorture {
             var issued = 0
             var log: OutboxLog?
             do {
-                log = try await OutboxLog.open(at: directory, configuration: TortureLogConfiguration.make(fileSystem: wrapper))
+                log = try await OutboxLog.open(
+                    at: directory, configuration: TortureLogConfiguration.make(fileSystem: wrapper, deterministic: true))
+                await log?.waitForBackgroundCompaction()
             } catch where wrapper.hasCrashed {
                 report.detail(.powerloss, "died during open")
             } catch {
-                report.violation(.powerloss, seed: seed, cycle: cycle, "\(context): the open before the workload failed: \(error)")
+                report.violation(
+                    .powerloss, seed: seed, cycle: cycle,
+                    "\(context): the open before the workload failed: \(error) [\(ScheduleFingerprint.text(disk))]")
                 return disk
             }
             if let log {
                 for operation in operations[..<lastStep] {
                     issued += 1
-                    do { try await OperationRunner.run(operation, on: log) } catch { break }
+                    do { try await OperationRunner.runSettled(operation, on: log) } catch { break }
                     acknowledged += 1
                 }
             }
@@ -88,7 +95,8 @@ enum PowerLossTorture {
                 if passed.recovery.interruptedCompaction != nil { report.detail(.powerloss, "interrupted compactions recovered") }
             case .failure(let failure):
                 report.violation(
-                    .powerloss, seed: seed, cycle: cycle, "\(context), \(acknowledged) acknowledged: \(failure)")
+                    .powerloss, seed: seed, cycle: cycle,
+                    "\(context), \(acknowledged) acknowledged: \(failure) [\(ScheduleFingerprint.text(disk))]")
                 return disk
             }
         }

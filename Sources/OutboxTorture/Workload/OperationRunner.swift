@@ -37,4 +37,23 @@ public enum OperationRunner {
             return false
         }
     }
+
+    /// Runs `operation`, then waits for any compaction it started in the
+    /// background (after a segment roll) to finish, whether the step
+    /// succeeded or not. With a ``TortureLogConfiguration`` made
+    /// `deterministic`, the engine's threads then take turns in one order:
+    /// a simulated mode makes the same file-system calls on every run, so
+    /// a fault aimed at "the Nth write" hits the same write, and a printed
+    /// violation replays.
+    @discardableResult
+    public static func runSettled(_ operation: TortureOperation, on log: OutboxLog) async throws(OutboxLogError) -> Bool {
+        do {
+            let appended = try await run(operation, on: log)
+            await log.waitForBackgroundCompaction()
+            return appended
+        } catch {
+            await log.waitForBackgroundCompaction()
+            throw error
+        }
+    }
 }

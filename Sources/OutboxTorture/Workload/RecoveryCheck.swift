@@ -45,7 +45,7 @@ enum RecoveryCheck {
                 return .failure(Failure("the log directory does not exist: \(failure)"))
             }
         }
-        var configuration = TortureLogConfiguration.make(fileSystem: fileSystem)
+        var configuration = TortureLogConfiguration.make(fileSystem: fileSystem, deterministic: true)
         configuration.readOnly = readOnly
         let log: OutboxLog
         do {
@@ -53,6 +53,9 @@ enum RecoveryCheck {
         } catch {
             return .failure(Failure("the strict\(readOnly ? ", read-only" : "") open failed: \(error)"))
         }
+        // The open's checkpoint may roll a segment and start a compaction:
+        // let it finish before reading, so every run reads in one order.
+        await log.waitForBackgroundCompaction()
         defer { withExtendedLifetime(log) {} }
         let reading: LogContents.Reading
         do {

@@ -1,0 +1,203 @@
+import SystemPackage
+
+/// A committed record found by a scan: its frame verified, and so did every
+/// record of its atomic batch.
+struct ScannedRecord {
+    var kind: FrameKind
+    var key: LogKey
+    var sequence: UInt64
+    var offset: Int64
+    var length: Int
+}
+
+/// Verifies the frames of one segment file, in the manner of LevelDB's
+/// `log::Reader`: every CRC is checked, a length is only trusted after its
+/// CRC verified, and after a bad frame the scanner *resynchronises* by
+/// searching byte by byte for the next frame that verifies, so it can tell a
+/// torn tail (nothing valid follows) from damage in the middle (valid
+/// records follow, which must never be dropped silently).
+final class SegmentScanner {
+    let reader: ChunkedFileReader
+    let header: SegmentHeader
+    let crcSeed: UInt32
+
+    /// The result of scanning one run of consecutive valid frames.
+    struct Run {
+        /// Offset just past the last committed record.
+        var end: Int64
+        var records = 0
+        var firstSequence: UInt64?
+        var lastSequence: UInt64?
+        /// The largest durable watermark among the run's frames.
+        var maximumWatermark: UInt64 = 0
+        /// Why the run ended before the end of the file, or `nil` if it
+        /// reached the end cleanly.
+        var stop: Stop?
+        /// Whether the last committed frame is a marker (a clean close).
+        var endsWithMarker = false
+        /// Bytes at the start of the run skipped because they belonged to a
+        /// batch whose beginning was destroyed.
+        var orphanBytes: Int64 = 0
+    }
+
+    struct Stop {
+        /// Where committed data ends: the start of the bad frame, or of the
+        /// incomplete batch it interrupted (a torn tail is cut here).
+        var offset: Int64
+        /// Where the damage is reported: the frame that failed (its
+        /// decoding or the sequence rules), or, when every frame verified
+        /// but a batch is broken, the batch's first frame. At or after
+        /// `offset`; the batch's intact frames in between are discarded.
+        var frame: Int64
+        var reason: String
+    }
+
+    init(reader: ChunkedFileReader, header: SegmentHeader) {
+        self.reader = reader
+        self.header = header
+        self.crcSeed = header.recordCRCSeed
+    }
+
+    var fileSize: Int64 { reader.fileSize }
+
+    /// Scans frames from `offset` until the end of the file or the first bad
+    /// frame, calling `visit` with each committed record in order.
+    ///
+    /// - Parameter previous: the sequence number of the last committed record
+    ///   before `offset`, or `nil` at the start of the segment. After a
+    ///   resynchronisation the first record may skip sequence numbers (they
+    ///   were in the damaged bytes); after that, appended segments must count
+    ///   up by one and rewritten segments must increase.
+    func scanRun(
+        from offset: Int64, previous: UInt64?, resumingAfterDamage: Bool,
+        visit: (ScannedRecord) -> Void
+    ) throws(OutboxLogError) -> Run {
+        var run = Run(end: offset)
+        var position = offset
+        var lastFrameSequence = previous
+        var allowGap = resumingAfterDamage
+        var skippingOrphans = resumingAfterDamage
+        var batch: [ScannedRecord] = []
+        var batchStart: Int64 = offset
+        let maximumLength = OutboxLog.Configuration.absoluteMaximumRecordSize
+
+        /// `frameLevel`: the frame at `position` is at fault; otherwise
+        /// the open batch is (every frame of it verified).
+        func stop(_ reason: String, frameLevel: Bool = true) -> Run {
+            var result = run
+            let committedEnd = batch.isEmpty ? position : batchStart
+            result.stop = Stop(offset: committedEnd, frame: frameLevel ? position : committedEnd, reason: reason)
+            return result
+        }
+
+        while position < fileSize {
+            let head = try reader.window(at: position, count: RecordFrame.headerSize)
+            guard head.count == RecordFrame.headerSize else { return stop("incomplete frame header") }
+            let declared = Int(head.loadLittleEndian(at: 4, as: UInt32.self))
+            var frameBytes = head
+            if declared > RecordFrame.headerSize && declared <= maximumLength {
+                frameBytes = try reader.window(at: position, count: declared)
+            }
+            let decoded: RecordFrame.Decoded
+            switch RecordFrame.decode(frameBytes, at: 0, crcSeed: crcSeed, maximumLength: maximumLength) {
+            case .success(let frame): decoded = frame
+            case .failure(.incomplete): return stop("frame extends past the end of the file")
+            case .failure(.invalid(let reason)): return stop(reason)
+            }
+            if skippingOrphans {
+                if decoded.batchContinuation {
+                    // The rest of a batch whose first records were destroyed:
+                    // never applied, because the batch is incomplete.
+                    position += Int64(decoded.length)
+                    run.orphanBytes += Int64(decoded.length)
+                    run.end = position
+                    if let last = lastFrameSequence, decoded.sequence <= last { return stop("sequence out of order") }
+                    lastFrameSequence = decoded.sequence
+                    allowGap = true
+                    continue
+                }
+                skippingOrphans = false
+            }
+            if let reason = sequenceViolation(decoded.sequence, after: lastFrameSequence, allowGap: allowGap) {
+                return stop(reason)
+            }
+            if decoded.batchContinuation != !batch.isEmpty {
+                return decoded.batchContinuation
+                    ? stop("batch continuation without its start") : stop("batch interrupted", frameLevel: false)
+            }
+            allowGap = false
+            lastFrameSequence = decoded.sequence
+            let record = ScannedRecord(
+                kind: decoded.kind,
+                key: LogKey(UnsafeRawBufferPointer(rebasing: frameBytes[decoded.keyRange])),
+                sequence: decoded.sequence, offset: position, length: decoded.length)
+            run.maximumWatermark = max(run.maximumWatermark, decoded.durableWatermark)
+            if batch.isEmpty && !decoded.batchContinues {
+                // A lone record (the common case) commits at once.
+                position += Int64(decoded.length)
+                visit(record)
+                run.records += 1
+                if run.firstSequence == nil { run.firstSequence = record.sequence }
+            } else {
+                if batch.isEmpty { batchStart = position }
+                batch.append(record)
+                position += Int64(decoded.length)
+                if decoded.batchContinues { continue }
+                for committed in batch { visit(committed) }
+                run.records += batch.count
+                if run.firstSequence == nil { run.firstSequence = batch[0].sequence }
+                batch.removeAll(keepingCapacity: true)
+            }
+            run.lastSequence = decoded.sequence
+            run.endsWithMarker = decoded.kind == .marker
+            run.end = position
+        }
+        if !batch.isEmpty { return stop("incomplete batch at the end of the file", frameLevel: false) }
+        return run
+    }
+
+    private func sequenceViolation(_ sequence: UInt64, after previous: UInt64?, allowGap: Bool) -> String? {
+        if let coverEnd = header.coverEnd {
+            if sequence < header.baseSequence || sequence >= coverEnd {
+                return "sequence \(sequence) outside the segment's range \(header.baseSequence)..<\(coverEnd)"
+            }
+            if let previous, sequence <= previous { return "sequence \(sequence) after \(previous)" }
+            return nil
+        }
+        guard let previous else {
+            return sequence == header.baseSequence || (allowGap && sequence > header.baseSequence)
+                ? nil : "first sequence \(sequence) is not the segment's base \(header.baseSequence)"
+        }
+        if sequence == previous &+ 1 || (allowGap && sequence > previous) { return nil }
+        return "sequence \(sequence) after \(previous)"
+    }
+
+    /// The offset of the next frame after `offset` that verifies and whose
+    /// sequence number is greater than `previous`, or `nil` if none does.
+    func resynchronize(after offset: Int64, previous: UInt64?) throws(OutboxLogError) -> Int64? {
+        let maximumLength = OutboxLog.Configuration.absoluteMaximumRecordSize
+        let floor = previous ?? (header.baseSequence &- 1)
+        var candidate = offset + 1
+        while candidate + Int64(RecordFrame.headerSize) <= fileSize {
+            let head = try reader.window(at: candidate, count: RecordFrame.headerSize)
+            // Cheap plausibility checks first; the CRC decides.
+            let length = Int(head.loadLittleEndian(at: 4, as: UInt32.self))
+            let kind = head[8]
+            let flags = head[9]
+            let keyCount = Int(head.loadLittleEndian(at: 10, as: UInt16.self))
+            let sequence: UInt64 = head.loadLittleEndian(at: 12)
+            if length >= RecordFrame.headerSize, length <= maximumLength,
+                Int64(length) <= fileSize - candidate, (1...4).contains(kind),
+                flags & ~RecordFrame.knownFlags == 0, RecordFrame.headerSize + keyCount <= length,
+                sequence > floor
+            {
+                let frame = try reader.window(at: candidate, count: length)
+                if case .success = RecordFrame.decode(frame, at: 0, crcSeed: crcSeed, maximumLength: maximumLength) {
+                    return candidate
+                }
+            }
+            candidate += 1
+        }
+        return nil
+    }
+}

@@ -1,0 +1,133 @@
+import OutboxLocking
+import OutboxLog
+import OutboxLogTesting
+import SystemPackage
+import Testing
+
+/// Every entry point obeys `maximumPendingBytes`: with the writer stuck in
+/// a sync, appended bytes in memory never exceed it.
+@Suite("Back-pressure")
+struct BackPressureTests {
+    static let maximum = 16 << 10
+
+    /// A log whose writer is stuck in a sync (a durable append in flight);
+    /// returns the log, the file system to release it, and that append.
+    static func stuckLog(_ disk: SimulatedFileSystem) async throws -> (OutboxLog, GatedSyncFileSystem, Task<Void, any Error>) {
+        let gated = GatedSyncFileSystem(base: disk)
+        var configuration = simulatedConfiguration(gated, segmentSize: 1 << 20)
+        configuration.groupCommitLimit = 4096
+        configuration.maximumPendingBytes = maximum
+        let log = try await OutboxLog.open(at: simulatedLogDirectory, configuration: configuration)
+        try await log.put("first", [1], durability: .durable)
+        let syncs = gated.counts.syncs
+        gated.holdSyncs()
+        let stuck = Task { _ = try await log.put("stuck", [2], durability: .durable) }
+        while gated.counts.syncs == syncs { await Task.yield() }  // the writer is inside the held sync
+        return (log, gated, stuck)
+    }
+
+    @Test("submit is refused with .backPressure, writing nothing, once the bound would be exceeded")
+    func submitObeysTheBound() async throws {
+        let disk = SimulatedFileSystem(directories: ["/data"])
+        let (log, gated, stuck) = try await Self.stuckLog(disk)
+        var tickets: [LogTicket] = []
+        var refused: OutboxLogError?
+        for i in 0..<100 {
+            do {
+                tickets.append(try log.submit([.value(LogKey("s\(i)"), .pattern(1000, seed: i))]))
+            } catch {
+                refused = error
+                break
+            }
+            #expect(log.statistics.pendingBytes <= Self.maximum)
+        }
+        #expect(refused?.code == .backPressure, "\(String(describing: refused))")
+        #expect(log.statistics.pendingBytes <= Self.maximum)
+        let accepted = tickets.count
+        #expect(accepted > 0 && accepted < 100)
+        #expect(!log.contains(LogKey("s\(accepted)")), "a refused submit wrote something")
+
+        // Room comes back once the writer moves; then submitting works again.
+        let waiting = Task { try await log.waitForRoom(bytes: 1100) }
+        gated.releaseSyncs()
+        try await stuck.value
+        try await waiting.value
+        let ticket = try log.submit([.value("after", [3])])
+        try await ticket.wait(for: .durable)
+        for i in 0..<accepted { #expect(try await log.get(LogKey("s\(i)"))?.value == .pattern(1000, seed: i)) }
+        try await log.close()
+    }
+
+    @Test("concurrent appends of every durability wait for room instead of piling up", arguments: Durability.allCases)
+    func appendsObeyTheBound(_ durability: Durability) async throws {
+        let disk = SimulatedFileSystem(directories: ["/data"])
+        let (log, gated, stuck) = try await Self.stuckLog(disk)
+        let peak = Locked(0)
+        let appends = Task {
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for i in 0..<64 {
+                    group.addTask {
+                        try await log.put(LogKey("a\(i)"), .pattern(1000, seed: i), durability: durability)
+                    }
+                }
+                try await group.waitForAll()
+            }
+        }
+        // Until the writer moves, at most the bound can be encoded: watch
+        // the statistics while the appends pile up against it.
+        var watched = 0
+        for _ in 0..<1_000_000 where watched < 200 {
+            let pending = log.statistics.pendingBytes
+            peak.withLock { $0 = max($0, pending) }
+            if pending > Self.maximum - 1100 { watched += 1 }
+            await Task.yield()
+        }
+        #expect(watched == 200, "the appends never filled the bound")
+        #expect(peak.value <= Self.maximum, "pending bytes reached \(peak.value)")
+        gated.releaseSyncs()
+        try await stuck.value
+        try await appends.value
+        for i in 0..<64 { #expect(try await log.get(LogKey("a\(i)"))?.value == .pattern(1000, seed: i)) }
+        try await log.close()
+    }
+
+    /// A caller that submits under its own lock after changing its own state
+    /// (the outbox store) cannot take a refusal: it reserves room first.
+    @Test("a submit in reserved room is admitted when a plain one is refused; a reservation serves once, and goes back unused")
+    func reservedRoom() async throws {
+        let disk = SimulatedFileSystem(directories: ["/data"])
+        let (log, gated, stuck) = try await Self.stuckLog(disk)
+        var reservation: LogRoomReservation? = try await log.reserveRoom(bytes: 1100)
+        var submitted = 0
+        while (try? log.submit([.value(LogKey("s\(submitted)"), .pattern(1000, seed: submitted))])) != nil { submitted += 1 }
+        #expect(throws: OutboxLogError.self) { try log.submit([.value("plain", .pattern(1000, seed: 0))]) }
+        let ticket = try log.submit([.value("reserved", .pattern(1000, seed: 1))], using: reservation!)
+        #expect(log.statistics.pendingBytes <= Self.maximum)
+        let reused = #expect(throws: OutboxLogError.self) { try log.submit([.value("again", [1])], using: reservation!) }
+        #expect(reused?.code == .invalidArgument)
+        #expect(!log.contains("again"))
+        reservation = nil
+        gated.releaseSyncs()
+        try await stuck.value
+        try await ticket.wait(for: .durable)
+        #expect(try await log.get("reserved")?.value == .pattern(1000, seed: 1))
+        try await log.close()
+    }
+
+    @Test("room reserved and not used goes back to the log when the reservation is released")
+    func unusedReservationGoesBack() async throws {
+        let disk = SimulatedFileSystem(directories: ["/data"])
+        let (log, gated, stuck) = try await Self.stuckLog(disk)
+        var held: LogRoomReservation? = try await log.reserveRoom(bytes: Self.maximum - 2048)
+        let refused = #expect(throws: OutboxLogError.self) { try log.submit([.value("plain", .pattern(4000, seed: 0))]) }
+        #expect(refused?.code == .backPressure)
+        #expect(held?.bytes == Self.maximum - 2048)
+        // The writer is still stuck: only the released reservation can make room.
+        held = nil
+        let ticket = try log.submit([.value("plain", .pattern(4000, seed: 0))])
+        gated.releaseSyncs()
+        try await ticket.wait(for: .durable)
+        try await stuck.value
+        try await log.close()
+    }
+}
