@@ -26,6 +26,7 @@ struct OutboxCommand: AsyncParsableCommand {
             OutboxList.self,
             OutboxStats.self,
             OutboxPurge.self,
+            OutboxRekey.self,
             OutboxDrain.self,
             OutboxDemo.self,
             OutboxServe.self,

@@ -9,7 +9,7 @@ import Testing
 ///
 /// This target does not depend on the `Outbox` library, so where a test
 /// holds a user's queue open it opens that queue's log directory,
-/// `<root>/partitions/<user>/`, with `OutboxLog.open`: the same lock a
+/// `<root>/partitions/outbox+<keyed hash>/`, with `OutboxLog.open`: the same lock a
 /// `LogOutboxStore` holds.
 @Suite("Outbox commands")
 struct OutboxCommandTests {
@@ -184,8 +184,11 @@ struct OutboxCommandTests {
         let root = directory.path
         #expect(try await outbox("enqueue", root.string, "--count", "2", "--size", "16", "--user", "alice").status == 0)
 
+        // Alice's queue: the one directory under partitions/ (named by a keyed hash of "alice").
+        let queues = try FileManager.default.contentsOfDirectory(atPath: root.appending("partitions").string)
+        let queue = try #require(queues.first { $0.hasPrefix("outbox+") }, "\(queues)")
         let held = try await OutboxLog.open(
-            at: root.appending("partitions").appending("alice"), configuration: testConfiguration())
+            at: root.appending("partitions").appending(queue), configuration: testConfiguration())
         let attempts: [[String]] = [
             ["purge", root.string, "--user", "alice"],
             ["list", root.string, "--user", "alice", "--json"],
@@ -199,7 +202,7 @@ struct OutboxCommandTests {
             #expect(result.stderrLines.count == 1, "\(arguments[0])")
             #expect(result.stderr.hasPrefix("error: ") && result.stderr.contains("locked"), "\(arguments[0]): \(result.stderr)")
         }
-        #expect(FileManager.default.fileExists(atPath: root.appending("partitions/alice").string))
+        #expect(try FileManager.default.contentsOfDirectory(atPath: root.appending("partitions").string) == queues)
         try await held.close()
 
         let list = try await outbox("list", root.string, "--user", "alice", "--json")

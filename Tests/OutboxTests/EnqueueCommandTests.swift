@@ -49,7 +49,8 @@ struct EnqueueCommandTests {
         let enqueue = try await Self.run(["enqueue", "myqueue", "--count", "2", "--size", "16"], in: root.path.string)
         #expect(enqueue.status == 0, "stderr: \(enqueue.stderr)")
         #expect(enqueue.stdout.split(separator: "\n").count == 2)
-        #expect(FileManager.default.fileExists(atPath: root.path.string + "/myqueue/partitions/default"))
+        let queues = try FileManager.default.contentsOfDirectory(atPath: root.path.string + "/myqueue/partitions")
+        #expect(queues.count == 1 && queues[0].hasPrefix("outbox+"), "\(queues)")
 
         let list = try await Self.run(["list", "myqueue", "--json"], in: root.path.string)
         #expect(list.status == 0, "stderr: \(list.stderr)")

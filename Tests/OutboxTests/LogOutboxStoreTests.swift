@@ -129,8 +129,9 @@ struct LogOutboxStoreTests {
         #expect(try await bob.entries(matching: .all).map(\.id) == [bobEntry])
         #expect(try await alice.entry(bobEntry) == nil)
         #expect(LogOutboxStore.partitions(root: root.path) == ["../bob", "alice@example.com"])
-        // Escaped names stay inside the root.
-        #expect(FileManager.default.fileExists(atPath: root.path.string + "/partitions/%2E.%2Fbob"))
+        // Directory names are keyed hashes: no name reaches a path, none climbs out of the root.
+        let directories = try FileManager.default.contentsOfDirectory(atPath: root.path.string + "/partitions")
+        #expect(directories.count == 2 && directories.allSatisfy { $0.hasPrefix("outbox+") && !$0.contains("bob") }, "\(directories)")
 
         await expectOutboxError(.busy) { try await LogOutboxStore.purge(root: root.path, partition: "alice@example.com") }
         try await alice.close()
@@ -159,12 +160,10 @@ struct LogOutboxStoreTests {
         try await store.close()
 
         // Nothing readable on disk.
-        let directory = root.path.string + "/partitions/carol"
-        for name in try FileManager.default.contentsOfDirectory(atPath: directory) where name.hasSuffix(".seg") {
-            let bytes = try Data(contentsOf: URL(fileURLWithPath: directory + "/" + name))
-            #expect(bytes.range(of: Data(secret.utf8)) == nil, "plaintext in \(name)")
-            #expect(bytes.range(of: Data(headerSecret.utf8)) == nil, "a plaintext header in \(name)")
-        }
+        let found = try DiskSearch.occurrences(
+            of: [("secret", Array(secret.utf8)), ("header", Array(headerSecret.utf8)), ("user", Array("carol".utf8))],
+            under: root.path.string)
+        #expect(found.isEmpty, "\(found)")
 
         var wrong = quietConfiguration()
         wrong.encryptionKey = SymmetricKey(size: .bits256)

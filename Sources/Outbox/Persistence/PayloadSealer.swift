@@ -1,10 +1,12 @@
 import Crypto
 import Foundation
 
-/// Seals the sensitive part of an entry (endpoint, headers, payload) with
-/// AES-GCM under the app's key. The partition and the entry id are bound as
-/// associated data, so a sealed blob moved to another entry or user fails
-/// to open.
+/// The seal of stores written before issue 15: the sensitive part of an
+/// entry (endpoint, headers, payload) sealed in place with AES-GCM under the
+/// app's key, the partition and the entry id bound as associated data. Read
+/// only, to move such stores to ``RecordFormat``'s whole-record seal; and
+/// still the format of the key-check record (`K`), which every sealed queue
+/// has.
 struct PayloadSealer: Sendable {
     let key: SymmetricKey
 

@@ -44,6 +44,30 @@ extension LogOutboxStore {
         try await purge(root: try rootPath(root), partition: partition, fileSystem: fileSystem)
     }
 
+    /// Deletes `partition`'s queue under the directory a `file:` URL names,
+    /// with `configuration`'s key: how an app that encrypts its queues
+    /// purges one; see ``purge(root:partition:encryptionKey:fileSystem:)``.
+    public static func purge(
+        root: URL, partition: String, configuration: OutboxStoreConfiguration
+    ) async throws(OutboxError) {
+        try await purge(root: try rootPath(root), partition: partition, configuration: configuration)
+    }
+
+    /// Deletes `partition`'s queue under the directory at `root`, with
+    /// `configuration`'s key; see ``purge(root:partition:encryptionKey:fileSystem:)``.
+    public static func purge(
+        root: String, partition: String, configuration: OutboxStoreConfiguration
+    ) async throws(OutboxError) {
+        try await purge(root: try rootPath(root), partition: partition, configuration: configuration)
+    }
+
+    /// The partitions under the directory a `file:` URL names that
+    /// `configuration`'s key (or its absence) can name: with a key, the
+    /// queues sealed under it. Any other URL throws ``OutboxError/Code/invalidArgument``.
+    public static func partitions(root: URL, configuration: OutboxStoreConfiguration) throws(OutboxError) -> [String] {
+        partitions(root: try rootPath(root), configuration: configuration)
+    }
+
     /// The partitions (users) that have a queue under the directory a
     /// `file:` URL names. Any other URL throws ``OutboxError/Code/invalidArgument``.
     public static func partitions(root: URL, fileSystem: any FileSystem = PosixFileSystem()) throws(OutboxError)

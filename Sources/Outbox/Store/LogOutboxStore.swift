@@ -1,9 +1,10 @@
+import Crypto
 import Foundation
 import OutboxLog
 import SystemPackage
 
 /// An ``OutboxStore`` on ``OutboxLog``: each user's queue in its own log
-/// directory, `<root>/partitions/<user>/`.
+/// directory, `<root>/partitions/outbox+<keyed hash of the user>/` (Docs/SECURITY.md).
 ///
 /// An entry's body (request, payload, scheduling fields) is one value record,
 /// written once at enqueue; each status change is a small annotation record
@@ -48,60 +49,125 @@ public final class LogOutboxStore: OutboxStore {
         guard !partition.isEmpty else { throw OutboxError(.invalidArgument, "the partition (user) name is empty") }
         try Admission.check(configuration)
         let openedAt = try Admission.milliseconds(now, "now")
-        let directory = PartitionDirectory.path(root: root, partition: partition)
-        let created = CreatedDirectories(
-            [root, root.appending("partitions"), directory], fileSystem: configuration.log.fileSystem)
+        let fileSystem = configuration.log.fileSystem
+        let created = CreatedDirectories([root, PartitionDirectory.partitionsDirectory(root)], fileSystem: fileSystem)
+        let directory: FilePath
+        do { directory = try await queueDirectory(root: root, partition: partition, configuration: configuration) } catch {
+            undoCreation(created, root: root, fileSystem: fileSystem)
+            throw error
+        }
+        let queueCreated = CreatedDirectories([directory], fileSystem: fileSystem)
+        let isNew = queueCreated.isNew(directory)
         let log: OutboxLog
         do { log = try await OutboxLog.open(at: directory, configuration: configuration.log) } catch {
-            created.removeIfEmpty()
+            queueCreated.removeIfEmpty()
+            undoCreation(created, root: root, fileSystem: fileSystem)
             throw .storage(error)
         }
         do {
-            let sealer = configuration.encryptionKey.map(PayloadSealer.init(key:))
-            try await checkKey(log, sealer: sealer, partition: partition)
-            let backend = LogBackend(log: log, sealer: sealer)
+            let key = configuration.encryptionKey
+            try await checkKey(log, key: key, partition: partition, writing: true)
+            try await offThePool { () throws(OutboxError) in
+                try PartitionDirectory.writeName(partition, directory: directory, key: key, fileSystem: fileSystem)
+                if fileSystem is PosixFileSystem {
+                    ApplePlatformProtection.apply(to: root)
+                    ApplePlatformProtection.apply(to: directory)
+                }
+            }
+            let format = RecordFormat(partition: partition, key: key)
             var scheduler = Scheduler(partition: partition, configuration: configuration)
-            try await load(log, into: &scheduler, partition: partition)
-            let changes = scheduler.finishLoading(now: openedAt, sequenceFloor: log.statistics.nextSequence)
+            let floor = try await load(log, into: &scheduler, format: format)
+            let changes = scheduler.finishLoading(
+                now: openedAt, sequenceFloor: max(floor, log.statistics.nextSequence))
+            let backend = LogBackend(log: log, format: format)
             let core = StoreCore(partition: partition, configuration: configuration, backend: backend, scheduler: scheduler)
             try await core.persistLoadingChanges(changes)
             return LogOutboxStore(core: core, log: log)
         } catch {
             try? await log.close()
             // A queue this open created holds nothing anyone wrote: delete it.
-            if created.isNew(directory) {
-                try? await OutboxLog.destroy(at: directory, fileSystem: configuration.log.fileSystem)
-            }
-            created.removeIfEmpty()
+            if isNew { try? await OutboxLog.destroy(at: directory, fileSystem: fileSystem) }
+            undoCreation(created, root: root, fileSystem: fileSystem)
             throw error
         }
     }
 
     /// Deletes `partition`'s queue under `root`, for logout. Fails with
     /// ``OutboxError/Code/busy`` (deleting nothing) while a store has it open.
+    ///
+    /// An encrypted queue's directory is named by its key: pass the key.
+    /// Without one, where no plain queue of `partition` exists but the root
+    /// holds encrypted queues, this fails with ``OutboxError/Code/keyRequired``
+    /// rather than return as if it had deleted something.
     public static func purge(
-        root: FilePath, partition: String, fileSystem: any FileSystem = PosixFileSystem()
+        root: FilePath, partition: String, encryptionKey: SymmetricKey? = nil,
+        fileSystem: any FileSystem = PosixFileSystem()
     ) async throws(OutboxError) {
-        do {
-            try await OutboxLog.destroy(
-                at: PartitionDirectory.path(root: root, partition: partition), fileSystem: fileSystem)
-        } catch where error.code == .locked {
-            throw OutboxError(.busy, "the queue of \(partition) is open; close it first", storage: error)
-        } catch {
-            throw .storage(error)
+        let (directories, sealedQueues) = try await offThePool { () throws(OutboxError) -> ([FilePath], Bool) in
+            var directories = [PartitionDirectory.legacyPath(root: root, partition: partition)]
+            if let naming = try PartitionDirectory.naming(root: root, key: encryptionKey, fileSystem: fileSystem, create: false) {
+                directories.append(PartitionDirectory.path(root: root, name: PartitionDirectory.name(partition, naming: naming)))
+            }
+            directories = directories.filter { (try? fileSystem.itemKind(at: $0)) == .directory }
+            return (directories, encryptionKey == nil && PartitionDirectory.holdsSealedQueues(root: root, fileSystem: fileSystem))
+        }
+        if directories.isEmpty, sealedQueues {
+            throw OutboxError(
+                .keyRequired, "no plain queue of \(partition) under \(root), whose queues are encrypted: pass the key to purge")
+        }
+        for directory in directories {
+            do {
+                try await OutboxLog.destroy(at: directory, fileSystem: fileSystem)
+            } catch where error.code == .locked {
+                throw OutboxError(.busy, "the queue of \(partition) is open; close it first", storage: error)
+            } catch {
+                throw .storage(error)
+            }
         }
     }
 
-    /// The partitions (users) that have a queue under `root`.
-    public static func partitions(root: FilePath, fileSystem: any FileSystem = PosixFileSystem()) -> [String] {
-        PartitionDirectory.list(root: root, fileSystem: fileSystem)
+    /// Deletes `partition`'s queue under `root`, with the key and file system
+    /// of `configuration`; see ``purge(root:partition:encryptionKey:fileSystem:)``.
+    public static func purge(
+        root: FilePath, partition: String, configuration: OutboxStoreConfiguration
+    ) async throws(OutboxError) {
+        try await purge(
+            root: root, partition: partition, encryptionKey: configuration.encryptionKey,
+            fileSystem: configuration.log.fileSystem)
+    }
+
+    /// The partitions (users) that have a queue under `root` and that this
+    /// caller can name: without a key, the unencrypted queues; with
+    /// `encryptionKey`, the queues sealed under it. Reads one small file per
+    /// queue; opens no queue.
+    public static func partitions(
+        root: FilePath, encryptionKey: SymmetricKey? = nil, fileSystem: any FileSystem = PosixFileSystem()
+    ) -> [String] {
+        PartitionDirectory.list(root: root, key: encryptionKey, fileSystem: fileSystem)
+    }
+
+    /// Whether some queue under `root` is encrypted: listing without a key
+    /// shows none of them. Reads one small file per queue.
+    public static func holdsEncryptedQueues(root: FilePath, fileSystem: any FileSystem = PosixFileSystem()) -> Bool {
+        PartitionDirectory.holdsSealedQueues(root: root, fileSystem: fileSystem)
+    }
+
+    /// The partitions under `root` that `configuration`'s key (or its
+    /// absence) can name; see ``partitions(root:encryptionKey:fileSystem:)``.
+    public static func partitions(root: FilePath, configuration: OutboxStoreConfiguration) -> [String] {
+        partitions(root: root, encryptionKey: configuration.encryptionKey, fileSystem: configuration.log.fileSystem)
     }
 
     // MARK: Loading
 
-    private static func checkKey(_ log: OutboxLog, sealer: PayloadSealer?, partition: String) async throws(OutboxError) {
+    /// Checks `key` against the queue's key-check record; writes one for a
+    /// new sealed queue if `writing`.
+    static func checkKey(
+        _ log: OutboxLog, key: SymmetricKey?, partition: String, writing: Bool
+    ) async throws(OutboxError) {
+        let sealer = key.map(PayloadSealer.init(key:))
         let canary: LogEntry?
-        do { canary = try await log.get(LogBackend.canaryKey) } catch { throw .storage(error) }
+        do { canary = try await log.get(RecordFormat.canaryKey) } catch { throw .storage(error) }
         switch (canary, sealer) {
         case (let canary?, let sealer?):
             guard sealer.checkCanary(canary.value, partition: partition) else {
@@ -109,9 +175,9 @@ public final class LogOutboxStore: OutboxStore {
             }
         case (.some, nil):
             throw OutboxError(.keyRequired, "the queue of \(partition) is encrypted; open it with its key")
-        case (nil, let sealer?):
+        case (nil, let sealer?) where writing:
             do {
-                try await log.put(LogBackend.canaryKey, try sealer.sealCanary(partition: partition), durability: .durable)
+                try await log.put(RecordFormat.canaryKey, try sealer.sealCanary(partition: partition), durability: .durable)
             } catch let error as OutboxLogError {
                 throw .storage(error)
             } catch let error as OutboxError {
@@ -119,26 +185,31 @@ public final class LogOutboxStore: OutboxStore {
             } catch {
                 throw OutboxError(.invalidArgument, "\(error)")
             }
-        case (nil, nil):
+        case (nil, _):
             break
         }
     }
 
-    private static func load(_ log: OutboxLog, into scheduler: inout Scheduler, partition: String) async throws(OutboxError) {
+    /// Loads every entry and completion into `scheduler`; returns the
+    /// sequence floor a rewrite carried over (0 if none).
+    private static func load(
+        _ log: OutboxLog, into scheduler: inout Scheduler, format: RecordFormat
+    ) async throws(OutboxError) -> UInt64 {
         var after: UInt64 = 0
+        var floor: UInt64 = 0
         while true {
             let page: [LogEntry]
             do { page = try await log.entries(after: after, limit: 4096) } catch { throw .storage(error) }
-            guard let last = page.last else { return }
+            guard let last = page.last else { return floor }
             after = last.sequence
             for record in page {
-                let key = record.key.bytes
-                switch key.first {
-                case LogBackend.entryPrefix where key.count == 17:
-                    let header = try EntryCodec.decodeHeader(record.value)
+                let key = record.key
+                switch key.bytes.first {
+                case RecordFormat.entryPrefix where key.count == 17:
+                    let header = try EntryCodec.decodeHeader(try format.plainBody(record.value, key: key))
                     let body = header.body
-                    guard body.partition == partition else {
-                        throw OutboxError(.corruptEntry, "an entry of partition \(body.partition) in \(partition)'s queue", entry: body.id)
+                    guard body.partition == format.partition else {
+                        throw OutboxError(.corruptEntry, "an entry of another partition in \(format.partition)'s queue", entry: body.id)
                     }
                     var metadata = EntryMetadata(
                         id: body.id, sequence: body.sequence, status: .pending, priority: body.priority, attempts: 0,
@@ -148,7 +219,7 @@ public final class LogOutboxStore: OutboxStore {
                         dependencies: body.dependencies.isEmpty ? nil : body.dependencies)
                     var failure: FailureInfo?
                     if let annotation = record.annotation {
-                        let state = try EntryCodec.decodeState(annotation.payload)
+                        let state = try EntryCodec.decodeState(try format.plainState(annotation.payload, key: key))
                         metadata.status = state.status
                         metadata.attempts = state.attempts
                         metadata.when = state.when
@@ -157,10 +228,14 @@ public final class LogOutboxStore: OutboxStore {
                     scheduler.load(
                         metadata, failure: failure, unchanged: record.annotation == nil,
                         appKey: body.keySuppliedByApp ? body.idempotencyKey : nil)
-                case LogBackend.completionPrefix where key.count == 17:
-                    scheduler.loadCompletion(OutboxEntryID(bytes: key.dropFirst()), try EntryCodec.decodeCompletion(record.value))
+                case RecordFormat.completionPrefix where key.count == 17:
+                    let (id, plain) = try format.plainCompletion(record.value, key: key)
+                    scheduler.loadCompletion(id, try EntryCodec.decodeCompletion(plain))
                 default:
-                    continue  // the key-check record
+                    if key == PartitionRewrite.sequenceFloorKey, record.value.count == 8 {
+                        floor = record.value.withUnsafeBytes { UInt64(littleEndian: $0.loadUnaligned(as: UInt64.self)) }
+                    }
+                    continue  // the key check
                 }
             }
         }
@@ -234,91 +309,4 @@ public final class LogOutboxStore: OutboxStore {
     public func clear() async throws(OutboxError) { try await core.clear() }
     public func prune(at now: Date) async throws(OutboxError) { try await core.prune(at: now) }
     public func close() async throws(OutboxError) { try await core.close() }
-}
-
-/// Entries as records of an ``OutboxLog``.
-final class LogBackend: StoreBackend {
-    static let entryPrefix: UInt8 = 0x45  // "E" + 16-byte id: body (value) and state (annotation)
-    static let completionPrefix: UInt8 = 0x43  // "C" + 16-byte id: the completion
-    static let canaryKey: LogKey = "K"  // the encryption key check
-    /// Where the sequence number sits in an encoded body (after version, flags and id).
-    static let sequenceOffset = 18
-
-    let log: OutboxLog
-    let sealer: PayloadSealer?
-
-    init(log: OutboxLog, sealer: PayloadSealer?) {
-        self.log = log
-        self.sealer = sealer
-    }
-
-    static func entryKey(_ id: OutboxEntryID) -> LogKey { LogKey([entryPrefix] + id.bytes) }
-
-    /// The size of the log record that holds an entry body of `bytes`
-    /// bytes: what must fit the log's `maximumRecordSize`.
-    static func frameSize(ofBody bytes: Int) -> Int { emptyEntryFrame + bytes }
-    private static let emptyEntryFrame = LogWrite.value(entryKey(OutboxEntryID(bytes: [UInt8](repeating: 0, count: 16))), []).frameSize
-    static func completionKey(_ id: OutboxEntryID) -> LogKey { LogKey([completionPrefix] + id.bytes) }
-
-    func prepare(_ body: EntryBody) throws(OutboxError) -> PreparedBody {
-        let encoded = try EntryCodec.encode(body, sealer: sealer)
-        return PreparedBody(body: body, encoded: encoded, storedBytes: encoded.count)
-    }
-
-    func reserveRoom(bytes: Int) async throws(OutboxError) -> StoreRoom {
-        do { return StoreRoom(reservation: try await log.reserveRoom(bytes: bytes)) } catch { throw .storage(error) }
-    }
-
-    func submit(
-        _ changes: [StoreChange], newBody: PreparedBody?, scheduler: Scheduler, room: StoreRoom
-    ) throws(OutboxError) -> StoreAcknowledgement {
-        var writes: [LogWrite] = []
-        writes.reserveCapacity(changes.count)
-        for change in changes {
-            switch change {
-            case .newEntry(let id):
-                guard var encoded = newBody?.encoded, let metadata = scheduler.metadata(id) else { continue }
-                withUnsafeBytes(of: metadata.sequence.littleEndian) { sequence in
-                    for index in 0..<8 { encoded[Self.sequenceOffset + index] = sequence[index] }
-                }
-                writes.append(.value(Self.entryKey(id), encoded))
-            case .state(let id):
-                guard let metadata = scheduler.metadata(id) else { continue }
-                writes.append(
-                    .annotation(Self.entryKey(id), EntryCodec.encodeState(metadata, failure: scheduler.failure(id))))
-            case .remove(let id):
-                writes.append(.tombstone(Self.entryKey(id)))
-            case .completion(let id):
-                guard let completion = scheduler.completion(id) else { continue }
-                writes.append(.value(Self.completionKey(id), EntryCodec.encodeCompletion(completion)))
-            case .removeCompletion(let id):
-                writes.append(.tombstone(Self.completionKey(id)))
-            }
-        }
-        guard !writes.isEmpty else { return .immediate }
-        let ticket: LogTicket
-        do throws(OutboxLogError) {
-            if let reservation = room.reservation {
-                ticket = try log.submit(writes, using: reservation)
-            } else {
-                ticket = try log.submit(writes)
-            }
-        } catch { throw .storage(error) }
-        return StoreAcknowledgement { durability throws(OutboxError) in
-            do throws(OutboxLogError) { try await ticket.wait(for: durability) } catch { throw .storage(error) }
-        }
-    }
-
-    func bodies(of ids: [OutboxEntryID]) async throws(OutboxError) -> [EntryBody?] {
-        let records: [LogEntry?]
-        do { records = try await log.get(ids.map(Self.entryKey)) } catch { throw .storage(error) }
-        return try records.map { (record) throws(OutboxError) -> EntryBody? in
-            guard let record else { return nil }
-            return try EntryCodec.decode(record.value, sealer: sealer)
-        }
-    }
-
-    func close() async throws(OutboxError) {
-        do { try await log.close() } catch { throw .storage(error) }
-    }
 }

@@ -5,7 +5,7 @@ import Foundation
 // Keychain (or a secrets file) never has to import Crypto for `SymmetricKey`.
 
 extension OutboxStoreConfiguration {
-    /// Seals payload, endpoint and headers with AES-GCM under a key given as
+    /// Seals everything the store writes with AES-GCM under a key given as
     /// its raw bytes: 32 (AES-256, recommended), 24 or 16. The same as
     /// setting ``encryptionKey`` to `SymmetricKey(data: rawKey)`, without
     /// importing Crypto.
@@ -26,7 +26,8 @@ extension OutboxStoreConfiguration {
 
     /// A new random 256-bit key for ``setEncryptionKey(_:)``, as 32 raw
     /// bytes from the system's secure random generator. Create it once per
-    /// user or install, and store it where the outbox's files are not.
+    /// outbox root (one key seals every queue under a root, unless
+    /// ``oneKeyPerRoot`` is off), and store it where the outbox's files are not.
     public static func newEncryptionKey() -> [UInt8] {
         SymmetricKey(size: .bits256).withUnsafeBytes { Array($0) }
     }

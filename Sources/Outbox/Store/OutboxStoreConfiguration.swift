@@ -27,8 +27,19 @@ public struct OutboxStoreConfiguration: Sendable {
     /// Keep the local→server id mapping of a succeeded entry this long after
     /// no entry depends on it any more. Default 7 days.
     public var mappingRetention: Duration = .seconds(7 * 24 * 3600)
-    /// Seal payload, endpoint and headers with AES-GCM under this key.
+    /// Seal everything the store writes with AES-GCM under this key: every
+    /// field of every entry, its state, the server's ids, and the user's name
+    /// (directories and log keys are keyed hashes). Sizes, counts and order
+    /// stay visible; see <doc:ProtectingTheOutbox>. One key per root.
     public var encryptionKey: SymmetricKey?
+    /// Whether every encrypted queue under a root shares one key (default
+    /// `true`). A queue's directory is named by its key, so a wrong key
+    /// cannot be told from a new user's by name: with `true`, opening a new
+    /// queue under a key that opens none of the root's encrypted queues fails
+    /// with ``OutboxError/Code/wrongKey``. Set `false` if each user has a key
+    /// of their own: such a key then creates its user's queue, and a wrong
+    /// key looks like a new user with an empty queue.
+    public var oneKeyPerRoot = true
 
     /// Durability of the enqueue (the commit point). Default `durable`.
     public var enqueueDurability: Durability = .durable

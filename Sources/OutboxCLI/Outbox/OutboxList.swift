@@ -44,6 +44,7 @@ struct OutboxList: AsyncParsableCommand {
     func run() async throws {
         let statuses = try Self.parseStatuses(status)
         try options.requireExistingDirectory()
+        try options.requireKeyIfEncrypted()
         guard options.partitions().contains(user) else { return }
         let entries = try await options.withStore(user: user, create: false) { store in
             try await store.entries(matching: OutboxFilter(statuses: statuses))

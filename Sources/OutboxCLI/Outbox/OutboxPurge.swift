@@ -7,7 +7,7 @@ struct OutboxPurge: AsyncParsableCommand {
         commandName: "purge",
         abstract: "Delete a user's queue, as a logout does.",
         discussion: """
-            Deletes every entry and mapping of the user: the directory partitions/<user>/ under DIR. \
+            Deletes every entry and mapping of the user: its directory under DIR/partitions/ (an encrypted queue's needs --key-file). \
             Fails (exit 2, nothing deleted) while the queue is open in another process. \
             A user without a queue is not an error: nothing is deleted. DIR is never created.
             """
@@ -24,12 +24,13 @@ struct OutboxPurge: AsyncParsableCommand {
 
     func run() async throws {
         try options.requireExistingDirectory()
+        try options.requireKeyIfEncrypted()
         guard options.partitions().contains(user) else {
             StandardStreams.writeLine("no queue for \(user) in \(options.directory): nothing deleted")
             return
         }
         do {
-            try await LogOutboxStore.purge(root: options.root, partition: user)
+            try await LogOutboxStore.purge(root: options.root, partition: user, configuration: options.configuration(create: false))
         } catch {
             throw CommandFailure.outbox(error, directory: options.directory, opening: false)
         }

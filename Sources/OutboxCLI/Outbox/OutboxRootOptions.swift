@@ -9,16 +9,34 @@ import SystemPackage
 /// command (`enqueue`, `list`, `stats`, `purge`) takes.
 ///
 /// A root holds one queue (an `OutboxLog`) per user under
-/// `<root>/partitions/<escaped user>/`.
+/// `<root>/partitions/outbox+<keyed hash of the user>/`.
 struct OutboxRootOptions: ParsableArguments {
-    @Argument(help: "The outbox root directory (one queue per user under partitions/<user>/).")
+    @Argument(help: "The outbox root directory (one queue per user under partitions/, named by a keyed hash of the user).")
     var directory: String
 
     @Flag(name: .long, help: "Print the engine's debug messages on standard error.")
     var verbose = false
 
+    @Option(
+        name: .long,
+        help: "A file holding the queues' encryption key: its 32 raw bytes (or 24, or 16). Without it, only unencrypted queues are seen.")
+    var keyFile: String?
+
     func validate() throws {
         if directory.isEmpty { throw ValidationError("the outbox directory must not be empty") }
+        if let keyFile { _ = try Self.readKey(keyFile, option: "--key-file") }
+    }
+
+    /// The raw key in `path`; a `ValidationError` (exit 64) naming `option`
+    /// if it cannot be read or has the wrong length.
+    static func readKey(_ path: String, option: String) throws -> [UInt8] {
+        guard let data = FileManager.default.contents(atPath: path) else {
+            throw ValidationError("\(option) \(path): cannot read the key file")
+        }
+        guard [16, 24, 32].contains(data.count) else {
+            throw ValidationError("\(option) \(path): a key file holds 32 raw bytes (or 24, or 16), not \(data.count)")
+        }
+        return Array(data)
     }
 
     var root: FilePath { FilePath(directory) }
@@ -36,6 +54,9 @@ struct OutboxRootOptions: ParsableArguments {
         var configuration = OutboxStoreConfiguration()
         configuration.log.logger = logger(level: .warning)
         configuration.log.createIfMissing = create
+        if let keyFile, let key = try? Self.readKey(keyFile, option: "--key-file") {
+            try? configuration.setEncryptionKey(key)
+        }
         return configuration
     }
 
@@ -54,7 +75,17 @@ struct OutboxRootOptions: ParsableArguments {
     }
 
     /// The users that have a queue under the root, sorted.
-    func partitions() -> [String] { LogOutboxStore.partitions(root: root) }
+    /// Fails with exit 2 and one line if the root's queues are encrypted
+    /// and no `--key-file` was given: without it they cannot even be found.
+    func requireKeyIfEncrypted() throws(CommandFailure) {
+        guard keyFile == nil, LogOutboxStore.holdsEncryptedQueues(root: root) else { return }
+        throw CommandFailure(
+            "key required: \(directory): the queues are encrypted; pass their key with --key-file",
+            exitCode: CommandFailure.cannotOpen)
+    }
+
+    /// With `--key-file`, the users whose queues open with that key.
+    func partitions() -> [String] { LogOutboxStore.partitions(root: root, configuration: configuration(create: false)) }
 
     /// Opens `user`'s queue, runs `body` and closes the queue (syncing
     /// everything). Errors become one-line ``CommandFailure``s: exit 2 if the

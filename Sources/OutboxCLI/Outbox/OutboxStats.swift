@@ -32,6 +32,7 @@ struct OutboxStats: AsyncParsableCommand {
 
     func run() async throws {
         try options.requireExistingDirectory()
+        try options.requireKeyIfEncrypted()
         let partitions = options.partitions()
         var summary = OutboxSummary()
         if partitions.contains(user) {

@@ -48,6 +48,9 @@ struct TortureCommand: AsyncParsableCommand {
     @Flag(help: "Skip the real-syscall faults under fiu-run (libfiu) in the iofault mode.")
     var noLibfiu = false
 
+    @Flag(help: "Run the outbox and outboxfault modes on encrypted stores; the outbox mode also checks that no app text reaches the files.")
+    var encrypted = false
+
     @Flag(help: "Print the report as one JSON object (progress goes to standard error).")
     var json = false
 
@@ -89,6 +92,7 @@ struct TortureCommand: AsyncParsableCommand {
             directory: FilePath(scratch), workerExecutable: worker ?? Self.executablePath, progress: progress)
         options.firstCycle = firstCycle
         options.libfiu = !noLibfiu
+        options.encrypted = encrypted
         let report = await Torture.run(options)
         if directory == nil && report.violations.isEmpty { try? FileManager.default.removeItem(atPath: scratch) }
         if json {

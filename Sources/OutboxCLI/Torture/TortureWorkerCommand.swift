@@ -43,11 +43,13 @@ struct OutboxWorkerCommand: AsyncParsableCommand {
     @Option var seed: UInt64
     @Option var cycle: Int
     @Option var count: Int
+    @Flag var encrypted = false
 
     func run() async throws {
         guard let url = URL(string: baseURL) else { throw ValidationError("bad --base-url \(baseURL)") }
-        let status = await OutboxWorker.run(
-            .init(root: FilePath(root), baseURL: url, seed: seed, cycle: cycle, count: count))
+        var job = OutboxWorker.Job(root: FilePath(root), baseURL: url, seed: seed, cycle: cycle, count: count)
+        job.encrypted = encrypted
+        let status = await OutboxWorker.run(job)
         if status != 0 { throw ExitCode(status) }
     }
 }

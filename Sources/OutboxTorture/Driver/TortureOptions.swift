@@ -24,6 +24,10 @@ public struct TortureOptions: Sendable {
     /// Whether the iofault mode also runs the worker under `fiu-run`
     /// (libfiu) when it is installed.
     public var libfiu = true
+    /// Whether the outbox and outboxfault modes run on encrypted stores
+    /// (a key derived from the seed), and the outbox mode checks that no
+    /// app text reaches the files.
+    public var encrypted = false
     /// Called with one line of progress now and then.
     public var progress: @Sendable (String) -> Void
 

@@ -22,6 +22,7 @@ enum CorruptTorture {
     static let hangLimit: Duration = .seconds(60)
 
     static func run(options: TortureOptions, budget: Budget, report: inout TortureReport) async {
+        if options.encrypted { return await runSealed(options: options, budget: budget, report: &report) }
         let root = options.directory.appending("corrupt").string
         let memory = inMemoryRoot()
         let caseDirectory = (memory ?? root) + "/case"
@@ -50,6 +51,31 @@ enum CorruptTorture {
         }
         await Blocking.remove(root)
         if let memory { await Blocking.remove(memory) }
+    }
+
+    /// `--encrypted`: the damages on copies of sealed queues
+    /// (``SealedStoreCorruption``), a new base every ``casesPerBase`` cases.
+    static func runSealed(options: TortureOptions, budget: Budget, report: inout TortureReport) async {
+        let root = options.directory.appending("corrupt-sealed").string
+        let caseRoot = (inMemoryRoot() ?? root) + "-case"
+        var base: SealedStoreCorruption.Base?
+        for cycle in budget.cycles {
+            if base == nil || cycle % casesPerBase == 0 {
+                do {
+                    base = try await SealedStoreCorruption.makeBase(options, number: cycle / casesPerBase, root: root + "/base")
+                } catch {
+                    report.violation(.corrupt, seed: options.seed, cycle: cycle, "making a sealed base queue failed: \(error)")
+                    return
+                }
+            }
+            await SealedStoreCorruption.case(cycle, base: base!, root: caseRoot, options: options, report: &report)
+            if cycle % 200 == 0 {
+                let counts = report[.corrupt]
+                options.progress("corrupt (sealed): case \(cycle), \(counts.faults) damages, \(counts.violations) violations")
+            }
+        }
+        await Blocking.remove(root)
+        await Blocking.remove(caseRoot)
     }
 
     /// Where the damaged copies go: memory (`/dev/shm`) when the machine

@@ -27,6 +27,8 @@ struct OutboxFaultApp {
     }
 
     var writes: [Write]
+    /// Seal the store under this key (an encrypted run).
+    var encryptionKey: [UInt8]? = nil
 
     /// Runs one life; returns the violation it found, if any.
     mutating func live(
@@ -34,8 +36,9 @@ struct OutboxFaultApp {
         server: ReferenceServer, random: inout SplitMix64, report: inout TortureReport
     ) async -> String? {
         let wrapper = CrashingFileSystem(base: disk, crashAt: plan.powerLossAtCall)
-        let (storeConfiguration, dispatching, handler) = OutboxFaultTorture.configurations(
+        var (storeConfiguration, dispatching, handler) = OutboxFaultTorture.configurations(
             fileSystem: wrapper, baseURL: server.baseURL, durabilities: durabilities)
+        if let encryptionKey { try? storeConfiguration.setEncryptionKey(encryptionKey) }
         report.detail(.outboxfault, "lives")
         let syncFaultsBefore = disk.faults.injectedFaults.count
         defer {

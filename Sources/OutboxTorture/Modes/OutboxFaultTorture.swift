@@ -91,6 +91,7 @@ enum OutboxFaultTorture {
                 OutboxFaultApp.Write(
                     id: id(seed: options.seed, cycle: cycle, index: index), tag: tag(seed: options.seed, cycle: cycle, index: index))
             })
+        if options.encrypted { app.encryptionKey = OutboxWorker.encryptionKey(seed: options.seed) }
         let durabilities = Durabilities.draw(&random)
         report.detail(.outboxfault, "cycles with attempt marks \(durabilities.attempt)")
         report.detail(.outboxfault, "cycles with success marks \(durabilities.success)")

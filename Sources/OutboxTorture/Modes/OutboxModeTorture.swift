@@ -70,7 +70,8 @@ enum OutboxModeTorture {
         let directory = root.appending("cycle-\(cycle)")
         do { try await Blocking.freshDirectory(directory.string) } catch { return violation("cannot prepare \(directory): \(error)") }
         let count = 12 + random.next(below: 30)
-        let job = OutboxWorker.Job(root: directory, baseURL: server.baseURL, seed: options.seed, cycle: cycle, count: count)
+        var job = OutboxWorker.Job(root: directory, baseURL: server.baseURL, seed: options.seed, cycle: cycle, count: count)
+        job.encrypted = options.encrypted
         let arguments = OutboxWorkerArguments.make(job)
         let faultsBefore = server.ledger.faults.values.reduce(0, +)
 
@@ -144,6 +145,19 @@ enum OutboxModeTorture {
             if keys[key]! > 1 { report.detail(.outbox, "writes retried with their key") }
         }
         if ledger.appliedWithoutKey > 0 { return violation("\(ledger.appliedWithoutKey) write(s) applied without a key") }
+        if options.encrypted {
+            // After every kill and recovery, nothing the app wrote is readable.
+            let needles = ["torture-\(options.seed)-\(cycle)-", "conversation-", "torture_message", "/messages", OutboxWorker.partition]
+            let path = directory.string
+            do {
+                if let leak = try await Blocking.run({ PlaintextScan.first(of: needles, under: path) }) {
+                    return violation("encrypted store: \(leak)")
+                }
+            } catch {
+                return violation("encrypted store: the leak scan failed: \(error)")
+            }
+            report.detail(.outbox, "encrypted cycles with no plaintext on disk")
+        }
         report.count(.outbox) {
             $0.cycles += 1
             $0.recovered += count
@@ -184,6 +198,6 @@ enum OutboxWorkerArguments {
         [
             "torture-worker", "outbox", "--root", job.root.string, "--base-url", job.baseURL.absoluteString, "--seed",
             "\(job.seed)", "--cycle", "\(job.cycle)", "--count", "\(job.count)",
-        ]
+        ] + (job.encrypted ? ["--encrypted"] : [])
     }
 }

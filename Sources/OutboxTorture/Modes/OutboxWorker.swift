@@ -20,6 +20,8 @@ public enum OutboxWorker {
         public var seed: UInt64
         public var cycle: Int
         public var count: Int
+        /// Seal the store under ``OutboxWorker/encryptionKey(seed:)``.
+        public var encrypted = false
 
         public init(root: FilePath, baseURL: URL, seed: UInt64, cycle: Int, count: Int) {
             self.root = root
@@ -31,6 +33,14 @@ public enum OutboxWorker {
     }
 
     public static let partition = "torture"
+
+    /// The key an encrypted torture run seals its stores with: derived from
+    /// the seed, so parent and child agree without passing it (a test key,
+    /// not a secret).
+    public static func encryptionKey(seed: UInt64) -> [UInt8] {
+        var random = SplitMix64.derived(seed: seed, stream: 0x4B45_5900_0000_0000)
+        return random.nextBytes(32)
+    }
 
     /// The write the app records: a message, unique to its seed, cycle and index.
     struct Message: OutboxAction, Encodable {
@@ -60,6 +70,7 @@ public enum OutboxWorker {
         let quiet = Logger(label: "outbox.torture", factory: { _ in SwiftLogNoOpLogHandler() })
         var configuration = OutboxStoreConfiguration()
         configuration.log.logger = quiet
+        if job.encrypted { try? configuration.setEncryptionKey(encryptionKey(seed: job.seed)) }
         let store: LogOutboxStore
         do {
             store = try await LogOutboxStore.open(root: job.root, partition: partition, configuration: configuration)
