@@ -16,6 +16,9 @@ let package = Package(
         .library(name: "Outbox", targets: ["Outbox"]),
         .library(name: "OutboxHTTP", targets: ["OutboxHTTP"]),
         .library(name: "IdempotencyKeyMiddleware", targets: ["IdempotencyKeyMiddleware"]),
+        // The loopback Idempotency-Key server the demo and the tests run, for
+        // benchmarks and end-to-end tests in other packages (Benchmarks/).
+        .library(name: "OutboxReferenceServer", targets: ["OutboxReferenceServer"]),
         .executable(name: "outbox", targets: ["OutboxCLI"]),
     ],
     dependencies: [
@@ -169,6 +172,39 @@ let package = Package(
             ]
         ),
 
+        // Fuzzing (Fuzz/README.md). The targets' bodies: next to the code
+        // they test where they need its internals (package access), here
+        // where the public API reaches (the middleware). The driver replays
+        // inputs in a plain build; Scripts/sanitize.sh builds it with
+        // coverage and links libFuzzer (declared by CLibFuzzer) to fuzz.
+        .target(
+            name: "OutboxFuzzTargets",
+            dependencies: [
+                "OutboxLocking",
+                "Outbox",
+                "OutboxLog",
+                "OutboxLogTesting",
+                "IdempotencyKeyMiddleware",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "SystemPackage", package: "swift-system"),
+            ],
+            path: "Fuzz/Sources/OutboxFuzzTargets"
+        ),
+        .target(name: "CLibFuzzer", path: "Fuzz/Sources/CLibFuzzer"),
+        .executableTarget(
+            name: "OutboxFuzz",
+            dependencies: [
+                "CLibFuzzer",
+                "OutboxFuzzTargets",
+                "OutboxLog",
+                .product(name: "Crypto", package: "swift-crypto"),
+            ],
+            path: "Fuzz/Sources/OutboxFuzz"
+        ),
+
         // Shared by the test targets: runs the built `outbox` tool as a child
         // process; small helpers for tests that must not sleep.
         .target(name: "CLITestSupport", dependencies: ["OutboxLocking"], path: "Tests/CLITestSupport"),
@@ -234,6 +270,10 @@ let package = Package(
                 "OutboxTorture",
                 .product(name: "SystemPackage", package: "swift-system"),
             ]
+        ),
+        .testTarget(
+            name: "FuzzCorpusTests",
+            dependencies: ["OutboxFuzzTargets", "OutboxLog"]
         ),
         .testTarget(
             name: "EndToEndTests",

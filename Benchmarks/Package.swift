@@ -48,6 +48,10 @@ let package = Package(
                 .product(name: "Outbox", package: "swift-outbox"),
                 .product(name: "OutboxLog", package: "swift-outbox"),
                 .product(name: "GRDB", package: "GRDB.swift"),
+                // The crash section's flush: HTTP deliveries to the loopback reference server.
+                .product(name: "OutboxHTTP", package: "swift-outbox"),
+                .product(name: "OutboxReferenceServer", package: "swift-outbox"),
+                .product(name: "IdempotencyKeyMiddleware", package: "swift-outbox"),
             ],
             path: "Sources/OutboxCompare"
         ),

@@ -106,6 +106,17 @@ extension SimulatedFileSystem {
         state.withLock { $0.descriptors.count }
     }
 
+    /// The open descriptors that refer to a file no name leads to any more
+    /// (removed, or replaced by a rename), by the path each was opened
+    /// with, sorted: on a real disk such a file's space is not reclaimed
+    /// until they are closed.
+    public var openFilesWithoutName: [FilePath] {
+        state.withLock { state in
+            let named = Set(state.allNames().map(\.node))
+            return state.descriptors.values.filter { !named.contains($0.node) }.map(\.path).sorted { $0.string < $1.string }
+        }
+    }
+
     /// The paths that currently open descriptors were opened with, sorted.
     public var openFilePaths: [FilePath] {
         state.withLock { state in state.descriptors.values.map(\.path).sorted { $0.string < $1.string } }

@@ -39,11 +39,16 @@ public enum OutboxTool {
     /// Runs the tool and waits for it without blocking a thread; its output
     /// goes to files, so a large output cannot fill a pipe and stall it.
     /// `currentDirectory` is the child's working directory (default: ours).
+    ///
+    /// Throws ``SanitizerReport`` if the tool (or a process it started) was
+    /// built with a sanitizer and reported anything: the report is the
+    /// test's failure message, whatever the exit status.
     public static func run(_ arguments: [String], currentDirectory: String? = nil) async throws -> Run {
         guard let executable else { throw NotBuilt() }
         let outputs = FileManager.default.temporaryDirectory.appendingPathComponent("outbox-cli-output-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: outputs, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: outputs) }
+        let sanitizerLogs = try SanitizerLogs(directory: outputs.appendingPathComponent("sanitizer-logs"))
         let stdoutURL = outputs.appendingPathComponent("stdout")
         let stderrURL = outputs.appendingPathComponent("stderr")
         _ = FileManager.default.createFile(atPath: stdoutURL.path, contents: nil)
@@ -58,6 +63,7 @@ public enum OutboxTool {
         let process = Process()
         process.executableURL = executable
         process.arguments = arguments
+        process.environment = sanitizerLogs.environment
         if let currentDirectory { process.currentDirectoryURL = URL(fileURLWithPath: currentDirectory) }
         process.standardInput = FileHandle.nullDevice
         process.standardOutput = stdout
@@ -74,6 +80,7 @@ public enum OutboxTool {
                 continuation.resume(throwing: error)
             }
         }
+        if let report = sanitizerLogs.report() { throw report }
         if reason == .uncaughtSignal { throw KilledBySignal(signal: status) }
         return Run(
             status: status,

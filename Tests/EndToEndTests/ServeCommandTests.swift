@@ -17,12 +17,17 @@ struct ServeCommandTests {
         private let exitState = Locked<(status: Int32?, waiters: [CheckedContinuation<Int32, Never>])>((nil, []))
         /// `http://127.0.0.1:PORT`, from the "listening on" line.
         private(set) var baseURL = URL(string: "http://invalid")!
+        /// Its reports, if it was built with a sanitizer.
+        let sanitizerLogs: SanitizerLogs
 
         /// Starts `outbox serve --port 0 arguments…` in `directory`, with the
         /// open-file limit lowered to `descriptorLimit` if given (`ulimit -n`).
         init(_ arguments: [String], in directory: URL, descriptorLimit: Int? = nil) async throws {
             let executable = try #require(OutboxTool.executable, "build the outbox tool first: swift build --build-tests")
             let pipe = Pipe()
+            sanitizerLogs = try SanitizerLogs(
+                directory: FileManager.default.temporaryDirectory.appendingPathComponent("outbox-serve-sanitizer-\(UUID().uuidString)"))
+            process.environment = sanitizerLogs.environment
             if let descriptorLimit {
                 process.executableURL = URL(fileURLWithPath: "/bin/sh")
                 process.arguments = ["-c", "ulimit -n \(descriptorLimit) && exec \"$0\" \"$@\"", executable.path, "serve", "--port", "0"] + arguments
@@ -74,7 +79,7 @@ struct ServeCommandTests {
 
         var listeningText: String { output.withLock { $0.text } }
 
-        /// Sends SIGTERM and waits for the exit.
+        /// Sends SIGTERM and waits for the exit; a sanitizer's report is a failure.
         func stop() async {
             process.terminate()
             _ = await withCheckedContinuation { continuation in
@@ -85,6 +90,8 @@ struct ServeCommandTests {
                 }
                 if let status { continuation.resume(returning: status) }
             }
+            if let report = sanitizerLogs.report() { Issue.record("\(report)") }
+            try? FileManager.default.removeItem(at: sanitizerLogs.directory)
         }
 
         /// The port from the "listening on" line.

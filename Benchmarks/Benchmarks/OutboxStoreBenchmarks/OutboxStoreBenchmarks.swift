@@ -188,6 +188,39 @@ let benchmarks: @Sendable () -> Void = {
         }
     }
 
+    // MARK: recovery.afterKill.<entries>
+
+    // LogOutboxStore.open of a queue whose last session was killed (no close:
+    // no close marker; see KilledStoreImage), N pending 256-byte entries,
+    // files in the page cache. Every iteration opens its own copy of the
+    // image (copied before the measurement starts). What an app pays on
+    // its first launch after being killed with a backlog.
+    for (name, entries, iterations) in [("10k", 10_000, 10), ("100k", 100_000, 5), ("1M", 1_000_000, 3)] {
+        let box = FixtureBox<KilledStoreImage>()
+        Benchmark(
+            "recovery.afterKill.\(name)",
+            configuration: .init(
+                metrics: [.wallClock, .cpuTotal],
+                warmupIterations: 1,
+                maxDuration: .seconds(60),
+                maxIterations: iterations,
+                setup: { box.value = try await KilledStoreImage.make(entries: entries) },
+                teardown: { box.value?.image.remove() })
+        ) { benchmark in
+            let copy = try box.unwrapped.freshCopy()
+            defer { copy.remove() }
+            benchmark.startMeasurement()
+            let store = try await LogOutboxStore.open(root: copy.filePath.appending("root"), partition: Workload.partition)
+            benchmark.stopMeasurement()
+            let unsent = try await store.summary().unsent
+            try await store.close()
+            guard unsent == entries else {
+                benchmark.error("reopened after the kill with \(unsent) of \(entries) entries")
+                return
+            }
+        }
+    }
+
     // memory.store.100k: heap and resident bytes per pending entry, loading
     // 100k entries into a LogOutboxStore (one open in a fresh process). The
     // resident figure includes what the open used transiently and malloc kept.

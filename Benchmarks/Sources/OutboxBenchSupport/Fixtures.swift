@@ -126,3 +126,42 @@ public final class SharedCounter: Sendable {
     /// Adds one and returns the new value (1, 2, 3, …).
     public func next() -> Int { value.add(1, ordering: .relaxed).newValue }
 }
+
+/// A store directory as a SIGKILL leaves it: `entries` pending entries, the
+/// last written by a session that never closed. Made by copying the
+/// directory while that session is still open, after its last `written`
+/// enqueue returned (every earlier record was written before it): the copy
+/// holds exactly what the kernel holds, which is what a killed process
+/// leaves behind — no close marker, nothing the close would have written.
+public final class KilledStoreImage: Sendable {
+    public let image: TemporaryDirectory
+    public let entries: Int
+
+    private init(image: TemporaryDirectory, entries: Int) {
+        self.image = image
+        self.entries = entries
+    }
+
+    public static func make(entries: Int) async throws -> KilledStoreImage {
+        precondition(entries >= 1)
+        let live = try TemporaryDirectory(prefix: "outbox-bench-killed-live")
+        defer { live.remove() }
+        try await Workload.preloadStore(root: live.filePath, count: entries - 1)
+        let store = try await LogOutboxStore.open(
+            root: live.filePath, partition: Workload.partition,
+            configuration: Workload.storeConfiguration(enqueue: .written))
+        _ = try await store.enqueue(Workload.request(payload: Workload.jsonPayload(size: 256)))
+        let image = try TemporaryDirectory(prefix: "outbox-bench-killed-image")
+        try FileManager.default.copyItem(atPath: live.path, toPath: image.appending("root"))
+        try await store.close()
+        return KilledStoreImage(image: image, entries: entries)
+    }
+
+    /// A fresh copy of the image to open (an open repairs what it finds, so
+    /// every open needs its own), as a store root.
+    public func freshCopy() throws -> TemporaryDirectory {
+        let copy = try TemporaryDirectory(prefix: "outbox-bench-killed-copy")
+        try FileManager.default.copyItem(atPath: image.appending("root"), toPath: copy.appending("root"))
+        return copy
+    }
+}

@@ -98,6 +98,12 @@ final class SQLiteOutbox: Sendable {
 
     /// One INSERT in its own transaction. Returns the entry's id.
     func enqueue(payload: String) async throws -> String {
+        try await enqueueKeyed(payload: payload).id
+    }
+
+    /// One INSERT in its own transaction. Returns the entry's id and its
+    /// idempotency key.
+    func enqueueKeyed(payload: String) async throws -> (id: String, key: String) {
         let id = UUID().uuidString
         let key = UUID().uuidString
         let number = sequence.add(1, ordering: .relaxed).newValue
@@ -106,7 +112,7 @@ final class SQLiteOutbox: Sendable {
         try await pool.write { db in
             try db.cachedStatement(sql: Self.insertSQL).execute(arguments: [id, user, id, payload, key, number, now])
         }
-        return id
+        return (id, key)
     }
 
     /// The same with GRDB's blocking API (for one producer on its own thread:
@@ -152,6 +158,57 @@ final class SQLiteOutbox: Sendable {
             for id in ids { try update.execute(arguments: [id]) }
             return ids
         }
+    }
+
+    /// What a relaunched app does first: entries a crash left in flight go
+    /// back to pending (their attempt stays counted), in one transaction.
+    func requeueInFlight() throws {
+        try pool.write { db in
+            try db.execute(sql: "UPDATE offline_sync_queue SET status = 'pending' WHERE status = 'in_flight'")
+        }
+    }
+
+    /// One claimed row: what the drainer sends.
+    struct ClaimedRow: Sendable {
+        var id: String
+        var key: String
+        var endpoint: String
+        var payload: String
+    }
+
+    /// ``claimDue(limit:)`` with the request fields of each row.
+    func claimDueRows(limit: Int) async throws -> [ClaimedRow] {
+        let now = Int64(Date().timeIntervalSince1970 * 1000)
+        return try await pool.write { db in
+            let rows = try Row.fetchAll(
+                db.cachedStatement(
+                    sql: """
+                        SELECT id, idempotency_key, endpoint, payload FROM offline_sync_queue
+                        WHERE status IN ('pending', 'failed') AND (next_retry_at IS NULL OR next_retry_at <= ?)
+                        ORDER BY priority DESC, sequence_number LIMIT ?
+                        """), arguments: [now, limit])
+            let update = try db.cachedStatement(
+                sql: "UPDATE offline_sync_queue SET status = 'in_flight', attempt_count = attempt_count + 1 WHERE id = ?")
+            var claimed: [ClaimedRow] = []
+            for row in rows {
+                let id: String = row["id"]
+                try update.execute(arguments: [id])
+                claimed.append(ClaimedRow(id: id, key: row["idempotency_key"], endpoint: row["endpoint"], payload: row["payload"] ?? ""))
+            }
+            return claimed
+        }
+    }
+
+    /// A failed delivery: back to pending (the attempt stays counted).
+    func release(_ id: String) async throws {
+        try await pool.write { db in
+            try db.cachedStatement(sql: "UPDATE offline_sync_queue SET status = 'pending' WHERE id = ?").execute(arguments: [id])
+        }
+    }
+
+    /// Every entry id in the table.
+    func allIDs() throws -> Set<String> {
+        try pool.read { db in Set(try String.fetchAll(db, sql: "SELECT id FROM offline_sync_queue")) }
     }
 
     /// Inserts `count` pending entries in one transaction (a deep queue).

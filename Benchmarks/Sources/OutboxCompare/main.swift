@@ -1,7 +1,9 @@
 // outbox-compare: the same outbox workload on LogOutboxStore, SQLite (GRDB,
 // WAL), a JSON file rewritten on every change, and a raw write+fdatasync
 // loop, side by side in one process. Prints a table and, with --output,
-// writes benchmark-results.md/.json and two SVG charts.
+// writes benchmark-results.md/.json and two SVG charts. `--only crash` runs
+// the crash section instead (Crash/): workers killed with SIGKILL and
+// restarted, the same binary run as `outbox-compare crash-worker …`.
 //
 //   cd Benchmarks && swift run -c release outbox-compare [--quick] [--output ../Docs] [--only SECTIONS]
 
@@ -10,6 +12,9 @@ import GRDB
 import Outbox
 import OutboxBenchSupport
 import OutboxLog
+
+// The crash section runs this binary again as the process it kills.
+await CrashWorker.runIfAsked(CommandLine.arguments)
 
 struct Options {
     var quick = false
@@ -20,6 +25,13 @@ struct Options {
     var oursOnly = false
     /// For profiling: only these drainers (c4, c64, c4d, c64d, sqlite).
     var drainers: Set<String>?
+    /// The crash section (not in the default set: `--only crash`).
+    var crashSeconds: Double?
+    var crashBacklogs: [Int]?
+    var crashRestarts: Int?
+    var crashSeed: UInt64 = 23
+    var crashFlushBacklog: Int?
+    var crashWorkloads: Set<String> = ["enqueue", "flush", "restart"]
 
     static let usage = """
         usage: outbox-compare [--quick] [--output DIRECTORY] [--only SECTION,...]
@@ -27,10 +39,21 @@ struct Options {
           --quick          a smoke test: fewer rounds, smaller sizes (under ~2 minutes)
           --output DIR     write benchmark-results.md, benchmark-results.json,
                            benchmark-depth.svg and benchmark-producers.svg into DIR
-          --only LIST      run only these sections: compare, drain, recovery, depth, producers
+          --only LIST      run only these sections: compare, drain, recovery, depth, producers, crash
           --scenario LIST  in the compare section, run only these comparisons (e.g. durable.64p.enqueue)
           --ours-only      run only our store in the comparisons (for profiling with perf)
           --drainers LIST  in the drain section, run only these: c4, c64, c4d, c64d, sqlite
+
+        The crash section runs only when asked (--only crash; about 6 minutes, 3 with --quick):
+        workers killed with SIGKILL at seeded random moments and restarted at once; exits 1 if an
+        acknowledged entry is lost or a key is applied twice. With --output it writes
+        benchmark-crash.md, benchmark-crash.json and benchmark-crash-restart.svg.
+          --crash-seconds S     wall time per contender and workload (default 20; --quick 6)
+          --crash-backlogs LIST backlogs for the restart rows (default 10000,100000,1000000)
+          --crash-restarts N    restarts per backlog (default 5)
+          --crash-seed N        the kill moments' seed (default 23)
+          --crash-flush-backlog N  entries pending when the flush starts (default 10000)
+          --crash-workloads LIST   enqueue, flush, restart (default all three)
 
         Data goes to temporary directories under /tmp (or $OUTBOX_BENCH_TMPDIR), removed at the end.
         """
@@ -54,6 +77,29 @@ struct Options {
             case "--drainers":
                 guard let value = iterator.next() else { fail("--drainers needs a list") }
                 options.drainers = Set(value.split(separator: ",").map { String($0) })
+            case "--crash-seconds":
+                guard let value = iterator.next().flatMap(Double.init), value > 0 else { fail("--crash-seconds needs seconds") }
+                options.crashSeconds = value
+            case "--crash-backlogs":
+                guard let value = iterator.next() else { fail("--crash-backlogs needs a list") }
+                let backlogs = value.split(separator: ",").compactMap { Int($0) }
+                guard !backlogs.isEmpty, backlogs.allSatisfy({ $0 >= 0 }) else { fail("--crash-backlogs needs numbers") }
+                options.crashBacklogs = backlogs
+            case "--crash-restarts":
+                guard let value = iterator.next().flatMap(Int.init), value > 0 else { fail("--crash-restarts needs a count") }
+                options.crashRestarts = value
+            case "--crash-flush-backlog":
+                guard let value = iterator.next().flatMap(Int.init), value >= 0 else { fail("--crash-flush-backlog needs a count") }
+                options.crashFlushBacklog = value
+            case "--crash-workloads":
+                guard let value = iterator.next() else { fail("--crash-workloads needs a list") }
+                options.crashWorkloads = Set(value.split(separator: ",").map { String($0) })
+                guard options.crashWorkloads.isSubset(of: ["enqueue", "flush", "restart"]) else {
+                    fail("--crash-workloads takes enqueue, flush, restart")
+                }
+            case "--crash-seed":
+                guard let value = iterator.next().flatMap(UInt64.init) else { fail("--crash-seed needs a number") }
+                options.crashSeed = value
             case "-h", "--help":
                 print(usage)
                 exit(0)
@@ -222,6 +268,39 @@ if options.sections.contains("depth") {
 }
 if options.sections.contains("producers") {
     report.producers = try await runProducers(counts: producerCounts, rounds: producerRounds, seconds: producerSeconds)
+}
+
+var crashViolations = 0
+if options.sections.contains("crash") {
+    let settings = CrashSettings(
+        seconds: options.crashSeconds ?? (quick ? 6 : 20), seed: options.crashSeed, killAfter: 0.3...2.0,
+        backlogs: options.crashBacklogs ?? (quick ? [10_000, 100_000] : [10_000, 100_000, 1_000_000]),
+        restarts: options.crashRestarts ?? (quick ? 3 : 5),
+        flushBacklog: options.crashFlushBacklog ?? (quick ? 2_000 : 10_000), workloads: options.crashWorkloads)
+    let results = try await runCrash(settings: settings)
+    crashViolations = results.reduce(0) { $0 + $1.violations.count }
+    let command = "cd Benchmarks && swift run -c release outbox-compare " + CommandLine.arguments.dropFirst().joined(separator: " ")
+    let markdown = renderCrashMarkdown(
+        results, settings: settings, command: command, date: machine.date, load: "\(machine.loadAverage) at the start, \(MachineDescription.loadAverageNow()) at the end")
+    print(markdown)
+    if let output = options.output {
+        try FileManager.default.createDirectory(atPath: output, withIntermediateDirectories: true)
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+        encoder.nonConformingFloatEncodingStrategy = .convertToString(positiveInfinity: "inf", negativeInfinity: "-inf", nan: "nan")
+        try encoder.encode(CrashReport(settings: settings, machine: machine, results: results))
+            .write(to: URL(fileURLWithPath: output + "/benchmark-crash.json"))
+        try Data(markdown.utf8).write(to: URL(fileURLWithPath: output + "/benchmark-crash.md"))
+        if let chart = crashRestartChart(results, date: machine.date) {
+            try Data(chart.utf8).write(to: URL(fileURLWithPath: output + "/benchmark-crash-restart.svg"))
+        }
+        progress("wrote \(output)/benchmark-crash.md, .json, benchmark-crash-restart.svg")
+    }
+    if crashViolations > 0 {
+        progress("crash: \(crashViolations) violation(s): acknowledged entries lost or keys applied twice")
+        exit(1)
+    }
+    if options.sections == ["crash"] { exit(0) }
 }
 
 report.goals = evaluateGoals(report)

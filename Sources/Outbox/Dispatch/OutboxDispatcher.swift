@@ -94,6 +94,14 @@ public actor OutboxDispatcher {
             store: store, configuration: configuration, clock: clock, broadcaster: broadcaster, metrics: metrics)
     }
 
+    /// A dispatcher released without ``stop()`` leaves no timer asleep: its
+    /// task would outlive it until the retry time (on a manual clock,
+    /// forever, holding the clock).
+    deinit {
+        timer?.task.cancel()
+        monitorTask?.cancel()
+    }
+
     // MARK: - The facade a feature uses
 
     /// Records `action` (the commit point), publishes ``OutboxEvent/enqueued(_:)``

@@ -64,6 +64,15 @@ struct ByteReader {
     }
 
     mutating func optionalString() throws(Failure) -> String? {
-        try integer(UInt8.self) == 0 ? nil : try string()
+        switch try integer(UInt8.self) {
+        case 0: return nil
+        case 1: return try string()
+        case let flag: throw Failure(reason: "presence flag \(flag) at byte \(offset - 1)")
+        }
+    }
+
+    /// Fails if bytes are left: a record holds exactly what was written.
+    func expectEnd() throws(Failure) {
+        guard isAtEnd else { throw Failure(reason: "\(bytes.count - offset) unexpected byte(s) at byte \(offset)") }
     }
 }

@@ -27,12 +27,20 @@ import Foundation
 /// Completion (its own key): `u8 version · i64 syncedAt (ms) · str? serverID`,
 /// then, in version 2 only (written when the app supplied the entry's
 /// idempotency key), `str? idempotencyKey`; version 1 otherwise.
-/// `str` is a u32 length and UTF-8; `str?` a u8 presence flag then `str`.
+/// `str` is a u32 length and UTF-8; `str?` a u8 presence flag (0 or 1) then `str`.
+///
+/// Decoding accepts only what encoding writes — no unknown flag, no byte
+/// left over, header names in ascending order without repeats, a lastError
+/// of at most 2,048 characters, a version 2 completion only with its key —
+/// so a record decodes to exactly what its bytes (vouched for by the log's
+/// CRC) say, never to less.
 enum EntryCodec {
     static let version: UInt8 = 1
     private static let sealedFlag: UInt8 = 1
     private static let appKeyFlag: UInt8 = 2
     static let completionVersion: UInt8 = 2
+    /// The longest `lastError` kept, in characters.
+    static let maximumErrorLength = 2048
 
     // MARK: Body
 
@@ -84,6 +92,7 @@ enum EntryCodec {
             let version = try reader.integer(UInt8.self)
             guard version == Self.version else { throw ByteReader.Failure(reason: "unknown entry version \(version)") }
             let flags = try reader.integer(UInt8.self)
+            guard flags & ~(sealedFlag | appKeyFlag) == 0 else { throw ByteReader.Failure(reason: "unknown entry flags \(flags)") }
             let id = OutboxEntryID(bytes: try reader.raw(16))
             let sequence = try reader.integer(UInt64.self)
             let createdAt = try reader.integer(Int64.self)
@@ -99,6 +108,7 @@ enum EntryCodec {
             let method = try reader.string()
             let sealed = flags & sealedFlag != 0
             let sensitive = sealed ? try reader.data() : try reader.raw(bytes.count - reader.offset)
+            try reader.expectEnd()
             let body = EntryBody(
                 id: id, sequence: sequence, createdAt: createdAt, priority: priority, maxAttempts: maxAttempts,
                 type: type, scope: scope, coalescingKey: coalescingKey, partition: partition,
@@ -125,11 +135,16 @@ enum EntryCodec {
         do throws(ByteReader.Failure) {
             var reader = ByteReader(sensitive)
             body.endpoint = try reader.string()
+            var previous: String?
             for _ in 0..<(try reader.integer(UInt16.self)) {
                 let name = try reader.string()
+                // Written sorted: a repeat would silently drop a value.
+                if let previous, !(previous < name) { throw ByteReader.Failure(reason: "header \(name) repeated or out of order") }
                 body.headers[name] = try reader.string()
+                previous = name
             }
             body.payload = try reader.data()
+            try reader.expectEnd()
         } catch {
             throw OutboxError(.corruptEntry, "cannot decode the entry's request: \(error.reason)", entry: body.id)
         }
@@ -149,7 +164,7 @@ enum EntryCodec {
         writer.integer(metadata.attempts)
         writer.integer(metadata.when)
         writer.integer(Int32(clamping: failure?.httpStatus ?? -1))
-        writer.optionalString(failure?.message.map { String($0.prefix(2048)) })
+        writer.optionalString(failure?.message.map { String($0.prefix(maximumErrorLength)) })
         if let unknownSince {
             writer.integer(UInt8(failure?.firstAnsweredAt == nil ? 0 : 1))
             if let firstAnsweredAt = failure?.firstAnsweredAt { writer.integer(firstAnsweredAt) }
@@ -179,15 +194,24 @@ enum EntryCodec {
             let attempts = try reader.integer(UInt16.self)
             let when = try reader.integer(Int64.self)
             let httpStatus = try reader.integer(Int32.self)
+            guard httpStatus >= -1 else { throw ByteReader.Failure(reason: "HTTP status \(httpStatus)") }
             let message = try reader.optionalString()
+            if let message, message.count > maximumErrorLength {
+                throw ByteReader.Failure(reason: "an error message of \(message.count) characters")
+            }
             var firstAnsweredAt: Int64?
             var outcomeUnknownSince: Int64?
             if stateVersion == unknownOutcomeStateVersion {
-                if try reader.integer(UInt8.self) != 0 { firstAnsweredAt = try reader.integer(Int64.self) }
+                switch try reader.integer(UInt8.self) {
+                case 0: break
+                case 1: firstAnsweredAt = try reader.integer(Int64.self)
+                case let flag: throw ByteReader.Failure(reason: "presence flag \(flag) for firstAnsweredAt")
+                }
                 outcomeUnknownSince = try reader.integer(Int64.self)
             } else if !reader.isAtEnd {
                 firstAnsweredAt = try reader.integer(Int64.self)
             }
+            try reader.expectEnd()
             let failure =
                 message == nil && httpStatus < 0 && firstAnsweredAt == nil && outcomeUnknownSince == nil ? nil
                 : FailureInfo(
@@ -222,6 +246,9 @@ enum EntryCodec {
             let syncedAt = try reader.integer(Int64.self)
             let serverID = try reader.optionalString()
             let key = version >= 2 ? try reader.optionalString() : nil
+            // Version 2 is written only to keep a key.
+            if version >= 2 && key == nil { throw ByteReader.Failure(reason: "a version 2 completion without its key") }
+            try reader.expectEnd()
             return Completion(serverID: serverID, syncedAt: syncedAt, idempotencyKey: key)
         } catch {
             throw OutboxError(.corruptEntry, "cannot decode a completion: \(error.reason)")

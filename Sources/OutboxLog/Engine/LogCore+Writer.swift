@@ -1,4 +1,5 @@
 import Foundation
+import OutboxLocking
 import SystemPackage
 
 /// The writer thread: the only code that writes segment bytes or syncs.
@@ -24,11 +25,14 @@ extension LogCore {
         // Read the segment to append to now, not when the thread first runs:
         // by then an append may already have started a new segment.
         let target = state.withLock { state in state.activeID.flatMap { state.slots[$0]?.file } }
-        EngineThread.start("outbox-writer") { [self] in self.writerLoop(target: target) }
+        // Handed over in a box the writer empties: the thread's closure lives
+        // as long as the thread, and must not keep a segment file open.
+        let handoff = Locked(target)
+        EngineThread.start("outbox-writer") { [self] in self.writerLoop(handoff: handoff) }
     }
 
-    private func writerLoop(target initialTarget: SegmentFile?) {
-        var target = initialTarget
+    private func writerLoop(handoff: Locked<SegmentFile?>) {
+        var target = handoff.withLock { $0.take() }
         var pacing = GroupPacing()
         while true {
             gatherDurableWaiters(&pacing)
@@ -88,6 +92,10 @@ extension LogCore {
             if rolled && !work.stopping { startAutomaticCompactionIfDue() }
             for (continuation, result) in finished { continuation.resume(returning: result) }
             if work.stopping {
+                // Let go of the segment file before close() is told the writer
+                // is done: its last release closes the descriptor, and close()
+                // promises no file is touched after it returns.
+                target = nil
                 if case .failure(let error) = outcome { exit?.resume(returning: .failure(error)) } else {
                     exit?.resume(returning: .success(()))
                 }

@@ -125,6 +125,7 @@ enum KillTorture {
                 report.detail(.kill, "compactions \(interrupted == .completed ? "finished" : "rolled back") by recovery")
             }
             if plan.readOnlyCheck { report.detail(.kill, "repairs left to the next worker") }
+            if !passed.logExisted { report.detail(.kill, "killed before the log directory existed") }
             return passed.state
         case .failure(let failure):
             return fail("\(acknowledged) acknowledged: \(failure)")

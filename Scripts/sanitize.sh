@@ -1,0 +1,228 @@
+#!/usr/bin/env bash
+# The sanitizer step of CI (.ci/run runs it after the plain `swift test`):
+#
+#   1. ThreadSanitizer over the whole test suite;
+#   2. AddressSanitizer, with leak detection, over the whole test suite;
+#   3. every fuzz target for $FUZZ_SECONDS (60) seconds (Fuzz/README.md);
+#   4. `outbox torture --mode kill,corrupt --seconds $TORTURE_SECONDS` (60)
+#      with the AddressSanitizer binary.
+#
+# Knobs (environment):
+#   TSAN_TESTS, ASAN_TESTS   which tests run under each sanitizer: "all"
+#                            (default), "none", or a --filter regular
+#                            expression over test names;
+#   FUZZ_TARGETS             fuzz targets to run (default: all of them;
+#                            "none" skips fuzzing);
+#   FUZZ_SECONDS (60), TORTURE_SECONDS (60; 0 skips the torture run),
+#   TEST_WIDTH (tests at once, 8), SANITIZE_LOGS (logs and reports).
+# CI runs a bounded subset of this (.ci/run says which, RELIABILITY.md why);
+# with no knobs set this is the full run.
+#
+# Teeth: after each build, a bug planted on purpose (a data race, a heap
+# overflow: Tests/OutboxLogTests/SanitizerCanaryTests.swift) is run through
+# the same options and report collection, and the step fails unless it is
+# caught. Scripts/sanitizers/teeth.sh plants bugs in the engine itself.
+#
+# Any report fails the step: a test failure, a sanitizer report from any
+# process (the tests' child processes included), a fuzz finding, a torture
+# violation. The only suppressions are Scripts/sanitizers/tsan.supp (one
+# runtime false positive, with its reproduction) and lsan.supp (leaks in
+# Foundation and libcurl); neither names a frame of this project.
+#
+# The two sanitized builds keep their own scratch paths (.build-tsan,
+# .build-asan), so a second run only rebuilds what changed. After the TSan
+# build, its tests run beside the ASan build, tests, fuzzing and torture, so
+# the step takes what Docs/RELIABILITY.md says. Logs and every report are
+# kept in $SANITIZE_LOGS (.build-sanitize).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root="$PWD"
+
+FUZZ_SECONDS="${FUZZ_SECONDS:-60}"
+TORTURE_SECONDS="${TORTURE_SECONDS:-60}"
+logs="${SANITIZE_LOGS:-$root/.build-sanitize}"
+rm -rf "$logs"
+mkdir -p "$logs/reports"
+
+# A crash is reported by the sanitizer or libFuzzer; Swift's backtracer
+# would only add a second handler (and a helper process that can outlive
+# the crash and hold its pipes open).
+export SWIFT_BACKTRACE=enable=no
+# Reports of every process (tests, the CLI they start, torture workers,
+# fuzzers) go to files named after the executable and pid. Tests that start
+# the CLI point its reports at a folder of their own and show them in their
+# failure (Tests/CLITestSupport/SanitizerLogs.swift); torture workers write
+# here, even when they are killed later.
+# tsan_options_in DIR / asan_options_in DIR: the options, reports in DIR.
+tsan_options_in() {
+    echo "suppressions=$root/Scripts/sanitizers/tsan.supp:second_deadlock_stack=1:log_path=$1/tsan:log_exe_name=1"
+}
+asan_options_in() {
+    echo "detect_leaks=1:detect_stack_use_after_return=1:strict_string_checks=1:check_initialization_order=1:log_path=$1/asan:log_exe_name=1"
+}
+tsan_options="$(tsan_options_in "$logs/reports")"
+asan_options="$(asan_options_in "$logs/reports")"
+lsan_options="suppressions=$root/Scripts/sanitizers/lsan.supp:print_suppressions=0"
+
+# libFuzzer without its main: the fuzz driver has its own (it also replays
+# inputs in a plain build) and calls LLVMFuzzerRunDriver. Every module is
+# built with coverage; only the driver links libFuzzer's engine (the other
+# binaries get the runtime's empty coverage callbacks).
+fuzzer_runtime="$(dirname "$(dirname "$(readlink -f "$(command -v swiftc)")")")/lib/clang"
+fuzzer_runtime="$(ls "$fuzzer_runtime"/*/lib/linux/libclang_rt.fuzzer_no_main-x86_64.a 2>/dev/null | head -1 || true)"
+if [ -z "$fuzzer_runtime" ]; then
+    echo "sanitize.sh: the toolchain has no libclang_rt.fuzzer_no_main (libFuzzer): cannot build the fuzz targets" >&2
+    exit 1
+fi
+asan_build=(--sanitize=address --scratch-path .build-asan
+    -Xswiftc -sanitize-coverage=edge,trace-cmp,inline-8bit-counters,pc-table -Xswiftc -DOUTBOX_LIBFUZZER
+    -Xlinker "$fuzzer_runtime" -Xlinker -lstdc++)
+tsan_build=(--sanitize=thread --scratch-path .build-tsan)
+
+started=$(date +%s)
+# run NAME COMMAND...: runs it with its output in $logs/NAME.log, records
+# how long it took, and returns its status.
+run() {
+    local name="$1"
+    shift
+    local begin=$SECONDS status=0
+    echo "[$(date +%T)] $name: $*"
+    "$@" >"$logs/$name.log" 2>&1 || status=$?
+    echo "[$(date +%T)] $name: exit $status after $((SECONDS - begin)) s"
+    echo "$((SECONDS - begin))" >"$logs/$name.seconds"
+    return $status
+}
+
+# The suite's Swift Testing tests, run by their bundle directly (as `swift
+# test` does) so that at most $TEST_WIDTH run at once: with every suite at
+# once on two cores, under a sanitizer, tests with a time limit starve.
+TEST_WIDTH="${TEST_WIDTH:-8}"
+test_bundle() {
+    local scratch="$1"
+    shift
+    "$scratch/debug/swift-outboxPackageTests.xctest" --testing-library swift-testing \
+        --experimental-maximum-parallelization-width "$TEST_WIDTH" "$@"
+}
+
+# The bundle's arguments for a TSAN_TESTS / ASAN_TESTS value: nothing for
+# "all", a filter otherwise ("none" is handled by the caller).
+selection_arguments() {
+    [ "$1" = all ] || printf '%s\0%s\0' --filter "$1"
+}
+TSAN_TESTS="${TSAN_TESTS:-all}"
+ASAN_TESTS="${ASAN_TESTS:-all}"
+
+tsan_tests() {
+    [ "$TSAN_TESTS" != none ] || return 0
+    local selection=()
+    mapfile -d '' selection < <(selection_arguments "$TSAN_TESTS")
+    TSAN_OPTIONS="$tsan_options" run tsan-tests test_bundle .build-tsan "${selection[@]}"
+}
+
+# canary SANITIZER SCRATCH BUG EXPECTED: runs the planted BUG
+# (SanitizerCanaryTests) in the SCRATCH build with the step's own options,
+# its reports sent to a folder of their own, and fails unless the run
+# fails and a report there says EXPECTED.
+canary() {
+    local sanitizer="$1" scratch="$2" bug="$3" expected="$4"
+    local dir="$logs/canary-$sanitizer" status=0
+    mkdir -p "$dir"
+    OUTBOX_SANITIZER_CANARY="$bug" TSAN_OPTIONS="$(tsan_options_in "$dir")" ASAN_OPTIONS="$(asan_options_in "$dir")" \
+        LSAN_OPTIONS="$lsan_options" run "canary-$sanitizer" test_bundle "$scratch" --filter SanitizerCanaryTests || status=$?
+    if [ "$status" -ne 0 ] && grep -q -a -r -F "$expected" "$dir"; then
+        echo "[$(date +%T)] canary-$sanitizer: the planted $bug was reported ($expected) and failed its run (exit $status)"
+        return 0
+    fi
+    echo "[$(date +%T)] canary-$sanitizer: the planted $bug was NOT caught (exit $status, no \"$expected\" in $dir): this step cannot be trusted" >&2
+    return 1
+}
+
+# The fuzz targets, two at a time; each gets the checked-in corpus and
+# regressions, and writes what it adds to a scratch corpus (never to the
+# repository). A finding leaves its input in $logs/fuzz/.
+fuzz() {
+    local driver=.build-asan/debug/OutboxFuzz failed=0 pids=() target targets
+    mkdir -p "$logs/fuzz"
+    targets="${FUZZ_TARGETS:-$("$driver" --list | cut -d: -f1)}"
+    [ "$targets" != none ] || return 0
+    for target in $targets; do
+        mkdir -p "$logs/fuzz/corpus-$target"
+        local corpora=("$logs/fuzz/corpus-$target" "Fuzz/corpus/$target")
+        [ -d "Fuzz/regressions/$target" ] && corpora+=("Fuzz/regressions/$target")
+        ASAN_OPTIONS="$asan_options" LSAN_OPTIONS="$lsan_options" run "fuzz-$target" "$driver" "$target" \
+            -max_total_time="$FUZZ_SECONDS" -timeout=20 -rss_limit_mb=3072 -print_final_stats=1 \
+            -artifact_prefix="$logs/fuzz/$target-" "${corpora[@]}" &
+        pids+=($!)
+        if [ ${#pids[@]} -eq 2 ]; then
+            for pid in "${pids[@]}"; do wait "$pid" || failed=1; done
+            pids=()
+        fi
+    done
+    for pid in "${pids[@]}"; do wait "$pid" || failed=1; done
+    return $failed
+}
+
+asan_pipeline() {
+    local failed=0 selection=()
+    run asan-build swift build --build-tests "${asan_build[@]}" || return 1
+    canary address .build-asan overflow "ERROR: AddressSanitizer: heap-buffer-overflow" || failed=1
+    if [ "$ASAN_TESTS" != none ]; then
+        mapfile -d '' selection < <(selection_arguments "$ASAN_TESTS")
+        ASAN_OPTIONS="$asan_options" LSAN_OPTIONS="$lsan_options" run asan-tests test_bundle .build-asan "${selection[@]}" || failed=1
+    fi
+    fuzz || failed=1
+    if [ "$TORTURE_SECONDS" -gt 0 ]; then
+        local seed=$((RANDOM * 32768 + RANDOM))
+        echo "torture seed $seed"
+        ASAN_OPTIONS="$asan_options" LSAN_OPTIONS="$lsan_options" run asan-torture .build-asan/debug/outbox torture \
+            --mode kill,corrupt --seconds "$TORTURE_SECONDS" --seed "$seed" || failed=1
+    fi
+    return $failed
+}
+
+# The TSan tests mostly wait (on fsync, children, timers) and use about one
+# core; the ASan build, tests, fuzzing and torture run beside them at the
+# lowest priority, on what is left.
+status=0
+run tsan-build swift build --build-tests "${tsan_build[@]}" || status=1
+if [ $status -eq 0 ]; then
+    asan_pipeline_niced() { renice -n 19 -p $BASHPID >/dev/null; asan_pipeline; }
+    asan_pipeline_niced &
+    asan_pid=$!
+    canary thread .build-tsan race "SUMMARY: ThreadSanitizer:" || status=1
+    tsan_tests || status=1
+    wait "$asan_pid" || status=1
+else
+    asan_pipeline || true
+fi
+
+# Every report counts, also from a process whose exit status hid it (a
+# torture worker killed after it reported, say).
+reports=$(find "$logs/reports" "$logs/fuzz" -maxdepth 1 -type f \( -name 'tsan.*' -o -name 'asan.*' -o -name '*-crash-*' -o -name '*-timeout-*' -o -name '*-leak-*' -o -name '*-oom-*' \) -size +0 | sort)
+
+echo
+echo "=== Scripts/sanitize.sh summary ($(( $(date +%s) - started )) s wall)"
+for log in "$logs"/*.log; do
+    name=$(basename "$log" .log)
+    printf '  %-28s %5s s\n' "$name" "$(cat "$logs/$name.seconds" 2>/dev/null || echo '?')"
+done
+for name in tsan-tests asan-tests; do
+    [ -f "$logs/$name.log" ] && grep -a -E "Test run with [0-9]+ tests" "$logs/$name.log" | tail -1 | sed "s/^/  $name: /" || true
+done
+grep -a -h "^stat::number_of_executed_units" "$logs"/fuzz-*.log 2>/dev/null | awk '{ n += $2 } END { if (n) print "  fuzz: " n " inputs run in all" }'
+grep -a -E "^(violations|VIOLATION)" "$logs/asan-torture.log" 2>/dev/null | sed 's/^/  torture: /' | head -5 || true
+echo "  CPU time of this step (user, system) — the script, then everything it ran:"
+{ times; } >"$logs/times"
+sed 's/^/    /' "$logs/times"
+if [ -n "$reports" ]; then
+    status=1
+    echo
+    echo "=== sanitizer reports and fuzz findings"
+    for report in $reports; do
+        echo "--- $report"
+        head -c 20000 "$report"
+        echo
+    done
+fi
+[ $status -eq 0 ] && echo "sanitize.sh: passed" || echo "sanitize.sh: FAILED (logs in $logs)"
+exit $status
