@@ -11,6 +11,8 @@
 #   TSAN_TESTS, ASAN_TESTS   which tests run under each sanitizer: "all"
 #                            (default), "none", or a --filter regular
 #                            expression over test names;
+#   TSAN_SKIP                a --skip regular expression for the TSan run
+#                            (suites too slow under TSan for CI's budget);
 #   FUZZ_TARGETS             fuzz targets to run (default: all of them;
 #                            "none" skips fuzzing);
 #   FUZZ_SECONDS (60), TORTURE_SECONDS (60; 0 skips the torture run),
@@ -116,6 +118,7 @@ tsan_tests() {
     [ "$TSAN_TESTS" != none ] || return 0
     local selection=()
     mapfile -d '' selection < <(selection_arguments "$TSAN_TESTS")
+    [ -z "${TSAN_SKIP:-}" ] || selection+=(--skip "$TSAN_SKIP")
     TSAN_OPTIONS="$tsan_options" run tsan-tests test_bundle .build-tsan "${selection[@]}"
 }
 
