@@ -11,7 +11,16 @@ public struct OutboxEntryID: Hashable, Sendable, Comparable, Codable, CustomStri
     public let uuid: UUID
 
     /// A new random (version 4) id.
-    public init() { self.uuid = FastUUID.random() }
+    ///
+    /// A store reopened from its checkpoint admits an entry with an id minted
+    /// here (and enqueued nowhere before) before it has finished loading,
+    /// when nothing else about the entry needs the loaded queue — no
+    /// app-supplied idempotency key, no coalescing key, no dependencies, no
+    /// size limit configured (Docs/OUTBOX.md, "Reopening").
+    public init() {
+        self.uuid = FastUUID.random()
+        FreshEntryIDs.minted(uuid)
+    }
 
     /// The id with this UUID.
     public init(_ uuid: UUID) { self.uuid = uuid }

@@ -26,7 +26,7 @@ struct EntryBody: Sendable, Hashable {
     init(request: OutboxEnqueueRequest, metadata: EntryMetadata, partition: String) {
         id = request.id
         sequence = metadata.sequence
-        createdAt = metadata.createdAt
+        createdAt = request.createdAt.milliseconds
         priority = metadata.priority
         maxAttempts = metadata.maxAttempts
         type = request.type

@@ -22,6 +22,8 @@ struct RecordSealer: Sendable {
         case state = 2
         case completion = 3
         case partitionName = 4
+        /// The store checkpoint's body and key check (`SCHEDULE`).
+        case checkpoint = 5
     }
 
     /// The app's key as given: what older stores sealed their sensitive

@@ -1,8 +1,9 @@
 import Foundation
 
 /// What a partition keeps in memory for each entry: everything scheduling
-/// needs, nothing a send needs (endpoint, headers and payload are read from
-/// the store on demand). About 80 bytes.
+/// needs, nothing a send needs (endpoint, headers, payload and creation time
+/// are read from the store on demand). The scheduler's working view: the
+/// ``EntryTable`` stores it packed in 64 bytes, dependencies aside.
 struct EntryMetadata: Sendable, Hashable {
     var id: OutboxEntryID
     var sequence: UInt64
@@ -20,9 +21,8 @@ struct EntryMetadata: Sendable, Hashable {
     var when: Int64
 
     static let immediately: Int64 = 0
-    var createdAt: Int64
     var storedBytes: UInt32
-    var dependencies: [OutboxEntryID]?
+    var dependencies: [OutboxEntryID]? = nil
     /// Bumped on every change, so stale heap items can be recognised.
     var version: UInt32 = 0
 }

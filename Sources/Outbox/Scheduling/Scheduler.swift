@@ -42,7 +42,7 @@ struct Scheduler: Sendable {
     let partition: String
     let configuration: OutboxStoreConfiguration
 
-    private(set) var entries: [OutboxEntryID: EntryMetadata] = [:]
+    private(set) var entries = EntryTable()
     private(set) var failures: [OutboxEntryID: FailureInfo] = [:]
     private(set) var completions: [OutboxEntryID: Completion] = [:]
     private(set) var strings = StringInterner()
@@ -87,11 +87,12 @@ struct Scheduler: Sendable {
 
     // MARK: - Heap items
 
+    /// 32 bytes (fields in this order: a leading `Int16` would pad to 40).
     struct Candidate: Comparable, Sendable {
-        var priority: Int16
         var sequence: UInt64
         var id: OutboxEntryID
         var version: UInt32
+        var priority: Int16
         /// "Sent first" is "smaller": higher priority, then lower sequence.
         static func < (a: Self, b: Self) -> Bool {
             a.priority != b.priority ? a.priority > b.priority : a.sequence < b.sequence
@@ -128,6 +129,77 @@ struct Scheduler: Sendable {
         if let key = completion.idempotencyKey { holdKey(key, for: id) }
     }
 
+    // MARK: - Checkpoints
+
+    /// What a store checkpoint keeps: what ``load(_:failure:unchanged:appKey:)``
+    /// and ``loadCompletion(_:_:)`` were given, as they stand now. Taken
+    /// under the store's lock; the tables are shared, not copied (a page or
+    /// dictionary the scheduler then changes is copied once).
+    struct CheckpointContent: Sendable {
+        var entries: EntryTable
+        var failures: [OutboxEntryID: FailureInfo]
+        var completions: [OutboxEntryID: Completion]
+        var strings: StringInterner
+        /// Entries whose status never changed since their enqueue, among
+        /// those with a coalescing key (on disk: no state record).
+        var pristine: Set<OutboxEntryID>
+        var appKeys: [OutboxEntryID: String]
+        var nextSequence: UInt64
+    }
+
+    var checkpointContent: CheckpointContent {
+        CheckpointContent(
+            entries: entries, failures: failures, completions: completions, strings: strings, pristine: pristine,
+            appKeys: appKeys, nextSequence: nextSequence)
+    }
+
+    mutating func reserveEntries(_ count: Int) { entries.reserveCapacity(count) }
+
+    /// Starts a load from a checkpoint: its names (entries then refer to
+    /// them by their ids) and its next sequence number.
+    mutating func restore(strings restored: StringInterner, nextSequence restoredNext: UInt64) {
+        strings = restored
+        nextSequence = max(nextSequence, restoredNext)
+    }
+
+    /// Forgets an entry loaded from a checkpoint whose records changed
+    /// after it: the reverse of ``load(_:failure:unchanged:appKey:)``.
+    mutating func unload(_ id: OutboxEntryID) {
+        guard let metadata = entries[id] else { return }
+        entries[id] = nil
+        failures[id] = nil
+        pristine.remove(id)
+        releaseKey(of: id)
+        adjust(metadata.status, count: -1, bytes: Int(metadata.storedBytes))
+        strings.release(metadata.scope)
+        strings.release(metadata.type)
+        strings.release(metadata.coalescing)
+    }
+
+    /// Forgets a completion loaded from a checkpoint that is gone since.
+    mutating func unloadCompletion(_ id: OutboxEntryID) {
+        guard completions.removeValue(forKey: id) != nil, entries[id] == nil else { return }
+        releaseKey(of: id)
+    }
+
+    /// Adds, once loading is over, an entry admitted while the store was
+    /// still loading: it has no app key, coalescing key or dependency, and
+    /// its sequence number is above every loaded one, so it goes where
+    /// ``enqueue(_:storedBytes:now:)`` would have put it.
+    mutating func admitLoaded(_ metadata: EntryMetadata, scope: String?, type: String) {
+        guard entries[metadata.id] == nil, completions[metadata.id] == nil else { return }
+        var entry = metadata
+        entry.scope = strings.retain(scope)
+        entry.type = strings.retain(type)
+        entry.coalescing = 0
+        entry.version = 1
+        entries[entry.id] = entry
+        adjust(entry.status, count: 1, bytes: Int(entry.storedBytes))
+        nextSequence = max(nextSequence, entry.sequence + 1)
+        if entry.scope != 0 { insertIntoScope(entry) }
+        consider(entry.id)
+    }
+
     /// Rebuilds the send order after loading; entries a crash left in flight
     /// come back pending with their attempt counted. Returns their new state
     /// to persist. `sequenceFloor` keeps sequence numbers increasing across
@@ -135,22 +207,32 @@ struct Scheduler: Sendable {
     mutating func finishLoading(now: Int64, sequenceFloor: UInt64) -> [StoreChange] {
         nextSequence = max(nextSequence, sequenceFloor)
         var changes: [StoreChange] = []
-        // Sort the (id, sequence) pairs, not ids through dictionary lookups.
-        // An attempted head comes first in its scope, wherever its sequence
-        // falls (an older entry may have been retried behind it).
-        let order = entries.values.map { ($0.id, $0.sequence, $0.attempts > 0 && $0.status.holdsScope) }.sorted {
-            $0.2 != $1.2 ? $0.2 : $0.1 < $1.1
+        // Only entries in a scope, with a coalescing key or with dependencies
+        // need the order (most have none: no sort at all then). Sort the
+        // (id, sequence) pairs, not ids through table lookups. An attempted
+        // head comes first in its scope, wherever its sequence falls (an
+        // older entry may have been retried behind it).
+        var order: [(OutboxEntryID, UInt64, Bool)] = []
+        var inFlight: [(OutboxEntryID, UInt64)] = []
+        entries.forEach { entry in
+            if entry.status == .inFlight { inFlight.append((entry.id, entry.sequence)) }
+            if entry.scope != 0 || entry.coalescing != 0 || entry.dependencies != nil {
+                order.append((entry.id, entry.sequence, entry.attempts > 0 && entry.status.holdsScope))
+            }
+        }
+        order.sort { $0.2 != $1.2 ? $0.2 : $0.1 < $1.1 }
+        inFlight.sort { $0.1 < $1.1 }
+        for (id, _) in inFlight {
+            // Cut short by the crash: the request may have been applied.
+            var entry = entries[id]!
+            markOutcomeUnknown(id, since: entry.when)
+            setStatus(&entry, .pending)
+            entry.when = now
+            entries[id] = entry
+            changes.append(.state(id))
         }
         for (id, _, _) in order {
-            var entry = entries[id]!
-            if entry.status == .inFlight {
-                // Cut short by the crash: the request may have been applied.
-                markOutcomeUnknown(id, since: entry.when)
-                setStatus(&entry, .pending)
-                entry.when = now
-                entries[id] = entry
-                changes.append(.state(id))
-            }
+            let entry = entries[id]!
             if entry.status.holdsScope && entry.scope != 0 { scopes[entry.scope, default: []].append(id) }
             if entry.coalescing != 0 && entry.status != .succeeded { keyed[entry.coalescing, default: []].append(id) }
             // Only younger entries depend on a live one (as at run time): an
@@ -161,7 +243,20 @@ struct Scheduler: Sendable {
             }
         }
         for key in keyed.keys { keyed[key]!.sort { entries[$0]!.sequence < entries[$1]!.sequence } }
-        for id in entries.keys { consider(id) }
+        // Every candidate at once, each heap built in one pass: due ones
+        // straight into `ready`, the rest into `waiting`.
+        var due: [Candidate] = []
+        var later: [Timed] = []
+        entries.forEach { entry in
+            guard entry.status.isSendable, isHead(entry) else { return }
+            if entry.when <= now {
+                due.append(Candidate(sequence: entry.sequence, id: entry.id, version: entry.version, priority: entry.priority))
+            } else {
+                later.append(Timed(when: entry.when, sequence: entry.sequence, id: entry.id, version: entry.version))
+            }
+        }
+        ready = Heap(due)
+        waiting = Heap(later)
         return changes
     }
 
@@ -245,7 +340,7 @@ struct Scheduler: Sendable {
         while let top = waiting.min, top.when <= now {
             waiting.removeMin()
             guard let entry = entries[top.id], entry.version == top.version else { continue }
-            ready.insert(Candidate(priority: entry.priority, sequence: entry.sequence, id: entry.id, version: entry.version))
+            ready.insert(Candidate(sequence: entry.sequence, id: entry.id, version: entry.version, priority: entry.priority))
         }
         var accepted: [Candidate] = []
         var rejected: [Candidate] = []
@@ -350,7 +445,7 @@ struct Scheduler: Sendable {
             priority: Int16(clamping: request.priority), attempts: 0,
             maxAttempts: UInt16(clamping: request.maxAttempts ?? configuration.defaultMaximumAttempts),
             scope: scope, type: type, coalescing: coalescingKey, when: EntryMetadata.immediately,
-            createdAt: request.createdAt.milliseconds, storedBytes: UInt32(clamping: storedBytes),
+            storedBytes: UInt32(clamping: storedBytes),
             dependencies: request.dependencies.isEmpty ? nil : request.dependencies)
         entry.version = 1
         entries[entry.id] = entry

@@ -34,6 +34,23 @@ struct StringInterner: Sendable {
         }
     }
 
+    init() {}
+
+    /// An interner holding `names` (id → name), each with the number of
+    /// references given (0: the name is not kept).
+    init(restoring names: [UInt32: String], references: [UInt32: Int]) {
+        for (id, name) in names {
+            next = max(next, id + 1)
+            guard let count = references[id], count > 0 else { continue }
+            ids[name] = (id, count)
+            self.names[id] = name
+        }
+        freed = (1..<next).filter { self.names[$0] == nil }
+    }
+
+    /// Every name with its id.
+    var all: [(id: UInt32, name: String)] { names.map { ($0.key, $0.value) } }
+
     /// The id of `name` if some entry uses it, without taking a reference.
     func lookup(_ name: String) -> UInt32? { ids[name]?.id }
 

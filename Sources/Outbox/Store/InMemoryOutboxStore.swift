@@ -72,12 +72,12 @@ public final class InMemoryOutboxStore: OutboxStore {
     public func entries(matching filter: OutboxFilter) async throws(OutboxError) -> [OutboxEntry] {
         try await core.entries(matching: filter)
     }
-    public func summary() async throws(OutboxError) -> OutboxSummary { try core.summary() }
+    public func summary() async throws(OutboxError) -> OutboxSummary { try await core.summary() }
     public func dependents(of id: OutboxEntry.ID) async throws(OutboxError) -> [OutboxEntry.ID] {
-        try core.dependents(of: id)
+        try await core.dependents(of: id)
     }
     public func completion(of id: OutboxEntry.ID) async throws(OutboxError) -> OutboxCompletion? {
-        try core.completion(of: id)
+        try await core.completion(of: id)
     }
     public func clear() async throws(OutboxError) { try await core.clear() }
     public func prune(at now: Date) async throws(OutboxError) { try await core.prune(at: now) }

@@ -34,12 +34,8 @@ final class LogBackend: StoreBackend {
         for change in changes {
             switch change {
             case .newEntry(let id):
-                guard var encoded = newBody?.encoded, let metadata = scheduler.metadata(id) else { continue }
-                let offset = format.sequenceOffset
-                withUnsafeBytes(of: metadata.sequence.littleEndian) { sequence in
-                    for index in 0..<8 { encoded[offset + index] = sequence[index] }
-                }
-                writes.append(.value(format.entryKey(id), encoded))
+                guard let encoded = newBody?.encoded, let metadata = scheduler.metadata(id) else { continue }
+                writes.append(bodyWrite(encoded, id: id, sequence: metadata.sequence))
             case .state(let id):
                 guard let metadata = scheduler.metadata(id) else { continue }
                 let key = format.entryKey(id)
@@ -57,6 +53,25 @@ final class LogBackend: StoreBackend {
                 writes.append(.tombstone(format.completionKey(id)))
             }
         }
+        return try submit(writes, room: room)
+    }
+
+    func submitNewBody(_ body: PreparedBody, sequence: UInt64, room: StoreRoom) throws(OutboxError) -> StoreAcknowledgement {
+        guard let encoded = body.encoded else { return .immediate }
+        return try submit([bodyWrite(encoded, id: body.body.id, sequence: sequence)], room: room)
+    }
+
+    /// The value record of a new entry's body, its sequence number patched in.
+    private func bodyWrite(_ encoded: [UInt8], id: OutboxEntryID, sequence: UInt64) -> LogWrite {
+        var encoded = encoded
+        let offset = format.sequenceOffset
+        withUnsafeBytes(of: sequence.littleEndian) { bytes in
+            for index in 0..<8 { encoded[offset + index] = bytes[index] }
+        }
+        return .value(format.entryKey(id), encoded)
+    }
+
+    private func submit(_ writes: [LogWrite], room: StoreRoom) throws(OutboxError) -> StoreAcknowledgement {
         guard !writes.isEmpty else { return .immediate }
         let ticket: LogTicket
         do throws(OutboxLogError) {

@@ -58,15 +58,32 @@ public final class LogOutboxStore: OutboxStore {
         }
         let queueCreated = CreatedDirectories([directory], fileSystem: fileSystem)
         let isNew = queueCreated.isNew(directory)
+        let checkpointPath = directory.appending(StoreCheckpoint.fileName)
+        // Its header first: the log's open collects the keys written after it.
+        let checkpoint = isNew ? nil : (try? await offThePool { () throws(OutboxError) -> StoreCheckpoint? in
+            try? StoreCheckpoint.readHeader(checkpointPath, fileSystem: fileSystem)
+        }) ?? nil
         let log: OutboxLog
-        do { log = try await OutboxLog.open(at: directory, configuration: configuration.log) } catch {
+        do {
+            log = try await OutboxLog.open(
+                at: directory, configuration: configuration.log, changesAfter: checkpoint?.position)
+        } catch {
             queueCreated.removeIfEmpty()
             undoCreation(created, root: root, fileSystem: fileSystem)
             throw .storage(error)
         }
-        do {
+        do throws(OutboxError) {
             let key = configuration.encryptionKey
-            try await checkKey(log, key: key, partition: partition, writing: true)
+            let format = RecordFormat(partition: partition, key: key)
+            // A checkpoint that matches the log proves the key (or its
+            // absence) without reading the log's key check, which would wait
+            // for the log's index.
+            let usable = checkpoint.flatMap { log.holdsHistory ? $0 : nil }
+            switch usable?.keyCheck(format) {
+            case .some(.some(let error)): throw error
+            case .some(.none): break
+            case .none: try await checkKey(log, key: key, partition: partition, writing: true)
+            }
             try await offThePool { () throws(OutboxError) in
                 try PartitionDirectory.writeName(partition, directory: directory, key: key, fileSystem: fileSystem)
                 if fileSystem is PosixFileSystem {
@@ -74,14 +91,36 @@ public final class LogOutboxStore: OutboxStore {
                     ApplePlatformProtection.apply(to: directory)
                 }
             }
-            let format = RecordFormat(partition: partition, key: key)
-            var scheduler = Scheduler(partition: partition, configuration: configuration)
-            let floor = try await load(log, into: &scheduler, format: format)
-            let changes = scheduler.finishLoading(
-                now: openedAt, sequenceFloor: max(floor, log.statistics.nextSequence))
             let backend = LogBackend(log: log, format: format)
-            let core = StoreCore(partition: partition, configuration: configuration, backend: backend, scheduler: scheduler)
-            try await core.persistLoadingChanges(changes)
+            let checkpointFile = CheckpointFile(
+                path: checkpointPath, format: format, fileSystem: fileSystem, log: log,
+                interval: configuration.log.indexCheckpointInterval)
+            let core: StoreCore
+            if let usable {
+                // Answer now; load the checkpoint and what changed after it meanwhile.
+                let loading = StoreLoading(
+                    nextSequence: StoreCore.earlySequence(checkpoint: usable, logNext: log.statistics.nextSequence))
+                core = StoreCore(
+                    partition: partition, configuration: configuration, backend: backend,
+                    scheduler: Scheduler(partition: partition, configuration: configuration), loading: loading,
+                    checkpointFile: checkpointFile)
+                core.startLoad(from: usable, log: log, format: format, openedAt: openedAt)
+            } else {
+                var scheduler = Scheduler(partition: partition, configuration: configuration)
+                let floor = try await StoreLoad.full(log, into: &scheduler, format: format)
+                let changes = scheduler.finishLoading(
+                    now: openedAt, sequenceFloor: max(floor, log.statistics.nextSequence))
+                core = StoreCore(
+                    partition: partition, configuration: configuration, backend: backend, scheduler: scheduler,
+                    checkpointFile: checkpointFile)
+                try await core.persistLoadingChanges(changes)
+                // No checkpoint was usable: write one now if reading everything
+                // was costly, so the next open (after a kill, say) needs less.
+                if scheduler.entries.count + scheduler.completions.count >= StoreCore.checkpointAfterLoadThreshold {
+                    core.checkpointAfterCompaction()
+                }
+            }
+            log.observeCompactions { [weak core] in core?.checkpointAfterCompaction() }
             return LogOutboxStore(core: core, log: log)
         } catch {
             try? await log.close()
@@ -190,57 +229,6 @@ public final class LogOutboxStore: OutboxStore {
         }
     }
 
-    /// Loads every entry and completion into `scheduler`; returns the
-    /// sequence floor a rewrite carried over (0 if none).
-    private static func load(
-        _ log: OutboxLog, into scheduler: inout Scheduler, format: RecordFormat
-    ) async throws(OutboxError) -> UInt64 {
-        var after: UInt64 = 0
-        var floor: UInt64 = 0
-        while true {
-            let page: [LogEntry]
-            do { page = try await log.entries(after: after, limit: 4096) } catch { throw .storage(error) }
-            guard let last = page.last else { return floor }
-            after = last.sequence
-            for record in page {
-                let key = record.key
-                switch key.bytes.first {
-                case RecordFormat.entryPrefix where key.count == 17:
-                    let header = try EntryCodec.decodeHeader(try format.plainBody(record.value, key: key))
-                    let body = header.body
-                    guard body.partition == format.partition else {
-                        throw OutboxError(.corruptEntry, "an entry of another partition in \(format.partition)'s queue", entry: body.id)
-                    }
-                    var metadata = EntryMetadata(
-                        id: body.id, sequence: body.sequence, status: .pending, priority: body.priority, attempts: 0,
-                        maxAttempts: body.maxAttempts, scope: scheduler.intern(body.scope),
-                        type: scheduler.intern(body.type), coalescing: scheduler.intern(body.coalescingKey),
-                        when: EntryMetadata.immediately, createdAt: body.createdAt, storedBytes: UInt32(clamping: record.value.count),
-                        dependencies: body.dependencies.isEmpty ? nil : body.dependencies)
-                    var failure: FailureInfo?
-                    if let annotation = record.annotation {
-                        let state = try EntryCodec.decodeState(try format.plainState(annotation.payload, key: key))
-                        metadata.status = state.status
-                        metadata.attempts = state.attempts
-                        metadata.when = state.when
-                        failure = state.failure
-                    }
-                    scheduler.load(
-                        metadata, failure: failure, unchanged: record.annotation == nil,
-                        appKey: body.keySuppliedByApp ? body.idempotencyKey : nil)
-                case RecordFormat.completionPrefix where key.count == 17:
-                    let (id, plain) = try format.plainCompletion(record.value, key: key)
-                    scheduler.loadCompletion(id, try EntryCodec.decodeCompletion(plain))
-                default:
-                    if key == PartitionRewrite.sequenceFloorKey, record.value.count == 8 {
-                        floor = record.value.withUnsafeBytes { UInt64(littleEndian: $0.loadUnaligned(as: UInt64.self)) }
-                    }
-                    continue  // the key check
-                }
-            }
-        }
-    }
-
     // MARK: OutboxStore
 
     public func enqueue(_ request: OutboxEnqueueRequest) async throws(OutboxError) -> OutboxEnqueueResult {
@@ -299,12 +287,12 @@ public final class LogOutboxStore: OutboxStore {
     public func entries(matching filter: OutboxFilter) async throws(OutboxError) -> [OutboxEntry] {
         try await core.entries(matching: filter)
     }
-    public func summary() async throws(OutboxError) -> OutboxSummary { try core.summary() }
+    public func summary() async throws(OutboxError) -> OutboxSummary { try await core.summary() }
     public func dependents(of id: OutboxEntry.ID) async throws(OutboxError) -> [OutboxEntry.ID] {
-        try core.dependents(of: id)
+        try await core.dependents(of: id)
     }
     public func completion(of id: OutboxEntry.ID) async throws(OutboxError) -> OutboxCompletion? {
-        try core.completion(of: id)
+        try await core.completion(of: id)
     }
     public func clear() async throws(OutboxError) { try await core.clear() }
     public func prune(at now: Date) async throws(OutboxError) { try await core.prune(at: now) }

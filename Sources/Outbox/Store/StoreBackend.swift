@@ -20,11 +20,23 @@ protocol StoreBackend: Sendable {
         _ changes: [StoreChange], newBody: PreparedBody?, scheduler: Scheduler, room: StoreRoom
     ) throws(OutboxError) -> StoreAcknowledgement
 
+    /// Called under the store's lock while it is still loading
+    /// (``StoreCore``): hands a new entry's body, numbered `sequence`, to
+    /// storage without consulting the scheduler.
+    func submitNewBody(_ body: PreparedBody, sequence: UInt64, room: StoreRoom) throws(OutboxError) -> StoreAcknowledgement
+
     /// The bodies of live entries (`nil` for an id without one), in the
     /// order given; read together, so a batch costs one trip to the disk.
     func bodies(of ids: [OutboxEntryID]) async throws(OutboxError) -> [EntryBody?]
 
     func close() async throws(OutboxError)
+}
+
+extension StoreBackend {
+    /// Stores that load in the foreground never call it.
+    func submitNewBody(_ body: PreparedBody, sequence: UInt64, room: StoreRoom) throws(OutboxError) -> StoreAcknowledgement {
+        throw OutboxError(.invalidArgument, "this store does not admit entries while it loads")
+    }
 }
 
 /// A body ready to store: the value, and its encoding if the backend needs one.

@@ -20,25 +20,42 @@ final class StoreCore: Sendable {
     let configuration: OutboxStoreConfiguration
     let backend: any StoreBackend
 
-    private struct State {
+    struct State {
         var scheduler: Scheduler
         var failure: OutboxError?
         var closed = false
         /// Entries whose enqueue was handed to storage but has not yet been
         /// acknowledged at `enqueueDurability`, with that acknowledgement.
         var unconfirmed: [OutboxEntryID: StoreAcknowledgement] = [:]
+        /// Set until a load in the background has installed the scheduler
+        /// (`StoreCore+Loading.swift`).
+        var loading: StoreLoading?
+        /// Checkpoints (`StoreCore+Checkpoint.swift`).
+        var checkpoints = StoreCheckpointing()
     }
 
-    private let state: Locked<State>
+    let state: Locked<State>
     /// Why the configuration cannot be used, if it cannot: every call
     /// refuses with it (a store built without a throwing initializer).
     private let configurationError: OutboxError?
+    /// Whether the scheduler was loaded in the background (calls then wait
+    /// for it: ``waitUntilLoaded()``).
+    let loadsInBackground: Bool
+    /// Where the store checkpoint goes, if the store keeps one.
+    let checkpointFile: CheckpointFile?
 
-    init(partition: String, configuration: OutboxStoreConfiguration, backend: any StoreBackend, scheduler: Scheduler) {
+    init(
+        partition: String, configuration: OutboxStoreConfiguration, backend: any StoreBackend, scheduler: Scheduler,
+        loading: StoreLoading? = nil, checkpointFile: CheckpointFile? = nil
+    ) {
         self.partition = partition
         self.configuration = configuration
         self.backend = backend
-        self.state = Locked(State(scheduler: scheduler))
+        self.loadsInBackground = loading != nil
+        self.checkpointFile = checkpointFile
+        var initial = State(scheduler: scheduler)
+        initial.loading = loading
+        self.state = Locked(initial)
         do { try Admission.check(configuration) } catch { configurationError = error; return }
         configurationError = nil
     }
@@ -79,8 +96,11 @@ final class StoreCore: Sendable {
         whileLocked: (inout State, Result, StoreAcknowledgement) -> Void = { _, _, _ in },
         unchanged: (inout State, Result) -> Void = { _, _ in }
     ) throws(OutboxError) -> (Result, StoreAcknowledgement?) {
-        try state.withLock { state throws(OutboxError) -> (Result, StoreAcknowledgement?) in
+        var checkpointDue = false
+        defer { if checkpointDue { startCheckpoint() } }
+        return try state.withLock { state throws(OutboxError) -> (Result, StoreAcknowledgement?) in
             try check(state)
+            try checkLoaded(state)
             let (result, changes) = try change(&state.scheduler)
             guard !changes.isEmpty else {
                 unchanged(&state, result)
@@ -94,6 +114,7 @@ final class StoreCore: Sendable {
                 throw error
             }
             whileLocked(&state, result, acknowledgement)
+            checkpointDue = noteWritten(bytes: (newBody?.storedBytes ?? 0) + 64 * changes.count, in: &state)
             return (result, acknowledgement)
         }
     }
@@ -103,6 +124,7 @@ final class StoreCore: Sendable {
     /// state records), so storage never refuses a change already made in
     /// memory because too much waits to be written.
     private func reserveRoom(for newBody: PreparedBody? = nil) async throws(OutboxError) -> StoreRoom {
+        await waitUntilLoaded()
         _ = try read { _ in () }
         return try await backend.reserveRoom(bytes: (newBody?.encoded?.count ?? 0) + Self.roomForStateRecords)
     }
@@ -126,11 +148,11 @@ final class StoreCore: Sendable {
 
     /// Memory and storage may disagree from here on: refuse every call until
     /// a reopen rebuilds memory from disk.
-    private func fail(_ error: OutboxError) {
+    func fail(_ error: OutboxError) {
         state.withLock { $0.failure = $0.failure ?? error }
     }
 
-    private func check(_ state: State) throws(OutboxError) {
+    func check(_ state: State) throws(OutboxError) {
         if let configurationError { throw configurationError }
         if state.closed { throw OutboxError(.closed, "the store is closed") }
         if let failure = state.failure {
@@ -138,10 +160,20 @@ final class StoreCore: Sendable {
         }
     }
 
+    /// Runs `body` on the loaded scheduler. Call ``waitUntilLoaded()`` first.
     private func read<Result>(_ body: (inout Scheduler) -> Result) throws(OutboxError) -> Result {
         try state.withLock { state throws(OutboxError) -> Result in
             try check(state)
+            try checkLoaded(state)
             return body(&state.scheduler)
+        }
+    }
+
+    /// Every path to the scheduler waits for the load first: reaching it
+    /// before would read an empty queue.
+    private func checkLoaded(_ state: State) throws(OutboxError) {
+        if state.loading != nil {
+            throw OutboxError(.invalidArgument, "internal error: the store was used before it finished loading")
         }
     }
 
@@ -157,14 +189,27 @@ final class StoreCore: Sendable {
         var placeholder = EntryMetadata(
             id: request.id, sequence: 0, status: .pending, priority: Int16(request.priority),
             attempts: 0, maxAttempts: UInt16(request.maxAttempts ?? configuration.defaultMaximumAttempts),
-            scope: 0, type: 0, coalescing: 0, when: now, createdAt: request.createdAt.milliseconds, storedBytes: 0)
+            scope: 0, type: 0, coalescing: 0, when: now, storedBytes: 0)
         placeholder.dependencies = request.dependencies
         let prepared = try backend.prepare(EntryBody(request: request, metadata: placeholder, partition: partition))
         try Admission.recordSize(LogBackend.frameSize(ofBody: prepared.storedBytes), limit: recordLimit, entry: request.id)
+        // Every enqueue uses up the id's freshness, admitted early or not.
+        let fresh = FreshEntryIDs.take(request.id)
+        var reserved: StoreRoom?
+        if loadsInBackground, fresh, admitsWhileLoading(request), state.withLock({ $0.loading != nil }) {
+            let room = try await backend.reserveRoom(bytes: (prepared.encoded?.count ?? 0) + Self.roomForStateRecords)
+            if let (entry, acknowledgement) = try admitWhileLoading(request, prepared: prepared, room: room) {
+                try await wait(for: acknowledgement, configuration.enqueueDurability)
+                state.withLock { _ = $0.unconfirmed.removeValue(forKey: request.id) }
+                return .enqueued(entry)
+            }
+            reserved = room  // loaded meanwhile: the ordinary path, in the room reserved
+        }
         // The new entry is built from the body in hand: reading it back would
         // wait for the write and cost a read per enqueue.
         var original: StoreAcknowledgement?
-        let room = try await reserveRoom(for: prepared)
+        let room: StoreRoom
+        if let reserved { room = reserved } else { room = try await reserveRoom(for: prepared) }
         let ((outcome, entry), acknowledgement) = try submit(newBody: prepared, room: room) { scheduler throws(OutboxError) in
             let (outcome, changes) = try scheduler.enqueue(request, storedBytes: prepared.storedBytes, now: now)
             var entry: OutboxEntry?
@@ -228,12 +273,14 @@ final class StoreCore: Sendable {
 
     func dueEntries(at now: Date, limit: Int) async throws(OutboxError) -> [OutboxEntry] {
         let start = try Admission.milliseconds(now, "now")
+        await waitUntilLoaded()
         let ids = try read { $0.due(now: start, limit: max(0, limit)) }
         return try await entries(ids).compactMap { $0 }
     }
 
     func nextDueDate() async throws(OutboxError) -> Date? {
-        try read { $0.nextDueTime().map(Date.init(milliseconds:)) }
+        await waitUntilLoaded()
+        return try read { $0.nextDueTime().map(Date.init(milliseconds:)) }
     }
 
     func beginAttempt(_ id: OutboxEntryID, at now: Date, lease: Duration) async throws(OutboxError) -> OutboxEntry {
@@ -313,6 +360,7 @@ final class StoreCore: Sendable {
     /// The entries with these ids (`nil` for one that is gone), bodies read
     /// in one batch.
     private func entries(_ ids: [OutboxEntryID]) async throws(OutboxError) -> [OutboxEntry?] {
+        await waitUntilLoaded()
         let live = try read { scheduler in ids.filter { scheduler.metadata($0) != nil } }
         guard !live.isEmpty else { return Array(repeating: nil, count: ids.count) }
         let bodies = Dictionary(
@@ -330,6 +378,7 @@ final class StoreCore: Sendable {
     }
 
     func entries(matching filter: OutboxFilter) async throws(OutboxError) -> [OutboxEntry] {
+        await waitUntilLoaded()
         let ids = try read { $0.ids(matching: filter) }
         var result: [OutboxEntry] = []
         result.reserveCapacity(ids.count)
@@ -340,12 +389,19 @@ final class StoreCore: Sendable {
         return result
     }
 
-    func summary() throws(OutboxError) -> OutboxSummary { try read { $0.summary } }
+    func summary() async throws(OutboxError) -> OutboxSummary {
+        await waitUntilLoaded()
+        return try read { $0.summary }
+    }
 
-    func dependents(of id: OutboxEntryID) throws(OutboxError) -> [OutboxEntryID] { try read { $0.dependents(of: id) } }
+    func dependents(of id: OutboxEntryID) async throws(OutboxError) -> [OutboxEntryID] {
+        await waitUntilLoaded()
+        return try read { $0.dependents(of: id) }
+    }
 
-    func completion(of id: OutboxEntryID) throws(OutboxError) -> OutboxCompletion? {
-        try read { scheduler in
+    func completion(of id: OutboxEntryID) async throws(OutboxError) -> OutboxCompletion? {
+        await waitUntilLoaded()
+        return try read { scheduler in
             scheduler.completion(id).map {
                 OutboxCompletion(serverID: $0.serverID, syncedAt: Date(milliseconds: $0.syncedAt))
             }
@@ -368,13 +424,18 @@ final class StoreCore: Sendable {
     }
 
     func close() async throws(OutboxError) {
+        // A clean close leaves a checkpoint: the next open reads it instead
+        // of every entry (not while loading, nor once storage failed).
+        if checkpointFile != nil, state.withLock({ !$0.closed && $0.loading == nil && $0.failure == nil }) {
+            await writeCheckpoint(waitingForRunning: true)
+        }
         let alreadyClosed = state.withLock { state -> Bool in
             defer { state.closed = true }
             return state.closed
         }
-        if !alreadyClosed { try await backend.close() }
+        if !alreadyClosed {
+            try await backend.close()
+            await stopLoading()
+        }
     }
-
-    /// Memory the scheduler holds per entry, for benchmarks.
-    var entryCount: Int { state.withLock { $0.scheduler.entries.count } }
 }

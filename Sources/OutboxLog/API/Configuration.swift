@@ -76,6 +76,29 @@ extension OutboxLog {
         /// cooperative pool. Default 2.
         public var readerThreads: Int = 2
 
+        /// Keep an index checkpoint (`INDEX`, Docs/FORMAT.md): written at
+        /// close, after each compaction, and once
+        /// ``indexCheckpointInterval`` bytes have been appended since the
+        /// last one; read by the next open, which then scans only the newest
+        /// segment and the records written after the checkpoint instead of
+        /// every record. Default `false` (the outbox store turns it on).
+        public var indexCheckpoints = false
+
+        /// Bytes appended between two index checkpoints (or the size of the
+        /// last checkpoint, if that is larger: writing one never costs more
+        /// than the log it saves reading). Default 32 MiB.
+        public var indexCheckpointInterval = 32 << 20
+
+        /// With a checkpoint the open can use, return as soon as the newest
+        /// segment is recovered, and load the rest of the index on the log's
+        /// own thread: appends (values and tombstones) go on at once; reads,
+        /// annotations, `contains`, `keys` and compaction wait until the
+        /// index is complete. Damage the load finds in a segment written
+        /// before the open is then reported by the calls after it (the log
+        /// is poisoned with the `.corruption` error), not by the open.
+        /// Default `false`.
+        public var opensBeforeIndexIsLoaded = false
+
         /// The file system under the log; replace it to inject faults.
         public var fileSystem: any FileSystem = PosixFileSystem()
 
@@ -104,6 +127,7 @@ extension OutboxLog {
             try require(bufferedFlushThreshold >= 1, "bufferedFlushThreshold must be positive")
             try require(maximumPendingBytes >= groupCommitLimit, "maximumPendingBytes must be at least groupCommitLimit")
             try require(readerThreads >= 1 && readerThreads <= 64, "readerThreads must be in 1...64")
+            try require(indexCheckpointInterval >= 4096, "indexCheckpointInterval must be at least 4 KiB")
         }
     }
 }

@@ -62,6 +62,15 @@ public final class OutboxLog: Sendable {
         OutboxLog(core: try await LogCore.open(at: directory, configuration: configuration))
     }
 
+    /// Opens the log like ``open(at:configuration:)-(FilePath,_)``, and
+    /// collects the keys of every record after `changesAfter` — a client's
+    /// own checkpoint position (``position``) — for ``changedKeys()``.
+    package static func open(
+        at directory: FilePath, configuration: Configuration, changesAfter: LogPosition?
+    ) async throws(OutboxLogError) -> OutboxLog {
+        OutboxLog(core: try await LogCore.open(at: directory, configuration: configuration, changesAfter: changesAfter))
+    }
+
     /// Deletes the log in `directory` and the directory itself (a user's
     /// data at logout, say). Fails with ``OutboxLogError/Code/locked`` —
     /// deleting nothing — if the log is open, in this process or another.
@@ -178,6 +187,7 @@ public final class OutboxLog: Sendable {
     /// writes nothing) if the key had no value.
     @discardableResult
     public func delete(_ key: LogKey, durability: Durability) async throws(OutboxLogError) -> UInt64? {
+        try await core.waitForIndex()
         guard core.contains(key) else { return nil }
         return try await core.append(CollectionOfOne(.tombstone(key)), durability: durability)
     }
@@ -244,6 +254,45 @@ public final class OutboxLog: Sendable {
 
     /// Sizes and progress.
     public var statistics: LogStatistics { core.statistics }
+
+    // MARK: Checkpoints of a client (package)
+
+    /// Where the log stands now — the last record appended and the segments
+    /// — for a client's checkpoint of its own state derived from the log.
+    /// Taken while the client's own lock keeps its appends out, it names
+    /// exactly the records the client's state reflects.
+    package var position: LogPosition { core.position }
+
+    /// The keys of every record after the position given to
+    /// ``open(at:configuration:changesAfter:)``, as the open found the log;
+    /// `nil` if none was given, or the log no longer holds that history (a
+    /// compaction or a repair since, or another log). Waits for the index.
+    package func changedKeys() async throws(OutboxLogError) -> Set<LogKey>? {
+        try await core.waitForIndex()
+        if case .known(let keys) = core.changedKeys.withLock({ $0 }) { return keys }
+        return nil
+    }
+
+    /// Whether the open was given a position (``open(at:configuration:changesAfter:)``)
+    /// and the log still holds the history after it: ``changedKeys()`` will
+    /// then return its keys (unless the index load fails).
+    package var holdsHistory: Bool { core.holdsHistory }
+
+    /// Whether the index is complete (an open that returned before loading
+    /// it finishes in the background).
+    package var isIndexLoaded: Bool { core.isIndexLoaded }
+
+    /// Waits until every record up to `sequence` is durable.
+    package func waitUntilDurable(_ sequence: UInt64) async throws(OutboxLogError) {
+        try await core.waitFor(sequence, durable: true)
+    }
+
+    /// Calls `observer` (on the compaction's thread) after each compaction
+    /// that rewrote segments: a client's checkpoint taken before it no
+    /// longer matches the log (``LogPosition``).
+    package func observeCompactions(_ observer: @escaping @Sendable () -> Void) {
+        core.compactionObserver.withLock { $0 = observer }
+    }
 
     // MARK: Maintenance
 

@@ -67,6 +67,14 @@ public struct RecoveryReport: Sendable, Hashable, CustomStringConvertible {
     /// `true` if the log was opened read-only: the repairs above were *not*
     /// applied on disk.
     public var readOnly = false
+    /// The last sequence number the index checkpoint (`INDEX`) covered, if
+    /// the open used one: it then read only the newest segment and the
+    /// records after the checkpoint, and ``records`` and ``bytes`` count
+    /// what it read (Docs/FORMAT.md, "Index checkpoint").
+    public var indexCheckpoint: UInt64?
+    /// Why an index checkpoint that was there was not used, if it was not:
+    /// the open then read the whole log.
+    public var checkpointRejected: String?
     /// How long the open took.
     public var duration: Duration = .zero
 

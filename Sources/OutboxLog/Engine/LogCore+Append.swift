@@ -8,6 +8,8 @@ extension LogCore {
         _ writes: Writes, durability: Durability
     ) async throws(OutboxLogError) -> UInt64 {
         let bytes = try validate(writes)
+        // An annotation is checked against the index: wait until it is whole.
+        if hasIndexLoader, writes.contains(where: { $0.kind == .annotation }) { try await waitForIndex() }
         let maximum = configuration.maximumPendingBytes
         var reserved = false
         while true {
@@ -69,6 +71,8 @@ extension LogCore {
             if let reserved { releaseRoom(reserved) }
             throw error
         }
+        // An annotation is checked against the index: wait until it is whole.
+        if hasIndexLoader, writes.contains(where: { $0.kind == .annotation }) { waitForIndexBlocking() }
         let maximum = configuration.maximumPendingBytes
         let (outcome, granted) = state.withLock { state -> (Result<(UInt64, Bool), OutboxLogError>, [RoomWaiter]) in
             let outcome = Result { () throws(OutboxLogError) -> (UInt64, Bool) in

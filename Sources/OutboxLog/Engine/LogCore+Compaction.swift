@@ -43,6 +43,7 @@ extension LogCore {
     /// dead records can be reclaimed too.
     func compact(sealActive: Bool) async throws(OutboxLogError) -> CompactionReport {
         if configuration.readOnly { throw OutboxLogError(.invalidArgument, "the log was opened read-only") }
+        try await waitForIndex()
         // Wait for a running (automatic) compaction, then claim the slot.
         while true {
             let claimed = try state.withLock { state throws(OutboxLogError) -> Bool in
@@ -72,7 +73,9 @@ extension LogCore {
             // Never once `close()` has begun: it waits only for a compaction
             // already running, and one started by its own closing flush (a
             // roll) would go on touching the files after the lock is gone.
-            guard case .open = state.phase, !state.closing, !state.compactionRunning else { return false }
+            guard case .open = state.phase, !state.closing, !state.compactionRunning, state.indexLoading == nil else {
+                return false
+            }
             var total: Int64 = 0
             var dead: Int64 = 0
             for id in state.order where id != state.activeID {
@@ -107,7 +110,7 @@ extension LogCore {
         }
     }
 
-    private func releaseCompaction() {
+    func releaseCompaction() {
         let waiting = state.withLock { state -> [CheckedContinuation<Void, Never>] in
             state.compactionRunning = false
             defer { state.compactionWaiters = [] }
@@ -138,7 +141,7 @@ extension LogCore {
 
     /// Blocks the compaction thread until every record up to `sequence` is
     /// durable (the writer syncs it, or has already), or the log fails.
-    private func waitUntilDurable(_ sequence: UInt64) throws(OutboxLogError) {
+    func waitUntilDurable(_ sequence: UInt64) throws(OutboxLogError) {
         if state.withLock({ sequence <= $0.durableSequence }) { return }
         let done = DispatchSemaphore(value: 0)
         let outcome = Locked<Result<Void, OutboxLogError>>(.success(()))
@@ -322,6 +325,14 @@ extension LogCore {
             let waiters = state.withLock { poison(error, in: &$0) }
             for waiter in waiters { waiter.resume(returning: .failure(error)) }
             throw error
+        }
+        compactionObserver.withLock { $0 }?()
+        // The swap gave the rewritten segments new salts: the old checkpoint
+        // no longer describes the log. Replace it while the slot is held.
+        if configuration.indexCheckpoints, !state.withLock({ $0.compactionCancelled }) {
+            do { try writeIndexCheckpoint() } catch {
+                logger.warning("index checkpoint after compaction not written", metadata: ["error": "\(error)"])
+            }
         }
         report.duration = clock.now - start
         return report

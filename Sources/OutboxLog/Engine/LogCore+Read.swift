@@ -18,6 +18,7 @@ extension LogCore {
     /// them, so a batch costs one thread hand-off, not one per key.
     func get(_ keys: [LogKey]) async throws(OutboxLogError) -> [LogEntry?] {
         guard !keys.isEmpty else { return [] }
+        try await waitForIndex()
         var flushed = false
         while true {
             // Either every key's location, or the sequence number to write
@@ -92,12 +93,14 @@ extension LogCore {
 
     /// Whether `key` has a live value. Answers from memory.
     func contains(_ key: LogKey) -> Bool {
-        state.withLock { $0.index.entries[key] != nil }
+        waitForIndexBlocking()
+        return state.withLock { $0.index.entries[key] != nil }
     }
 
     /// Every live key, in no particular order. Answers from memory.
     func keys() -> [LogKey] {
-        state.withLock { Array($0.index.entries.keys) }
+        waitForIndexBlocking()
+        return state.withLock { $0.index.entries.keys }
     }
 
     /// Live entries whose value has a sequence number greater than `after`,
@@ -105,6 +108,7 @@ extension LogCore {
     /// the one holding `after`; dead records are skipped, never returned.
     /// Returns the entries and the sequence number to continue after.
     func entries(after: UInt64, limit: Int) async throws(OutboxLogError) -> (entries: [LogEntry], resumeAfter: UInt64?) {
+        try await waitForIndex()
         try await flushIfPending()
         let snapshot = try state.withLock { state throws(OutboxLogError) -> [(SegmentFile, Int64, Bool)] in
             try state.checkReadable()

@@ -90,6 +90,7 @@ extension LogCore {
             // Claim a due compaction before acknowledging, so a caller whose
             // append returned can rely on it having been started.
             if rolled && !work.stopping { startAutomaticCompactionIfDue() }
+            if !work.stopping { startIndexCheckpointIfDue() }
             for (continuation, result) in finished { continuation.resume(returning: result) }
             if work.stopping {
                 // Let go of the segment file before close() is told the writer

@@ -9,9 +9,24 @@ import SystemPackage
 final class LogCore: Sendable {
     let layout: DirectoryLayout
     let configuration: OutboxLog.Configuration
-    let recoveryReport: RecoveryReport
+    /// What the open found; a background index load adds to it.
+    let loadReport: Locked<RecoveryReport>
+    var recoveryReport: RecoveryReport { loadReport.withLock { $0 } }
     /// Recovery found the log ending with a marker (it was closed cleanly).
     let recoveredWithMarker: Bool
+    /// The client's checkpoint position the open was given, if any.
+    let changesAfter: LogPosition?
+    /// The keys of the records after ``changesAfter``.
+    let changedKeys: Locked<ChangedKeys>
+    /// Left once the index is complete (at once if the open built it).
+    let indexReady = DispatchGroup()
+    /// Signalled when the index load's thread is done with the files.
+    let indexLoaderExited = DispatchSemaphore(value: 0)
+    let hasIndexLoader: Bool
+    /// Whether the log holds the history after ``changesAfter``.
+    let holdsHistory: Bool
+    /// Told after each compaction (``OutboxLog/observeCompactions(_:)``).
+    let compactionObserver = Locked<(@Sendable () -> Void)?>(nil)
     let state: Locked<LogState>
     /// Signalled when the writer thread sleeps and work arrives.
     let writerWakeup = DispatchSemaphore(value: 0)
@@ -25,12 +40,20 @@ final class LogCore: Sendable {
 
     private init(
         layout: DirectoryLayout, configuration: OutboxLog.Configuration, recovered: RecoveredLog,
-        readers: BlockingThreadPool, lock: DirectoryLock
+        readers: BlockingThreadPool, lock: DirectoryLock, changesAfter: LogPosition?
     ) {
         self.layout = layout
         self.configuration = configuration
-        self.recoveryReport = recovered.report
+        self.loadReport = Locked(recovered.report)
         self.recoveredWithMarker = recovered.endsWithMarker || recovered.nextSequence == 1
+        self.changesAfter = changesAfter
+        self.changedKeys = Locked(
+            recovered.deferredLoad != nil ? .unknown : recovered.changedKeys.map { .known($0) } ?? .unavailable)
+        self.hasIndexLoader = recovered.deferredLoad != nil
+        self.holdsHistory =
+            recovered.deferredLoad == nil
+            ? recovered.changedKeys != nil
+            : changesAfter?.isHistory(of: recovered.segments, nextSequence: recovered.nextSequence) ?? false
         self.readers = readers
         self.lock = lock
         var slots: [UInt32: SegmentSlot] = [:]
@@ -51,25 +74,33 @@ final class LogCore: Sendable {
             initial.activeCRCSeed = active.crcSeed
             initial.slots[active.id]!.writtenSize = recovered.activeSize
         }
+        if recovered.deferredLoad != nil {
+            initial.indexLoading = IndexLoading()
+            indexReady.enter()
+        }
+        // No checkpoint was used: write one soon, so the next open needs less.
+        if configuration.indexCheckpoints && recovered.report.indexCheckpoint == nil { initial.bytesSinceCheckpoint = Int.max / 2 }
         state = Locked(initial)
     }
 
     /// Opens (creating if allowed) and recovers the log in `directory`.
-    static func open(at directory: FilePath, configuration: OutboxLog.Configuration) async throws(OutboxLogError)
-        -> LogCore
-    {
+    static func open(
+        at directory: FilePath, configuration: OutboxLog.Configuration, changesAfter: LogPosition? = nil
+    ) async throws(OutboxLogError) -> LogCore {
         try configuration.validate()
         let readers = BlockingThreadPool(threads: configuration.readerThreads, name: "outbox-io")
         let core: LogCore
+        let deferredLoad: DeferredIndexLoad?
         do {
-            core = try await readers.run { () throws(OutboxLogError) -> LogCore in
-                try openBlocking(at: directory, configuration: configuration, readers: readers)
+            (core, deferredLoad) = try await readers.run { () throws(OutboxLogError) -> (LogCore, DeferredIndexLoad?) in
+                try openBlocking(at: directory, configuration: configuration, readers: readers, changesAfter: changesAfter)
             }
         } catch {
             readers.shutdown()
             throw error
         }
         core.startWriter()
+        if let deferredLoad { core.startIndexLoad(deferredLoad) }
         if !configuration.readOnly && !core.recoveredWithMarker {
             // Written (not synced) before the open returns: an open that
             // cannot write fails here, not at some later call, and the
@@ -89,26 +120,36 @@ final class LogCore: Sendable {
                 throw cause ?? error
             }
         }
+        if deferredLoad != nil && !configuration.opensBeforeIndexIsLoaded {
+            do { try await core.waitForIndex() } catch {
+                _ = try? await core.close()
+                throw error
+            }
+        }
         return core
     }
 
     private static func openBlocking(
-        at directory: FilePath, configuration: OutboxLog.Configuration, readers: BlockingThreadPool
-    ) throws(OutboxLogError) -> LogCore {
+        at directory: FilePath, configuration: OutboxLog.Configuration, readers: BlockingThreadPool,
+        changesAfter: LogPosition?
+    ) throws(OutboxLogError) -> (LogCore, DeferredIndexLoad?) {
         let layout = DirectoryLayout(directory: directory)
         let opening = LogDirectoryOpening(
             layout: layout, fileSystem: configuration.fileSystem,
             createIfMissing: configuration.createIfMissing && !configuration.readOnly)
         let (lock, created) = try opening.lock()
         do {
-            let recovered = try Recovery(layout: layout, configuration: configuration).run()
+            let recovered = try Recovery(layout: layout, configuration: configuration, changesAfter: changesAfter).run()
             configuration.logger.debug(
                 "opened log",
                 metadata: [
                     "directory": "\(directory)", "segments": "\(recovered.report.segments)",
                     "records": "\(recovered.report.records)", "clean": "\(recovered.report.isClean)",
                 ])
-            return LogCore(layout: layout, configuration: configuration, recovered: recovered, readers: readers, lock: lock)
+            let core = LogCore(
+                layout: layout, configuration: configuration, recovered: recovered, readers: readers, lock: lock,
+                changesAfter: changesAfter)
+            return (core, recovered.deferredLoad)
         } catch {
             opening.abandon(lock, created: created)
             throw error
@@ -130,9 +171,16 @@ final class LogCore: Sendable {
             await waitUntilClosed()
             return
         }
+        // An index load still running stops between two segments.
+        if hasIndexLoader { _ = try? await readers.run { () throws(OutboxLogError) in self.stopIndexLoad() } }
         await waitForCompaction()
         scanCursor.withLock { $0 = nil }  // it may hold a segment file open
         let checkpoint = await closingCheckpoint()
+        if case .success = checkpoint, configuration.indexCheckpoints, !configuration.readOnly {
+            // Everything is durable and nothing appends any more: the next
+            // open reads this and the newest segment only.
+            _ = try? await readers.run { () throws(OutboxLogError) in try self.writeIndexCheckpoint() }
+        }
         let result = await withCheckedContinuation { continuation in
             let wake = state.withLock { state -> Bool in
                 state.stopRequested = true

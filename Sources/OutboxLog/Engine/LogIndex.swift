@@ -38,11 +38,13 @@ struct SegmentUsage: Sendable, Hashable {
 
 /// Key → location of its live value and annotation, plus per-segment usage.
 ///
-/// Rebuilt from the segments at every open; never written to disk. The same
+/// The keys live in a ``PackedTable`` (56 bytes per key plus 10–15 of slot
+/// table; a `Dictionary` took 117). Rebuilt from the segments at an open,
+/// or from an index checkpoint and the records after it. The same
 /// `apply` replays records at recovery and indexes them at append, so the
 /// two can never disagree.
 struct LogIndex: Sendable {
-    var entries: [LogKey: IndexEntry] = [:]
+    var entries = PackedTable<LogKey, IndexEntry>()
     var usage = SegmentUsageTable()
 
     /// Records `kind` for `key` at `location`, in sequence order.
@@ -57,10 +59,12 @@ struct LogIndex: Sendable {
             live = true
         case .annotation:
             // An annotation of nothing is dead on arrival.
-            if let index = entries.index(forKey: key) {
-                let previous = entries.values[index].annotation
+            let previous = entries.modifyValue(forKey: key) { entry in
+                defer { entry.annotation = location }
+                return entry.annotation
+            }
+            if let previous {
                 if previous.exists { markDead(previous) }
-                entries.values[index].annotation = location
                 live = true
             }
         case .tombstone:

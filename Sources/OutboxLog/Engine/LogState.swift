@@ -58,6 +58,13 @@ struct LogState {
     }
 
     var phase: Phase = .open
+    /// Set while an open's index load runs in the background: the index is
+    /// incomplete until then (see `LogCore+IndexLoad.swift`).
+    var indexLoading: IndexLoading?
+    /// Bytes appended since the last index checkpoint, and that checkpoint's
+    /// size: the next is due once the first reaches the interval or the second.
+    var bytesSinceCheckpoint = 0
+    var lastCheckpointSize = 0
     /// `close()` has begun: no new appends, reads or compactions. The phase
     /// stays what it was (a poisoned log stays poisoned while it closes).
     var closing = false
@@ -185,7 +192,13 @@ struct LogState {
                 payload: payload)
         }
         let length = openChunk!.data.count - before
-        index.apply(kind, key: key, at: Location(segment: activeID!, offset: UInt32(activeSize), length: UInt32(length)))
+        let location = Location(segment: activeID!, offset: UInt32(activeSize), length: UInt32(length))
+        if indexLoading == nil {
+            index.apply(kind, key: key, at: location)
+        } else {
+            indexLoading!.pending.append(PendingIndexUpdate(kind: kind, key: key, location: location))
+        }
+        bytesSinceCheckpoint += length
         activeSize += Int64(length)
         pendingBytes += length
         openChunk!.lastSequence = sequence

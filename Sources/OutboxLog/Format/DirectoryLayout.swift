@@ -9,6 +9,8 @@ import SystemPackage
 /// 00000000000000000001.seg.compacting   a compaction output not yet swapped in
 /// COMPACTION                      a committed compaction's intent record
 /// COMPACTION.tmp                  an intent being written (deleted at open)
+/// INDEX                           the index checkpoint (see IndexCheckpoint)
+/// INDEX.tmp                       a checkpoint being written (deleted at open)
 /// damaged/                        files moved aside by salvage
 /// ```
 struct DirectoryLayout: Sendable {
@@ -20,11 +22,16 @@ struct DirectoryLayout: Sendable {
     static let compactingSuffix = ".compacting"
     static let intentName = "COMPACTION"
     static let damagedDirectoryName = "damaged"
+    static let indexCheckpointName = "INDEX"
 
     var lockFile: FilePath { directory.appending(Self.lockName) }
     var intentFile: FilePath { directory.appending(Self.intentName) }
     var temporaryIntentFile: FilePath { directory.appending(Self.intentName + Self.temporarySuffix) }
     var damagedDirectory: FilePath { directory.appending(Self.damagedDirectoryName) }
+    var indexCheckpointFile: FilePath { directory.appending(Self.indexCheckpointName) }
+    var temporaryIndexCheckpointFile: FilePath {
+        directory.appending(Self.indexCheckpointName + Self.temporarySuffix)
+    }
 
     static func segmentName(base: UInt64) -> String {
         let digits = String(base)
@@ -47,6 +54,8 @@ struct DirectoryLayout: Sendable {
         case compactingSegment(base: UInt64)
         case intent
         case temporaryIntent
+        case indexCheckpoint
+        case temporaryIndexCheckpoint
         case damagedDirectory
         case unknown
     }
@@ -56,6 +65,8 @@ struct DirectoryLayout: Sendable {
         case lockName: return .lock
         case intentName: return .intent
         case intentName + temporarySuffix: return .temporaryIntent
+        case indexCheckpointName: return .indexCheckpoint
+        case indexCheckpointName + temporarySuffix: return .temporaryIndexCheckpoint
         case damagedDirectoryName: return .damagedDirectory
         default: break
         }

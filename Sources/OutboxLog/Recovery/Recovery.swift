@@ -22,6 +22,13 @@ struct RecoveredLog {
     var readableEnds: [UInt32: Int64] = [:]
     var segmentsWithKnownDamage: Set<UInt32> = []
     var report: RecoveryReport
+    /// With an index checkpoint: the index is still to be loaded (``index``
+    /// is empty until then).
+    var deferredLoad: DeferredIndexLoad? = nil
+    /// Keys of the records after ``Recovery/changesAfter``, if the log still
+    /// holds that history (full recovery; a deferred load collects them
+    /// itself).
+    var changedKeys: Set<LogKey>? = nil
 }
 
 /// Opens a log directory: verifies every segment, finishes or rolls back an
@@ -45,6 +52,9 @@ struct RecoveredLog {
 struct Recovery {
     let layout: DirectoryLayout
     let configuration: OutboxLog.Configuration
+    /// A client's checkpoint position: collect the keys of the records after
+    /// it, if the log still holds that history (``RecoveredLog/changedKeys``).
+    var changesAfter: LogPosition? = nil
     var fileSystem: any FileSystem { configuration.fileSystem }
     var logger: Logger { configuration.logger }
 
@@ -57,20 +67,36 @@ struct Recovery {
         var report = RecoveryReport(directory: layout.directory.string)
         report.readOnly = configuration.readOnly
         var salvagePasses = 0
+        // Only a strict, writable open trusts a checkpoint: verify and salvage read everything.
+        var mayUseCheckpoint =
+            configuration.indexCheckpoints && !configuration.readOnly && configuration.recoveryMode == .strict
         while true {
-            if var recovered = try pass(salvagePasses: salvagePasses, report: &report) {
+            switch try pass(salvagePasses: salvagePasses, mayUseCheckpoint: mayUseCheckpoint, report: &report) {
+            case .recovered(var recovered):
                 recovered.report.duration = clock.now - start
                 return recovered
+            case .salvaged:
+                // Salvage changed the directory: scan it again from the start.
+                salvagePasses += 1
+            case .withoutCheckpoint:
+                mayUseCheckpoint = false
             }
-            // Salvage changed the directory: scan it again from the start.
-            salvagePasses += 1
             report.restartCounts()
         }
     }
 
-    /// One pass over the directory; `nil` if salvage repaired it and it
-    /// must be scanned again.
-    private func pass(salvagePasses: Int, report: inout RecoveryReport) throws(OutboxLogError) -> RecoveredLog? {
+    private enum PassOutcome {
+        case recovered(RecoveredLog)
+        /// Salvage repaired the directory: scan it again.
+        case salvaged
+        /// The checkpoint turned out unusable after a repair: scan it all.
+        case withoutCheckpoint
+    }
+
+    /// One pass over the directory.
+    private func pass(
+        salvagePasses: Int, mayUseCheckpoint: Bool, report: inout RecoveryReport
+    ) throws(OutboxLogError) -> PassOutcome {
         // 1. What is there.
         let inventory = try SegmentInventory(layout: layout, fileSystem: fileSystem, logger: logger)
         defer { inventory.close() }
@@ -81,12 +107,24 @@ struct Recovery {
             reportsDamagedIntent: configuration.readOnly && configuration.recoveryMode == .salvage
         ).resolve(inventory, report: &report)
 
+        // 3 and 5 for the newest segment only, if a checkpoint covers the rest.
+        if mayUseCheckpoint {
+            switch try CheckpointedRecovery(layout: layout, configuration: configuration).run(
+                inventory: inventory, ordered: ordered, report: &report)
+            {
+            case .recovered(let recovered): return .recovered(recovered)
+            case .recoverAgain: return .withoutCheckpoint
+            case .unusable: break
+            }
+        }
+
         // 3. Every record.
         let salvaged = salvagePasses > 0
-        let chain = SegmentChain(
+        var chain = SegmentChain(
             layout: layout, configuration: configuration,
             toleratesGaps: salvaged || configuration.recoveryMode == .salvage,
             mayFillGaps: salvagePasses < Self.maximumGapPasses)
+        chain.changedKeysAfter = changesAfter?.sequence
         var scan = try chain.scan(ordered, inventory: inventory, report: &report)
 
         // 4. Damage other than a torn tail.
@@ -94,7 +132,7 @@ struct Recovery {
         if !scan.gaps.isEmpty && scan.damaged.isEmpty && !configuration.readOnly {
             try salvage.run(
                 [], gaps: scan.gaps, ordered: ordered, highestSequence: scan.highestSequence, report: &report)
-            return nil
+            return .salvaged
         }
         if let first = scan.damaged.first {
             if configuration.recoveryMode == .strict || salvaged {
@@ -113,7 +151,7 @@ struct Recovery {
                 try salvage.run(
                     scan.damaged, gaps: scan.gaps, ordered: ordered, highestSequence: scan.highestSequence,
                     report: &report)
-                return nil
+                return .salvaged
             }
         }
 
@@ -127,10 +165,23 @@ struct Recovery {
         report.segments = scan.files.count
         report.liveKeys = scan.index.entries.count
         report.nextSequence = nextSequence
-        return RecoveredLog(
-            segments: scan.files, index: scan.index, nextSequence: nextSequence, active: tail.active,
-            activeSize: tail.activeSize, nextSegmentID: scan.nextID,
-            endsWithMarker: scan.endsWithMarker && scan.tornTail == nil, readableEnds: tail.readableEnds,
-            segmentsWithKnownDamage: configuration.readOnly ? scan.segmentsWithKnownDamage : [], report: report)
+        let history = changesAfter.map { $0.isHistory(of: scan.files, nextSequence: nextSequence) } ?? false
+        return .recovered(
+            RecoveredLog(
+                segments: scan.files, index: scan.index, nextSequence: nextSequence, active: tail.active,
+                activeSize: tail.activeSize, nextSegmentID: scan.nextID,
+                endsWithMarker: scan.endsWithMarker && scan.tornTail == nil, readableEnds: tail.readableEnds,
+                segmentsWithKnownDamage: configuration.readOnly ? scan.segmentsWithKnownDamage : [], report: report,
+                changedKeys: history && report.skipped.isEmpty && report.quarantinedFiles.isEmpty ? scan.changedKeys : nil))
+    }
+}
+
+extension LogPosition {
+    /// Whether a log of `files` (oldest first) whose next sequence number is
+    /// `nextSequence` still holds the history after this position.
+    func isHistory(of files: [SegmentFile], nextSequence: UInt64) -> Bool {
+        sequence < nextSequence
+            && matches(
+                files.map { (Segment(base: $0.header.baseSequence, salt: $0.header.salt), $0.header.coverEnd != nil) })
     }
 }

@@ -14,6 +14,14 @@ struct SegmentChain {
     let toleratesGaps: Bool
     /// Whether salvage may still fill gaps (it gets a few passes).
     let mayFillGaps: Bool
+    /// The id of the first segment scanned (the next ones count up).
+    var firstID: UInt32 = 1
+    /// Keep the newest segment's records (``Scan/newestRecords``): an open
+    /// with a checkpoint applies them after loading the rest of the index.
+    var keepsNewestRecords = false
+    /// Collect the keys of records after this sequence number
+    /// (``Scan/changedKeys``).
+    var changedKeysAfter: UInt64? = nil
 
     var fileSystem: any FileSystem { configuration.fileSystem }
 
@@ -45,6 +53,10 @@ struct SegmentChain {
         var highestSequence: UInt64 = 0
         /// Whether the newest record is a marker (a clean close).
         var endsWithMarker = true
+        /// The newest segment's records, if kept.
+        var newestRecords: [ScannedRecord] = []
+        /// Keys of records after ``SegmentChain/changedKeysAfter``.
+        var changedKeys: Set<LogKey> = []
     }
 
     /// The newest segment's end that a crash left unsynced.
@@ -74,6 +86,7 @@ struct SegmentChain {
         _ ordered: [SegmentCandidate], inventory: SegmentInventory, report: inout RecoveryReport
     ) throws(OutboxLogError) -> Scan {
         var scan = Scan()
+        scan.nextID = firstID
         var previous: Previous?
         let totalBytes = ordered.reduce(Int64(0)) { $0 + $1.size }
         var scannedBytes: Int64 = 0
@@ -227,6 +240,9 @@ struct SegmentChain {
         for records in [scanned.records, includingLaterRecords ? scanned.laterRecords : []] {
             for record in records {
                 if record.kind != .marker { recordCount += 1 }
+                if let after = changedKeysAfter, record.sequence > after, record.kind != .marker {
+                    scan.changedKeys.insert(record.key)
+                }
                 scan.index.apply(
                     record.kind, key: record.key,
                     at: Location(segment: file.id, offset: UInt32(record.offset), length: UInt32(record.length)))
@@ -244,6 +260,7 @@ struct SegmentChain {
             }
             scan.newestLeadingRun = analysis.leading
         }
+        if isNewest && keepsNewestRecords { scan.newestRecords = scanned.records }
         report.records += recordCount
         scan.files.append(file)
         scan.candidates[file.id] = candidate

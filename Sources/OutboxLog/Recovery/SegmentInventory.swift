@@ -49,9 +49,9 @@ final class SegmentInventory {
             switch DirectoryLayout.classify(name) {
             case .segment(let base): segmentBases.append(base)
             case .compactingSegment(let base): compactingBases.append(base)
-            case .temporarySegment, .temporaryIntent: temporaries.append(name)
+            case .temporarySegment, .temporaryIntent, .temporaryIndexCheckpoint: temporaries.append(name)
             case .intent: hasIntent = true
-            case .lock, .damagedDirectory: break
+            case .lock, .damagedDirectory, .indexCheckpoint: break
             case .unknown: logger.debug("ignoring unknown file in log directory", metadata: ["file": "\(name)"])
             }
         }

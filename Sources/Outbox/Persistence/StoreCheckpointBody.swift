@@ -1,0 +1,243 @@
+import Foundation
+import OutboxLog
+
+/// The body of the store checkpoint (``StoreCheckpoint``), plain:
+///
+/// ```
+/// u32 n · n × (u32 id, str name)                    interned types, scopes, coalescing keys
+/// u64 m · m × entry:
+///   16 id · u64 sequence · i64 when (ms) · u32 stored bytes · u32 scope · u32 type
+///   u32 coalescing key (name ids, 0: none) · i16 priority · u16 attempts · u16 max attempts
+///   u8 status (as in the state record) · u8 flags: 1 unchanged since enqueue, 2 dependencies,
+///      4 app-supplied idempotency key, 8 failure, 16 log key
+///   [u16 k · 16·k dependency ids] [str app key]
+///   [u8 fields (1 message, 2 HTTP status, 4 first answer, 8 outcome unknown since) · str · i64 · i64 · i64, each if present]
+///   [16 log key (sealed queues: the keyed hash the entry's records are stored under)]
+/// u64 c · c × completion: 16 id · i64 synced at (ms) · u8 flags (1 server id, 2 app key, 16 log key)
+///   [str server id] [str app key] [16 log key]
+/// ```
+/// `str` is a u32 length and UTF-8. Decoding accepts only what encoding
+/// writes: a flag, a status or a name id it does not know, a count that
+/// overruns the body or a byte left over rejects the checkpoint (the store
+/// then reads every entry).
+enum StoreCheckpointBody {
+    private static let unchanged: UInt8 = 1
+    private static let hasDependencies: UInt8 = 2
+    private static let hasAppKey: UInt8 = 4
+    private static let hasFailure: UInt8 = 8
+    private static let hasLogKey: UInt8 = 16
+    private static let hasServerID: UInt8 = 1
+
+    // MARK: Encoding
+
+    static func encode(_ content: Scheduler.CheckpointContent, format: RecordFormat) -> [UInt8] {
+        var writer = ByteWriter(capacity: 64 + content.entries.count * 72 + content.completions.count * 40)
+        let names = content.strings.all
+        writer.integer(UInt32(names.count))
+        for (id, name) in names {
+            writer.integer(id)
+            writer.string(name)
+        }
+        writer.integer(UInt64(content.entries.count))
+        content.entries.forEach { entry in
+            let failure = content.failures[entry.id]
+            let appKey = content.appKeys[entry.id]
+            var flags: UInt8 = content.pristine.contains(entry.id) ? unchanged : 0
+            if let dependencies = entry.dependencies, !dependencies.isEmpty { flags |= hasDependencies }
+            if appKey != nil { flags |= hasAppKey }
+            if failure != nil { flags |= hasFailure }
+            if format.isSealed { flags |= hasLogKey }
+            writer.raw(entry.id.bytes)
+            writer.integer(entry.sequence)
+            writer.integer(entry.when)
+            writer.integer(entry.storedBytes)
+            writer.integer(entry.scope)
+            writer.integer(entry.type)
+            writer.integer(entry.coalescing)
+            writer.integer(entry.priority)
+            writer.integer(entry.attempts)
+            writer.integer(entry.maxAttempts)
+            writer.integer(entry.status.code)
+            writer.integer(flags)
+            if flags & hasDependencies != 0 {
+                writer.integer(UInt16(entry.dependencies!.count))
+                for dependency in entry.dependencies! { writer.raw(dependency.bytes) }
+            }
+            if let appKey { writer.string(appKey) }
+            if let failure { encode(failure, into: &writer) }
+            if format.isSealed { writer.raw(format.entryKey(entry.id).bytes.dropFirst()) }
+        }
+        writer.integer(UInt64(content.completions.count))
+        for (id, completion) in content.completions {
+            var flags: UInt8 = completion.serverID != nil ? hasServerID : 0
+            if completion.idempotencyKey != nil { flags |= hasAppKey }
+            if format.isSealed { flags |= hasLogKey }
+            writer.raw(id.bytes)
+            writer.integer(completion.syncedAt)
+            writer.integer(flags)
+            if let serverID = completion.serverID { writer.string(serverID) }
+            if let key = completion.idempotencyKey { writer.string(key) }
+            if format.isSealed { writer.raw(format.completionKey(id).bytes.dropFirst()) }
+        }
+        return writer.bytes
+    }
+
+    private static func encode(_ failure: FailureInfo, into writer: inout ByteWriter) {
+        var fields: UInt8 = 0
+        if failure.message != nil { fields |= 1 }
+        if failure.httpStatus != nil { fields |= 2 }
+        if failure.firstAnsweredAt != nil { fields |= 4 }
+        if failure.outcomeUnknownSince != nil { fields |= 8 }
+        writer.integer(fields)
+        if let message = failure.message { writer.string(message) }
+        if let status = failure.httpStatus { writer.integer(Int64(status)) }
+        if let time = failure.firstAnsweredAt { writer.integer(time) }
+        if let time = failure.outcomeUnknownSince { writer.integer(time) }
+    }
+
+    // MARK: Decoding
+
+    /// What a decoded body gives besides the scheduler's state: where each
+    /// entry's and completion's records are stored in a sealed queue (a
+    /// keyed hash of the id), to find what a changed log key stands for.
+    struct LogKeys: Sendable {
+        var entries: [[UInt8]: OutboxEntryID] = [:]
+        var completions: [[UInt8]: OutboxEntryID] = [:]
+    }
+
+    struct Failure: Error, CustomStringConvertible {
+        var reason: String
+        var description: String { reason }
+    }
+
+    /// Loads the body into `scheduler` (fresh); returns the sealed queue's
+    /// log keys (empty for a plain one, whose keys are the ids).
+    static func decode(
+        _ body: [UInt8], into scheduler: inout Scheduler, nextSequence: UInt64, collectLogKeys: Bool
+    ) throws(Failure) -> LogKeys {
+        var logKeys = LogKeys()
+        var reader = FastReader(body)
+        let nameCount = Int(try reader.integer(UInt32.self))
+        var names: [UInt32: String] = [:]
+        for _ in 0..<nameCount {
+            let id = try reader.integer(UInt32.self)
+            guard id != 0, names.updateValue(try reader.string(), forKey: id) == nil else {
+                throw Failure(reason: "name id \(id) is invalid or repeated")
+            }
+        }
+        let entryCount = Int(try reader.integer(UInt64.self))
+        guard entryCount <= body.count / 60 else { throw Failure(reason: "implausible entry count \(entryCount)") }
+        var references: [UInt32: Int] = [:]
+        scheduler.reserveEntries(entryCount)
+        for _ in 0..<entryCount {
+            let id = OutboxEntryID(bytes: try reader.raw(16))
+            let sequence = try reader.integer(UInt64.self)
+            let when = try reader.integer(Int64.self)
+            let storedBytes = try reader.integer(UInt32.self)
+            let scope = try reader.integer(UInt32.self)
+            let type = try reader.integer(UInt32.self)
+            let coalescing = try reader.integer(UInt32.self)
+            let priority = try reader.integer(Int16.self)
+            let attempts = try reader.integer(UInt16.self)
+            let maxAttempts = try reader.integer(UInt16.self)
+            let code = try reader.integer(UInt8.self)
+            guard let status = OutboxStatus(code: code) else { throw Failure(reason: "unknown status \(code)") }
+            let flags = try reader.integer(UInt8.self)
+            guard flags & ~(unchanged | hasDependencies | hasAppKey | hasFailure | hasLogKey) == 0 else {
+                throw Failure(reason: "unknown entry flags \(flags)")
+            }
+            for name in [scope, type, coalescing] where name != 0 {
+                guard names[name] != nil else { throw Failure(reason: "an entry names the unknown name id \(name)") }
+                references[name, default: 0] += 1
+            }
+            var dependencies: [OutboxEntryID]?
+            if flags & hasDependencies != 0 {
+                let count = Int(try reader.integer(UInt16.self))
+                guard count > 0 else { throw Failure(reason: "an empty dependency list") }
+                dependencies = []
+                for _ in 0..<count { dependencies!.append(OutboxEntryID(bytes: try reader.raw(16))) }
+            }
+            let appKey = flags & hasAppKey != 0 ? try reader.string() : nil
+            let failure = flags & hasFailure != 0 ? try decodeFailure(&reader) : nil
+            if flags & hasLogKey != 0 {
+                let key = try reader.raw(16)
+                if collectLogKeys { logKeys.entries[Array(key)] = id }
+            }
+            guard scheduler.metadata(id) == nil else { throw Failure(reason: "entry \(id) appears twice") }
+            // Names are set once every entry is in (loading does not read them).
+            scheduler.load(
+                EntryMetadata(
+                    id: id, sequence: sequence, status: status, priority: priority, attempts: attempts,
+                    maxAttempts: maxAttempts, scope: scope, type: type, coalescing: coalescing, when: when,
+                    storedBytes: storedBytes, dependencies: dependencies),
+                failure: failure, unchanged: flags & unchanged != 0, appKey: appKey)
+        }
+        scheduler.restore(strings: StringInterner(restoring: names, references: references), nextSequence: nextSequence)
+        let completionCount = Int(try reader.integer(UInt64.self))
+        guard completionCount <= body.count / 25 else { throw Failure(reason: "implausible completion count") }
+        for _ in 0..<completionCount {
+            let id = OutboxEntryID(bytes: try reader.raw(16))
+            let syncedAt = try reader.integer(Int64.self)
+            let flags = try reader.integer(UInt8.self)
+            guard flags & ~(hasServerID | hasAppKey | hasLogKey) == 0 else {
+                throw Failure(reason: "unknown completion flags \(flags)")
+            }
+            let serverID = flags & hasServerID != 0 ? try reader.string() : nil
+            let appKey = flags & hasAppKey != 0 ? try reader.string() : nil
+            if flags & hasLogKey != 0 {
+                let key = try reader.raw(16)
+                if collectLogKeys { logKeys.completions[Array(key)] = id }
+            }
+            guard scheduler.completion(id) == nil else { throw Failure(reason: "completion \(id) appears twice") }
+            scheduler.loadCompletion(id, Completion(serverID: serverID, syncedAt: syncedAt, idempotencyKey: appKey))
+        }
+        guard reader.isAtEnd else { throw Failure(reason: "bytes left over after the last completion") }
+        return logKeys
+    }
+
+    private static func decodeFailure(_ reader: inout FastReader) throws(Failure) -> FailureInfo {
+        let fields = try reader.integer(UInt8.self)
+        guard fields & ~15 == 0 else { throw Failure(reason: "unknown failure fields \(fields)") }
+        var failure = FailureInfo()
+        if fields & 1 != 0 { failure.message = try reader.string() }
+        if fields & 2 != 0 {
+            let status = try reader.integer(Int64.self)
+            guard let value = Int(exactly: status) else { throw Failure(reason: "HTTP status \(status)") }
+            failure.httpStatus = value
+        }
+        if fields & 4 != 0 { failure.firstAnsweredAt = try reader.integer(Int64.self) }
+        if fields & 8 != 0 { failure.outcomeUnknownSince = try reader.integer(Int64.self) }
+        return failure
+    }
+}
+
+/// Reads little-endian integers and byte strings from a buffer with one
+/// bounds check each (a checkpoint holds millions of them).
+private struct FastReader {
+    private let bytes: [UInt8]
+    private var offset = 0
+
+    init(_ bytes: [UInt8]) { self.bytes = bytes }
+
+    var isAtEnd: Bool { offset == bytes.count }
+
+    mutating func integer<T: FixedWidthInteger>(_: T.Type = T.self) throws(StoreCheckpointBody.Failure) -> T {
+        let size = MemoryLayout<T>.size
+        guard bytes.count - offset >= size else { throw .init(reason: "truncated at byte \(offset)") }
+        defer { offset += size }
+        return bytes.withUnsafeBytes { T(littleEndian: $0.loadUnaligned(fromByteOffset: offset, as: T.self)) }
+    }
+
+    mutating func raw(_ count: Int) throws(StoreCheckpointBody.Failure) -> ArraySlice<UInt8> {
+        guard count >= 0, bytes.count - offset >= count else { throw .init(reason: "truncated at byte \(offset)") }
+        defer { offset += count }
+        return bytes[offset..<(offset + count)]
+    }
+
+    mutating func string() throws(StoreCheckpointBody.Failure) -> String {
+        let count = Int(try integer(UInt32.self))
+        let raw = try raw(count)
+        guard let text = String(validating: raw, as: UTF8.self) else { throw .init(reason: "invalid UTF-8") }
+        return text
+    }
+}

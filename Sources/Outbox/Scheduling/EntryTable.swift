@@ -1,0 +1,95 @@
+import OutboxLog
+
+/// The scheduler's entries by id, packed: 64 bytes an entry (the 16-byte id
+/// and ``PackedEntry``) in a ``PackedTable``, plus 10–15 bytes of its slot
+/// table. Dependencies, which most entries do not have, live in a side table
+/// keyed by id, so an entry without them pays nothing for the array.
+///
+/// Reads and writes go through ``EntryMetadata``, the scheduler's working
+/// view of an entry, so the scheduler's rules do not depend on the layout.
+struct EntryTable: Sendable {
+    private var table = PackedTable<OutboxEntryID, PackedEntry>()
+    private var dependencies: [OutboxEntryID: [OutboxEntryID]] = [:]
+
+    var count: Int { table.count }
+
+    mutating func reserveCapacity(_ minimumCapacity: Int) { table.reserveCapacity(minimumCapacity) }
+
+    subscript(id: OutboxEntryID) -> EntryMetadata? {
+        get { table[id].map { EntryMetadata(id: id, packed: $0, dependencies: $0.hasDependencies ? dependencies[id] : nil) } }
+        set {
+            guard let newValue else {
+                if table.removeValue(forKey: id)?.hasDependencies == true { dependencies[id] = nil }
+                return
+            }
+            let packed = PackedEntry(newValue)
+            if let replaced = table.updateValue(packed, forKey: id), replaced.hasDependencies, !packed.hasDependencies {
+                dependencies[id] = nil
+            }
+            if packed.hasDependencies { dependencies[id] = newValue.dependencies }
+        }
+    }
+
+    func contains(_ id: OutboxEntryID) -> Bool { table.contains(id) }
+
+    /// Every entry, in no particular order.
+    var values: [EntryMetadata] {
+        var result: [EntryMetadata] = []
+        result.reserveCapacity(count)
+        forEach { result.append($0) }
+        return result
+    }
+
+    /// Every id, in no particular order.
+    var keys: [OutboxEntryID] { table.keys }
+
+    func forEach(_ body: (EntryMetadata) throws -> Void) rethrows {
+        try table.forEach { element in
+            try body(
+                EntryMetadata(
+                    id: element.key, packed: element.value,
+                    dependencies: element.value.hasDependencies ? dependencies[element.key] : nil))
+        }
+    }
+}
+
+/// An entry's scheduling fields as the table stores them: 48 bytes.
+struct PackedEntry: Sendable, Hashable {
+    var sequence: UInt64
+    var when: Int64
+    var storedBytes: UInt32
+    var scope: UInt32
+    var type: UInt32
+    var coalescing: UInt32
+    var version: UInt32
+    var priority: Int16
+    var attempts: UInt16
+    var maxAttempts: UInt16
+    var status: OutboxStatus
+    var hasDependencies: Bool
+
+    init(_ metadata: EntryMetadata) {
+        sequence = metadata.sequence
+        when = metadata.when
+        storedBytes = metadata.storedBytes
+        scope = metadata.scope
+        type = metadata.type
+        coalescing = metadata.coalescing
+        version = metadata.version
+        priority = metadata.priority
+        attempts = metadata.attempts
+        maxAttempts = metadata.maxAttempts
+        status = metadata.status
+        hasDependencies = !(metadata.dependencies?.isEmpty ?? true)
+    }
+}
+
+extension EntryMetadata {
+    init(id: OutboxEntryID, packed: PackedEntry, dependencies: [OutboxEntryID]?) {
+        self.init(
+            id: id, sequence: packed.sequence, status: packed.status, priority: packed.priority,
+            attempts: packed.attempts, maxAttempts: packed.maxAttempts, scope: packed.scope, type: packed.type,
+            coalescing: packed.coalescing, when: packed.when, storedBytes: packed.storedBytes,
+            dependencies: dependencies, version: packed.version)
+    }
+}

@@ -1,0 +1,151 @@
+import Logging
+import SystemPackage
+
+/// What an open with an index checkpoint left to do (``CheckpointedRecovery``).
+struct DeferredIndexLoad: Sendable {
+    var checkpoint: IndexCheckpoint
+    var checkpointFile: FilePath
+    /// Every segment but the newest, oldest first (ids from 1).
+    var older: [SegmentFile]
+    /// How many segments, from the oldest, the checkpoint covers (the last
+    /// of them possibly only in part; it may be the newest).
+    var coveredCount: Int
+    var newest: SegmentFile
+    /// The newest segment's records that recovery kept, in order.
+    var newestRecords: [ScannedRecord]
+}
+
+/// Builds the index an open with a checkpoint left unbuilt, on its own
+/// thread while appends go on: the checkpoint's keys (CRC-checked), then
+/// every record after the checkpoint — in the sealed segments written after
+/// it, each verified, each checked to continue the one before, then the
+/// newest segment's records the open already verified. If the checkpoint's
+/// keys do not verify, it reads every older segment instead, as a full
+/// recovery would. Damage found here fails the log (`.corruption`, with the
+/// file and offset): the open had returned, so it is reported late.
+struct IndexLoader: Sendable {
+    let load: DeferredIndexLoad
+    let fileSystem: any FileSystem
+    let logger: Logger
+    /// Collect the keys of the records after this sequence number.
+    let changesAfter: UInt64?
+    /// Polled between segments: the log is closing.
+    let cancelled: @Sendable () -> Bool
+
+    struct Loaded: Sendable {
+        var index: LogIndex
+        var changedKeys: Set<LogKey>
+        /// Records read (the checkpoint's keys not counted).
+        var records: Int
+        /// Why the checkpoint's keys were not used, if they were not.
+        var rejected: String?
+    }
+
+    struct Cancelled: Error {}
+
+    func run() throws(OutboxLogError) -> Loaded? {
+        let covered = load.checkpoint.sequence
+        var loaded = Loaded(index: LogIndex(), changedKeys: [], records: 0)
+        var applyAfter = covered
+        var scanned: [SegmentFile]
+        switch readCheckpointKeys() {
+        case .success(let index):
+            loaded.index = index
+            // The last covered segment (unless it is the newest) holds the
+            // first records after the checkpoint; every later sealed one too.
+            scanned = Array(load.older.dropFirst(load.coveredCount - 1))
+            // Keys changed after an earlier point lie in covered segments too.
+            if let after = changesAfter, after < covered {
+                let first = load.older.lastIndex { $0.header.baseSequence <= after + 1 } ?? 0
+                let end = min(load.coveredCount - 1, load.older.count)
+                for file in load.older[min(first, end)..<end] {
+                    if cancelled() { return nil }
+                    _ = try scan(file, applyAfter: .max, into: &loaded)
+                }
+            }
+        case .failure(let rejection):
+            logger.warning("index checkpoint not used", metadata: ["reason": "\(rejection.reason)"])
+            loaded.rejected = rejection.reason
+            loaded.index = LogIndex()
+            for file in load.older { loaded.index.usage[file.id] = SegmentUsage() }
+            applyAfter = 0
+            scanned = load.older
+        }
+        var previous: (header: SegmentHeader, last: UInt64?)?
+        for file in scanned {
+            if cancelled() { return nil }
+            if let previous { try checkContinuity(file, after: previous) }
+            if applyAfter == 0 || file.id > UInt32(load.coveredCount) { loaded.index.usage[file.id] = SegmentUsage() }
+            previous = (file.header, try scan(file, applyAfter: applyAfter, into: &loaded))
+        }
+        if let previous { try checkContinuity(load.newest, after: previous) }
+        // The newest segment: verified by the open.
+        if applyAfter == 0 || load.coveredCount < load.older.count + 1 {
+            if loaded.index.usage[load.newest.id] == nil { loaded.index.usage[load.newest.id] = SegmentUsage() }
+        }
+        for record in load.newestRecords { apply(record, after: applyAfter, file: load.newest, into: &loaded) }
+        return loaded
+    }
+
+    private func readCheckpointKeys() -> Result<LogIndex, IndexCheckpoint.Rejection> {
+        let checkpoint = load.checkpoint
+        do {
+            let descriptor = try fileSystem.openFile(load.checkpointFile, mode: .readOnly)
+            defer { try? fileSystem.close(descriptor) }
+            let section = try fileSystem.readBytes(
+                descriptor, count: checkpoint.keySectionSize, at: Int64(checkpoint.keySectionOffset))
+            return checkpoint.decodeIndex(section, firstID: 1)
+        } catch {
+            return .failure(IndexCheckpoint.Rejection(reason: "cannot read the checkpoint's keys: \(error)"))
+        }
+    }
+
+    /// Verifies every record of `file` and applies those after `applyAfter`;
+    /// returns its last sequence number.
+    private func scan(_ file: SegmentFile, applyAfter: UInt64, into loaded: inout Loaded) throws(OutboxLogError) -> UInt64? {
+        let size: Int64
+        do { size = try fileSystem.size(of: file.descriptor) } catch {
+            throw .io("cannot read segment size", error, file: file.path)
+        }
+        fileSystem.adviseWillRead(file.descriptor, offset: 0, length: size)
+        let reader = ChunkedFileReader(fileSystem: fileSystem, descriptor: file.descriptor, path: file.path, fileSize: size)
+        var records: [ScannedRecord] = []
+        let run = try SegmentScanner(reader: reader, header: file.header).scanRun(
+            from: Int64(SegmentHeader.size), previous: nil, resumingAfterDamage: false, visit: { records.append($0) })
+        if let stop = run.stop {
+            throw OutboxLogError(
+                .corruption,
+                "\(stop.reason) in a segment written before the open (found while loading the index after it); "
+                    + "open with recovery mode salvage to keep every intact record",
+                file: file.path, offset: stop.frame)
+        }
+        for record in records { apply(record, after: applyAfter, file: file, into: &loaded) }
+        return run.lastSequence
+    }
+
+    private func apply(_ record: ScannedRecord, after applyAfter: UInt64, file: SegmentFile, into loaded: inout Loaded) {
+        if let after = changesAfter, record.sequence > after, record.kind != .marker { loaded.changedKeys.insert(record.key) }
+        guard record.sequence > applyAfter else { return }
+        loaded.records += record.kind == .marker ? 0 : 1
+        loaded.index.apply(
+            record.kind, key: record.key,
+            at: Location(segment: file.id, offset: UInt32(record.offset), length: UInt32(record.length)))
+    }
+
+    /// A segment's base must be where the one before it ends (Docs/FORMAT.md,
+    /// "Sequence rules").
+    private func checkContinuity(_ file: SegmentFile, after previous: (header: SegmentHeader, last: UInt64?)) throws(OutboxLogError) {
+        guard let expected = previous.header.coverEnd ?? previous.last.map({ $0 + 1 }) else {
+            throw OutboxLogError(
+                .corruption, "the segment before this one is empty but not the newest (found while loading the index)",
+                file: file.path, offset: 0)
+        }
+        guard file.header.baseSequence == expected else {
+            throw OutboxLogError(
+                .corruption,
+                "segment starts at \(file.header.baseSequence), but the one before it ends at \(expected - 1) "
+                    + "(found while loading the index)",
+                file: file.path, offset: 0)
+        }
+    }
+}
