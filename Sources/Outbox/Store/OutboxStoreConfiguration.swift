@@ -60,10 +60,16 @@ public struct OutboxStoreConfiguration: Sendable {
     /// its user must not come back to life after a power loss.
     public var outcomeDurability: Durability = .durable
 
-    /// The configuration of the log under each partition.
+    /// The configuration of the log under each partition. The store turns
+    /// on the log's index checkpoints and lets its open return before the
+    /// index is loaded: with its own checkpoint (`SCHEDULE`, written at the
+    /// same moments and at the same interval), a reopened store answers its
+    /// first enqueue without reading the queue (Docs/OUTBOX.md, "Reopening").
     public var log = OutboxLog.Configuration()
 
     public init() {
         log.segmentSize = 4 << 20
+        log.indexCheckpoints = true
+        log.opensBeforeIndexIsLoaded = true
     }
 }

@@ -120,6 +120,18 @@ extension StoreCore {
         }
     }
 
+    /// Waits until no checkpoint is being written.
+    func waitForCheckpoint() async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let running = state.withLock { state -> Bool in
+                guard state.checkpoints.running else { return false }
+                state.checkpoints.waiters.append(continuation)
+                return true
+            }
+            if !running { continuation.resume() }
+        }
+    }
+
     /// Stops a background load that may still run (at close) and waits for it.
     func stopLoading() async {
         guard let task = state.withLock({ $0.checkpoints.loadTask }) else { return }

@@ -18,7 +18,7 @@
 ///     52    4 CRC-32 of the key section
 ///     56    4 reserved (0)
 ///     60    4 CRC-32 of bytes 0..<60
-///     64 80·s segment table, oldest first: base, salt, cover end (0: appended),
+///     64 72·s segment table, oldest first: base, salt, cover end (0: appended),
 ///             covered end (bytes of the file the checkpoint covers), then the
 ///             usage as of P: frame bytes, live bytes, records, live records,
 ///             marker bytes (u64 / i64 each)
@@ -37,7 +37,7 @@ struct IndexCheckpoint: Sendable {
     static let magic: [UInt8] = Array("OBXINDX\n".utf8)
     static let version: UInt16 = 1
     static let headerSize = 64
-    static let segmentEntrySize = 80
+    static let segmentEntrySize = 72
     static let noSegment = UInt32.max
 
     struct Segment: Sendable, Hashable {

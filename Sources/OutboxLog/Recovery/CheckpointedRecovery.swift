@@ -31,7 +31,7 @@ struct CheckpointedRecovery {
     func run(
         inventory: SegmentInventory, ordered: [SegmentCandidate], report: inout RecoveryReport
     ) throws(OutboxLogError) -> Outcome {
-        guard let checkpoint = readHead(report: &report), let newest = ordered.last else { return .unusable }
+        guard var checkpoint = readHead(report: &report), let newest = ordered.last else { return .unusable }
         guard let covered = coveredCount(checkpoint, ordered, report: &report) else { return .unusable }
         let newestPosition = ordered.count - 1
 
@@ -52,8 +52,21 @@ struct CheckpointedRecovery {
             throw .io("cannot read segment size", error, file: newestFile.path)
         }
         if covered == ordered.count, keptEnd < checkpoint.segments[newestPosition].coveredEnd {
-            report.checkpointRejected = "the newest segment lost records the checkpoint covers"
-            return .recoverAgain
+            // Only markers may go: the trailing ones no watermark vouches for
+            // (a clean close's), which the repair cuts and the open rewrites.
+            let coveredEnd = checkpoint.segments[newestPosition].coveredEnd
+            let cut = scan.newestRecords.filter { $0.offset >= keptEnd && $0.offset < coveredEnd }
+            guard cut.allSatisfy({ $0.kind == .marker }),
+                keptEnd + cut.reduce(0, { $0 + Int64($1.length) }) == coveredEnd
+            else {
+                report.checkpointRejected = "the newest segment lost records the checkpoint covers"
+                return .recoverAgain
+            }
+            let bytes = coveredEnd - keptEnd
+            checkpoint.segments[newestPosition].coveredEnd = keptEnd
+            checkpoint.segments[newestPosition].usage.totalBytes -= bytes
+            checkpoint.segments[newestPosition].usage.markerBytes -= bytes
+            checkpoint.segments[newestPosition].usage.records -= cut.count
         }
 
         // Every older segment, unread: the checkpoint vouches for the ones it
@@ -66,8 +79,9 @@ struct CheckpointedRecovery {
                     descriptor: candidate.descriptor, fileSystem: fileSystem))
             inventory.handOver(candidate.descriptor)
         }
-        var nextSequence = max(scan.highestSequence + 1, newestFile.header.baseSequence, checkpoint.sequence + 1)
-        nextSequence = max(nextSequence, 1)
+        // As a full recovery computes it (Docs/FORMAT.md, "The sequence
+        // floor"): the newest segment continues its own numbers.
+        let nextSequence = max(scan.highestSequence + 1, newestFile.header.baseSequence)
         let newestRecords = scan.newestRecords.filter { $0.offset + Int64($0.length) <= keptEnd }
         report.segments = ordered.count
         report.nextSequence = nextSequence
