@@ -1,4 +1,5 @@
 import OutboxLog
+import OutboxLogTesting
 import SystemPackage
 import Testing
 

@@ -72,8 +72,16 @@ extension LogCore {
             case .failure(let error):
                 logger.critical(
                     "loading the index after the open failed", metadata: ["error": "\(error)", "directory": "\(layout.directory)"])
-                resume = (loading.waiters + poison(error, in: &state)).map { ($0, .failure(.poisoned(by: error))) }
+                // Whoever waited for the index gets the damage itself; later
+                // calls find the log poisoned by it.
+                resume = loading.waiters.map { ($0, .failure(error)) }
+                    + poison(error, in: &state).map { ($0, .failure(.poisoned(by: error))) }
             }
+        }
+        if case .failure(let error) = result, error.code == .corruption {
+            // The next open must not trust the checkpoint over the damage: it
+            // reads the whole log and reports it (or salvage repairs it).
+            try? fileSystem.removeFile(layout.indexCheckpointFile)
         }
         for (continuation, outcome) in resume { continuation.resume(returning: outcome) }
         indexReady.leave()

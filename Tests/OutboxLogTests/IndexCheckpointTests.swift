@@ -1,0 +1,220 @@
+import Foundation
+import OutboxLocking
+import OutboxLog
+import OutboxLogTesting
+import SystemPackage
+import Testing
+
+/// The index checkpoint (`INDEX`) is an accelerator, never the truth: a
+/// checkpoint torn by a crash, damaged, left over from before a compaction,
+/// or taken of another log is not used, and the open reads the whole log;
+/// damage the background load finds in a segment written after the
+/// checkpoint is reported by the calls after the open, and the appends made
+/// meanwhile survive it.
+@Suite("Index checkpoint")
+struct IndexCheckpointTests {
+    static func configuration(_ disk: any FileSystem, deferred: Bool = true) -> OutboxLog.Configuration {
+        var configuration = simulatedConfiguration(disk)
+        configuration.indexCheckpoints = true
+        configuration.indexCheckpointInterval = 1 << 30  // only at close and after compaction
+        configuration.opensBeforeIndexIsLoaded = deferred
+        return configuration
+    }
+
+    /// A cleanly closed log (so with a checkpoint) of `keys` keys over
+    /// several segments, some overwritten, deleted and annotated.
+    static func populated(_ disk: SimulatedFileSystem, keys: Int = 60) async throws -> LogModel {
+        let log = try await OutboxLog.open(at: simulatedLogDirectory, configuration: configuration(disk))
+        var model: LogModel = [:]
+        for round in 0..<3 {
+            for index in 0..<keys {
+                let key = LogKey("key-\(index)")
+                let value = [UInt8].pattern(90 + index % 7, seed: round * 1000 + index)
+                try await log.put(key, value, durability: .buffered)
+                model[key] = (value, nil)
+            }
+        }
+        for index in stride(from: 0, to: keys, by: 5) {
+            try await log.delete(LogKey("key-\(index)"), durability: .buffered)
+            model[LogKey("key-\(index)")] = nil
+        }
+        for index in stride(from: 1, to: keys, by: 3) where model[LogKey("key-\(index)")] != nil {
+            let note = [UInt8].pattern(12, seed: index)
+            try await log.annotate(LogKey("key-\(index)"), note, durability: .buffered)
+            model[LogKey("key-\(index)")]!.annotation = note
+        }
+        try await log.close()
+        return model
+    }
+
+    @Test("a clean reopen reads the checkpoint and the newest segment only")
+    func usesTheCheckpoint() async throws {
+        let disk = SimulatedFileSystem(directories: ["/data"])
+        let model = try await Self.populated(disk)
+        let log = try await OutboxLog.open(at: simulatedLogDirectory, configuration: Self.configuration(disk))
+        let report = log.recoveryReport
+        #expect(report.indexCheckpoint != nil)
+        #expect(report.checkpointRejected == nil)
+        #expect(report.segments > 3)
+        try await expectLog(log, equals: model)
+        #expect(log.recoveryReport.liveKeys == model.count)
+        try await log.close()
+    }
+
+    @Test("a checkpoint that does not verify is not used, wherever it is damaged", arguments: [4, 20, 61, 70, 200, -3])
+    func damagedCheckpoint(offset: Int) async throws {
+        let disk = SimulatedFileSystem(directories: ["/data"])
+        let model = try await Self.populated(disk)
+        let path = simulatedLogDirectory.appending("INDEX")
+        let size = try #require(disk.contents(of: path)).count
+        let at = offset >= 0 ? offset : size + offset
+        try disk.flipBit(inFile: path, atByte: at, bit: 4)
+        let log = try await OutboxLog.open(at: simulatedLogDirectory, configuration: Self.configuration(disk))
+        try await expectLog(log, equals: model, "damage at byte \(at)")
+        #expect(log.recoveryReport.indexCheckpoint == nil, "damage at byte \(at)")
+        #expect(log.recoveryReport.checkpointRejected != nil, "damage at byte \(at)")
+        #expect(log.recoveryReport.isClean)
+        try await log.close()
+    }
+
+    @Test("a checkpoint cut short, or left as a temporary file by a crash, is not used")
+    func truncatedOrTemporary() async throws {
+        let disk = SimulatedFileSystem(directories: ["/data"])
+        let model = try await Self.populated(disk)
+        let path = simulatedLogDirectory.appending("INDEX")
+        let bytes = try #require(disk.contents(of: path))
+        for size in [0, 30, 64, bytes.count / 2, bytes.count - 1] {
+            let fork = disk.snapshot()
+            try fork.setContents(of: path, to: Array(bytes.prefix(size)))
+            try Self.create(simulatedLogDirectory.appending("INDEX.tmp"), bytes, on: fork)
+            let log = try await OutboxLog.open(at: simulatedLogDirectory, configuration: Self.configuration(fork))
+            try await expectLog(log, equals: model, "INDEX cut to \(size) bytes")
+            #expect(log.recoveryReport.indexCheckpoint == nil)
+            #expect(log.recoveryReport.removedTemporaryFiles == ["INDEX.tmp"])
+            try await log.close()
+        }
+    }
+
+    @Test("a checkpoint from before a compaction is not used: the segments it names are gone")
+    func staleAfterCompaction() async throws {
+        let disk = SimulatedFileSystem(directories: ["/data"])
+        let model = try await Self.populated(disk)
+        let path = simulatedLogDirectory.appending("INDEX")
+        let before = try #require(disk.contents(of: path))
+        let log = try await OutboxLog.open(at: simulatedLogDirectory, configuration: Self.configuration(disk))
+        let report = try await log.compact()
+        #expect(report.inputSegments > 0)
+        try await log.close()
+        #expect(disk.contents(of: path) != before, "compaction and close write a new checkpoint")
+        try disk.setContents(of: path, to: before)
+        let reopened = try await OutboxLog.open(at: simulatedLogDirectory, configuration: Self.configuration(disk))
+        try await expectLog(reopened, equals: model)
+        #expect(reopened.recoveryReport.indexCheckpoint == nil)
+        #expect(reopened.recoveryReport.checkpointRejected?.contains("segments changed") == true)
+        try await reopened.close()
+    }
+
+    @Test("another log's checkpoint is not used")
+    func foreignCheckpoint() async throws {
+        let disk = SimulatedFileSystem(directories: ["/data"])
+        let model = try await Self.populated(disk)
+        let other = SimulatedFileSystem(directories: ["/data"])
+        _ = try await Self.populated(other, keys: 30)
+        try disk.setContents(of: simulatedLogDirectory.appending("INDEX"), to: try #require(other.contents(of: simulatedLogDirectory.appending("INDEX"))))
+        let log = try await OutboxLog.open(at: simulatedLogDirectory, configuration: Self.configuration(disk))
+        try await expectLog(log, equals: model)
+        #expect(log.recoveryReport.indexCheckpoint == nil)
+        try await log.close()
+    }
+
+    @Test("a crash at any file operation of writing the checkpoint leaves a log that reopens whole", arguments: [false, true])
+    func crashWhileWritingCheckpoint(powerLoss: Bool) async throws {
+        let pristine = SimulatedFileSystem(directories: ["/data"])
+        let model = try await Self.populated(pristine)
+        // How many mutating calls an open and a close (which writes the checkpoint) take.
+        let counter = CrashingFileSystem(base: pristine.snapshot(), crashAt: nil)
+        let dry = try await OutboxLog.open(at: simulatedLogDirectory, configuration: Self.configuration(counter))
+        let opening = counter.mutatingCalls
+        try await dry.put("extra", [1, 2, 3], durability: .buffered)
+        try await dry.close()
+        let total = counter.mutatingCalls
+        #expect(total - opening >= 6)
+        var expected = model
+        expected["extra"] = ([1, 2, 3], nil)
+        for step in (opening + 1)...total {
+            let disk = pristine.snapshot()
+            let victim = CrashingFileSystem(base: disk, crashAt: step)
+            let running = try await OutboxLog.open(at: simulatedLogDirectory, configuration: Self.configuration(victim))
+            try? await running.put("extra", [1, 2, 3], durability: .buffered)
+            try? await running.close()
+            if powerLoss { disk.simulatePowerLoss(.keepRandomPrefix, seed: UInt64(step)) } else { disk.simulateProcessCrash() }
+            let recovered = try await OutboxLog.open(at: simulatedLogDirectory, configuration: Self.configuration(disk))
+            var acceptable = model
+            if try await recovered.get("extra") != nil { acceptable = expected }
+            try await expectLog(recovered, equals: acceptable, "crash at mutating call \(step) of \(total)")
+            try await recovered.close()
+            withExtendedLifetime(running) {}
+        }
+    }
+
+    @Test("damage in a segment written after the checkpoint is reported after the open; the appends made meanwhile survive")
+    func lateDamage() async throws {
+        let disk = SimulatedFileSystem(directories: ["/data"])
+        _ = try await Self.populated(disk)
+        // Segments written after the checkpoint, then a kill (no new checkpoint).
+        var log = try await OutboxLog.open(at: simulatedLogDirectory, configuration: Self.configuration(disk))
+        for index in 0..<120 { try await log.put(LogKey("late-\(index)"), .pattern(100, seed: index), durability: .buffered) }
+        try await log.flush()
+        disk.simulateProcessCrash()
+        let segments = try disk.contentsOfDirectory(simulatedLogDirectory).filter { $0.hasSuffix(".seg") }.sorted()
+        #expect(segments.count >= 4)
+        // Flip a byte in the middle of the second newest segment.
+        let victim = simulatedLogDirectory.appending(segments[segments.count - 2])
+        let victimSize = try #require(disk.contents(of: victim)).count
+        try disk.flipBit(inFile: victim, atByte: victimSize / 2, bit: 6)
+
+        // Hold the index load (its read of the checkpoint's keys) until an
+        // append after the open is acknowledged.
+        let gate = DispatchSemaphore(value: 0)
+        let opens = Locked(0)
+        let held = HookedFileSystem(base: disk) { operation, paths in
+            if operation == .openFile, paths.first?.lastComponent?.string == "INDEX",
+                opens.withLock({ count -> Int in count += 1; return count }) == 2
+            {
+                gate.wait()
+            }
+            return nil
+        }
+        log = try await OutboxLog.open(at: simulatedLogDirectory, configuration: Self.configuration(held))
+        #expect(log.recoveryReport.indexCheckpoint != nil)
+        #expect(!log.isIndexLoaded)
+        // The open returned; appends go on; then the index load finds the damage.
+        try await log.put("after-open", [7, 7, 7], durability: .durable)
+        gate.signal()
+        let failure = await #expect(throws: OutboxLogError.self) { _ = try await log.get("after-open") }
+        #expect(failure?.code == .corruption)
+        #expect(failure?.file == victim)
+        let later = await #expect(throws: OutboxLogError.self) { try await log.put("later", [1], durability: .buffered) }
+        #expect(later?.code == .poisoned)
+        try? await log.close()
+        disk.simulateProcessCrash()
+        #expect(disk.contents(of: simulatedLogDirectory.appending("INDEX")) == nil, "the checkpoint is not trusted again")
+
+        // A strict open fails with the damage's file and offset; salvage keeps the late append.
+        let strict = await #expect(throws: OutboxLogError.self) {
+            _ = try await OutboxLog.open(at: simulatedLogDirectory, configuration: Self.configuration(disk))
+        }
+        #expect(strict?.code == .corruption)
+        var salvage = Self.configuration(disk)
+        salvage.recoveryMode = .salvage
+        let salvaged = try await OutboxLog.open(at: simulatedLogDirectory, configuration: salvage)
+        #expect(try await salvaged.get("after-open")?.value == [7, 7, 7])
+        try await salvaged.close()
+    }
+
+    static func create(_ path: FilePath, _ bytes: [UInt8], on disk: SimulatedFileSystem) throws {
+        let descriptor = try disk.openFile(path, mode: .createNew)
+        _ = try bytes.withUnsafeBytes { try disk.write(descriptor, $0, at: 0) }
+        try disk.close(descriptor)
+    }
+}
