@@ -126,7 +126,7 @@ enum StoreCheckpointBody {
             }
         }
         let entryCount = Int(try reader.integer(UInt64.self))
-        guard entryCount <= body.count / 60 else { throw Failure(reason: "implausible entry count \(entryCount)") }
+        guard entryCount <= body.count / 56 else { throw Failure(reason: "implausible entry count \(entryCount)") }
         var references: [UInt32: Int] = [:]
         scheduler.reserveEntries(entryCount)
         for _ in 0..<entryCount {

@@ -62,6 +62,7 @@ extension StoreCore {
                     let changes = scheduler.finishLoading(now: openedAt, sequenceFloor: sequenceFloor)
                     return (scheduler, changes)
                 }
+                state.withLock { $0.loadedFrom = fellBack ? .everyEntry : .checkpoint }
                 await completeLoad(loaded, changes: changes)
                 if fellBack { checkpointAfterCompaction() }
             } catch {

@@ -32,9 +32,21 @@ final class StoreCore: Sendable {
         var loading: StoreLoading?
         /// Checkpoints (`StoreCore+Checkpoint.swift`).
         var checkpoints = StoreCheckpointing()
+        /// How the scheduler was loaded (for tests and diagnostics).
+        var loadedFrom: LoadSource = .everyEntry
     }
 
     let state: Locked<State>
+
+    enum LoadSource: Sendable, Hashable {
+        /// Every entry's body and state, read from the log.
+        case everyEntry
+        /// The store checkpoint and the entries changed after it.
+        case checkpoint
+    }
+
+    /// How the scheduler was loaded (after the load: ``waitUntilLoaded()``).
+    var loadedFrom: LoadSource { state.withLock { $0.loadedFrom } }
     /// Why the configuration cannot be used, if it cannot: every call
     /// refuses with it (a store built without a throwing initializer).
     private let configurationError: OutboxError?
