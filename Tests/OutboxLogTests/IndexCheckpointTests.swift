@@ -1,3 +1,4 @@
+import Dispatch
 import Foundation
 import OutboxLocking
 import OutboxLog
@@ -216,5 +217,52 @@ struct IndexCheckpointTests {
         let descriptor = try disk.openFile(path, mode: .createNew)
         _ = try bytes.withUnsafeBytes { try disk.write(descriptor, $0, at: 0) }
         try disk.close(descriptor)
+    }
+
+    /// A log opened on `disk` whose index load waits (before reading the
+    /// checkpoint's keys) until the returned semaphore is signalled.
+    static func openHoldingTheLoad(_ disk: SimulatedFileSystem) async throws -> (OutboxLog, DispatchSemaphore) {
+        let gate = DispatchSemaphore(value: 0)
+        let opens = Locked(0)
+        let held = HookedFileSystem(base: disk) { operation, paths in
+            if operation == .openFile, paths.first?.lastComponent?.string == "INDEX",
+                opens.withLock({ count -> Int in count += 1; return count }) == 2
+            {
+                gate.wait()
+            }
+            return nil
+        }
+        return (try await OutboxLog.open(at: simulatedLogDirectory, configuration: Self.configuration(held)), gate)
+    }
+
+    @Test("records appended while the index loads are indexed after the loaded ones, in order")
+    func appendsWhileLoading() async throws {
+        let disk = SimulatedFileSystem(directories: ["/data"])
+        var model = try await Self.populated(disk)
+        let (log, gate) = try await Self.openHoldingTheLoad(disk)
+        #expect(!log.isIndexLoaded)
+        // New keys, keys the checkpoint holds (overwritten), a batch, enough to roll segments.
+        for index in 0..<80 {
+            let key = LogKey(index % 2 == 0 ? "key-\(index)" : "new-\(index)")
+            let value = [UInt8].pattern(120, seed: 7_000 + index)
+            try await log.put(key, value, durability: .buffered)
+            model[key] = (value, nil)
+        }
+        let batch: [LogWrite] = [.value("key-3", [3]), .value("key-4", [4]), .tombstone("new-1")]
+        try await log.append(batch, durability: .durable)
+        model["key-3"] = ([3], nil)
+        model["key-4"] = ([4], nil)
+        model["new-1"] = nil
+        #expect(!log.isIndexLoaded)
+        gate.signal()
+        try await expectLog(log, equals: model)
+        let statistics = log.statistics
+        try await log.close()
+        let reference = try await OutboxLog.open(
+            at: simulatedLogDirectory, configuration: simulatedConfiguration(disk.snapshot()))
+        #expect(reference.statistics.liveKeys == statistics.liveKeys)
+        #expect(reference.statistics.liveBytes == statistics.liveBytes)
+        try await expectLog(reference, equals: model)
+        try await reference.close()
     }
 }
