@@ -100,7 +100,17 @@ final class LogCore: Sendable {
             throw error
         }
         core.startWriter()
-        if let deferredLoad { core.startIndexLoad(deferredLoad) }
+        if let deferredLoad {
+            core.startIndexLoad(deferredLoad)
+            if !configuration.opensBeforeIndexIsLoaded {
+                // The whole index before anything else: an open that returns
+                // with it makes its calls in one order, load then marker.
+                do { try await core.waitForIndex() } catch {
+                    _ = try? await core.close()
+                    throw error
+                }
+            }
+        }
         if !configuration.readOnly && !core.recoveredWithMarker {
             // Written (not synced) before the open returns: an open that
             // cannot write fails here, not at some later call, and the
@@ -118,12 +128,6 @@ final class LogCore: Sendable {
                 }
                 _ = try? await core.close()
                 throw cause ?? error
-            }
-        }
-        if deferredLoad != nil && !configuration.opensBeforeIndexIsLoaded {
-            do { try await core.waitForIndex() } catch {
-                _ = try? await core.close()
-                throw error
             }
         }
         return core

@@ -19,6 +19,8 @@ enum Damage: Sendable, Hashable, CustomStringConvertible {
     case duplicatedSegment(file: String, as: String, consistent: Bool)
     /// A segment's header replaced by one from another log.
     case foreignHeader(file: String, from: String)
+    /// The index checkpoint (`INDEX`) replaced by another log's.
+    case foreignCheckpoint
 
     struct BitFlip: Sendable, Hashable {
         var offset: Int
@@ -39,6 +41,7 @@ enum Damage: Sendable, Hashable, CustomStringConvertible {
         case .deletedSegment: "deleted segment"
         case .duplicatedSegment(_, _, let consistent): consistent ? "duplicated segment (renamed header)" : "duplicated segment"
         case .foreignHeader: "foreign header"
+        case .foreignCheckpoint: "foreign checkpoint"
         }
     }
 
@@ -53,6 +56,7 @@ enum Damage: Sendable, Hashable, CustomStringConvertible {
         case .duplicatedSegment(let file, let name, let consistent):
             "\(file) copied as \(name)\(consistent ? " with its header rewritten to match" : "")"
         case .foreignHeader(let file, let from): "header of \(file) replaced by the header of another log's \(from)"
+        case .foreignCheckpoint: "INDEX replaced by another log's"
         }
     }
 
@@ -61,6 +65,19 @@ enum Damage: Sendable, Hashable, CustomStringConvertible {
     static func draw(files: [String: [UInt8]], foreign: [String: [UInt8]], _ random: inout SplitMix64) -> Damage? {
         let segments = files.keys.filter { SegmentBytes.base(ofName: $0) != nil }.sorted()
         guard !segments.isEmpty else { return nil }
+        // The index checkpoint, one case in seven: an open must not trust it.
+        if let checkpoint = files["INDEX"], random.next(below: 7) == 0 {
+            switch random.next(below: 4) {
+            case 0:
+                let flips = (0..<(1 + random.next(below: 4))).map { _ in
+                    BitFlip(offset: random.next(below: max(1, checkpoint.count)), bit: random.next(below: 8))
+                }
+                return .bitFlips(file: "INDEX", flips: flips)
+            case 1: return .truncation(file: "INDEX", at: random.next(below: max(1, checkpoint.count)))
+            case 2: return foreign["INDEX"] == nil ? .deletedSegment(file: "INDEX") : .foreignCheckpoint
+            default: return .deletedSegment(file: "INDEX")
+            }
+        }
         // The newest segment is where a crash leaves its marks: favour it.
         let file = random.next(below: 3) == 0 ? segments.last! : segments[random.next(below: segments.count)]
         let size = files[file]!.count
@@ -127,6 +144,8 @@ enum Damage: Sendable, Hashable, CustomStringConvertible {
         case .foreignHeader(let file, let from):
             let header = foreign[from]!.prefix(SegmentBytes.headerSize)
             files[file]!.replaceSubrange(0..<min(header.count, files[file]!.count), with: header)
+        case .foreignCheckpoint:
+            files["INDEX"] = foreign["INDEX"]
         }
     }
 }

@@ -3,7 +3,10 @@ import OutboxLog
 
 /// The log configuration every torture mode uses, worker and verifier
 /// alike: tiny segments, so a short workload rolls many of them and
-/// automatic compaction runs often.
+/// automatic compaction runs often; index checkpoints every 64 KiB (eight
+/// segments), so kills, power losses, I/O faults and corruption meet them
+/// at every stage, and opens that return before the index is loaded, as
+/// the outbox store's do.
 public enum TortureLogConfiguration {
     /// Small segments: a few dozen records each, so workloads roll often.
     public static let segmentSize = 8192
@@ -26,7 +29,17 @@ public enum TortureLogConfiguration {
         configuration.fileSystem = fileSystem
         configuration.recoveryMode = recovery
         configuration.logger = Logger(label: "outbox.torture", factory: { _ in SwiftLogNoOpLogHandler() })
-        if deterministic { configuration.bufferedFlushThreshold = configuration.maximumPendingBytes }
+        configuration.indexCheckpoints = true
+        configuration.indexCheckpointInterval = 8 * segmentSize
+        // The simulated modes replay a cycle's file-system calls exactly: an
+        // index load or a periodic checkpoint running beside the workload
+        // would interleave with it. They keep the checkpoints of close and
+        // compaction, which run in step with the workload.
+        configuration.opensBeforeIndexIsLoaded = !deterministic
+        if deterministic {
+            configuration.bufferedFlushThreshold = configuration.maximumPendingBytes
+            configuration.indexCheckpointInterval = .max
+        }
         return configuration
     }
 }

@@ -15,6 +15,13 @@ import SystemPackage
 /// log that opens must never return a key, value or annotation whose bytes
 /// no step wrote, nor a key twice, nor disagree between a scan and `get`.
 /// A log that opened must open again, strict, with the same contents.
+///
+/// The logs keep index checkpoints (`INDEX`), which the damages hit too.
+/// A strict open trusts a checkpoint that describes the log, so damage in
+/// a segment it covers is found when the damaged record is read — the
+/// read throws `.corruption` (or, after the first, `.poisoned`) with the
+/// file and offset — not by the open: counted as a refusal, like an open
+/// that fails. Never accepted: a value no step wrote, a crash or a hang.
 enum CorruptTorture {
     /// Cases per base log before a new one is made.
     static let casesPerBase = 50
@@ -198,6 +205,10 @@ enum CorruptTorture {
             if let problem = reading.problems.first { return .violation(problem) }
             if let invented = base.invented(in: reading.state) { return .violation(invented) }
             first = reading.state
+        } catch let error as OutboxLogError where error.code == .corruption || error.code == .poisoned {
+            // Damage in a segment a checkpoint covers: reported when read.
+            try? await log.close()
+            return .refused(WorkerLine.word(error.code) + " when read")
         } catch {
             try? await log.close()
             return .violation("the log opened but reading it failed: \(error)")
