@@ -117,10 +117,10 @@ public final class LogOutboxStore: OutboxStore {
                 // No checkpoint was usable: write one now if reading everything
                 // was costly, so the next open (after a kill, say) needs less.
                 if scheduler.entries.count + scheduler.completions.count >= StoreCore.checkpointAfterLoadThreshold {
-                    core.checkpointAfterCompaction()
+                    core.writeCheckpointSoon()
                 }
             }
-            log.observeCompactions { [weak core] in core?.checkpointAfterCompaction() }
+            log.observeCompactions { [weak core] in core?.writeCheckpointSoon() }
             return LogOutboxStore(core: core, log: log)
         } catch {
             try? await log.close()

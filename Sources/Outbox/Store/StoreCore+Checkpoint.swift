@@ -54,8 +54,10 @@ extension StoreCore {
         Task.detached { [self] in await self.writeClaimedCheckpoint() }
     }
 
-    /// Writes one after a compaction of the log, unless one is running.
-    func checkpointAfterCompaction() {
+    /// Writes one in the background unless one is running: after a
+    /// compaction of the log (the old one no longer matches it), or after a
+    /// large queue was loaded without one.
+    func writeCheckpointSoon() {
         let claimed = state.withLock { state -> Bool in
             guard !state.checkpoints.running, !state.closed else { return false }
             state.checkpoints.running = true

@@ -64,7 +64,7 @@ extension StoreCore {
                 }
                 state.withLock { $0.loadedFrom = fellBack ? .everyEntry : .checkpoint }
                 await completeLoad(loaded, changes: changes)
-                if fellBack { checkpointAfterCompaction() }
+                if fellBack { writeCheckpointSoon() }
             } catch {
                 failLoading(error)
             }
