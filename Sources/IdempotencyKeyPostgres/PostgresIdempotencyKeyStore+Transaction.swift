@@ -1,0 +1,62 @@
+import Foundation
+import IdempotencyKeyMiddleware
+import Logging
+import PostgresNIO
+
+extension PostgresIdempotencyKeyStore {
+    /// Records `response` for `key` **inside the caller's transaction**, on
+    /// `connection`: the handler's own write and the key's response then
+    /// commit together, or neither does. A crash before the commit leaves
+    /// the claim in progress and nothing applied; after it, a retry is
+    /// answered with `response`.
+    ///
+    /// Call it last in the transaction, with the response the handler is
+    /// about to return: the same status, body and replayed headers
+    /// (`content-type`, `location`, `etag`, `last-modified`, lower-case
+    /// names), so a replay is byte for byte the first answer. The
+    /// middleware's own completion after the handler returns then finds the
+    /// key completed and leaves it alone.
+    ///
+    /// - Parameters:
+    ///   - expiresAt: when the key may be forgotten: now plus the
+    ///     middleware's ``IdempotencyMiddleware/Configuration/retention``.
+    ///   - owner: the middleware's ``IdempotencyMiddleware/Configuration/serverInstance``.
+    /// - Throws: ``PostgresIdempotencyKeyStoreError/Code/claimLost`` if this
+    ///   owner does not hold the key's claim (it went stale and another node
+    ///   marked it, or it was never claimed): let it roll the transaction
+    ///   back, so the write is not applied without its key.
+    public func complete(
+        key: String, response: StoredResponse, expiresAt: Date, owner: String = IdempotencyServerInstance.current,
+        on connection: PostgresConnection, logger: Logger
+    ) async throws {
+        let headers = try PostgresKeyRow.encodeHeaders(response.headers)
+        let updated = try await connection.query(
+            """
+            UPDATE \(unescaped: table) SET state = 'completed', status = \(Int32(response.status)), headers = \(headers)::jsonb,
+                body = \(ByteBuffer(bytes: response.body)), expires_at = \(expiresAt), client_key = NULL, reason = NULL,
+                revision = revision + 1
+            WHERE scope = \(scope) AND key_digest = \(digest(key)) AND state = 'in-progress' AND owner = \(owner)
+            RETURNING 1
+            """, logger: logger
+        ).collect()
+        guard !updated.isEmpty else {
+            throw PostgresIdempotencyKeyStoreError(.claimLost, "key \(key) is not in progress for \(owner): its write must not commit")
+        }
+    }
+}
+
+extension PostgresIdempotencyKeyStore {
+    /// `client.withTransaction`, except that an error `body` throws comes
+    /// out as itself (PostgresNIO wraps it in a `PostgresTransactionError`)
+    /// once the transaction was rolled back.
+    static func transaction<Result: Sendable>(
+        client: PostgresClient, logger: Logger, _ body: (PostgresConnection) async throws -> sending Result
+    ) async throws -> Result {
+        do {
+            return try await client.withTransaction(logger: logger, body)
+        } catch let error as PostgresTransactionError {
+            if let thrown = error.closureError, error.rollbackError == nil { throw thrown }
+            throw error
+        }
+    }
+}
