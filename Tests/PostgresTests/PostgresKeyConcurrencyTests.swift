@@ -17,22 +17,35 @@ struct PostgresKeyConcurrencyTests {
         IdempotencyClaim(owner: owner, staleAfter: .seconds(60), expiresAt: now.addingTimeInterval(3600))
     }
 
-    @Test("32 concurrent claims of each of 20 keys from 4 owners: exactly one proceeds per key")
-    func oneClaimWins() async throws {
-        try await PostgresTestDatabase.withStore { store, _ in
-            let results = try await withThrowingTaskGroup(of: (String, IdempotencyBeginResult).self) { group in
-                for key in 0..<20 {
-                    for attempt in 0..<32 {
-                        group.addTask {
-                            ("key-\(key)", try await store.begin(key: "key-\(key)", fingerprint: [1], now: Self.now, claim: Self.claim("node-\(attempt % 4)")))
-                        }
+    /// 32 claims of each of 20 keys at `now`, from 4 owners at once.
+    static func claimAll(_ store: PostgresIdempotencyKeyStore, now: Date) async throws -> [String: [IdempotencyBeginResult]] {
+        try await withThrowingTaskGroup(of: (String, IdempotencyBeginResult).self) { group in
+            for key in 0..<20 {
+                for attempt in 0..<32 {
+                    group.addTask {
+                        let claim = IdempotencyClaim(owner: "node-\(attempt % 4)", staleAfter: .seconds(60), expiresAt: now.addingTimeInterval(3600))
+                        return ("key-\(key)", try await store.begin(key: "key-\(key)", fingerprint: [1], now: now, claim: claim))
                     }
                 }
-                return try await group.reduce(into: [:]) { $0[$1.0, default: []].append($1.1) }
             }
-            for (key, answers) in results {
+            return try await group.reduce(into: [:]) { $0[$1.0, default: []].append($1.1) }
+        }
+    }
+
+    @Test("32 concurrent claims of each of 20 keys from 4 owners, new and then expired: exactly one proceeds per key")
+    func oneClaimWins() async throws {
+        try await PostgresTestDatabase.withStore { store, _ in
+            // New keys: the INSERT decides.
+            for (key, answers) in try await Self.claimAll(store, now: Self.now) {
                 #expect(answers.filter { $0 == .proceed }.count == 1, "\(key): \(answers)")
                 #expect(answers.allSatisfy { $0 == .proceed || $0 == .inProgress }, "\(key): \(answers)")
+                let done = StoredResponse(status: 201, headers: [:], body: [1])
+                try await store.complete(key: key, response: done, now: Self.now, expiresAt: Self.now.addingTimeInterval(10))
+            }
+            // Expired rows: the revision check decides which claim replaces each.
+            for (key, answers) in try await Self.claimAll(store, now: Self.now.addingTimeInterval(20)) {
+                #expect(answers.filter { $0 == .proceed }.count == 1, "\(key) after expiry: \(answers)")
+                #expect(answers.allSatisfy { $0 == .proceed || $0 == .inProgress }, "\(key) after expiry: \(answers)")
             }
         }
     }
