@@ -25,7 +25,8 @@ public final class ServeProcess: @unchecked Sendable {
             directory: FileManager.default.temporaryDirectory.appendingPathComponent("outbox-serve-sanitizer-\(UUID().uuidString)"))
         let pipe = Pipe()
         process.executableURL = executable
-        process.arguments = ["serve", "--port", "0"] + arguments
+        // --debug-exit-with-parent: it ends with the test process, whatever happens to that.
+        process.arguments = ["serve", "--port", "0", "--debug-exit-with-parent"] + arguments
         process.environment = sanitizerLogs.environment
         process.standardInput = FileHandle.nullDevice
         process.standardOutput = pipe
@@ -67,6 +68,11 @@ public final class ServeProcess: @unchecked Sendable {
             throw DidNotListen(output: output.withLock { $0.text })
         }
         baseURL = url
+    }
+
+    /// A test that failed before stopping it does not leave it running.
+    deinit {
+        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
     }
 
     static func listeningLine(_ text: String) -> String? {
