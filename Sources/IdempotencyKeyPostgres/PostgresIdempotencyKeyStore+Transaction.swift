@@ -29,15 +29,8 @@ extension PostgresIdempotencyKeyStore {
         key: String, response: StoredResponse, expiresAt: Date, owner: String = IdempotencyServerInstance.current,
         on connection: PostgresConnection, logger: Logger
     ) async throws {
-        let headers = try PostgresKeyRow.encodeHeaders(response.headers)
         let updated = try await connection.query(
-            """
-            UPDATE \(unescaped: table) SET state = 'completed', status = \(Int32(response.status)), headers = \(headers)::jsonb,
-                body = \(ByteBuffer(bytes: response.body)), expires_at = \(expiresAt), client_key = NULL, reason = NULL,
-                revision = revision + 1
-            WHERE scope = \(scope) AND key_digest = \(digest(key)) AND state = 'in-progress' AND owner = \(owner)
-            RETURNING 1
-            """, logger: logger
+            completion(key: key, response: response, expiresAt: expiresAt, owner: owner, when: "state = 'in-progress'"), logger: logger
         ).collect()
         guard !updated.isEmpty else {
             throw PostgresIdempotencyKeyStoreError(.claimLost, "key \(key) is not in progress for \(owner): its write must not commit")

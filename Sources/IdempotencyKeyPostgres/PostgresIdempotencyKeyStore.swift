@@ -98,16 +98,29 @@ public final class PostgresIdempotencyKeyStore: IdempotencyKeyStore {
         // No owner here: only the middleware that claimed the key completes
         // it. A claim another node marked abandoned while its handler ran is
         // completed too: the answer is known after all.
-        let digest = digest(key)
-        let headers = try PostgresKeyRow.encodeHeaders(response.headers)
         _ = try await rows(
-            """
+            completion(
+                key: key, response: response, expiresAt: expiresAt,
+                when: "(state = 'in-progress' OR (state = 'unknown' AND reason = 'claim-abandoned'))"))
+    }
+
+    /// `UPDATE` that stores `response` for `key` where the row's state
+    /// passes `condition` (a fixed SQL condition of this module, never
+    /// client input), it belongs to `owner` if one is given, and it has not
+    /// expired at `liveAt` if given; returns a row if it did.
+    func completion(
+        key: String, response: StoredResponse, expiresAt: Date, owner: String? = nil, liveAt: Date? = nil, when condition: String
+    ) throws -> PostgresQuery {
+        let headers = try PostgresKeyRow.encodeHeaders(response.headers)
+        return """
             UPDATE \(unescaped: table) SET state = 'completed', status = \(Int32(response.status)), headers = \(headers)::jsonb,
                 body = \(ByteBuffer(bytes: response.body)), expires_at = \(expiresAt), client_key = NULL, reason = NULL,
                 revision = revision + 1
-            WHERE scope = \(scope) AND key_digest = \(digest)
-                AND (state = 'in-progress' OR (state = 'unknown' AND reason = 'claim-abandoned'))
-            """)
+            WHERE scope = \(scope) AND key_digest = \(digest(key)) AND \(unescaped: condition)
+                AND (\(owner)::text IS NULL OR owner = \(owner))
+                AND (\(liveAt)::timestamptz IS NULL OR expires_at > \(liveAt))
+            RETURNING 1
+            """
     }
 
     public func abandon(key: String, owner: String) async throws {
@@ -132,15 +145,7 @@ public final class PostgresIdempotencyKeyStore: IdempotencyKeyStore {
         let changed: [PostgresRow]
         switch resolution {
         case .applied(let response, let expiresAt):
-            let headers = try PostgresKeyRow.encodeHeaders(response.headers)
-            changed = try await rows(
-                """
-                UPDATE \(unescaped: table) SET state = 'completed', status = \(Int32(response.status)), headers = \(headers)::jsonb,
-                    body = \(ByteBuffer(bytes: response.body)), expires_at = \(expiresAt), client_key = NULL, reason = NULL,
-                    revision = revision + 1
-                WHERE scope = \(scope) AND key_digest = \(digest) AND state = 'unknown' AND expires_at > \(now)
-                RETURNING 1
-                """)
+            changed = try await rows(completion(key: key, response: response, expiresAt: expiresAt, liveAt: now, when: "state = 'unknown'"))
         case .notApplied:
             changed = try await rows(
                 """

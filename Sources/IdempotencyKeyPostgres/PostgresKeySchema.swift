@@ -10,13 +10,16 @@ import PostgresNIO
 /// bytes, made by the first store that creates the table and read by every
 /// other). Migrations run in one transaction under an advisory lock, so any
 /// number of server processes may start at once: the first creates or
-/// upgrades, the others wait for it and find nothing to do.
+/// upgrades, the others wait for it (up to five minutes, not the requests'
+/// lock timeout) and find nothing to do.
 enum PostgresKeySchema {
     /// The layout this code reads and writes.
     static let currentVersion: Int32 = 1
     static let schemaTable = "outbox_idempotency_schema"
     /// `pg_advisory_xact_lock` key of the migrations ("OBKP").
     static let migrationLock: Int64 = 0x4F42_4B50
+    /// How long a migration may wait for the lock, and each of its statements run.
+    static let migrationTimeout = "5min"
 
     /// The statements that bring a table from `version - 1` to `version`.
     static func steps(table t: String) -> [(version: Int32, statements: [String])] {
@@ -53,6 +56,10 @@ enum PostgresKeySchema {
     static func prepare(table: String, migrate: Bool, client: PostgresClient, logger: Logger) async throws -> [UInt8] {
         guard migrate else { return try await readSecret(table: table, client: client, logger: logger) }
         return try await PostgresIdempotencyKeyStore.transaction(client: client, logger: logger) { connection in
+            // Not the request path: wait for another process's migration (and
+            // run this one) longer than requests may wait, yet not forever.
+            _ = try await connection.query(PostgresQuery(unsafeSQL: "SET LOCAL lock_timeout = '\(migrationTimeout)'"), logger: logger).collect()
+            _ = try await connection.query(PostgresQuery(unsafeSQL: "SET LOCAL statement_timeout = '\(migrationTimeout)'"), logger: logger).collect()
             _ = try await connection.query("SELECT pg_advisory_xact_lock(\(migrationLock))", logger: logger).collect()
             _ = try await connection.query(
                 PostgresQuery(

@@ -8,7 +8,7 @@ import Testing
 /// Many claims of one key at once, and the response recorded inside the
 /// application's own transaction.
 @Suite(
-    "PostgreSQL key store: concurrency and transactions", .serialized, .timeLimit(.minutes(1)),
+    "PostgreSQL key store: concurrency and transactions", .serialized, .timeLimit(.minutes(3)),
     .enabled(if: PostgresTestDatabase.enabled, "OUTBOX_POSTGRES_URL is not set: export OUTBOX_POSTGRES_URL=$(Scripts/postgres/start.sh)"))
 struct PostgresKeyConcurrencyTests {
     static let now = Date(timeIntervalSince1970: 1_900_000_000)
@@ -17,11 +17,11 @@ struct PostgresKeyConcurrencyTests {
         IdempotencyClaim(owner: owner, staleAfter: .seconds(60), expiresAt: now.addingTimeInterval(3600))
     }
 
-    /// 32 claims of each of 20 keys at `now`, from 4 owners at once.
+    /// 16 claims of each of 12 keys at `now`, from 4 owners at once.
     static func claimAll(_ store: PostgresIdempotencyKeyStore, now: Date) async throws -> [String: [IdempotencyBeginResult]] {
         try await withThrowingTaskGroup(of: (String, IdempotencyBeginResult).self) { group in
-            for key in 0..<20 {
-                for attempt in 0..<32 {
+            for key in 0..<12 {
+                for attempt in 0..<16 {
                     group.addTask {
                         let claim = IdempotencyClaim(owner: "node-\(attempt % 4)", staleAfter: .seconds(60), expiresAt: now.addingTimeInterval(3600))
                         return ("key-\(key)", try await store.begin(key: "key-\(key)", fingerprint: [1], now: now, claim: claim))
@@ -32,7 +32,7 @@ struct PostgresKeyConcurrencyTests {
         }
     }
 
-    @Test("32 concurrent claims of each of 20 keys from 4 owners, new and then expired: exactly one proceeds per key")
+    @Test("16 concurrent claims of each of 12 keys from 4 owners, new and then expired: exactly one proceeds per key")
     func oneClaimWins() async throws {
         try await PostgresTestDatabase.withStore { store, _ in
             // New keys: the INSERT decides.

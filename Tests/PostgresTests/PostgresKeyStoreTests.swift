@@ -7,7 +7,7 @@ import Testing
 /// `PostgresIdempotencyKeyStore` against a real PostgreSQL: the store's
 /// contract, one call at a time.
 @Suite(
-    "PostgreSQL key store", .serialized, .timeLimit(.minutes(1)),
+    "PostgreSQL key store", .serialized, .timeLimit(.minutes(3)),
     // Skipped only outside CI, and only without a server: the reason is the
     // condition's comment, printed with the skip.
     .enabled(if: PostgresTestDatabase.enabled, "OUTBOX_POSTGRES_URL is not set: export OUTBOX_POSTGRES_URL=$(Scripts/postgres/start.sh)"))

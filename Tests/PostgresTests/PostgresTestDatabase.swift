@@ -33,7 +33,16 @@ enum PostgresTestDatabase {
             configuration: try PostgresIdempotencyKeyStore.clientConfiguration(url: try requireURL(), configuration: configuration))
         let running = Task { await client.run() }
         defer { running.cancel() }
-        return try await body(client)
+        do {
+            return try await body(client)
+        } catch let error as PSQLError {
+            // Its description hides the server's message: show it.
+            throw DatabaseFailure(description: String(reflecting: error))
+        }
+    }
+
+    struct DatabaseFailure: Error, CustomStringConvertible {
+        var description: String
     }
 
     /// A table name no other test uses.

@@ -52,7 +52,9 @@ struct PostgresSession {
             return PostgresSession(client: client, keys: keys, running: running)
         } catch {
             running.cancel()
-            throw CommandFailure("cannot open the idempotency keys in PostgreSQL: \(error)", exitCode: CommandFailure.cannotOpen)
+            // PSQLError's description hides the server's message; an operator needs it.
+            throw CommandFailure(
+                "cannot open the idempotency keys in PostgreSQL: \(String(reflecting: error))", exitCode: CommandFailure.cannotOpen)
         }
     }
 
