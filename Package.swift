@@ -132,6 +132,7 @@ let package = Package(
             name: "IdempotencyKeyPostgres",
             dependencies: [
                 "IdempotencyKeyMiddleware",
+                "OutboxLocking",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),

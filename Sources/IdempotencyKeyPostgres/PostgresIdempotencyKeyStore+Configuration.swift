@@ -19,6 +19,11 @@ extension PostgresIdempotencyKeyStore {
         /// `begin` answers "in progress" (409 with `Retry-After`) instead.
         /// Applied through ``clientConfiguration(url:configuration:)``.
         public var lockTimeout: Duration = .seconds(2)
+        /// How long a store call waits for a connection from the client's
+        /// pool (connecting included) before it fails with
+        /// ``PostgresIdempotencyKeyStoreError/Code/unavailable``: with the
+        /// database down, requests are refused (503) instead of hanging.
+        public var connectionWait: Duration = .seconds(3)
         /// The longest any statement of the store's connections may run.
         public var statementTimeout: Duration = .seconds(10)
         /// Connections in the client's pool
@@ -59,9 +64,9 @@ extension PostgresIdempotencyKeyStore {
             guard expiryBatchSize > 0, maximumExpiryBatches > 0 else {
                 throw PostgresIdempotencyKeyStoreError(.invalidConfiguration, "expiryBatchSize and maximumExpiryBatches must be positive")
             }
-            guard lockTimeout > .zero, statementTimeout > .zero, staleAfter > .zero, maximumConnections > 0 else {
+            guard lockTimeout > .zero, statementTimeout > .zero, connectionWait > .zero, staleAfter > .zero, maximumConnections > 0 else {
                 throw PostgresIdempotencyKeyStoreError(
-                    .invalidConfiguration, "lockTimeout, statementTimeout, staleAfter and maximumConnections must be positive")
+                    .invalidConfiguration, "lockTimeout, statementTimeout, connectionWait, staleAfter and maximumConnections must be positive")
             }
         }
     }

@@ -39,17 +39,15 @@ extension PostgresIdempotencyKeyStore {
 }
 
 extension PostgresIdempotencyKeyStore {
-    /// `client.withTransaction`, except that an error `body` throws comes
-    /// out as itself (PostgresNIO wraps it in a `PostgresTransactionError`)
-    /// once the transaction was rolled back.
-    static func transaction<Result: Sendable>(
-        client: PostgresClient, logger: Logger, _ body: (PostgresConnection) async throws -> sending Result
-    ) async throws -> Result {
-        do {
-            return try await client.withTransaction(logger: logger, body)
-        } catch let error as PostgresTransactionError {
-            if let thrown = error.closureError, error.rollbackError == nil { throw thrown }
-            throw error
-        }
+    /// Runs `body` in a transaction on a connection of the store's client,
+    /// leased within ``Configuration/connectionWait`` (else it throws
+    /// ``PostgresIdempotencyKeyStoreError/Code/unavailable``): for a handler
+    /// that writes and records its key's response together
+    /// (``complete(key:response:expiresAt:owner:on:logger:)``). An error
+    /// `body` throws rolls the transaction back and comes out as itself.
+    public func withTransaction<Result: Sendable>(_ body: @escaping @Sendable (PostgresConnection) async throws -> Result) async throws
+        -> Result
+    {
+        try await PostgresLease.withTransaction(client, timeout: configuration.connectionWait, logger: logger, body)
     }
 }

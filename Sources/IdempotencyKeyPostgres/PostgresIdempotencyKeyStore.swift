@@ -75,7 +75,7 @@ public final class PostgresIdempotencyKeyStore: IdempotencyKeyStore {
     ) async throws -> PostgresIdempotencyKeyStore {
         try configuration.validate()
         let secret = try await PostgresKeySchema.prepare(
-            table: configuration.table, migrate: configuration.migrate, client: client, logger: logger)
+            table: configuration.table, migrate: configuration.migrate, client: client, timeout: configuration.connectionWait, logger: logger)
         return PostgresIdempotencyKeyStore(client: client, configuration: configuration, secret: secret, logger: logger)
     }
 
@@ -87,9 +87,13 @@ public final class PostgresIdempotencyKeyStore: IdempotencyKeyStore {
     var table: String { configuration.table }
     var scope: String { configuration.scope }
 
-    /// Runs `query` and returns its rows, collected.
+    /// Runs `query` and returns its rows, collected; waits at most
+    /// ``Configuration/connectionWait`` for a connection.
     func rows(_ query: PostgresQuery) async throws -> [PostgresRow] {
-        try await client.query(query, logger: logger).collect()
+        let logger = logger
+        return try await PostgresLease.withConnection(client, timeout: configuration.connectionWait) { connection in
+            try await connection.query(query, logger: logger).collect()
+        }
     }
 
     // MARK: IdempotencyKeyStore

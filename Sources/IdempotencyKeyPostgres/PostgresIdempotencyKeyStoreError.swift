@@ -25,6 +25,12 @@ public struct PostgresIdempotencyKeyStoreError: Error, Sendable, Hashable, Custo
         /// application's transaction back, so its write is not applied
         /// without its key.
         case claimLost = "claim-lost"
+        /// No database connection could be had within
+        /// ``PostgresIdempotencyKeyStore/Configuration/connectionWait`` (the
+        /// database is down or unreachable, or every connection is busy):
+        /// nothing was sent. `begin` failing so is answered 503 before the
+        /// handler runs.
+        case unavailable
         /// A key's row kept changing under `begin` (it retried a bounded
         /// number of times).
         case contention

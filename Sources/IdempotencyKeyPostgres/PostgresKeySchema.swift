@@ -53,9 +53,9 @@ enum PostgresKeySchema {
     }
 
     /// Creates or upgrades `table` if `migrate`, and returns its digest secret.
-    static func prepare(table: String, migrate: Bool, client: PostgresClient, logger: Logger) async throws -> [UInt8] {
-        guard migrate else { return try await readSecret(table: table, client: client, logger: logger) }
-        return try await PostgresIdempotencyKeyStore.transaction(client: client, logger: logger) { connection in
+    static func prepare(table: String, migrate: Bool, client: PostgresClient, timeout: Duration, logger: Logger) async throws -> [UInt8] {
+        guard migrate else { return try await readSecret(table: table, client: client, timeout: timeout, logger: logger) }
+        return try await PostgresLease.withTransaction(client, timeout: timeout, logger: logger) { connection in
             // Not the request path: wait for another process's migration (and
             // run this one) longer than requests may wait, yet not forever.
             _ = try await connection.query(PostgresQuery(unsafeSQL: "SET LOCAL lock_timeout = '\(migrationTimeout)'"), logger: logger).collect()
@@ -85,10 +85,10 @@ enum PostgresKeySchema {
         }
     }
 
-    private static func readSecret(table: String, client: PostgresClient, logger: Logger) async throws -> [UInt8] {
+    private static func readSecret(table: String, client: PostgresClient, timeout: Duration, logger: Logger) async throws -> [UInt8] {
         let found: (version: Int32, secret: [UInt8])?
         do {
-            found = try await client.withConnection { try await version(table: table, on: $0, logger: logger) }
+            found = try await PostgresLease.withConnection(client, timeout: timeout) { try await version(table: table, on: $0, logger: logger) }
         } catch let error as PSQLError where error.serverInfo?[.sqlState] == "42P01" {
             throw PostgresIdempotencyKeyStoreError(.schemaMissing, "\(schemaTable) does not exist: open a store with migrate on once")
         }

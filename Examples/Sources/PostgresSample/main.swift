@@ -28,7 +28,7 @@ try await withThrowingDiscardingTaskGroup { group in
         let message = try await request.decode(as: NewMessage.self, context: context)
         let key = request.headers[IdempotencyHTTP.keyHeader].flatMap(IdempotencyHTTP.parseKey)   // the middleware requires one
         // The message and the key's stored response commit together, or neither does.
-        let answer = try await client.withTransaction(logger: logger) { db in
+        let answer = try await keys.withTransaction { db in
             let rows = try await db.query(
                 "INSERT INTO messages (conversation, body) VALUES (\(message.conversationID), \(message.body)) RETURNING id",
                 logger: logger)

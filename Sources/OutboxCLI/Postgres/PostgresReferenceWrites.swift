@@ -47,7 +47,7 @@ struct PostgresReferenceWrites: ReferenceWrites {
 
     func apply(_ write: ReferenceWrite, key: String?) async throws -> ReferenceAnswer {
         let expiresAt = Date().addingTimeInterval(Double(retention.components.seconds))
-        return try await client.withTransaction(logger: logger) { connection in
+        return try await keys.withTransaction { connection in
             let (kind, subject, liked): (String, String, Bool?)
             switch write {
             case .album(let title): (kind, subject, liked) = ("album", title, nil)
