@@ -23,7 +23,7 @@ extension PostgresIdempotencyKeyStore {
         /// pool (connecting included) before it fails with
         /// ``PostgresIdempotencyKeyStoreError/Code/unavailable``: with the
         /// database down, requests are refused (503) instead of hanging.
-        public var connectionWait: Duration = .seconds(3)
+        public var connectionWait: Duration = .seconds(10)
         /// The longest any statement of the store's connections may run.
         public var statementTimeout: Duration = .seconds(10)
         /// Connections in the client's pool

@@ -163,6 +163,7 @@ struct PostgresKeyStoreTests {
         try await PostgresTestDatabase.withClient { client in
             var configuration = PostgresIdempotencyKeyStore.Configuration()
             configuration.table = PostgresTestDatabase.freshTable()
+            configuration.connectionWait = PostgresTestDatabase.connectionWait
             let opened = try await withThrowingTaskGroup(of: PostgresIdempotencyKeyStore.self) { group in
                 for _ in 0..<4 {
                     group.addTask { [configuration] in
@@ -185,6 +186,7 @@ struct PostgresKeyStoreTests {
             try await PostgresTestDatabase.drop(configuration.table, on: client)
 
             var missing = PostgresIdempotencyKeyStore.Configuration()
+            missing.connectionWait = PostgresTestDatabase.connectionWait
             missing.table = PostgresTestDatabase.freshTable()
             missing.migrate = false
             let absent = await #expect(throws: PostgresIdempotencyKeyStoreError.self) {

@@ -23,17 +23,37 @@ enum PostgresTestDatabase {
 
     static let logger = Logger(label: "postgres-tests", factory: { _ in SwiftLogNoOpLogHandler() })
 
-    /// Runs `body` with a running client on the test database.
-    static func withClient<T: Sendable>(
-        lockTimeout: Duration = .seconds(2), _ body: @Sendable (PostgresClient) async throws -> T
-    ) async throws -> T {
+    /// How long the tests' stores wait for a connection: a machine running
+    /// the whole suite can take seconds to start a server process.
+    static let connectionWait: Duration = .seconds(30)
+
+    /// One client for the whole test process (connections are reused, not
+    /// made per test), running until the process ends.
+    static let shared: PostgresClient? = {
+        guard let url else { return nil }
         var configuration = PostgresIdempotencyKeyStore.Configuration()
-        configuration.lockTimeout = lockTimeout
-        let client = PostgresClient(
-            configuration: try PostgresIdempotencyKeyStore.clientConfiguration(url: try requireURL(), configuration: configuration))
-        let running = Task { await client.run() }
-        defer { running.cancel() }
+        configuration.maximumConnections = 10
+        guard let client = try? PostgresClient(
+            configuration: PostgresIdempotencyKeyStore.clientConfiguration(url: url, configuration: configuration))
+        else { return nil }
+        Task.detached { await client.run() }
+        return client
+    }()
+
+    /// Runs `body` with a running client on the test database: the shared
+    /// one, or one of its own with another lock timeout.
+    static func withClient<T: Sendable>(
+        lockTimeout: Duration? = nil, _ body: @Sendable (PostgresClient) async throws -> T
+    ) async throws -> T {
+        _ = try requireURL()
         do {
+            guard let lockTimeout else { return try await body(try #require(shared, "OUTBOX_POSTGRES_URL is not a postgres:// URL")) }
+            var configuration = PostgresIdempotencyKeyStore.Configuration()
+            configuration.lockTimeout = lockTimeout
+            let client = PostgresClient(
+                configuration: try PostgresIdempotencyKeyStore.clientConfiguration(url: try requireURL(), configuration: configuration))
+            let running = Task { await client.run() }
+            defer { running.cancel() }
             return try await body(client)
         } catch let error as PSQLError {
             // Its description hides the server's message: show it.
@@ -58,13 +78,14 @@ enum PostgresTestDatabase {
 
     /// Opens a store on a fresh table (`configure` adjusts it), runs `body`, drops the table.
     static func withStore<T: Sendable>(
-        lockTimeout: Duration = .seconds(2),
+        lockTimeout: Duration? = nil,
         configure: @Sendable (inout PostgresIdempotencyKeyStore.Configuration) -> Void = { _ in },
         _ body: @Sendable (PostgresIdempotencyKeyStore, PostgresClient) async throws -> T
     ) async throws -> T {
         try await withClient(lockTimeout: lockTimeout) { client in
             var configuration = PostgresIdempotencyKeyStore.Configuration()
             configuration.table = freshTable()
+            configuration.connectionWait = connectionWait
             configure(&configuration)
             let store = try await PostgresIdempotencyKeyStore.open(client: client, configuration: configuration, logger: logger)
             do {

@@ -33,11 +33,15 @@ struct PostgresBusyTests {
         var configuration = PostgresIdempotencyKeyStore.Configuration()
         configuration.table = PostgresTestDatabase.freshTable()
         configuration.maximumConnections = 1
-        configuration.connectionWait = .milliseconds(300)
+        configuration.connectionWait = PostgresTestDatabase.connectionWait
         let client = PostgresClient(
             configuration: try PostgresIdempotencyKeyStore.clientConfiguration(url: try PostgresTestDatabase.requireURL(), configuration: configuration))
         let running = Task { await client.run() }
         defer { running.cancel() }
+        // Opened with a patient wait (the pool's one connection is made
+        // here), then the store under test, with a short one, on it.
+        _ = try await PostgresIdempotencyKeyStore.open(client: client, configuration: configuration, logger: PostgresTestDatabase.logger)
+        configuration.connectionWait = .milliseconds(300)
         let store = try await PostgresIdempotencyKeyStore.open(client: client, configuration: configuration, logger: PostgresTestDatabase.logger)
         let now = Date(timeIntervalSince1970: 1_900_000_000)
         let claim = IdempotencyClaim(owner: "me", staleAfter: .seconds(60), expiresAt: now.addingTimeInterval(3600))
