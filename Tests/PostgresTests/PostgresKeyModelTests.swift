@@ -9,7 +9,7 @@ import Testing
 /// unknown outcomes, operators' resolutions, sweeps, time passing) must get
 /// the same answers from both.
 @Suite(
-    "PostgreSQL key store against the in-memory model", .serialized, .timeLimit(.minutes(3)),
+    "PostgreSQL key store against the in-memory model", .serialized, .timeLimit(.minutes(5)),
     .enabled(if: PostgresTestDatabase.enabled, "OUTBOX_POSTGRES_URL is not set: export OUTBOX_POSTGRES_URL=$(Scripts/postgres/start.sh)"))
 struct PostgresKeyModelTests {
     /// SplitMix64: the sequence is reproducible from its seed.
