@@ -342,7 +342,10 @@ public actor OutboxDispatcher {
     @discardableResult
     public func drain(until deadline: Date) async -> OutboxFlushReport {
         if let refused = refusedForConfiguration() { return refused }
-        let cutoff = deadline.adding(.zero - configuration.deadlineMargin)
+        // The margin, but never more than a quarter of the time given: a
+        // short drain (`outbox drain --timeout 1`) still sends.
+        let given = max(0, deadline.timeIntervalSince(clock.now()))
+        let cutoff = deadline.addingTimeInterval(-min(OutboxBackoff.seconds(configuration.deadlineMargin), given / 4))
         claimDeadline = cutoff
         // Every drain until then counts, whoever started it (a timer, an enqueue).
         deadlineReport = OutboxFlushReport()

@@ -65,8 +65,8 @@ public struct OutboxDispatcherConfiguration: Sendable {
     public var deliveryTimeout: Duration = .seconds(60)
     /// How long before the deadline of ``OutboxDispatcher/drain(until:)``
     /// it stops starting attempts and interrupts the running ones, so that
-    /// their outcomes are recorded and it returns before the deadline.
-    /// Default 1 s.
+    /// their outcomes are recorded and it returns before the deadline
+    /// (never more than a quarter of the time the drain is given). Default 1 s.
     public var deadlineMargin: Duration = .seconds(1)
     /// The attempt's lease outlives the timeout by this much.
     public var leaseGrace: Duration = .seconds(30)

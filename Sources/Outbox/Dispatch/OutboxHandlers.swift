@@ -1,8 +1,11 @@
 import Foundation
 
 /// Handlers registered by action type, instead of by the raw type string:
-/// a typed handler gets its action decoded from the entry's JSON payload
-/// (with `local:` references already replaced by the server's ids).
+/// a typed handler gets its action decoded from the entry's JSON payload as
+/// it was enqueued (an ``OutboxEntryID`` property is still the local id),
+/// and the delivery, whose ``OutboxDelivery/endpoint`` and
+/// ``OutboxDelivery/payload`` have the `local:` references replaced by the
+/// server's ids — what to send.
 ///
 /// ```swift
 /// var handlers = OutboxHandlers()
@@ -20,8 +23,9 @@ public struct OutboxHandlers: Sendable {
     public init() {}
 
     /// Delivers `Action`s with `deliver`, which gets the action decoded
-    /// from the entry's payload. A payload that does not decode as `Action`
-    /// is quarantined (permanent: it never will), naming the decoding error.
+    /// from the entry's payload as enqueued, and the delivery (references
+    /// resolved). A payload that does not decode as `Action` is quarantined
+    /// (permanent: it never will), naming the decoding error.
     public mutating func on<Action: OutboxAction & Decodable>(
         _ type: Action.Type, conflictPolicy: OutboxConflictPolicy = .manual,
         _ deliver: @escaping @Sendable (Action, OutboxDelivery) async throws -> OutboxOutcome
@@ -50,7 +54,7 @@ public struct TypedOutboxHandler<Action: OutboxAction & Decodable>: OutboxHandle
 
     public func deliver(_ delivery: OutboxDelivery) async throws -> OutboxOutcome {
         let action: Action
-        do { action = try JSONDecoder().decode(Action.self, from: Data(delivery.payload)) } catch {
+        do { action = try JSONDecoder().decode(Action.self, from: Data(delivery.entry.payload)) } catch {
             return .permanent(reason: "the payload is not a \(Action.self) (\(Action.type)): \(error)", httpStatus: nil)
         }
         return try await body(action, delivery)
