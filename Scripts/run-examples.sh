@@ -101,7 +101,8 @@ grep -q "new message in c1: hi" "$work/middleware.log" || {
     exit 1
 }
 
-for sample in LogSample LogSample DocCLogSample EncryptionSample; do
+for sample in LogSample LogSample DocCLogSample EncryptionSample \
+    GettingStartedSample ObservationSample BackgroundSample TransactionSample ControlsSample TypedHandlersSample; do
     echo "== $sample"
     (cd "$work" && timeout 60 "$bin/$sample") | sed 's/^/    /'
 done
