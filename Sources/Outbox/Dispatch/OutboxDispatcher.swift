@@ -70,9 +70,12 @@ public actor OutboxDispatcher {
     private let metrics: DispatcherMetrics
 
     /// - Parameters:
+    ///   - store: the queue to drain.
     ///   - handlers: the handler for each entry type.
     ///   - fallback: a handler for types not in `handlers` (a generic HTTP
     ///     handler, say); `nil` leaves such entries alone.
+    ///   - configuration: pacing, timeouts and retries.
+    ///   - clock: the time (a ``ManualOutboxClock`` in tests).
     public init(
         store: any OutboxStore, handlers: [String: any OutboxHandler], fallback: (any OutboxHandler)? = nil,
         configuration: OutboxDispatcherConfiguration = OutboxDispatcherConfiguration(),
@@ -130,7 +133,7 @@ public actor OutboxDispatcher {
         return try await enqueue(request)
     }
 
-    /// Records a request built by hand; see ``enqueue(_:id:)``.
+    /// Records a request built by hand; see ``enqueue(_:id:idempotencyKey:)``.
     @discardableResult
     public func enqueue(_ request: OutboxEnqueueRequest) async throws(OutboxError) -> OutboxEnqueueResult {
         if let configurationError { throw configurationError }

@@ -2,7 +2,7 @@ import Foundation
 
 /// Several writes recorded all or nothing: an album and the photos in it,
 /// an order and its lines. Later writes may refer to earlier ones by
-/// `local:` reference — carry the ``OutboxEntryID`` that ``add(_:id:idempotencyKey:)``
+/// `local:` reference — carry the ``OutboxEntryID`` that ``add(_:id:idempotencyKey:createdAt:)``
 /// returns in an `Encodable` action, or put its ``OutboxEntryID/localReference``
 /// in an endpoint — and each such reference to an earlier entry of the
 /// transaction is also made a dependency, so the dependent waits for the
@@ -68,7 +68,8 @@ extension OutboxDispatcher {
         return results
     }
 
-    /// Builds a transaction with `build` and records it; see ``enqueue(_:)-(OutboxTransaction)``.
+    /// Builds a transaction with `build` and records it, as `enqueue(_:)` does
+    /// with an ``OutboxTransaction``.
     ///
     /// ```swift
     /// try await dispatcher.transaction { transaction in
