@@ -37,6 +37,7 @@ try await dispatcher.waitUntilIdle()                      // "busy" waits 10 min
 
 try await dispatcher.retry(busy.id)                       // …"send now"
 _ = try await dispatcher.waitUntilDelivered(busy.id)
+try await dispatcher.waitUntilIdle()                      // "rejected" went next: quarantined
 await backend.fix()
 let retried = try await dispatcher.retryAll()             // the quarantined ones, now that the server is fixed
 try await dispatcher.waitUntilIdle()
