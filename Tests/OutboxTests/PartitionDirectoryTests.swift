@@ -115,7 +115,7 @@ struct PartitionDirectoryTests {
             payload: Array("LEGACY-PAYLOAD".utf8))
         let metadata = EntryMetadata(
             id: pending, sequence: 7, status: .pending, priority: 2, attempts: 1, maxAttempts: 10, scope: 0, type: 0,
-            coalescing: 0, when: 1_700_000_000_000, storedBytes: 0)
+            coalescing: 0, when: 1_700_000_000_000, createdAt: 1_700_000_000_000, storedBytes: 0)
         let key = LogKey([0x45] + pending.bytes)
         _ = try await log.append(
             [.value(key, try EntryCodec.encode(body, sealer: sealer)),

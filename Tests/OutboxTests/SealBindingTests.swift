@@ -18,7 +18,7 @@ struct SealBindingTests {
             headers: ["Content-Type": "application/json"])
         let metadata = EntryMetadata(
             id: id, sequence: 1, status: .pending, priority: 0, attempts: 0, maxAttempts: 10, scope: 0, type: 0,
-            coalescing: 0, when: 0, storedBytes: 0)
+            coalescing: 0, when: 0, createdAt: 1_800_000_000_000, storedBytes: 0)
         return EntryBody(request: request, metadata: metadata, partition: partition)
     }
 

@@ -9,7 +9,7 @@ import Testing
 struct StateRecordTests {
     let metadata = EntryMetadata(
         id: OutboxEntryID(), sequence: 3, status: .failed, priority: 0, attempts: 2, maxAttempts: 10, scope: 0, type: 0,
-        coalescing: 0, when: 1_800_000_000_500, storedBytes: 0)
+        coalescing: 0, when: 1_800_000_000_500, createdAt: 1_800_000_000_000, storedBytes: 0)
 
     @Test("without an unknown outcome the record stays version 1 (firstAnsweredAt trailing, as before); with one it is version 2")
     func versions() throws {

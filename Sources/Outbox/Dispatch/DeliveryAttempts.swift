@@ -46,15 +46,10 @@ final class DeliveryAttempts: Sendable {
     func attempt(_ entry: OutboxEntry, with handler: any OutboxHandler) async -> OutboxFlushReport {
         var report = OutboxFlushReport()
         do throws(OutboxError) {
-            // Too long since the server first answered: quarantine, never drop silently.
-            if let maximumAge = configuration.maximumAge, let answered = entry.firstAnswerAt,
-                clock.now() >= answered.adding(maximumAge)
-            {
-                try await quarantine(
-                    entry, reason: "expired: the server first answered more than \(maximumAge) ago", httpStatus: nil,
-                    into: &report)
-                return report
-            }
+            // No expiry check here: an entry past its maximum age is asked
+            // once more, and expires only if the server answers that attempt
+            // with another failure (recordTransient). A week offline after
+            // the server's last answer must not kill a write unasked.
             if let since = entry.outcomeUnknownSince, let reason = keyMayBeForgotten(since: since) {
                 try await leaveForTheApp(entry, reason: reason, httpStatus: nil, into: &report)
                 return report
@@ -63,8 +58,10 @@ final class DeliveryAttempts: Sendable {
                 try await apply(stillRunning, to: entry, delivery: nil, handler: handler, into: &report)
                 return report
             }
-            publish(.sending(entry.id, attempt: entry.attempts))
+            // The attempt's clock starts before it is announced: whoever
+            // sees `.sending` knows when its delivery timeout runs out.
             let started = clock.now()
+            publish(.sending(entry.id, attempt: entry.attempts))
 
             var outcome: OutboxOutcome
             var sent: OutboxDelivery?
@@ -74,7 +71,7 @@ final class DeliveryAttempts: Sendable {
                     outcome = unresolved
                 case .resolved(let delivery):
                     let timer = ContinuousClock.now
-                    outcome = await deliver(delivery, with: handler)
+                    outcome = await deliver(delivery, with: handler, startedAt: started)
                     metrics.deliveryTime.record(duration: timer.duration(to: .now))
                     sent = delivery
                 }
@@ -85,6 +82,7 @@ final class DeliveryAttempts: Sendable {
             try await apply(outcome, to: entry, delivery: sent, handler: handler, startedAt: started, into: &report)
         } catch {
             report.errors.append("\(entry.id): \(error)")
+            publish(.storeFailed(entry.id, error: error))
             logger.error("attempt failed in the store", metadata: ["id": "\(entry.id)", "error": "\(error)"])
             await release(entry, because: error)
         }
@@ -155,8 +153,10 @@ final class DeliveryAttempts: Sendable {
     /// timeout, or a cancellation by the dispatcher (``OutboxDispatcher/stop()``,
     /// a drain's deadline), is an interrupted attempt: the request may have
     /// been sent.
-    private func deliver(_ delivery: OutboxDelivery, with handler: any OutboxHandler) async -> OutboxOutcome {
-        let deadline = clock.now().adding(configuration.deliveryTimeout)
+    private func deliver(
+        _ delivery: OutboxDelivery, with handler: any OutboxHandler, startedAt started: Date
+    ) async -> OutboxOutcome {
+        let deadline = started.adding(configuration.deliveryTimeout)
         let result = await DeadlineRace.run(until: deadline, clock: clock) { try await handler.deliver(delivery) }
         switch result {
         case .finished(.success(let outcome)): return outcome

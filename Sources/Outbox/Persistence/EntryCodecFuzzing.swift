@@ -52,7 +52,7 @@ package enum EntryCodecFuzzing {
         guard let state = try? EntryCodec.decodeState(bytes) else { return }
         let metadata = EntryMetadata(
             id: OutboxEntryID(bytes: [UInt8](repeating: 0, count: 16)), sequence: 0, status: state.status, priority: 0,
-            attempts: state.attempts, maxAttempts: 0, scope: 0, type: 0, coalescing: 0, when: state.when,
+            attempts: state.attempts, maxAttempts: 0, scope: 0, type: 0, coalescing: 0, when: state.when, createdAt: 0,
             storedBytes: 0, dependencies: nil)
         guard EntryCodec.encodeState(metadata, failure: state.failure) == bytes else {
             throw FuzzViolation("a state decoded as \(state) encodes to different bytes")
@@ -87,7 +87,7 @@ extension EntryCodecFuzzing {
         ]
         let metadata = EntryMetadata(
             id: id, sequence: 42, status: .failed, priority: 5, attempts: 3, maxAttempts: 10, scope: 0, type: 0, coalescing: 0,
-            when: 1_767_225_660_000, storedBytes: 0, dependencies: nil)
+            when: 1_767_225_660_000, createdAt: 1_767_225_600_000, storedBytes: 0, dependencies: nil)
         seeds.append([1] + EntryCodec.encodeState(metadata, failure: nil))
         seeds.append([1] + EntryCodec.encodeState(metadata, failure: FailureInfo(message: "503 Service Unavailable", httpStatus: 503)))
         seeds.append([2] + EntryCodec.encodeCompletion(Completion(serverID: "msg/9", syncedAt: 1_767_225_700_000)))

@@ -6,7 +6,7 @@ import OutboxLog
 /// ```
 /// u32 n · n × (u32 id, str name)                    interned types, scopes, coalescing keys
 /// u64 m · m × entry:
-///   16 id · u64 sequence · i64 when (ms) · u32 stored bytes · u32 scope · u32 type
+///   16 id · u64 sequence · i64 when (ms) · i64 created at (ms) · u32 stored bytes · u32 scope · u32 type
 ///   u32 coalescing key (name ids, 0: none) · i16 priority · u16 attempts · u16 max attempts
 ///   u8 status (as in the state record) · u8 flags: 1 unchanged since enqueue, 2 dependencies,
 ///      4 app-supplied idempotency key, 8 failure, 16 log key
@@ -50,6 +50,7 @@ enum StoreCheckpointBody {
             writer.raw(entry.id.bytes)
             writer.integer(entry.sequence)
             writer.integer(entry.when)
+            writer.integer(entry.createdAt)
             writer.integer(entry.storedBytes)
             writer.integer(entry.scope)
             writer.integer(entry.type)
@@ -126,13 +127,14 @@ enum StoreCheckpointBody {
             }
         }
         let entryCount = Int(try reader.integer(UInt64.self))
-        guard entryCount <= body.count / 56 else { throw Failure(reason: "implausible entry count \(entryCount)") }
+        guard entryCount <= body.count / 64 else { throw Failure(reason: "implausible entry count \(entryCount)") }
         var references: [UInt32: Int] = [:]
         scheduler.reserveEntries(entryCount)
         for _ in 0..<entryCount {
             let id = OutboxEntryID(bytes: try reader.raw(16))
             let sequence = try reader.integer(UInt64.self)
             let when = try reader.integer(Int64.self)
+            let createdAt = try reader.integer(Int64.self)
             let storedBytes = try reader.integer(UInt32.self)
             let scope = try reader.integer(UInt32.self)
             let type = try reader.integer(UInt32.self)
@@ -169,7 +171,7 @@ enum StoreCheckpointBody {
                 EntryMetadata(
                     id: id, sequence: sequence, status: status, priority: priority, attempts: attempts,
                     maxAttempts: maxAttempts, scope: scope, type: type, coalescing: coalescing, when: when,
-                    storedBytes: storedBytes, dependencies: dependencies),
+                    createdAt: createdAt, storedBytes: storedBytes, dependencies: dependencies),
                 failure: failure, unchanged: flags & unchanged != 0, appKey: appKey)
         }
         scheduler.restore(strings: StringInterner(restoring: names, references: references), nextSequence: nextSequence)

@@ -1,9 +1,9 @@
 import Foundation
 
 /// What a partition keeps in memory for each entry: everything scheduling
-/// needs, nothing a send needs (endpoint, headers, payload and creation time
-/// are read from the store on demand). The scheduler's working view: the
-/// ``EntryTable`` stores it packed in 64 bytes, dependencies aside.
+/// needs, nothing a send needs (endpoint, headers and payload are read from
+/// the store on demand). The scheduler's working view: the ``EntryTable``
+/// stores it packed in 72 bytes, dependencies aside.
 struct EntryMetadata: Sendable, Hashable {
     var id: OutboxEntryID
     var sequence: UInt64
@@ -21,6 +21,9 @@ struct EntryMetadata: Sendable, Hashable {
     var when: Int64
 
     static let immediately: Int64 = 0
+    /// When the app created the entry (ms since 1970): the summary's oldest
+    /// unsent entry.
+    var createdAt: Int64
     var storedBytes: UInt32
     var dependencies: [OutboxEntryID]? = nil
     /// Bumped on every change, so stale heap items can be recognised.

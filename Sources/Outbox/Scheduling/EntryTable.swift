@@ -1,6 +1,6 @@
 import OutboxLog
 
-/// The scheduler's entries by id, packed: 64 bytes an entry (the 16-byte id
+/// The scheduler's entries by id, packed: 72 bytes an entry (the 16-byte id
 /// and ``PackedEntry``) in a ``PackedTable``, plus 10–15 bytes of its slot
 /// table. Dependencies, which most entries do not have, live in a side table
 /// keyed by id, so an entry without them pays nothing for the array.
@@ -53,10 +53,11 @@ struct EntryTable: Sendable {
     }
 }
 
-/// An entry's scheduling fields as the table stores them: 48 bytes.
+/// An entry's scheduling fields as the table stores them: 56 bytes.
 struct PackedEntry: Sendable, Hashable {
     var sequence: UInt64
     var when: Int64
+    var createdAt: Int64
     var storedBytes: UInt32
     var scope: UInt32
     var type: UInt32
@@ -71,6 +72,7 @@ struct PackedEntry: Sendable, Hashable {
     init(_ metadata: EntryMetadata) {
         sequence = metadata.sequence
         when = metadata.when
+        createdAt = metadata.createdAt
         storedBytes = metadata.storedBytes
         scope = metadata.scope
         type = metadata.type
@@ -89,7 +91,7 @@ extension EntryMetadata {
         self.init(
             id: id, sequence: packed.sequence, status: packed.status, priority: packed.priority,
             attempts: packed.attempts, maxAttempts: packed.maxAttempts, scope: packed.scope, type: packed.type,
-            coalescing: packed.coalescing, when: packed.when, storedBytes: packed.storedBytes,
+            coalescing: packed.coalescing, when: packed.when, createdAt: packed.createdAt, storedBytes: packed.storedBytes,
             dependencies: dependencies, version: packed.version)
     }
 }

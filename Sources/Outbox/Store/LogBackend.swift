@@ -27,14 +27,16 @@ final class LogBackend: StoreBackend {
     }
 
     func submit(
-        _ changes: [StoreChange], newBody: PreparedBody?, scheduler: Scheduler, room: StoreRoom
+        _ changes: [StoreChange], newBodies: [PreparedBody], scheduler: Scheduler, room: StoreRoom
     ) throws(OutboxError) -> StoreAcknowledgement {
         var writes: [LogWrite] = []
         writes.reserveCapacity(changes.count)
         for change in changes {
             switch change {
             case .newEntry(let id):
-                guard let encoded = newBody?.encoded, let metadata = scheduler.metadata(id) else { continue }
+                guard let encoded = newBodies.first(where: { $0.body.id == id })?.encoded,
+                    let metadata = scheduler.metadata(id)
+                else { continue }
                 writes.append(bodyWrite(encoded, id: id, sequence: metadata.sequence))
             case .state(let id):
                 guard let metadata = scheduler.metadata(id) else { continue }

@@ -104,7 +104,7 @@ extension StoreCore {
                 priority: Int16(clamping: request.priority), attempts: 0,
                 maxAttempts: UInt16(clamping: request.maxAttempts ?? configuration.defaultMaximumAttempts),
                 scope: 0, type: 0, coalescing: 0, when: EntryMetadata.immediately,
-                storedBytes: UInt32(clamping: prepared.storedBytes))
+                createdAt: request.createdAt.milliseconds, storedBytes: UInt32(clamping: prepared.storedBytes))
             let acknowledgement: StoreAcknowledgement
             do throws(OutboxError) {
                 acknowledgement = try backend.submitNewBody(prepared, sequence: metadata.sequence, room: room)
@@ -158,7 +158,7 @@ extension StoreCore {
             var outcome: Result<StoreAcknowledgement?, OutboxError> = .success(nil)
             if state.failure == nil, !changes.isEmpty {
                 do throws(OutboxError) {
-                    outcome = .success(try backend.submit(changes, newBody: nil, scheduler: state.scheduler, room: room))
+                    outcome = .success(try backend.submit(changes, newBodies: [], scheduler: state.scheduler, room: room))
                 } catch {
                     state.failure = error
                     outcome = .failure(error)
