@@ -72,6 +72,15 @@ extension OutboxLog {
         /// this is admitted once nothing else waits. Default 32 MiB.
         public var maximumPendingBytes: Int = 32 << 20
 
+        /// Whether a caller waiting for `written` may write in place: when no
+        /// write is in progress and nothing is queued for the writer thread,
+        /// the caller hands its already-encoded bytes (at most
+        /// ``groupCommitLimit``) to the OS with one `pwrite` itself instead
+        /// of waking the writer thread and sleeping until it reports. Syncs
+        /// and file creation always run on the writer thread. `false` keeps
+        /// every system call off the caller's thread. Default `true`.
+        public var writesInPlace: Bool = true
+
         /// Threads that serve reads; blocking reads never run on Swift's
         /// cooperative pool. Default 2.
         public var readerThreads: Int = 2

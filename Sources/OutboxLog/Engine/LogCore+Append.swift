@@ -24,6 +24,7 @@ extension LogCore {
                 }
             case .written, .durable:
                 var sequence: UInt64?
+                var inPlace: InPlaceWrite?
                 let result = await withUnsafeContinuation {
                     (continuation: UnsafeContinuation<Result<Void, OutboxLogError>, Never>) in
                     let outcome = state.withLock { state -> Result<Bool, OutboxLogError> in
@@ -33,18 +34,28 @@ extension LogCore {
                         } catch {
                             return .failure(error)
                         }
+                        // Nobody writing: write it ourselves, no thread hand-off.
+                        if durability == .written, let write = takeInPlaceWrite(through: sequence!, &state) {
+                            inPlace = write
+                            return .success(false)
+                        }
                         state.waiters.append(
                             Waiter(sequence: sequence!, durable: durability == .durable, continuation: continuation))
                         return .success(state.claimWriterWakeup())
                     }
                     switch outcome {
                     case .success(let wake):
-                        if sequence == nil { continuation.resume(returning: .success(())) } else { wakeWriter(wake) }
+                        if sequence == nil || inPlace != nil {
+                            continuation.resume(returning: .success(()))
+                        } else {
+                            wakeWriter(wake)
+                        }
                     case .failure(let error):
                         continuation.resume(returning: .failure(error))
                     }
                 }
                 try result.get()
+                if let inPlace { try finishInPlace(inPlace) }
                 if let sequence { return sequence }
             }
             // Not admitted: wait until the writer has made room, reserved for us.
@@ -108,14 +119,21 @@ extension LogCore {
     }
 
     /// Waits until every record up to `sequence` is written (or durable).
+    /// For `written`, writes in place if nobody is writing (`LogCore+InPlace.swift`).
     func waitFor(_ sequence: UInt64, durable: Bool) async throws(OutboxLogError) {
+        var inPlace: InPlaceWrite?
         try await park { state, continuation in
             if durable ? sequence <= state.durableSequence : sequence <= state.writtenSequence { return nil }
             if case .poisoned(let error) = state.phase { return .failure(.poisoned(by: error)) }
             if case .closed = state.phase { return .failure(.closed()) }
+            if !durable, let write = takeInPlaceWrite(through: sequence, &state) {
+                inPlace = write
+                return nil
+            }
             state.waiters.append(Waiter(sequence: sequence, durable: durable, continuation: continuation))
             return .success(state.claimWriterWakeup())
         }
+        if let inPlace { try finishInPlace(inPlace) }
     }
 
     /// Waits until the writer has created segment `id` on disk (it was
@@ -174,6 +192,10 @@ extension LogCore {
             if write.kind == .tombstone && !write.payload.isEmpty {
                 throw OutboxLogError(.invalidArgument, "a tombstone carries no payload")
             }
+            if let patch = write.payloadPatch, patch.offset < 0 || patch.offset > write.payload.count - 8 {
+                throw OutboxLogError(
+                    .invalidArgument, "a payload patch at offset \(patch.offset) does not fit a payload of \(write.payload.count) bytes")
+            }
             if write.frameSize > configuration.maximumRecordSize {
                 throw OutboxLogError(
                     .recordTooLarge,
@@ -206,7 +228,7 @@ extension LogCore {
         for (position, write) in writes.enumerated() {
             sequence = state.encodeFrame(
                 FrameKind(write.kind), key: write.key, payload: write.payload,
-                batchContinues: position < count - 1, batchContinuation: position > 0)
+                batchContinues: position < count - 1, batchContinuation: position > 0, patch: write.payloadPatch)
         }
         state.finishEncoding(configuration: configuration)
         return sequence

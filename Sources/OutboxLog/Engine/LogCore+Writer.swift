@@ -36,7 +36,7 @@ extension LogCore {
         var pacing = GroupPacing()
         while true {
             gatherDurableWaiters(&pacing)
-            guard var work = state.withLock({ takeWork(&$0) }) else {
+            guard var work = nextWork(lingering: pacing.linger) else {
                 writerWakeup.wait()
                 continue
             }
@@ -48,6 +48,7 @@ extension LogCore {
             var finished: [(UnsafeContinuation<Result<Void, OutboxLogError>, Never>, Result<Void, OutboxLogError>)] = []
             var exit: CheckedContinuation<Result<Void, OutboxLogError>, Never>?
             let rolled = state.withLock { state -> Bool in
+                state.writeToken = nil
                 switch outcome {
                 case .success(let done):
                     for (id, file) in done.created { state.slots[id]?.file = file }
@@ -64,15 +65,7 @@ extension LogCore {
                     }
                     state.pendingBytes -= work.bytes
                     for buffer in spares where state.spareBuffers.count < 4 { state.spareBuffers.append(buffer) }
-                    var remaining: [Waiter] = []
-                    for waiter in state.waiters {
-                        if waiter.isSatisfied(written: state.writtenSequence, durable: state.durableSequence) {
-                            finished.append((waiter.continuation, .success(())))
-                        } else {
-                            remaining.append(waiter)
-                        }
-                    }
-                    state.waiters = remaining
+                    finished += state.takeSatisfiedWaiters()
                     // The bytes just written made room for appends waiting for it.
                     for granted in state.grantRoom(maximum: configuration.maximumPendingBytes) {
                         finished.append((granted.continuation, .success(())))
@@ -115,11 +108,19 @@ extension LogCore {
         /// Whether the next sync may wait for company (once per sync).
         var mayGather = false
 
+        /// How long to look for the next append before sleeping, after a
+        /// sync that served one or two producers; `nil`: sleep at once.
+        var linger: Duration?
+
         mutating func record(group: Int, took duration: Duration) {
             recentPeak = max(Double(group), recentPeak * 0.9)
             lastSync = duration
             mayGather = group >= Self.minimumGroup
+            linger = (1...2).contains(group) ? min(duration / 4, Self.maximumLinger) : nil
         }
+
+        /// The longest the writer looks for the next durable append before sleeping.
+        static let maximumLinger = Duration.microseconds(100)
 
         /// How many durable waiters are worth waiting for: half the recent
         /// peak (measured best of 0.5, 0.75 and 0.9 with 64 producers).
@@ -164,6 +165,30 @@ extension LogCore {
         state.withLock { $0.writerSleeping = false }
     }
 
+    /// The next work, or `nil` to sleep. After a sync that served a lone
+    /// producer, it first looks for the next append for a moment (a
+    /// fraction of that sync's time) without sleeping: that producer, just
+    /// resumed, usually appends again within microseconds, and an append
+    /// that finds the writer awake wakes nobody — on this project's VMs a
+    /// wake-up of a sleeping thread costs tens of microseconds, against a
+    /// sync of a few hundred (Docs/ARCHITECTURE.md, "Durable, one producer").
+    private func nextWork(lingering linger: Duration?) -> Work? {
+        if let linger {
+            let deadline = ContinuousClock.now.advanced(by: linger)
+            repeat {
+                if let work = state.withLock({ state -> Work? in
+                    let work = takeWork(&state)
+                    if work == nil { state.writerSleeping = false }  // still awake: appends need not signal
+                    return work
+                }) {
+                    return work
+                }
+                sched_yield()
+            } while ContinuousClock.now < deadline
+        }
+        return state.withLock { takeWork(&$0) }
+    }
+
     /// Durable waiters not yet satisfied.
     private static func durableWaiters(in state: LogState) -> Int {
         var count = 0
@@ -185,8 +210,21 @@ extension LogCore {
         return buffers
     }
 
-    /// Decides under the lock what the writer does next; `nil` means sleep.
+    /// Decides under the lock what the writer does next, taking the write
+    /// token if it does anything; `nil` means sleep.
     private func takeWork(_ state: inout LogState) -> Work? {
+        // A caller is writing in place: it wakes the writer when it is done
+        // if there is work (`finishInPlace`).
+        if state.writeToken == .caller {
+            state.writerSleeping = true
+            return nil
+        }
+        guard let work = chooseWork(&state) else { return nil }
+        state.writeToken = .writer
+        return work
+    }
+
+    private func chooseWork(_ state: inout LogState) -> Work? {
         let stopping = state.stopRequested
         if case .poisoned = state.phase {
             if stopping { return Work(stopping: true) }
@@ -212,7 +250,7 @@ extension LogCore {
             state.waiters.removeAll { $0.sequence > state.writtenSequence }
             for waiter in stranded { waiter.continuation.resume(returning: .failure(error)) }
             logger.critical("\(error)")
-            return takeWork(&state)
+            return chooseWork(&state)
         }
         let writeNow =
             hasPending
@@ -323,8 +361,10 @@ extension LogCore {
 
 extension LogState {
     /// Marks the writer awake; returns whether the caller must signal it.
+    /// Never while a caller writes in place: it wakes the writer when it is
+    /// done, if there is work (``writerHasWork(_:)``).
     mutating func claimWriterWakeup() -> Bool {
-        guard writerSleeping else { return false }
+        guard writerSleeping, writeToken != .caller else { return false }
         writerSleeping = false
         return true
     }

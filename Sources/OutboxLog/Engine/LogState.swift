@@ -99,6 +99,9 @@ struct LogState {
     var waiters: [Waiter] = []
     var creationWaiters: [CreationWaiter] = []
     var flushRequested = false
+    /// Who is writing segment bytes now, if anyone: the writer thread, or a
+    /// caller writing its own append in place (`LogCore+InPlace.swift`).
+    var writeToken: WriteTokenHolder?
     var writerSleeping = false
     var stopRequested = false
     var writerExit: CheckedContinuation<Result<Void, OutboxLogError>, Never>?
@@ -171,7 +174,8 @@ struct LogState {
     /// Call ``prepareActiveSegment(for:configuration:)`` first and
     /// ``finishEncoding(configuration:)`` after the batch.
     mutating func encodeFrame(
-        _ kind: FrameKind, key: LogKey, payload: [UInt8], batchContinues: Bool, batchContinuation: Bool
+        _ kind: FrameKind, key: LogKey, payload: [UInt8], batchContinues: Bool, batchContinuation: Bool,
+        patch: PayloadPatch? = nil
     ) -> UInt64 {
         let sequence = nextSequence
         nextSequence += 1
@@ -182,7 +186,7 @@ struct LogState {
             RecordFrame.append(
                 to: &openChunk!.data, crcSeed: seed, kind: kind, batchContinues: batchContinues,
                 batchContinuation: batchContinuation, sequence: sequence, durableWatermark: watermark, key: key,
-                payload: payload)
+                payload: payload, patch: patch)
         }
         let length = openChunk!.data.count - before
         index.apply(kind, key: key, at: Location(segment: activeID!, offset: UInt32(activeSize), length: UInt32(length)))
