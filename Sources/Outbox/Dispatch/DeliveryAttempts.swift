@@ -17,6 +17,10 @@ final class DeliveryAttempts: Sendable {
     /// Backoff jitter, shared by every attempt.
     let jitter: Locked<JitterRandom>
     let abandoned = AbandonedDeliveries()
+    /// The one timer that ends attempts past their delivery timeout.
+    let watchdog: AttemptWatchdog
+    /// Entries already reported as having no handler (reported once each).
+    let reportedUnhandled = Locked<Set<OutboxEntry.ID>>([])
     /// Not-sent and interrupted attempts in a row, per entry, in this
     /// process: the exponent of their backoff. Cleared by any other outcome.
     let streaks = Locked<[OutboxEntry.ID: Int]>([:])
@@ -37,63 +41,94 @@ final class DeliveryAttempts: Sendable {
         self.broadcaster = broadcaster
         self.metrics = metrics
         self.jitter = Locked(JitterRandom(seed: configuration.randomSeed))
+        self.watchdog = AttemptWatchdog(clock: clock)
     }
 
-    /// Delivers one claimed (in-flight) entry and records the outcome. Every
+    deinit { watchdog.shutdown() }
+
+    /// Starts the attempt on one claimed (in-flight) entry in a task of its
+    /// own; it reports to `inbox` when it ends.
+    func start(_ entry: OutboxEntry, with handler: any OutboxHandler, inbox: AttemptInbox) {
+        let attempt = RunningAttempt(entry: entry, handler: handler)
+        inbox.started(attempt)
+        attempt.track(Task { await self.run(attempt, inbox: inbox) })
+    }
+
+    /// Delivers one claimed entry and records the outcome — a success goes
+    /// to the drain loop, which records a batch of them in one write. Every
     /// attempt ends with a recorded outcome: if recording fails, the entry's
     /// lease is released as an interrupted attempt, and if even that fails,
     /// the running dispatcher reclaims the lease when it expires.
-    func attempt(_ entry: OutboxEntry, with handler: any OutboxHandler) async -> OutboxFlushReport {
+    private func run(_ attempt: RunningAttempt, inbox: AttemptInbox) async {
+        let entry = attempt.entry
+        let handler = attempt.handler
         var report = OutboxFlushReport()
         do throws(OutboxError) {
             // Too long since the server first answered: quarantine, never drop silently.
             if let maximumAge = configuration.maximumAge, let answered = entry.firstAnswerAt,
                 clock.now() >= answered.adding(maximumAge)
             {
+                guard attempt.finish().won else { return }
                 try await quarantine(
                     entry, reason: "expired: the server first answered more than \(maximumAge) ago", httpStatus: nil,
                     into: &report)
-                return report
+                inbox.ended(attempt, report: report)
+                return
             }
             if let since = entry.outcomeUnknownSince, let reason = keyMayBeForgotten(since: since) {
+                guard attempt.finish().won else { return }
                 try await leaveForTheApp(entry, reason: reason, httpStatus: nil, into: &report)
-                return report
+                inbox.ended(attempt, report: report)
+                return
             }
             if let stillRunning = await previousDeliveryStillRunning(entry.id) {
+                guard attempt.finish().won else { return }
                 try await apply(stillRunning, to: entry, delivery: nil, handler: handler, into: &report)
-                return report
+                inbox.ended(attempt, report: report)
+                return
             }
             publish(.sending(entry.id, attempt: entry.attempts))
             let started = clock.now()
 
             var outcome: OutboxOutcome
             var sent: OutboxDelivery?
+            let resolution: Resolution
             do throws(OutboxError) {
-                switch try await resolveReferences(entry) {
-                case .unresolved(let unresolved):
-                    outcome = unresolved
-                case .resolved(let delivery):
-                    let timer = ContinuousClock.now
-                    outcome = await deliver(delivery, with: handler)
-                    metrics.deliveryTime.record(duration: timer.duration(to: .now))
-                    sent = delivery
-                }
+                resolution = try await resolveReferences(entry)
             } catch {
                 // Nothing was sent: end the attempt, do not leave it in flight.
-                outcome = .notSent(reason: "cannot resolve its local: references: \(error)")
+                resolution = .unresolved(.notSent(reason: "cannot resolve its local: references: \(error)"))
             }
-            try await apply(outcome, to: entry, delivery: sent, handler: handler, startedAt: started, into: &report)
+            switch resolution {
+            case .unresolved(let unresolved):
+                guard attempt.finish().won else { return }
+                outcome = unresolved
+            case .resolved(let delivery):
+                guard let delivered = await deliver(delivery, attempt: attempt, inbox: inbox, at: started) else { return }
+                outcome = delivered
+                sent = delivery
+            }
+            switch outcome {
+            case .delivered(let serverID):
+                inbox.delivered(AttemptInbox.Delivered(attempt: attempt, serverID: serverID, replayed: false))
+                return
+            case .replayed(let serverID):
+                inbox.delivered(AttemptInbox.Delivered(attempt: attempt, serverID: serverID, replayed: true))
+                return
+            default:
+                try await apply(outcome, to: entry, delivery: sent, handler: handler, startedAt: started, into: &report)
+            }
         } catch {
             report.errors.append("\(entry.id): \(error)")
             logger.error("attempt failed in the store", metadata: ["id": "\(entry.id)", "error": "\(error)"])
             await release(entry, because: error)
         }
-        return report
+        inbox.ended(attempt, report: report)
     }
 
     /// Ends an attempt whose outcome could not be recorded: the entry goes
     /// back to the queue as interrupted, due at once.
-    private func release(_ entry: OutboxEntry, because error: OutboxError) async {
+    func release(_ entry: OutboxEntry, because error: OutboxError) async {
         guard let current = try? await store.entry(entry.id), current.status == .inFlight else { return }
         // Whatever the server answered is lost with it: the outcome is unknown.
         _ = try? await store.recordFailure(
@@ -151,26 +186,74 @@ final class DeliveryAttempts: Sendable {
         return .resolved(OutboxDelivery(entry: entry, endpoint: remapped.endpoint, payload: remapped.payload, attempt: entry.attempts))
     }
 
-    /// Runs the handler with a timeout. A thrown error is transient; a
-    /// timeout, or a cancellation by the dispatcher (``OutboxDispatcher/stop()``,
-    /// a drain's deadline), is an interrupted attempt: the request may have
-    /// been sent.
-    private func deliver(_ delivery: OutboxDelivery, with handler: any OutboxHandler) async -> OutboxOutcome {
-        let deadline = clock.now().adding(configuration.deliveryTimeout)
-        let result = await DeadlineRace.run(until: deadline, clock: clock) { try await handler.deliver(delivery) }
+    /// Runs the handler in this task, watched by the dispatcher's watchdog.
+    /// Returns its outcome — a thrown error is transient — or `nil` if the
+    /// watchdog (the delivery timeout) or a stop ended the attempt first:
+    /// they record it as interrupted (``expire(_:inbox:reason:)``).
+    private func deliver(
+        _ delivery: OutboxDelivery, attempt: RunningAttempt, inbox: AttemptInbox, at started: Date
+    ) async -> OutboxOutcome? {
+        let watch = watchdog.watch(until: started.adding(configuration.deliveryTimeout)) { [weak self] in
+            self?.expire(attempt, inbox: inbox, reason: .timedOut)
+        }
+        // Ended before it was sent (a stop): whoever ended it records it.
+        guard attempt.sending(at: started, watch: watch) else {
+            watchdog.unwatch(watch)
+            return nil
+        }
+        let timer = ContinuousClock.now
+        let result: Result<OutboxOutcome, any Error>
+        do { result = .success(try await attempt.handler.deliver(delivery)) } catch { result = .failure(error) }
+        let (won, _) = attempt.finish()
+        watchdog.unwatch(watch)
+        guard won else { return nil }
+        metrics.deliveryTime.record(duration: timer.duration(to: .now))
         switch result {
-        case .finished(.success(let outcome)): return outcome
-        case .finished(.failure(let error)):
-            if Task.isCancelled || error is CancellationError {
-                return .interrupted(reason: "the attempt was cancelled (the dispatcher stopped or its deadline passed)")
-            }
+        case .success(let outcome): return outcome
+        case .failure(let error) where error is CancellationError:
+            return .interrupted(reason: "the attempt was cancelled (the dispatcher stopped or its deadline passed)")
+        case .failure(let error):
             return .transient(reason: "the handler threw: \(error)", httpStatus: nil, retryAfter: nil)
-        case .timedOut(let abandoned):
-            self.abandoned.remember(abandoned, for: delivery.entry.id)
-            return .interrupted(reason: "no outcome within the delivery timeout of \(configuration.deliveryTimeout)")
-        case .cancelled(let abandoned):
-            self.abandoned.remember(abandoned, for: delivery.entry.id)
-            return .interrupted(reason: "the attempt was cancelled (the dispatcher stopped)")
+        }
+    }
+
+    /// Why an attempt was ended from outside.
+    enum Expiry {
+        case timedOut
+        case stopped
+
+        func reason(_ configuration: OutboxDispatcherConfiguration) -> String {
+            switch self {
+            case .timedOut: "no outcome within the delivery timeout of \(configuration.deliveryTimeout)"
+            case .stopped: "the attempt was cancelled (the dispatcher stopped)"
+            }
+        }
+    }
+
+    /// Ends a running attempt from outside — its delivery timeout passed, or
+    /// the drain is stopping — unless it ended first: cancels its task
+    /// without waiting for it (remembered, so the entry's next attempt waits
+    /// for a handler that ignores cancellation), and records it: interrupted
+    /// if the handler was called (the request may have gone out), not sent
+    /// otherwise.
+    func expire(_ attempt: RunningAttempt, inbox: AttemptInbox, reason: Expiry) {
+        guard let (task, sentAt) = attempt.expire() else { return }
+        let entry = attempt.entry
+        if let task { abandoned.remember(task, for: entry.id) }
+        Task {
+            var report = OutboxFlushReport()
+            let outcome: OutboxOutcome =
+                sentAt == nil
+                ? .notSent(reason: "the dispatcher stopped before the attempt was sent")
+                : .interrupted(reason: reason.reason(configuration))
+            do throws(OutboxError) {
+                try await apply(outcome, to: entry, delivery: nil, handler: attempt.handler, startedAt: sentAt, into: &report)
+            } catch {
+                report.errors.append("\(entry.id): \(error)")
+                logger.error("attempt failed in the store", metadata: ["id": "\(entry.id)", "error": "\(error)"])
+                await release(entry, because: error)
+            }
+            inbox.ended(attempt, report: report)
         }
     }
 
@@ -180,13 +263,15 @@ final class DeliveryAttempts: Sendable {
     private func previousDeliveryStillRunning(_ id: OutboxEntry.ID) async -> OutboxOutcome? {
         guard let previous = abandoned.running(id) else { return nil }
         let deadline = clock.now().adding(configuration.deliveryTimeout)
-        if case .finished = await DeadlineRace.run(until: deadline, clock: clock, { await previous.value }) { return nil }
+        if case .finished = await DeadlineRace.run(until: deadline, watchdog: watchdog, { await previous.value }) {
+            return nil
+        }
         return .transient(
             reason: "not sent: the handler of an earlier attempt is still running (it ignores cancellation)",
             httpStatus: nil, retryAfter: nil)
     }
 
-    func publish(_ event: OutboxEvent) { broadcaster.publish(event) }
+    func publish(_ event: @autoclosure () -> OutboxEvent) { broadcaster.publish(event()) }
 }
 
 /// Handlers the watchdog gave up on that may still be running (they ignore

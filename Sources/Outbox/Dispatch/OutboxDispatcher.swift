@@ -39,19 +39,24 @@ public actor OutboxDispatcher {
     private let broadcaster: EventBroadcaster
     /// Runs each attempt, off this actor.
     let attempts: DeliveryAttempts
-    var logger: Logger { configuration.logger }
+    nonisolated var logger: Logger { configuration.logger }
 
     /// The running drain, if any: flushes join it, enqueues and flushes wake it.
     private var running: (task: Task<OutboxFlushReport, Never>, wakeup: Wakeup)?
     private var drainAgain = false
-    private var paused = false
-    private var online = true
-    private var lifecycle = Lifecycle.idle
+    private var paused = false { didSet { control.switches.withLock { [paused] in $0.paused = paused } } }
+    private var online = true { didSet { control.switches.withLock { [online] in $0.online = online } } }
+    private var lifecycle = Lifecycle.idle {
+        didSet { control.switches.withLock { [stopped = lifecycle == .stopped] in $0.stopped = stopped } }
+    }
     /// While ``drain(until:)`` runs: no attempt starts after this.
-    private var claimDeadline: Date?
+    private var claimDeadline: Date? {
+        didSet { control.switches.withLock { [claimDeadline] in $0.claimDeadline = claimDeadline } }
+    }
+    /// The switches above, for the drain loop, which runs off the actor.
+    let control = DrainControl()
     private var timer: (task: Task<Void, Never>, deadline: Date)?
     private var monitorTask: Task<Void, Never>?
-    var reportedUnhandled: Set<OutboxEntry.ID> = []
     private var lastPrune: Date?
     var lastLeaseCheck: Date?
 
@@ -100,6 +105,7 @@ public actor OutboxDispatcher {
     deinit {
         timer?.task.cancel()
         monitorTask?.cancel()
+        attempts.watchdog.shutdown()
     }
 
     // MARK: - The facade a feature uses
@@ -146,7 +152,7 @@ public actor OutboxDispatcher {
                 "recorded while the dispatcher is stopped: it is sent after the next start()",
                 metadata: ["id": "\(request.id)"])
         } else {
-            Task { await self.flush() }
+            poke()
         }
         return result
     }
@@ -162,7 +168,7 @@ public actor OutboxDispatcher {
     /// dependents, and flushes.
     public func retry(_ id: OutboxEntry.ID) async throws(OutboxError) {
         _ = try await store.retry(id, at: clock.now())
-        Task { await self.flush() }
+        poke()
     }
 
     /// Records that the server applied an entry left in `conflict` for the
@@ -184,7 +190,7 @@ public actor OutboxDispatcher {
         try await store.recordSuccess(id, serverID: serverID, at: clock.now())
         metrics.delivered.increment()
         publish(.delivered(id, serverID: serverID))
-        if lifecycle != .stopped { Task { await self.flush() } }  // its dependents may go now
+        if lifecycle != .stopped { poke() }  // its dependents may go now
     }
 
     /// Removes an entry that is not being sent; its dependents are quarantined.
@@ -207,7 +213,7 @@ public actor OutboxDispatcher {
         paused = false
         guard let connectivity else {
             online = true
-            Task { await self.flush() }
+            poke()
             return
         }
         online = false  // until the monitor says otherwise
@@ -226,7 +232,7 @@ public actor OutboxDispatcher {
 
     private func coldStart(isOnline: Bool) {
         online = isOnline
-        if isOnline { Task { await self.flush() } }
+        if isOnline { poke() }
     }
 
     /// Stops: no new attempt starts, running attempts are cancelled (each
@@ -253,11 +259,11 @@ public actor OutboxDispatcher {
         guard online != isOnline else { return }
         online = isOnline
         logger.debug("connectivity changed", metadata: ["online": "\(isOnline)"])
-        if isOnline { Task { await self.flush() } }
+        if isOnline { poke() }
     }
 
     /// The app came to the foreground: a good time to retry.
-    public func appDidBecomeActive() { Task { await self.flush() } }
+    public func appDidBecomeActive() { poke() }
 
     /// Stops starting attempts (running ones finish) until ``resume()``.
     public func pause() { paused = true }
@@ -265,7 +271,7 @@ public actor OutboxDispatcher {
     /// Resumes after ``pause()`` and flushes.
     public func resume() {
         paused = false
-        Task { await self.flush() }
+        poke()
     }
 
     // MARK: - Flushing
@@ -341,6 +347,14 @@ public actor OutboxDispatcher {
         return report
     }
 
+    /// A flush in the background that nobody waits for (every enqueue,
+    /// retry, resume…): wakes the running drain, or starts one. No task
+    /// of its own.
+    private func poke() {
+        guard configurationError == nil else { return }
+        _ = drainTask()
+    }
+
     /// The running drain, or a new one.
     private func drainTask() -> Task<OutboxFlushReport, Never> {
         if let running {
@@ -376,7 +390,8 @@ public actor OutboxDispatcher {
         var report = OutboxFlushReport()
         repeat {
             drainAgain = false
-            report.add(await drain(wakeup: wakeup))
+            await reclaimExpiredLeases()
+            report.add(await drainPass(wakeup: wakeup))
         } while drainAgain && mayClaim
         // No await between the last check and this: a flush that arrives
         // later starts a new drain rather than joining a finished one.
@@ -422,5 +437,5 @@ public actor OutboxDispatcher {
         await flush()
     }
 
-    nonisolated func publish(_ event: OutboxEvent) { broadcaster.publish(event) }
+    nonisolated func publish(_ event: @autoclosure () -> OutboxEvent) { broadcaster.publish(event()) }
 }

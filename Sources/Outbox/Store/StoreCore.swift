@@ -259,6 +259,35 @@ final class StoreCore: Sendable {
         }
     }
 
+    func recordSuccesses(_ successes: [OutboxSuccess], at now: Date) async throws(OutboxError) -> [OutboxEntryID: OutboxError] {
+        let time = try Admission.milliseconds(now, "now")
+        var refused: [OutboxEntryID: OutboxError] = [:]
+        var admitted: [OutboxSuccess] = []
+        admitted.reserveCapacity(successes.count)
+        for success in successes {
+            do throws(OutboxError) {
+                try Admission.serverID(success.serverID, entry: success.id)
+                admitted.append(success)
+            } catch {
+                refused[success.id] = error
+            }
+        }
+        guard !admitted.isEmpty else { return refused }
+        // One batch of log records for all of them, one wait.
+        return try await perform(configuration.successDurability) { scheduler throws(OutboxError) in
+            var changes: [StoreChange] = []
+            changes.reserveCapacity(admitted.count * 3)
+            for success in admitted {
+                do throws(OutboxError) {
+                    changes += try scheduler.succeed(success.id, serverID: success.serverID, now: time)
+                } catch {
+                    refused[success.id] = error
+                }
+            }
+            return (refused, changes)
+        }
+    }
+
     func recordFailure(
         _ id: OutboxEntryID, error: String, httpStatus: Int?, retryAt: Date, countsAsAttempt: Bool = true,
         serverAnsweredAt: Date? = nil, outcomeUnknownAt: Date? = nil
