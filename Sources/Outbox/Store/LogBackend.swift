@@ -34,12 +34,13 @@ final class LogBackend: StoreBackend {
         for change in changes {
             switch change {
             case .newEntry(let id):
-                guard var encoded = newBody?.encoded, let metadata = scheduler.metadata(id) else { continue }
-                let offset = format.sequenceOffset
-                withUnsafeBytes(of: metadata.sequence.littleEndian) { sequence in
-                    for index in 0..<8 { encoded[offset + index] = sequence[index] }
-                }
-                writes.append(.value(format.entryKey(id), encoded))
+                guard let encoded = newBody?.encoded, let metadata = scheduler.metadata(id) else { continue }
+                // The sequence is written into the log's copy of the body
+                // as it is encoded: the body is copied once, not patched in
+                // a copy of its own first.
+                var write = LogWrite.value(format.entryKey(id), encoded)
+                write.payloadPatch = PayloadPatch(offset: format.sequenceOffset, value: metadata.sequence)
+                writes.append(write)
             case .state(let id):
                 guard let metadata = scheduler.metadata(id) else { continue }
                 let key = format.entryKey(id)
@@ -66,9 +67,7 @@ final class LogBackend: StoreBackend {
                 ticket = try log.submit(writes)
             }
         } catch { throw .storage(error) }
-        return StoreAcknowledgement { durability throws(OutboxError) in
-            do throws(OutboxLogError) { try await ticket.wait(for: durability) } catch { throw .storage(error) }
-        }
+        return StoreAcknowledgement(ticket: ticket)
     }
 
     func bodies(of ids: [OutboxEntryID]) async throws(OutboxError) -> [EntryBody?] {

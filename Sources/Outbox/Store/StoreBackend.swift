@@ -45,7 +45,30 @@ struct StoreRoom: Sendable {
 
 /// Waits until submitted changes reach a durability level.
 struct StoreAcknowledgement: Sendable {
-    let wait: @Sendable (Durability) async throws(OutboxError) -> Void
+    private enum Kind {
+        case immediate
+        /// The log's ticket for the batch: waiting on it needs no closure
+        /// (an allocation per change).
+        case ticket(LogTicket)
+        case custom(@Sendable (Durability) async throws(OutboxError) -> Void)
+    }
 
-    static let immediate = StoreAcknowledgement { _ in }
+    private let kind: Kind
+
+    init(wait: @escaping @Sendable (Durability) async throws(OutboxError) -> Void) { kind = .custom(wait) }
+
+    init(ticket: LogTicket) { kind = .ticket(ticket) }
+
+    private init(kind: Kind) { self.kind = kind }
+
+    static let immediate = StoreAcknowledgement(kind: .immediate)
+
+    func wait(_ durability: Durability) async throws(OutboxError) {
+        switch kind {
+        case .immediate: return
+        case .ticket(let ticket):
+            do throws(OutboxLogError) { try await ticket.wait(for: durability) } catch { throw .storage(error) }
+        case .custom(let wait): try await wait(durability)
+        }
+    }
 }
