@@ -81,6 +81,15 @@ extension OutboxLog {
         /// every system call off the caller's thread. Default `true`.
         public var writesInPlace: Bool = true
 
+        /// A read of at most this many bytes (``OutboxLog/get(_:)-(LogKey)``
+        /// and ``OutboxLog/get(_:)-([LogKey])``: the records' sizes are known
+        /// from the index before reading) runs on the caller's thread
+        /// instead of a reader thread: a few `pread`s of records usually in
+        /// the page cache cost less than waking a thread and waiting for it.
+        /// Larger reads, and every scan, run on the reader threads. `0` sends
+        /// every read to them. Default 64 KiB.
+        public var readsInPlaceUpTo: Int = 64 << 10
+
         /// Threads that serve reads; blocking reads never run on Swift's
         /// cooperative pool. Default 2.
         public var readerThreads: Int = 2
@@ -113,6 +122,7 @@ extension OutboxLog {
             try require(bufferedFlushThreshold >= 1, "bufferedFlushThreshold must be positive")
             try require(maximumPendingBytes >= groupCommitLimit, "maximumPendingBytes must be at least groupCommitLimit")
             try require(readerThreads >= 1 && readerThreads <= 64, "readerThreads must be in 1...64")
+            try require(readsInPlaceUpTo >= 0, "readsInPlaceUpTo must not be negative")
         }
     }
 }

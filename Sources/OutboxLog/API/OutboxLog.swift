@@ -136,10 +136,7 @@ public final class OutboxLog: Sendable {
     package func submit(_ writes: [LogWrite], using reservation: LogRoomReservation) throws(OutboxLogError)
         -> LogTicket
     {
-        guard reservation.take(for: core) else {
-            throw OutboxLogError(.invalidArgument, "the room reservation was used already, or is for another log")
-        }
-        return LogTicket(core: core, sequence: try core.submit(writes, reserved: reservation.bytes))
+        LogTicket(core: core, sequence: try core.submit(writes, reservation: reservation))
     }
 
     /// Waits until room for a batch of `bytes` bytes is reserved, first come

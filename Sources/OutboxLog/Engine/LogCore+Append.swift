@@ -65,26 +65,29 @@ extension LogCore {
     }
 
     /// Encodes and indexes `writes` now, without waiting for any I/O;
-    /// returns the sequence number of the last record. Without `reserved`,
-    /// refused with `.backPressure` if it is not admitted; with it (room of
-    /// that many bytes reserved by ``reserveRoom(_:)``), always admitted,
-    /// and the room is used up whatever the outcome (see
+    /// returns the sequence number of the last record. Without a
+    /// `reservation`, refused with `.backPressure` if it is not admitted;
+    /// with one (room reserved by ``reserveRoom(_:)``), always admitted, and
+    /// the room is used up whatever the outcome (see
     /// `LogCore+BackPressure.swift`).
     func submit<Writes: RandomAccessCollection<LogWrite>>(
-        _ writes: Writes, reserved: Int? = nil
+        _ writes: Writes, reservation: LogRoomReservation? = nil
     ) throws(OutboxLogError) -> UInt64 {
         let bytes: Int
         do throws(OutboxLogError) {
             bytes = try validate(writes)
         } catch {
-            if let reserved { releaseRoom(reserved) }
+            if let reservation, state.withLock({ reservation.take(for: self, &$0) }) { releaseRoom(reservation.bytes) }
             throw error
         }
         let maximum = configuration.maximumPendingBytes
         let (outcome, granted) = state.withLock { state -> (Result<(UInt64, Bool), OutboxLogError>, [RoomWaiter]) in
             let outcome = Result { () throws(OutboxLogError) -> (UInt64, Bool) in
-                if let reserved {
-                    state.reservedBytes -= reserved
+                if let reservation {
+                    guard reservation.take(for: self, &state) else {
+                        throw OutboxLogError(.invalidArgument, "the room reservation was used already, or is for another log")
+                    }
+                    state.reservedBytes -= reservation.bytes
                 } else {
                     if let error = state.isAcceptingWrites { throw error }
                     guard state.admits(bytes, maximum: maximum) else {
@@ -98,7 +101,7 @@ extension LogCore {
                 return (sequence, state.writeIsDue(configuration) && state.claimWriterWakeup())
             }
             // Room reserved and not filled goes to whoever waits for it.
-            return (outcome, reserved == nil ? [] : state.grantRoom(maximum: maximum))
+            return (outcome, reservation == nil ? [] : state.grantRoom(maximum: maximum))
         }
         for waiter in granted { waiter.continuation.resume(returning: .success(())) }
         let (sequence, wake) = try outcome.get()

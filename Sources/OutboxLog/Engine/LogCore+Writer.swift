@@ -1,3 +1,4 @@
+import Dispatch
 import Foundation
 import OutboxLocking
 import SystemPackage
@@ -83,7 +84,7 @@ extension LogCore {
             // Claim a due compaction before acknowledging, so a caller whose
             // append returned can rely on it having been started.
             if rolled && !work.stopping { startAutomaticCompactionIfDue() }
-            for (continuation, result) in finished { continuation.resume(returning: result) }
+            Self.resume(finished, inOneJob: !work.stopping)
             if work.stopping {
                 // Let go of the segment file before close() is told the writer
                 // is done: its last release closes the descriptor, and close()
@@ -96,6 +97,25 @@ extension LogCore {
             }
         }
     }
+
+    /// Resumes a group's waiters. A large group is handed to one job on
+    /// the global pool, which resumes them all: the writer thread goes
+    /// back to the next group after one enqueue instead of one per waiter
+    /// (each may wake a pool thread), so the next sync starts sooner.
+    private static func resume(
+        _ finished: [(UnsafeContinuation<Result<Void, OutboxLogError>, Never>, Result<Void, OutboxLogError>)], inOneJob: Bool
+    ) {
+        guard inOneJob, finished.count >= resumeInOneJobFrom else {
+            for (continuation, result) in finished { continuation.resume(returning: result) }
+            return
+        }
+        DispatchQueue.global().async {
+            for (continuation, result) in finished { continuation.resume(returning: result) }
+        }
+    }
+
+    /// Groups at least this large are resumed in one job.
+    static let resumeInOneJobFrom = 8
 
     /// What the last group commit looked like, to decide whether the next
     /// one should wait a moment for more durable appends to join it.
