@@ -46,12 +46,28 @@ final class DeliveryAttempts: Sendable {
 
     deinit { watchdog.shutdown() }
 
-    /// Starts the attempt on one claimed (in-flight) entry in a task of its
-    /// own; it reports to `inbox` when it ends.
-    func start(_ entry: OutboxEntry, with handler: any OutboxHandler, inbox: AttemptInbox) {
-        let attempt = RunningAttempt(entry: entry, handler: handler)
-        inbox.started(attempt)
-        attempt.track(Task { await self.run(attempt, inbox: inbox) })
+    /// Starts a worker: a task that holds one delivery slot and runs
+    /// attempts on the entries queued in `inbox` until none is left (or it
+    /// may start no more), then leaves its slot.
+    func startWorker(inbox: AttemptInbox, control: DrainControl) {
+        let worker = inbox.addWorker()
+        worker.track(Task { await self.work(worker, inbox: inbox, control: control) })
+    }
+
+    private func work(_ worker: DeliveryWorker, inbox: AttemptInbox, control: DrainControl) async {
+        let clock = self.clock
+        let freshFor = configuration.leaseGrace / 2
+        while !Task.isCancelled, let queued = inbox.next(for: worker, mayStart: { control.mayClaim(clock) }) {
+            // Claimed too long ago (slow handlers ahead of it): its lease,
+            // counted from the claim, must outlast the attempt. Give it back.
+            if clock.now() >= queued.claimedAt.adding(freshFor) {
+                let report = await giveBack(queued.entry, reason: "claimed ahead and not started while its lease was fresh")
+                inbox.ended(report: report)
+                continue
+            }
+            let number = worker.begin(queued.entry, handler: queued.handler)
+            await run(worker, number, queued.entry, queued.handler, inbox: inbox)
+        }
     }
 
     /// Delivers one claimed entry and records the outcome — a success goes
@@ -59,32 +75,34 @@ final class DeliveryAttempts: Sendable {
     /// attempt ends with a recorded outcome: if recording fails, the entry's
     /// lease is released as an interrupted attempt, and if even that fails,
     /// the running dispatcher reclaims the lease when it expires.
-    private func run(_ attempt: RunningAttempt, inbox: AttemptInbox) async {
-        let entry = attempt.entry
-        let handler = attempt.handler
+    private func run(
+        _ worker: DeliveryWorker, _ number: UInt64, _ entry: OutboxEntry, _ handler: any OutboxHandler,
+        inbox: AttemptInbox
+    ) async {
         var report = OutboxFlushReport()
+        var handlerTime: Duration?
         do throws(OutboxError) {
             // Too long since the server first answered: quarantine, never drop silently.
             if let maximumAge = configuration.maximumAge, let answered = entry.firstAnswerAt,
                 clock.now() >= answered.adding(maximumAge)
             {
-                guard attempt.finish().won else { return }
+                guard worker.finish(number) else { return }
                 try await quarantine(
                     entry, reason: "expired: the server first answered more than \(maximumAge) ago", httpStatus: nil,
                     into: &report)
-                inbox.ended(attempt, report: report)
+                inbox.ended(report: report)
                 return
             }
             if let since = entry.outcomeUnknownSince, let reason = keyMayBeForgotten(since: since) {
-                guard attempt.finish().won else { return }
+                guard worker.finish(number) else { return }
                 try await leaveForTheApp(entry, reason: reason, httpStatus: nil, into: &report)
-                inbox.ended(attempt, report: report)
+                inbox.ended(report: report)
                 return
             }
             if let stillRunning = await previousDeliveryStillRunning(entry.id) {
-                guard attempt.finish().won else { return }
+                guard worker.finish(number) else { return }
                 try await apply(stillRunning, to: entry, delivery: nil, handler: handler, into: &report)
-                inbox.ended(attempt, report: report)
+                inbox.ended(report: report)
                 return
             }
             publish(.sending(entry.id, attempt: entry.attempts))
@@ -101,19 +119,23 @@ final class DeliveryAttempts: Sendable {
             }
             switch resolution {
             case .unresolved(let unresolved):
-                guard attempt.finish().won else { return }
+                guard worker.finish(number) else { return }
                 outcome = unresolved
             case .resolved(let delivery):
-                guard let delivered = await deliver(delivery, attempt: attempt, inbox: inbox, at: started) else { return }
+                guard let (delivered, took) = await deliver(delivery, with: handler, worker, number, inbox: inbox, at: started)
+                else {
+                    return
+                }
                 outcome = delivered
+                handlerTime = took
                 sent = delivery
             }
             switch outcome {
             case .delivered(let serverID):
-                inbox.delivered(AttemptInbox.Delivered(attempt: attempt, serverID: serverID, replayed: false))
+                inbox.ended(report: report, delivered: .init(entry: entry, serverID: serverID, replayed: false), handlerTime: handlerTime)
                 return
             case .replayed(let serverID):
-                inbox.delivered(AttemptInbox.Delivered(attempt: attempt, serverID: serverID, replayed: true))
+                inbox.ended(report: report, delivered: .init(entry: entry, serverID: serverID, replayed: true), handlerTime: handlerTime)
                 return
             default:
                 try await apply(outcome, to: entry, delivery: sent, handler: handler, startedAt: started, into: &report)
@@ -123,7 +145,25 @@ final class DeliveryAttempts: Sendable {
             logger.error("attempt failed in the store", metadata: ["id": "\(entry.id)", "error": "\(error)"])
             await release(entry, because: error)
         }
-        inbox.ended(attempt, report: report)
+        inbox.ended(report: report, handlerTime: handlerTime)
+    }
+
+    /// Gives a claimed entry that was never sent back to the queue, due at
+    /// once, its attempt not counted.
+    func giveBack(_ entry: OutboxEntry, reason: String) async -> OutboxFlushReport {
+        var report = OutboxFlushReport()
+        let now = clock.now()
+        do throws(OutboxError) {
+            _ = try await store.recordFailure(
+                entry.id, error: "not sent: \(reason)", httpStatus: nil, retryAt: now, countsAsAttempt: false,
+                serverAnsweredAt: nil)
+            report.notSent += 1
+            publish(.retryScheduled(entry.id, at: now, reason: "not sent: \(reason)"))
+        } catch {
+            report.errors.append("\(entry.id): \(error)")
+            logger.error("cannot give back a claimed entry", metadata: ["id": "\(entry.id)", "error": "\(error)"])
+        }
+        return report
     }
 
     /// Ends an attempt whose outcome could not be recorded: the entry goes
@@ -187,33 +227,35 @@ final class DeliveryAttempts: Sendable {
     }
 
     /// Runs the handler in this task, watched by the dispatcher's watchdog.
-    /// Returns its outcome — a thrown error is transient — or `nil` if the
-    /// watchdog (the delivery timeout) or a stop ended the attempt first:
-    /// they record it as interrupted (``expire(_:inbox:reason:)``).
+    /// Returns its outcome — a thrown error is transient — and the handler's
+    /// time, or `nil` if the watchdog (the delivery timeout) or a stop ended
+    /// the attempt first: they record it as interrupted (``expire(_:_:inbox:reason:)``).
     private func deliver(
-        _ delivery: OutboxDelivery, attempt: RunningAttempt, inbox: AttemptInbox, at started: Date
-    ) async -> OutboxOutcome? {
+        _ delivery: OutboxDelivery, with handler: any OutboxHandler, _ worker: DeliveryWorker, _ number: UInt64,
+        inbox: AttemptInbox, at started: Date
+    ) async -> (OutboxOutcome, Duration)? {
         let watch = watchdog.watch(until: started.adding(configuration.deliveryTimeout)) { [weak self] in
-            self?.expire(attempt, inbox: inbox, reason: .timedOut)
+            self?.expire(worker, number, inbox: inbox, reason: .timedOut)
         }
         // Ended before it was sent (a stop): whoever ended it records it.
-        guard attempt.sending(at: started, watch: watch) else {
+        guard worker.sending(number, at: started, watch: watch) else {
             watchdog.unwatch(watch)
             return nil
         }
         let timer = ContinuousClock.now
         let result: Result<OutboxOutcome, any Error>
-        do { result = .success(try await attempt.handler.deliver(delivery)) } catch { result = .failure(error) }
-        let (won, _) = attempt.finish()
+        do { result = .success(try await handler.deliver(delivery)) } catch { result = .failure(error) }
+        let won = worker.finish(number)
         watchdog.unwatch(watch)
         guard won else { return nil }
-        metrics.deliveryTime.record(duration: timer.duration(to: .now))
+        let took = timer.duration(to: .now)
+        metrics.deliveryTime.record(duration: took)
         switch result {
-        case .success(let outcome): return outcome
+        case .success(let outcome): return (outcome, took)
         case .failure(let error) where error is CancellationError:
-            return .interrupted(reason: "the attempt was cancelled (the dispatcher stopped or its deadline passed)")
+            return (.interrupted(reason: "the attempt was cancelled (the dispatcher stopped or its deadline passed)"), took)
         case .failure(let error):
-            return .transient(reason: "the handler threw: \(error)", httpStatus: nil, retryAfter: nil)
+            return (.transient(reason: "the handler threw: \(error)", httpStatus: nil, retryAfter: nil), took)
         }
     }
 
@@ -230,30 +272,33 @@ final class DeliveryAttempts: Sendable {
         }
     }
 
-    /// Ends a running attempt from outside — its delivery timeout passed, or
-    /// the drain is stopping — unless it ended first: cancels its task
-    /// without waiting for it (remembered, so the entry's next attempt waits
-    /// for a handler that ignores cancellation), and records it: interrupted
-    /// if the handler was called (the request may have gone out), not sent
-    /// otherwise.
-    func expire(_ attempt: RunningAttempt, inbox: AttemptInbox, reason: Expiry) {
-        guard let (task, sentAt) = attempt.expire() else { return }
+    /// Ends `worker`'s running attempt (`number`, or whichever runs) from
+    /// outside — its delivery timeout passed, or the drain is stopping —
+    /// unless it ended first: cancels the worker's task without waiting for
+    /// it (remembered, so the entry's next attempt waits for a handler that
+    /// ignores cancellation), abandons the worker (its slot is refilled),
+    /// and records the attempt: interrupted if the handler was called (the
+    /// request may have gone out), not sent otherwise.
+    func expire(_ worker: DeliveryWorker, _ number: UInt64?, inbox: AttemptInbox, reason: Expiry) {
+        guard let (task, attempt) = worker.expire(number) else { return }
         let entry = attempt.entry
         if let task { abandoned.remember(task, for: entry.id) }
+        inbox.abandon(worker)
         Task {
             var report = OutboxFlushReport()
             let outcome: OutboxOutcome =
-                sentAt == nil
+                attempt.sentAt == nil
                 ? .notSent(reason: "the dispatcher stopped before the attempt was sent")
                 : .interrupted(reason: reason.reason(configuration))
             do throws(OutboxError) {
-                try await apply(outcome, to: entry, delivery: nil, handler: attempt.handler, startedAt: sentAt, into: &report)
+                try await apply(
+                    outcome, to: entry, delivery: nil, handler: attempt.handler, startedAt: attempt.sentAt, into: &report)
             } catch {
                 report.errors.append("\(entry.id): \(error)")
                 logger.error("attempt failed in the store", metadata: ["id": "\(entry.id)", "error": "\(error)"])
                 await release(entry, because: error)
             }
-            inbox.ended(attempt, report: report)
+            inbox.ended(report: report, afterExpiry: true)
         }
     }
 

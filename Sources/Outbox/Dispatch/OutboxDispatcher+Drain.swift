@@ -13,45 +13,75 @@ extension OutboxDispatcher {
     /// running attempts; each still records its outcome.
     ///
     /// The loop runs off the dispatcher's actor (it reads the actor's
-    /// switches through ``DrainControl``), so its store calls and wake-ups
-    /// cost no hop onto the actor. Each attempt runs in one task of its own
-    /// (``DeliveryAttempts/start(_:with:inbox:)``); the successes of the
-    /// attempts that ended since the loop last looked are recorded together,
-    /// in one write, before their slots are refilled.
+    /// switches through ``DrainControl``), so its store calls cost no hop
+    /// onto the actor. Each slot is a worker task that runs attempt after
+    /// attempt (``DeliveryAttempts/startWorker(inbox:control:)``) on entries
+    /// the loop claimed ahead: as many as the workers are expected to start
+    /// well within their lease (``lookahead(maximumConcurrent:attempts:handlerTime:)``),
+    /// so one claim — one write, one read of the bodies — serves many
+    /// attempts. The successes of the attempts that ended since the loop last
+    /// looked are recorded together, in one write, before more is claimed.
     nonisolated func drainPass(wakeup: Wakeup) async -> OutboxFlushReport {
         var report = OutboxFlushReport()
         let lease = configuration.deliveryTimeout + configuration.leaseGrace
+        let slots = configuration.maximumConcurrentDeliveries
         let inbox = AttemptInbox(wakeup: wakeup)
-        var running = 0
+        var lookahead = 0
+        var timed = (attempts: 0, time: Duration.zero)
         var storeFailed = false
         var dueAlarm: (task: Task<Void, Never>, at: Date)?
         defer { dueAlarm?.task.cancel() }
         await withTaskCancellationHandler {
             while true {
-                running -= await collect(inbox, into: &report)
-                var claimedAny = false
-                let claiming = !storeFailed && control.mayClaim(clock) && !Task.isCancelled
-                let capacity = configuration.maximumConcurrentDeliveries - running
-                if claiming && capacity > 0 {
-                    do {
-                        let started = try await claim(upTo: capacity, lease: lease, inbox: inbox, into: &report)
-                        running += started
-                        claimedAny = started > 0
-                    } catch {
-                        // Let the running attempts finish and record their outcomes.
-                        storeFailed = true
-                        report.errors.append("claimDue: \(error)")
-                        logger.error("cannot claim due entries", metadata: ["error": "\(error)"])
-                    }
-                    // Stopped while claiming: end what was just started too.
-                    if Task.isCancelled { stopAttempts(inbox) }
+                let contents = inbox.take()
+                report.add(contents.report)
+                if !contents.delivered.isEmpty { report.add(await attempts.recordDeliveries(contents.delivered)) }
+                if contents.timed > 0 {
+                    timed = (timed.attempts + contents.timed, timed.time + contents.handlerTime)
+                    lookahead = Self.lookahead(
+                        maximumConcurrent: slots, attempts: timed.attempts, handlerTime: timed.time,
+                        leaseGrace: configuration.leaseGrace)
+                    inbox.setLookahead(lookahead)
                 }
-                if running == 0 && !claimedAny { break }
+                let claiming = !storeFailed && control.mayClaim(clock) && !Task.isCancelled
+                var claimedAny = false
+                if claiming {
+                    let wanted = slots + lookahead - inbox.workers - inbox.queued
+                    // Claim when a slot is free, or when the queue ahead of
+                    // the workers is down to half.
+                    if wanted > 0 && (inbox.workers < slots && inbox.queued == 0 || wanted >= max(1, lookahead / 2)) {
+                        do {
+                            claimedAny = try await claim(upTo: wanted, lease: lease, inbox: inbox, into: &report) > 0
+                        } catch {
+                            // Let the running attempts finish and record their outcomes.
+                            storeFailed = true
+                            report.errors.append("claimDue: \(error)")
+                            logger.error("cannot claim due entries", metadata: ["error": "\(error)"])
+                        }
+                    }
+                    for _ in 0..<max(0, min(slots - inbox.workers, inbox.queued)) {
+                        attempts.startWorker(inbox: inbox, control: control)
+                    }
+                } else {
+                    // Nothing may start now (paused, offline, past the
+                    // deadline, stopping): what was claimed ahead goes back.
+                    for queued in inbox.takeQueued() { report.add(await attempts.giveBack(queued.entry, reason: Self.notStarted)) }
+                }
+                // Stopped while claiming: end what was just started too.
+                if Task.isCancelled { stopAttempts(inbox) }
+                if inbox.isIdle && !claimedAny {
+                    // Results the last workers left behind come first.
+                    let last = inbox.take()
+                    report.add(last.report)
+                    if !last.delivered.isEmpty { report.add(await attempts.recordDeliveries(last.delivered)); continue }
+                    if last.results > 0 { continue }
+                    break
+                }
                 // Free slots: also wake when the next retry comes due. (One
                 // due now was claimed above, or went to its dependency's
                 // wait list; one recorded since then comes with its
                 // attempt's own wake-up. So no alarm for the past: no spin.)
-                if claiming, running < configuration.maximumConcurrentDeliveries,
+                if claiming, inbox.workers < slots,
                     let next = try? await store.nextDueDate(), next > clock.now(), dueAlarm.map({ next < $0.at }) ?? true
                 {
                     dueAlarm?.task.cancel()
@@ -66,28 +96,33 @@ extension OutboxDispatcher {
             }
         } onCancel: {
             stopAttempts(inbox)
+            wakeup.signal()
         }
         return report
     }
 
-    /// Takes what the attempts reported since the last look — recording
-    /// their successes in one batch — and returns how many slots they free.
-    private nonisolated func collect(_ inbox: AttemptInbox, into report: inout OutboxFlushReport) async -> Int {
-        let contents = inbox.take()
-        report.add(contents.report)
-        guard !contents.delivered.isEmpty else { return contents.ended.count }
-        report.add(await attempts.recordDeliveries(contents.delivered))
-        return contents.ended.count + contents.delivered.count
+    private static let notStarted = "claimed ahead, then the dispatcher stopped starting attempts"
+
+    /// How many entries to claim ahead of the workers: none until attempts
+    /// have been timed; then as many as keep a queued entry's wait under an
+    /// eighth of `leaseGrace` at the handlers' mean time (its lease runs
+    /// from the claim), at most 64.
+    static func lookahead(maximumConcurrent: Int, attempts: Int, handlerTime: Duration, leaseGrace: Duration) -> Int {
+        guard attempts > 0 else { return 0 }
+        let mean = handlerTime / attempts
+        guard mean > .zero else { return 64 }
+        let rounds = (leaseGrace / 8) / mean
+        return Int(min(64, max(0, rounds.rounded(.down) * Double(maximumConcurrent))))
     }
 
-    /// Claims up to `limit` due entries and starts an attempt on each;
-    /// returns how many started.
+    /// Claims up to `limit` due entries for the workers; returns how many.
     private nonisolated func claim(
         upTo limit: Int, lease: Duration, inbox: AttemptInbox, into report: inout OutboxFlushReport
     ) async throws(OutboxError) -> Int {
         let handlers = self.handlers
         let hasFallback = fallback != nil
-        let claim = try await store.claimDue(at: clock.now(), limit: limit, lease: lease) { type in
+        let now = clock.now()
+        let claim = try await store.claimDue(at: now, limit: limit, lease: lease) { type in
             hasFallback || handlers[type] != nil
         }
         if !claim.unaccepted.isEmpty {
@@ -100,19 +135,21 @@ extension OutboxDispatcher {
                 logger.warning("no handler for entry type", metadata: ["type": "\(type)", "id": "\(id)"])
             }
         }
-        var started = 0
+        var queued: [AttemptInbox.Queued] = []
+        queued.reserveCapacity(claim.entries.count)
         for entry in claim.entries {
             guard let handler = handlers[entry.type] ?? fallback else { continue }  // accepted above
-            attempts.start(entry, with: handler, inbox: inbox)
-            started += 1
+            queued.append(AttemptInbox.Queued(entry: entry, handler: handler, claimedAt: now))
         }
-        return started
+        inbox.enqueue(queued)
+        return queued.count
     }
 
-    /// Ends every running attempt of the pass (it is being cancelled): each
-    /// is recorded as interrupted, or as not sent if its handler was not called.
+    /// The pass is being cancelled: workers take nothing more (the loop
+    /// gives back what was claimed ahead), and every running attempt ends
+    /// (recorded as interrupted, or as not sent if its handler was not called).
     private nonisolated func stopAttempts(_ inbox: AttemptInbox) {
-        for attempt in inbox.running { attempts.expire(attempt, inbox: inbox, reason: .stopped) }
+        for worker in inbox.close() { attempts.expire(worker, nil, inbox: inbox, reason: .stopped) }
     }
 
     /// Puts entries whose lease expired back in the queue, at most once per
