@@ -7,8 +7,9 @@ import OutboxLocking
 /// A timer task per attempt cost a task, a sleep and a cancellation per
 /// delivery; here an attempt costs a lock to register and one to leave.
 /// Deadlines are mostly registered in increasing order (now + the delivery
-/// timeout), so the timer rarely moves. It stops when nothing is watched,
-/// so nothing stays asleep on the clock after the last attempt.
+/// timeout), so the timer rarely moves. When it wakes with nothing left to
+/// watch it ends, and ``shutdown()`` (the dispatcher going away) cancels it,
+/// so nothing stays asleep on the clock after the dispatcher.
 final class AttemptWatchdog: Sendable {
     private struct Watch {
         var deadline: Date
@@ -43,14 +44,11 @@ final class AttemptWatchdog: Sendable {
         return id
     }
 
-    /// Stops watching; the last watch gone stops the timer.
+    /// Stops watching. The timer keeps sleeping until its deadline even
+    /// when nothing is left to watch (then it ends): stopping and starting
+    /// it around every short attempt would cost a task each time.
     func unwatch(_ id: UInt64) {
-        let stopped = state.withLock { state -> Task<Void, Never>? in
-            guard state.watches.removeValue(forKey: id) != nil, state.watches.isEmpty else { return nil }
-            defer { state.timer = nil }
-            return state.timer?.task
-        }
-        stopped?.cancel()
+        state.withLock { _ = $0.watches.removeValue(forKey: id) }
     }
 
     /// Cancels the timer (the dispatcher is gone); watches never fire.

@@ -9,23 +9,23 @@ extension DeliveryAttempts {
     /// same key, and the server replays it).
     func recordDeliveries(_ batch: [AttemptInbox.Delivered]) async -> OutboxFlushReport {
         var report = OutboxFlushReport()
-        streaks.withLock { streaks in for delivery in batch { streaks[delivery.entry.id] = nil } }
-        inProgressRuns.withLock { runs in for delivery in batch { runs[delivery.entry.id] = nil } }
+        streaks.withLock { streaks in for delivery in batch { streaks[delivery.id] = nil } }
+        inProgressRuns.withLock { runs in for delivery in batch { runs[delivery.id] = nil } }
         var successes: [OutboxSuccess] = []
         successes.reserveCapacity(batch.count)
-        for delivery in batch { successes.append(OutboxSuccess(id: delivery.entry.id, serverID: delivery.serverID)) }
+        for delivery in batch { successes.append(OutboxSuccess(id: delivery.id, serverID: delivery.serverID)) }
         var failed: [OutboxEntry.ID: OutboxError]
         do {
             failed = try await store.recordSuccesses(successes, at: clock.now())
         } catch {
-            failed = Dictionary(batch.map { ($0.entry.id, error) }, uniquingKeysWith: { first, _ in first })
+            failed = Dictionary(batch.map { ($0.id, error) }, uniquingKeysWith: { first, _ in first })
         }
         for delivery in batch {
-            let id = delivery.entry.id
+            let id = delivery.id
             if let error = failed[id] {
                 report.errors.append("\(id): \(error)")
                 logger.error("attempt failed in the store", metadata: ["id": "\(id)", "error": "\(error)"])
-                await release(delivery.entry, because: error)
+                await release(id, because: error)
                 continue
             }
             report.delivered += 1

@@ -132,10 +132,10 @@ final class DeliveryAttempts: Sendable {
             }
             switch outcome {
             case .delivered(let serverID):
-                inbox.ended(report: report, delivered: .init(entry: entry, serverID: serverID, replayed: false), handlerTime: handlerTime)
+                inbox.ended(report: report, delivered: .init(id: entry.id, serverID: serverID, replayed: false), handlerTime: handlerTime)
                 return
             case .replayed(let serverID):
-                inbox.ended(report: report, delivered: .init(entry: entry, serverID: serverID, replayed: true), handlerTime: handlerTime)
+                inbox.ended(report: report, delivered: .init(id: entry.id, serverID: serverID, replayed: true), handlerTime: handlerTime)
                 return
             default:
                 try await apply(outcome, to: entry, delivery: sent, handler: handler, startedAt: started, into: &report)
@@ -143,7 +143,7 @@ final class DeliveryAttempts: Sendable {
         } catch {
             report.errors.append("\(entry.id): \(error)")
             logger.error("attempt failed in the store", metadata: ["id": "\(entry.id)", "error": "\(error)"])
-            await release(entry, because: error)
+            await release(entry.id, because: error)
         }
         inbox.ended(report: report, handlerTime: handlerTime)
     }
@@ -168,11 +168,11 @@ final class DeliveryAttempts: Sendable {
 
     /// Ends an attempt whose outcome could not be recorded: the entry goes
     /// back to the queue as interrupted, due at once.
-    func release(_ entry: OutboxEntry, because error: OutboxError) async {
-        guard let current = try? await store.entry(entry.id), current.status == .inFlight else { return }
+    func release(_ id: OutboxEntry.ID, because error: OutboxError) async {
+        guard let current = try? await store.entry(id), current.status == .inFlight else { return }
         // Whatever the server answered is lost with it: the outcome is unknown.
         _ = try? await store.recordFailure(
-            entry.id, error: "interrupted: the outcome could not be recorded (\(error))", httpStatus: nil,
+            id, error: "interrupted: the outcome could not be recorded (\(error))", httpStatus: nil,
             retryAt: clock.now(), countsAsAttempt: false, serverAnsweredAt: nil, outcomeUnknownAt: clock.now())
     }
 
@@ -234,8 +234,9 @@ final class DeliveryAttempts: Sendable {
         _ delivery: OutboxDelivery, with handler: any OutboxHandler, _ worker: DeliveryWorker, _ number: UInt64,
         inbox: AttemptInbox, at started: Date
     ) async -> (OutboxOutcome, Duration)? {
-        let watch = watchdog.watch(until: started.adding(configuration.deliveryTimeout)) { [weak self] in
-            self?.expire(worker, number, inbox: inbox, reason: .timedOut)
+        // A strong reference: a watch ends at its deadline at the latest.
+        let watch = watchdog.watch(until: started.adding(configuration.deliveryTimeout)) {
+            self.expire(worker, number, inbox: inbox, reason: .timedOut)
         }
         // Ended before it was sent (a stop): whoever ended it records it.
         guard worker.sending(number, at: started, watch: watch) else {
@@ -296,7 +297,7 @@ final class DeliveryAttempts: Sendable {
             } catch {
                 report.errors.append("\(entry.id): \(error)")
                 logger.error("attempt failed in the store", metadata: ["id": "\(entry.id)", "error": "\(error)"])
-                await release(entry, because: error)
+                await release(entry.id, because: error)
             }
             inbox.ended(report: report, afterExpiry: true)
         }

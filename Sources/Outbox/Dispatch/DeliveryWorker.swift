@@ -108,7 +108,7 @@ final class AttemptInbox: Sendable {
     }
 
     struct Delivered: Sendable {
-        var entry: OutboxEntry
+        var id: OutboxEntry.ID
         var serverID: String?
         var replayed: Bool
     }

@@ -98,6 +98,7 @@ private final class MemoryBackend: StoreBackend {
     }
 
     func reserveRoom(bytes: Int) async throws(OutboxError) -> StoreRoom { .unbounded }
+    func reserveRoomNow(bytes: Int) -> StoreRoom? { .unbounded }
 
     func submit(
         _ changes: [StoreChange], newBody: PreparedBody?, scheduler: Scheduler, room: StoreRoom

@@ -22,6 +22,10 @@ final class LogBackend: StoreBackend {
         return PreparedBody(body: body, encoded: encoded, storedBytes: encoded.count)
     }
 
+    func reserveRoomNow(bytes: Int) -> StoreRoom? {
+        log.reserveRoomNow(bytes: bytes).map { StoreRoom(reservation: $0) }
+    }
+
     func reserveRoom(bytes: Int) async throws(OutboxError) -> StoreRoom {
         do { return StoreRoom(reservation: try await log.reserveRoom(bytes: bytes)) } catch { throw .storage(error) }
     }

@@ -13,6 +13,11 @@ protocol StoreBackend: Sendable {
     /// refuse it for being full: it waits here instead.
     func reserveRoom(bytes: Int) async throws(OutboxError) -> StoreRoom
 
+    /// ``reserveRoom(bytes:)`` if the room is there now (the common case),
+    /// without suspending; `nil` if it must be waited for (or storage
+    /// refuses: the waiting call says why). The default is `nil`.
+    func reserveRoomNow(bytes: Int) -> StoreRoom?
+
     /// Called under the store's lock, in order: hands `changes` to storage
     /// without waiting, in the room reserved for them. The returned
     /// acknowledgement is awaited after the lock is released.
@@ -25,6 +30,10 @@ protocol StoreBackend: Sendable {
     func bodies(of ids: [OutboxEntryID]) async throws(OutboxError) -> [EntryBody?]
 
     func close() async throws(OutboxError)
+}
+
+extension StoreBackend {
+    func reserveRoomNow(bytes: Int) -> StoreRoom? { nil }
 }
 
 /// A body ready to store: the value, and its encoding if the backend needs one.
@@ -62,6 +71,18 @@ struct StoreAcknowledgement: Sendable {
     private init(kind: Kind) { self.kind = kind }
 
     static let immediate = StoreAcknowledgement(kind: .immediate)
+
+    /// Brings the changes to `durability` now if that needs no waiting
+    /// (already there, or a write in place); `false` if the caller must
+    /// await ``wait(_:)``.
+    func reachedWithoutWaiting(_ durability: Durability) throws(OutboxError) -> Bool {
+        switch kind {
+        case .immediate: return true
+        case .ticket(let ticket):
+            do throws(OutboxLogError) { return try ticket.reachedWithoutWaiting(durability) } catch { throw .storage(error) }
+        case .custom: return false
+        }
+    }
 
     func wait(_ durability: Durability) async throws(OutboxError) {
         switch kind {

@@ -63,9 +63,10 @@ final class StoreCore: Sendable {
         _ durability: Durability, newBody: PreparedBody? = nil,
         _ change: (inout Scheduler) throws(OutboxError) -> (Result, [StoreChange])
     ) async throws(OutboxError) -> Result {
-        let room = try await reserveRoom(for: newBody)
-        let (result, acknowledgement) = try submit(newBody: newBody, room: room, change)
-        try await wait(for: acknowledgement, durability)
+        var room = try roomNow(for: newBody)
+        if room == nil { room = try await reserveRoom(for: newBody) }
+        let (result, acknowledgement) = try submit(newBody: newBody, room: room!, change)
+        if try !reachedWithoutWaiting(acknowledgement, durability) { try await wait(for: acknowledgement, durability) }
         return result
     }
 
@@ -103,8 +104,16 @@ final class StoreCore: Sendable {
     /// state records), so storage never refuses a change already made in
     /// memory because too much waits to be written.
     private func reserveRoom(for newBody: PreparedBody? = nil) async throws(OutboxError) -> StoreRoom {
-        _ = try read { _ in () }
+        if let room = try roomNow(for: newBody) { return room }
         return try await backend.reserveRoom(bytes: (newBody?.encoded?.count ?? 0) + Self.roomForStateRecords)
+    }
+
+    /// ``reserveRoom(for:)`` when the room is there now — the common case —
+    /// without an `await` (callers call this first: no async frame, no
+    /// suspension); `nil` if it must be waited for.
+    private func roomNow(for newBody: PreparedBody? = nil) throws(OutboxError) -> StoreRoom? {
+        _ = try read { _ in () }
+        return backend.reserveRoomNow(bytes: (newBody?.encoded?.count ?? 0) + Self.roomForStateRecords)
     }
 
     /// Room reserved for the state records of one change besides a new
@@ -118,6 +127,20 @@ final class StoreCore: Sendable {
         guard let acknowledgement else { return }
         do throws(OutboxError) {
             try await acknowledgement.wait(durability)
+        } catch {
+            fail(error)
+            throw error
+        }
+    }
+
+    /// ``wait(for:_:)`` when no waiting is needed (see
+    /// ``StoreAcknowledgement/reachedWithoutWaiting(_:)``); `false` if it is.
+    private func reachedWithoutWaiting(
+        _ acknowledgement: StoreAcknowledgement?, _ durability: Durability
+    ) throws(OutboxError) -> Bool {
+        guard let acknowledgement else { return true }
+        do throws(OutboxError) {
+            return try acknowledgement.reachedWithoutWaiting(durability)
         } catch {
             fail(error)
             throw error
@@ -164,8 +187,9 @@ final class StoreCore: Sendable {
         // The new entry is built from the body in hand: reading it back would
         // wait for the write and cost a read per enqueue.
         var original: StoreAcknowledgement?
-        let room = try await reserveRoom(for: prepared)
-        let ((outcome, entry), acknowledgement) = try submit(newBody: prepared, room: room) { scheduler throws(OutboxError) in
+        var room = try roomNow(for: prepared)
+        if room == nil { room = try await reserveRoom(for: prepared) }
+        let ((outcome, entry), acknowledgement) = try submit(newBody: prepared, room: room!) { scheduler throws(OutboxError) in
             let (outcome, changes) = try scheduler.enqueue(request, storedBytes: prepared.storedBytes, now: now)
             var entry: OutboxEntry?
             if let metadata = scheduler.metadata(request.id), !changes.isEmpty {
@@ -182,7 +206,9 @@ final class StoreCore: Sendable {
             // A duplicate of an enqueue still in progress answers once that one has.
             if case .duplicate(let id, _) = result.0 { original = state.unconfirmed[id] }
         }
-        try await wait(for: acknowledgement ?? original, configuration.enqueueDurability)
+        if try !reachedWithoutWaiting(acknowledgement ?? original, configuration.enqueueDurability) {
+            try await wait(for: acknowledgement ?? original, configuration.enqueueDurability)
+        }
         if entry != nil { state.withLock { _ = $0.unconfirmed.removeValue(forKey: request.id) } }
         switch (outcome, entry) {
         case (.duplicate(let id, let status), _): return .duplicate(id, status: status)
@@ -199,8 +225,9 @@ final class StoreCore: Sendable {
         let start = try Admission.milliseconds(now, "now")
         let leaseUntil = start + (try Admission.milliseconds(lease, "the lease"))
         var durability = configuration.attemptDurability
-        let room = try await reserveRoom()
-        let ((claimed, unaccepted), acknowledgement) = try submit(room: room) { scheduler in
+        var room = try roomNow()
+        if room == nil { room = try await reserveRoom() }
+        let ((claimed, unaccepted), acknowledgement) = try submit(room: room!) { scheduler in
             let result = scheduler.claim(now: start, limit: max(0, limit), leaseUntil: leaseUntil, accepts: accepting)
             return ((result.claimed, result.unaccepted), result.changes)
         } whileLocked: { state, result, _ in
@@ -222,7 +249,7 @@ final class StoreCore: Sendable {
         }
         // The attempt marks are written after the claimed entries' bodies:
         // once they reach the durability the enqueues promised, so have those.
-        try await wait(for: acknowledgement, durability)
+        if try !reachedWithoutWaiting(acknowledgement, durability) { try await wait(for: acknowledgement, durability) }
         return OutboxClaim(entries: entries, unaccepted: Dictionary(unaccepted, uniquingKeysWith: { first, _ in first }))
     }
 
@@ -240,13 +267,14 @@ final class StoreCore: Sendable {
         let start = try Admission.milliseconds(now, "now")
         let leaseUntil = start + (try Admission.milliseconds(lease, "the lease"))
         var durability = configuration.attemptDurability
-        let room = try await reserveRoom()
-        let (_, acknowledgement) = try submit(room: room) { scheduler throws(OutboxError) in
+        var room = try roomNow()
+        if room == nil { room = try await reserveRoom() }
+        let (_, acknowledgement) = try submit(room: room!) { scheduler throws(OutboxError) in
             ((), try scheduler.beginAttempt(id, now: start, leaseUntil: leaseUntil))
         } whileLocked: { state, _, _ in
             durability = self.durability(forSending: CollectionOfOne(id), state)
         }
-        try await wait(for: acknowledgement, durability)
+        if try !reachedWithoutWaiting(acknowledgement, durability) { try await wait(for: acknowledgement, durability) }
         guard let entry = try await entry(id) else { throw OutboxError(.notFound, "no such entry", entry: id) }
         return entry
     }

@@ -147,6 +147,14 @@ public final class OutboxLog: Sendable {
         return LogRoomReservation(core: core, bytes: bytes)
     }
 
+    /// Reserves room for a batch of `bytes` bytes if it is there now,
+    /// without waiting: `nil` if the caller must wait for it with
+    /// ``reserveRoom(bytes:)``.
+    package func reserveRoomNow(bytes: Int) -> LogRoomReservation? {
+        guard bytes >= 0, core.reserveRoomNow(bytes) else { return nil }
+        return LogRoomReservation(core: core, bytes: bytes)
+    }
+
     /// Waits until a batch of `bytes` bytes would be admitted under
     /// ``Configuration/maximumPendingBytes`` now: the writer has written
     /// enough, and no append that waited earlier is still waiting. Another
@@ -274,5 +282,14 @@ public struct LogTicket: Sendable {
     /// (then until this batch is written).
     public func wait(for durability: Durability) async throws(OutboxLogError) {
         try await core.wait(for: sequence, reaching: durability)
+    }
+
+    /// Makes the batch reach `durability` now if that needs no waiting —
+    /// it already has, or, for `written`, this call can write it in place
+    /// (``OutboxLog/Configuration/writesInPlace``) — and returns `true`;
+    /// `false` if the caller must await ``wait(for:)``. Throws what
+    /// ``wait(for:)`` would (a failed write in place poisons the log).
+    package func reachedWithoutWaiting(_ durability: Durability) throws(OutboxLogError) -> Bool {
+        try core.reachWithoutWaiting(sequence, durability)
     }
 }

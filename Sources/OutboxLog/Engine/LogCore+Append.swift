@@ -121,6 +121,27 @@ extension LogCore {
         }
     }
 
+    /// Brings `sequence` to `durability` now if no waiting is needed (see
+    /// ``LogTicket/reachedWithoutWaiting(_:)``); `false` if it is.
+    func reachWithoutWaiting(_ sequence: UInt64, _ durability: Durability) throws(OutboxLogError) -> Bool {
+        let decision = try state.withLock { state throws(OutboxLogError) -> InPlaceWrite?? in
+            switch durability {
+            case .buffered:
+                return state.pendingBytes > configuration.maximumPendingBytes ? .none : .some(nil)
+            case .durable:
+                return sequence <= state.durableSequence ? .some(nil) : .none
+            case .written:
+                if sequence <= state.writtenSequence { return .some(nil) }
+                if case .poisoned(let error) = state.phase { throw .poisoned(by: error) }
+                if case .closed = state.phase { throw .closed() }
+                return takeInPlaceWrite(through: sequence, &state).map { .some($0) } ?? .none
+            }
+        }
+        guard let decision else { return false }
+        if let write = decision { try finishInPlace(write) }
+        return true
+    }
+
     /// Waits until every record up to `sequence` is written (or durable).
     /// For `written`, writes in place if nobody is writing (`LogCore+InPlace.swift`).
     func waitFor(_ sequence: UInt64, durable: Bool) async throws(OutboxLogError) {

@@ -45,7 +45,6 @@ extension LogCore {
     /// arrived for it meanwhile. Throws the write's error (the log is then
     /// poisoned, and every waiter fails with the same error).
     func finishInPlace(_ write: InPlaceWrite) throws(OutboxLogError) {
-        var write = write
         var failure: OutboxLogError?
         do {
             try fileSystem.writeFully(write.file.descriptor, write.data, at: write.offset)
@@ -53,7 +52,8 @@ extension LogCore {
             failure = .io("write failed", error, file: write.file.path, offset: write.offset)
         }
         let byteCount = write.data.count
-        write.data.removeAll(keepingCapacity: true)
+        // Kept for reuse as it is: emptied when it is taken again, once this
+        // copy is gone (emptying a shared buffer would allocate a new one).
         let spare = write.data
         let (finished, wake) = state.withLock {
             state -> ([(UnsafeContinuation<Result<Void, OutboxLogError>, Never>, Result<Void, OutboxLogError>)], Bool) in
@@ -89,10 +89,19 @@ extension LogState {
     /// written watermark, the bytes no longer pending, and the emptied
     /// buffer kept for reuse.
     mutating func recordWritten(segment: UInt32, end: Int64, through last: UInt64, bytes: Int, spare: [UInt8]?) {
-        slots[segment]?.writtenSize = end
+        setWrittenSize(end, of: segment)
         writtenSequence = max(writtenSequence, last)
         pendingBytes -= bytes
         if let spare, spareBuffers.count < 4 { spareBuffers.append(spare) }
+    }
+
+    /// Sets a segment's written size. Read and written back whole:
+    /// `slots[segment]?.writtenSize = size` runs a `_modify` coroutine
+    /// whose frame is allocated on the heap, on every write.
+    mutating func setWrittenSize(_ size: Int64, of segment: UInt32) {
+        guard var slot = slots[segment] else { return }
+        slot.writtenSize = size
+        slots[segment] = slot
     }
 
     /// Removes and returns the waiters the watermarks now satisfy, with success.

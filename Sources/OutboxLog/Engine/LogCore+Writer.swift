@@ -58,7 +58,7 @@ extension LogCore {
                         finished.append((waiter.continuation, .success(())))
                         return true
                     }
-                    for (id, size) in done.writtenSizes { state.slots[id]?.writtenSize = size }
+                    for (id, size) in done.writtenSizes { state.setWrittenSize(size, of: id) }
                     if let last = work.lastSequence { state.writtenSequence = max(state.writtenSequence, last) }
                     if let synced = done.syncedThrough {
                         state.durableSequence = max(state.durableSequence, synced)

@@ -165,6 +165,7 @@ struct LogState {
         }
         if openChunk == nil {
             var data = spareBuffers.popLast() ?? []
+            data.removeAll(keepingCapacity: true)  // a buffer written in place comes back full
             data.reserveCapacity(min(configuration.groupCommitLimit, max(bytes, 4096)))
             openChunk = (offset: activeSize, data: data, lastSequence: 0)
         }
