@@ -24,6 +24,7 @@ extension DeliveryAttempts {
             let id = delivery.id
             if let error = failed[id] {
                 report.errors.append("\(id): \(error)")
+                publish(.storeFailed(id, error: error))
                 logger.error("attempt failed in the store", metadata: ["id": "\(id)", "error": "\(error)"])
                 await release(id, because: error)
                 continue

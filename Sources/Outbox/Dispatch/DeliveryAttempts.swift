@@ -82,17 +82,10 @@ final class DeliveryAttempts: Sendable {
         var report = OutboxFlushReport()
         var handlerTime: Duration?
         do throws(OutboxError) {
-            // Too long since the server first answered: quarantine, never drop silently.
-            if let maximumAge = configuration.maximumAge, let answered = entry.firstAnswerAt,
-                clock.now() >= answered.adding(maximumAge)
-            {
-                guard worker.finish(number) else { return }
-                try await quarantine(
-                    entry, reason: "expired: the server first answered more than \(maximumAge) ago", httpStatus: nil,
-                    into: &report)
-                inbox.ended(report: report)
-                return
-            }
+            // No expiry check here: an entry past its maximum age is asked
+            // once more, and expires only if the server answers that attempt
+            // with another failure (recordTransient). A week offline after
+            // the server's last answer must not kill a write unasked.
             if let since = entry.outcomeUnknownSince, let reason = keyMayBeForgotten(since: since) {
                 guard worker.finish(number) else { return }
                 try await leaveForTheApp(entry, reason: reason, httpStatus: nil, into: &report)
@@ -105,8 +98,10 @@ final class DeliveryAttempts: Sendable {
                 inbox.ended(report: report)
                 return
             }
-            publish(.sending(entry.id, attempt: entry.attempts))
+            // The attempt's clock starts before it is announced: whoever
+            // sees `.sending` knows when its delivery timeout runs out.
             let started = clock.now()
+            publish(.sending(entry.id, attempt: entry.attempts))
 
             var outcome: OutboxOutcome
             var sent: OutboxDelivery?
@@ -142,6 +137,7 @@ final class DeliveryAttempts: Sendable {
             }
         } catch {
             report.errors.append("\(entry.id): \(error)")
+            publish(.storeFailed(entry.id, error: error))
             logger.error("attempt failed in the store", metadata: ["id": "\(entry.id)", "error": "\(error)"])
             await release(entry.id, because: error)
         }
@@ -161,6 +157,7 @@ final class DeliveryAttempts: Sendable {
             publish(.retryScheduled(entry.id, at: now, reason: "not sent: \(reason)"))
         } catch {
             report.errors.append("\(entry.id): \(error)")
+            publish(.storeFailed(entry.id, error: error))
             logger.error("cannot give back a claimed entry", metadata: ["id": "\(entry.id)", "error": "\(error)"])
         }
         return report
@@ -296,6 +293,7 @@ final class DeliveryAttempts: Sendable {
                     outcome, to: entry, delivery: nil, handler: attempt.handler, startedAt: attempt.sentAt, into: &report)
             } catch {
                 report.errors.append("\(entry.id): \(error)")
+                publish(.storeFailed(entry.id, error: error))
                 logger.error("attempt failed in the store", metadata: ["id": "\(entry.id)", "error": "\(error)"])
                 await release(entry.id, because: error)
             }

@@ -45,16 +45,19 @@ extension OutboxDispatcher {
                 }
                 let claiming = !storeFailed && control.mayClaim(clock) && !Task.isCancelled
                 var claimedAny = false
+                let claimedAt = clock.now()
                 if claiming {
                     let wanted = slots + lookahead - inbox.workers - inbox.queued
                     // Claim when a slot is free, or when the queue ahead of
                     // the workers is down to half.
                     if wanted > 0 && (inbox.workers < slots && inbox.queued == 0 || wanted >= max(1, lookahead / 2)) {
                         do {
-                            claimedAny = try await claim(upTo: wanted, lease: lease, inbox: inbox, into: &report) > 0
+                            claimedAny =
+                                try await claim(upTo: wanted, at: claimedAt, lease: lease, inbox: inbox, into: &report) > 0
                         } catch {
                             // Let the running attempts finish and record their outcomes.
                             storeFailed = true
+                            publish(.storeFailed(nil, error: (error as? OutboxError) ?? OutboxError(.storage, "\(error)")))
                             report.errors.append("claimDue: \(error)")
                             logger.error("cannot claim due entries", metadata: ["error": "\(error)"])
                         }
@@ -77,12 +80,17 @@ extension OutboxDispatcher {
                     if last.results > 0 { continue }
                     break
                 }
-                // Free slots: also wake when the next retry comes due. (One
-                // due now was claimed above, or went to its dependency's
-                // wait list; one recorded since then comes with its
-                // attempt's own wake-up. So no alarm for the past: no spin.)
+                // Free slots: also wake when the next retry comes due. One
+                // due at the claim's time was claimed above, or cannot be
+                // (its dependency or scope waits; one recorded since then
+                // comes with its attempt's own wake-up): no alarm for it,
+                // so no spin. One that came due after the claim's time —
+                // even if that is already past by now — gets its alarm,
+                // which then rings at once: measured against the clock's
+                // `now` instead, a retry due in that window would wait
+                // for the next attempt to end with a slot left idle.
                 if claiming, inbox.workers < slots,
-                    let next = try? await store.nextDueDate(), next > clock.now(), dueAlarm.map({ next < $0.at }) ?? true
+                    let next = try? await store.nextDueDate(), next > claimedAt, dueAlarm.map({ next < $0.at }) ?? true
                 {
                     dueAlarm?.task.cancel()
                     let clock = self.clock
@@ -117,11 +125,10 @@ extension OutboxDispatcher {
 
     /// Claims up to `limit` due entries for the workers; returns how many.
     private nonisolated func claim(
-        upTo limit: Int, lease: Duration, inbox: AttemptInbox, into report: inout OutboxFlushReport
+        upTo limit: Int, at now: Date, lease: Duration, inbox: AttemptInbox, into report: inout OutboxFlushReport
     ) async throws(OutboxError) -> Int {
         let handlers = self.handlers
         let hasFallback = fallback != nil
-        let now = clock.now()
         let claim = try await store.claimDue(at: now, limit: limit, lease: lease) { type in
             hasFallback || handlers[type] != nil
         }
@@ -167,6 +174,7 @@ extension OutboxDispatcher {
                     metadata: ["count": "\(reclaimed.count)", "ids": "\(reclaimed.prefix(10))"])
             }
         } catch {
+            publish(.storeFailed(nil, error: error))
             logger.error("cannot reclaim expired leases", metadata: ["error": "\(error)"])
         }
     }

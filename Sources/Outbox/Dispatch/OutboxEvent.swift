@@ -31,6 +31,23 @@ public enum OutboxEvent: Sendable, Hashable {
     case remapped(OutboxEntry.ID, local: OutboxEntry.ID, serverID: String)
     /// No handler is registered for this entry's type: it is left alone.
     case unhandled(OutboxEntry.ID, type: String)
+    /// The store failed while the dispatcher worked (claiming entries,
+    /// recording an attempt's outcome — then for that entry —, reclaiming
+    /// leases, pruning). A store that fails refuses every later call until
+    /// it is reopened (Docs/OUTBOX.md): show it, and reopen the store.
+    case storeFailed(OutboxEntry.ID?, error: OutboxError)
+
+    /// The entry the event is about, if it is about one.
+    public var entryID: OutboxEntry.ID? {
+        switch self {
+        case .enqueued(let entry): entry.id
+        case .sending(let id, _), .delivered(let id, _), .replayed(let id, _), .retryScheduled(let id, _, _),
+            .interrupted(let id, _, _), .quarantined(let id, _), .conflict(let id, _), .discarded(let id, _),
+            .remapped(let id, _, _), .unhandled(let id, _):
+            id
+        case .storeFailed(let id, _): id
+        }
+    }
 }
 
 /// Fans events out to every subscriber; each gets its own stream.
@@ -45,6 +62,11 @@ final class EventBroadcaster: Sendable {
     }
 
     private let subscribers = Locked(Subscribers())
+    /// A feed told which entry each event concerns, for a store that has no
+    /// feed of its own.
+    private let feed: OutboxChangeFeed?
+
+    init(announcingTo feed: OutboxChangeFeed? = nil) { self.feed = feed }
 
     func stream() -> AsyncStream<OutboxEvent> {
         let (stream, continuation) = AsyncStream<OutboxEvent>.makeStream(bufferingPolicy: .bufferingNewest(10_000))
@@ -61,8 +83,11 @@ final class EventBroadcaster: Sendable {
 
     func publish(_ event: @autoclosure () -> OutboxEvent) {
         let list = subscribers.withLock { $0.list }
-        guard !list.isEmpty else { return }
+        guard feed != nil || !list.isEmpty else { return }
         let event = event()
+        if let feed {
+            if let id = event.entryID { feed.publish(CollectionOfOne(id)) } else { feed.publish(EmptyCollection()) }
+        }
         for subscriber in list { subscriber.continuation.yield(event) }
     }
 

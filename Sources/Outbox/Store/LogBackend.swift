@@ -31,14 +31,16 @@ final class LogBackend: StoreBackend {
     }
 
     func submit(
-        _ changes: [StoreChange], newBody: PreparedBody?, scheduler: Scheduler, room: StoreRoom
+        _ changes: [StoreChange], newBodies: [PreparedBody], scheduler: Scheduler, room: StoreRoom
     ) throws(OutboxError) -> StoreAcknowledgement {
         var writes: [LogWrite] = []
         writes.reserveCapacity(changes.count)
         for change in changes {
             switch change {
             case .newEntry(let id):
-                guard let encoded = newBody?.encoded, let metadata = scheduler.metadata(id) else { continue }
+                guard let encoded = newBodies.first(where: { $0.body.id == id })?.encoded,
+                    let metadata = scheduler.metadata(id)
+                else { continue }
                 // The sequence is written into the log's copy of the body
                 // as it is encoded: the body is copied once, not patched in
                 // a copy of its own first.
