@@ -66,6 +66,7 @@ let benchmarks: @Sendable () -> Void = {
     let statusEntries = 12_000
     func storeBenchmark(
         _ name: String, maxIterations: Int = 10_000,
+        configuration: OutboxStoreConfiguration = OutboxStoreConfiguration(),
         _ body: @escaping @Sendable (Benchmark, StoreFixture, OutboxEntry.ID) async throws -> Void
     ) {
         let box = FixtureBox<StoreFixture>()
@@ -73,7 +74,7 @@ let benchmarks: @Sendable () -> Void = {
             name,
             configuration: .init(
                 maxIterations: maxIterations,
-                setup: { box.value = try await StoreFixture.open(prepared: statusEntries) },
+                setup: { box.value = try await StoreFixture.open(configuration: configuration, prepared: statusEntries) },
                 teardown: { try await box.value?.close() })
         ) { benchmark in
             let fixture = box.unwrapped
@@ -96,16 +97,20 @@ let benchmarks: @Sendable () -> Void = {
 
     // MARK: Acknowledge / delete
 
-    // inFlight → succeeded: tombstone + completion in one durable batch.
-    storeBenchmark("ack.recordSuccess.durable") { benchmark, fixture, id in
-        _ = try await fixture.store.beginAttempt(id, at: Date(), lease: Workload.lease)
-        benchmark.startMeasurement()
-        try await fixture.store.recordSuccess(id, serverID: "srv-1", at: Date())
-    }
-    // What the dispatcher does per delivered entry: start the attempt
-    // (written) and record the success (durable).
-    storeBenchmark("ack.beginAttemptThenSuccess.durable") { _, fixture, id in
-        try await Workload.acknowledge(id, in: fixture.store, serverID: "srv-1")
+    // inFlight → succeeded: tombstone + completion in one batch, at the
+    // success durability in the name (`written` is the store's default).
+    for durability in [Durability.written, .durable] {
+        let configuration = Workload.storeConfiguration(enqueue: .durable, outcome: durability)
+        storeBenchmark("ack.recordSuccess.\(durability)", configuration: configuration) { benchmark, fixture, id in
+            _ = try await fixture.store.beginAttempt(id, at: Date(), lease: Workload.lease)
+            benchmark.startMeasurement()
+            try await fixture.store.recordSuccess(id, serverID: "srv-1", at: Date())
+        }
+        // What the dispatcher does per delivered entry: start the attempt
+        // (written) and record the success.
+        storeBenchmark("ack.beginAttemptThenSuccess.\(durability)", configuration: configuration) { _, fixture, id in
+            try await Workload.acknowledge(id, in: fixture.store, serverID: "srv-1")
+        }
     }
     // A pending entry removed (durable tombstone).
     storeBenchmark("ack.discard.durable") { _, fixture, id in

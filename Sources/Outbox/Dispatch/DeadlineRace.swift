@@ -1,10 +1,13 @@
 import Foundation
 import OutboxLocking
 
-/// Runs work against a deadline on an ``OutboxClock``, and gives up on the
-/// work — cancelling it, but not waiting for it — when the deadline comes
-/// first, or when the waiting task is cancelled. (A task group would wait
-/// for a handler that ignores cancellation; a delivery watchdog must not.)
+/// Runs work against a deadline kept by the dispatcher's ``AttemptWatchdog``,
+/// and gives up on the work — cancelling it, but not waiting for it — when
+/// the deadline comes first, or when the waiting task is cancelled. (A task
+/// group would wait for a handler that ignores cancellation; a delivery
+/// watchdog must not.) Used for the rare waits beside a delivery (an earlier
+/// handler still running, a resend after a conflict); deliveries themselves
+/// race the watchdog without a task of their own (``DeliveryAttempts``).
 enum DeadlineRace {
     enum Outcome<Value: Sendable>: Sendable {
         case finished(Result<Value, any Error>)
@@ -21,55 +24,55 @@ enum DeadlineRace {
         struct State {
             var continuation: CheckedContinuation<Outcome<Value>, Never>?
             var worker: Task<Void, Never>?
-            var timer: Task<Void, Never>?
+            var watch: UInt64?
             var done = false
             var cancelled = false
         }
 
         let state = Locked(State())
 
-        /// Resumes the waiter once; cancels whichever task lost.
-        func finish(_ outcome: Outcome<Value>) {
-            let (continuation, loser) = state.withLock { state -> (CheckedContinuation<Outcome<Value>, Never>?, Task<Void, Never>?) in
-                guard !state.done else { return (nil, nil) }
+        /// Resumes the waiter once; cancels the work if it lost, and stops
+        /// the watch if the work won.
+        func finish(_ outcome: Outcome<Value>, watchdog: AttemptWatchdog) {
+            let (continuation, loser, watch) = state.withLock {
+                state -> (CheckedContinuation<Outcome<Value>, Never>?, Task<Void, Never>?, UInt64?) in
+                guard !state.done else { return (nil, nil, nil) }
                 state.done = true
                 defer { state.continuation = nil }
                 switch outcome {
-                case .timedOut(let worker): return (state.continuation, worker)
-                case .cancelled(let worker):
-                    state.timer?.cancel()
-                    return (state.continuation, worker)
-                case .finished: return (state.continuation, state.timer)
+                case .timedOut(let worker): return (state.continuation, worker, nil)
+                case .cancelled(let worker): return (state.continuation, worker, state.watch)
+                case .finished: return (state.continuation, nil, state.watch)
                 }
             }
+            if let watch { watchdog.unwatch(watch) }
             loser?.cancel()
             continuation?.resume(returning: outcome)
         }
 
         /// The waiter was cancelled: give up on the work (once it is tracked).
-        func cancel() {
+        func cancel(watchdog: AttemptWatchdog) {
             let worker = state.withLock { state -> Task<Void, Never>? in
                 state.cancelled = true
                 return state.worker
             }
-            if let worker { finish(.cancelled(abandoned: worker)) }
+            if let worker { finish(.cancelled(abandoned: worker), watchdog: watchdog) }
         }
 
-        /// Records the tasks; if the race is already over, cancels both.
-        func track(worker: Task<Void, Never>, timer: Task<Void, Never>) {
+        /// Records the work and its watch; if the race is already over,
+        /// stops the watch.
+        func track(worker: Task<Void, Never>, watch: UInt64, watchdog: AttemptWatchdog) {
             let over = state.withLock { state -> Bool in
                 state.worker = worker
-                state.timer = timer
+                state.watch = watch
                 return state.done
             }
-            if over {
-                timer.cancel()
-            }
+            if over { watchdog.unwatch(watch) }
         }
     }
 
     static func run<Value: Sendable>(
-        until deadline: Date, clock: any OutboxClock, _ work: @escaping @Sendable () async throws -> Value
+        until deadline: Date, watchdog: AttemptWatchdog, _ work: @escaping @Sendable () async throws -> Value
     ) async -> Outcome<Value> {
         let race = Race<Value>()
         return await withTaskCancellationHandler {
@@ -77,20 +80,17 @@ enum DeadlineRace {
                 race.state.withLock { $0.continuation = continuation }
                 let worker = Task {
                     do {
-                        race.finish(.finished(.success(try await work())))
+                        race.finish(.finished(.success(try await work())), watchdog: watchdog)
                     } catch {
-                        race.finish(.finished(.failure(error)))
+                        race.finish(.finished(.failure(error)), watchdog: watchdog)
                     }
                 }
-                let timer = Task {
-                    do { try await clock.sleep(until: deadline) } catch { return }
-                    race.finish(.timedOut(abandoned: worker))
-                }
-                race.track(worker: worker, timer: timer)
-                if Task.isCancelled { race.cancel() }
+                let watch = watchdog.watch(until: deadline) { race.finish(.timedOut(abandoned: worker), watchdog: watchdog) }
+                race.track(worker: worker, watch: watch, watchdog: watchdog)
+                if Task.isCancelled { race.cancel(watchdog: watchdog) }
             }
         } onCancel: {
-            race.cancel()
+            race.cancel(watchdog: watchdog)
         }
     }
 }

@@ -190,7 +190,7 @@ extension DeliveryAttempts {
             // Resend what was sent: the same remapped endpoint and payload.
             let resend = delivery ?? OutboxDelivery(entry: entry, endpoint: entry.endpoint, payload: entry.payload, attempt: entry.attempts)
             let deadline = clock.now().adding(configuration.deliveryTimeout)
-            let retried = await DeadlineRace.run(until: deadline, clock: clock) { try await handler.resendAfterConflict(resend) }
+            let retried = await DeadlineRace.run(until: deadline, watchdog: watchdog) { try await handler.resendAfterConflict(resend) }
             switch retried {
             case .timedOut(let stillRunning), .cancelled(let stillRunning): abandoned.remember(stillRunning, for: entry.id)
             case .finished: break

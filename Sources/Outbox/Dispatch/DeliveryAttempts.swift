@@ -17,6 +17,10 @@ final class DeliveryAttempts: Sendable {
     /// Backoff jitter, shared by every attempt.
     let jitter: Locked<JitterRandom>
     let abandoned = AbandonedDeliveries()
+    /// The one timer that ends attempts past their delivery timeout.
+    let watchdog: AttemptWatchdog
+    /// Entries already reported as having no handler (reported once each).
+    let reportedUnhandled = Locked<Set<OutboxEntry.ID>>([])
     /// Not-sent and interrupted attempts in a row, per entry, in this
     /// process: the exponent of their backoff. Cleared by any other outcome.
     let streaks = Locked<[OutboxEntry.ID: Int]>([:])
@@ -37,26 +41,62 @@ final class DeliveryAttempts: Sendable {
         self.broadcaster = broadcaster
         self.metrics = metrics
         self.jitter = Locked(JitterRandom(seed: configuration.randomSeed))
+        self.watchdog = AttemptWatchdog(clock: clock)
     }
 
-    /// Delivers one claimed (in-flight) entry and records the outcome. Every
+    deinit { watchdog.shutdown() }
+
+    /// Starts a worker: a task that holds one delivery slot and runs
+    /// attempts on the entries queued in `inbox` until none is left (or it
+    /// may start no more), then leaves its slot.
+    func startWorker(inbox: AttemptInbox, control: DrainControl) {
+        let worker = inbox.addWorker()
+        worker.track(Task { await self.work(worker, inbox: inbox, control: control) })
+    }
+
+    private func work(_ worker: DeliveryWorker, inbox: AttemptInbox, control: DrainControl) async {
+        let clock = self.clock
+        let freshFor = configuration.leaseGrace / 2
+        while !Task.isCancelled, let queued = inbox.next(for: worker, mayStart: { control.mayClaim(clock) }) {
+            // Claimed too long ago (slow handlers ahead of it): its lease,
+            // counted from the claim, must outlast the attempt. Give it back.
+            if clock.now() >= queued.claimedAt.adding(freshFor) {
+                let report = await giveBack(queued.entry, reason: "claimed ahead and not started while its lease was fresh")
+                inbox.ended(report: report)
+                continue
+            }
+            let number = worker.begin(queued.entry, handler: queued.handler)
+            await run(worker, number, queued.entry, queued.handler, inbox: inbox)
+        }
+    }
+
+    /// Delivers one claimed entry and records the outcome — a success goes
+    /// to the drain loop, which records a batch of them in one write. Every
     /// attempt ends with a recorded outcome: if recording fails, the entry's
     /// lease is released as an interrupted attempt, and if even that fails,
     /// the running dispatcher reclaims the lease when it expires.
-    func attempt(_ entry: OutboxEntry, with handler: any OutboxHandler) async -> OutboxFlushReport {
+    private func run(
+        _ worker: DeliveryWorker, _ number: UInt64, _ entry: OutboxEntry, _ handler: any OutboxHandler,
+        inbox: AttemptInbox
+    ) async {
         var report = OutboxFlushReport()
+        var handlerTime: Duration?
         do throws(OutboxError) {
             // No expiry check here: an entry past its maximum age is asked
             // once more, and expires only if the server answers that attempt
             // with another failure (recordTransient). A week offline after
             // the server's last answer must not kill a write unasked.
             if let since = entry.outcomeUnknownSince, let reason = keyMayBeForgotten(since: since) {
+                guard worker.finish(number) else { return }
                 try await leaveForTheApp(entry, reason: reason, httpStatus: nil, into: &report)
-                return report
+                inbox.ended(report: report)
+                return
             }
             if let stillRunning = await previousDeliveryStillRunning(entry.id) {
+                guard worker.finish(number) else { return }
                 try await apply(stillRunning, to: entry, delivery: nil, handler: handler, into: &report)
-                return report
+                inbox.ended(report: report)
+                return
             }
             // The attempt's clock starts before it is announced: whoever
             // sees `.sending` knows when its delivery timeout runs out.
@@ -65,37 +105,71 @@ final class DeliveryAttempts: Sendable {
 
             var outcome: OutboxOutcome
             var sent: OutboxDelivery?
+            let resolution: Resolution
             do throws(OutboxError) {
-                switch try await resolveReferences(entry) {
-                case .unresolved(let unresolved):
-                    outcome = unresolved
-                case .resolved(let delivery):
-                    let timer = ContinuousClock.now
-                    outcome = await deliver(delivery, with: handler, startedAt: started)
-                    metrics.deliveryTime.record(duration: timer.duration(to: .now))
-                    sent = delivery
-                }
+                resolution = try await resolveReferences(entry)
             } catch {
                 // Nothing was sent: end the attempt, do not leave it in flight.
-                outcome = .notSent(reason: "cannot resolve its local: references: \(error)")
+                resolution = .unresolved(.notSent(reason: "cannot resolve its local: references: \(error)"))
             }
-            try await apply(outcome, to: entry, delivery: sent, handler: handler, startedAt: started, into: &report)
+            switch resolution {
+            case .unresolved(let unresolved):
+                guard worker.finish(number) else { return }
+                outcome = unresolved
+            case .resolved(let delivery):
+                guard let (delivered, took) = await deliver(delivery, with: handler, worker, number, inbox: inbox, at: started)
+                else {
+                    return
+                }
+                outcome = delivered
+                handlerTime = took
+                sent = delivery
+            }
+            switch outcome {
+            case .delivered(let serverID):
+                inbox.ended(report: report, delivered: .init(id: entry.id, serverID: serverID, replayed: false), handlerTime: handlerTime)
+                return
+            case .replayed(let serverID):
+                inbox.ended(report: report, delivered: .init(id: entry.id, serverID: serverID, replayed: true), handlerTime: handlerTime)
+                return
+            default:
+                try await apply(outcome, to: entry, delivery: sent, handler: handler, startedAt: started, into: &report)
+            }
         } catch {
             report.errors.append("\(entry.id): \(error)")
             publish(.storeFailed(entry.id, error: error))
             logger.error("attempt failed in the store", metadata: ["id": "\(entry.id)", "error": "\(error)"])
-            await release(entry, because: error)
+            await release(entry.id, because: error)
+        }
+        inbox.ended(report: report, handlerTime: handlerTime)
+    }
+
+    /// Gives a claimed entry that was never sent back to the queue, due at
+    /// once, its attempt not counted.
+    func giveBack(_ entry: OutboxEntry, reason: String) async -> OutboxFlushReport {
+        var report = OutboxFlushReport()
+        let now = clock.now()
+        do throws(OutboxError) {
+            _ = try await store.recordFailure(
+                entry.id, error: "not sent: \(reason)", httpStatus: nil, retryAt: now, countsAsAttempt: false,
+                serverAnsweredAt: nil)
+            report.notSent += 1
+            publish(.retryScheduled(entry.id, at: now, reason: "not sent: \(reason)"))
+        } catch {
+            report.errors.append("\(entry.id): \(error)")
+            publish(.storeFailed(entry.id, error: error))
+            logger.error("cannot give back a claimed entry", metadata: ["id": "\(entry.id)", "error": "\(error)"])
         }
         return report
     }
 
     /// Ends an attempt whose outcome could not be recorded: the entry goes
     /// back to the queue as interrupted, due at once.
-    private func release(_ entry: OutboxEntry, because error: OutboxError) async {
-        guard let current = try? await store.entry(entry.id), current.status == .inFlight else { return }
+    func release(_ id: OutboxEntry.ID, because error: OutboxError) async {
+        guard let current = try? await store.entry(id), current.status == .inFlight else { return }
         // Whatever the server answered is lost with it: the outcome is unknown.
         _ = try? await store.recordFailure(
-            entry.id, error: "interrupted: the outcome could not be recorded (\(error))", httpStatus: nil,
+            id, error: "interrupted: the outcome could not be recorded (\(error))", httpStatus: nil,
             retryAt: clock.now(), countsAsAttempt: false, serverAnsweredAt: nil, outcomeUnknownAt: clock.now())
     }
 
@@ -149,28 +223,81 @@ final class DeliveryAttempts: Sendable {
         return .resolved(OutboxDelivery(entry: entry, endpoint: remapped.endpoint, payload: remapped.payload, attempt: entry.attempts))
     }
 
-    /// Runs the handler with a timeout. A thrown error is transient; a
-    /// timeout, or a cancellation by the dispatcher (``OutboxDispatcher/stop()``,
-    /// a drain's deadline), is an interrupted attempt: the request may have
-    /// been sent.
+    /// Runs the handler in this task, watched by the dispatcher's watchdog.
+    /// Returns its outcome — a thrown error is transient — and the handler's
+    /// time, or `nil` if the watchdog (the delivery timeout) or a stop ended
+    /// the attempt first: they record it as interrupted (``expire(_:_:inbox:reason:)``).
     private func deliver(
-        _ delivery: OutboxDelivery, with handler: any OutboxHandler, startedAt started: Date
-    ) async -> OutboxOutcome {
-        let deadline = started.adding(configuration.deliveryTimeout)
-        let result = await DeadlineRace.run(until: deadline, clock: clock) { try await handler.deliver(delivery) }
+        _ delivery: OutboxDelivery, with handler: any OutboxHandler, _ worker: DeliveryWorker, _ number: UInt64,
+        inbox: AttemptInbox, at started: Date
+    ) async -> (OutboxOutcome, Duration)? {
+        // A strong reference: a watch ends at its deadline at the latest.
+        let watch = watchdog.watch(until: started.adding(configuration.deliveryTimeout)) {
+            self.expire(worker, number, inbox: inbox, reason: .timedOut)
+        }
+        // Ended before it was sent (a stop): whoever ended it records it.
+        guard worker.sending(number, at: started, watch: watch) else {
+            watchdog.unwatch(watch)
+            return nil
+        }
+        let timer = ContinuousClock.now
+        let result: Result<OutboxOutcome, any Error>
+        do { result = .success(try await handler.deliver(delivery)) } catch { result = .failure(error) }
+        let won = worker.finish(number)
+        watchdog.unwatch(watch)
+        guard won else { return nil }
+        let took = timer.duration(to: .now)
+        metrics.deliveryTime.record(duration: took)
         switch result {
-        case .finished(.success(let outcome)): return outcome
-        case .finished(.failure(let error)):
-            if Task.isCancelled || error is CancellationError {
-                return .interrupted(reason: "the attempt was cancelled (the dispatcher stopped or its deadline passed)")
+        case .success(let outcome): return (outcome, took)
+        case .failure(let error) where error is CancellationError:
+            return (.interrupted(reason: "the attempt was cancelled (the dispatcher stopped or its deadline passed)"), took)
+        case .failure(let error):
+            return (.transient(reason: "the handler threw: \(error)", httpStatus: nil, retryAfter: nil), took)
+        }
+    }
+
+    /// Why an attempt was ended from outside.
+    enum Expiry {
+        case timedOut
+        case stopped
+
+        func reason(_ configuration: OutboxDispatcherConfiguration) -> String {
+            switch self {
+            case .timedOut: "no outcome within the delivery timeout of \(configuration.deliveryTimeout)"
+            case .stopped: "the attempt was cancelled (the dispatcher stopped)"
             }
-            return .transient(reason: "the handler threw: \(error)", httpStatus: nil, retryAfter: nil)
-        case .timedOut(let abandoned):
-            self.abandoned.remember(abandoned, for: delivery.entry.id)
-            return .interrupted(reason: "no outcome within the delivery timeout of \(configuration.deliveryTimeout)")
-        case .cancelled(let abandoned):
-            self.abandoned.remember(abandoned, for: delivery.entry.id)
-            return .interrupted(reason: "the attempt was cancelled (the dispatcher stopped)")
+        }
+    }
+
+    /// Ends `worker`'s running attempt (`number`, or whichever runs) from
+    /// outside — its delivery timeout passed, or the drain is stopping —
+    /// unless it ended first: cancels the worker's task without waiting for
+    /// it (remembered, so the entry's next attempt waits for a handler that
+    /// ignores cancellation), abandons the worker (its slot is refilled),
+    /// and records the attempt: interrupted if the handler was called (the
+    /// request may have gone out), not sent otherwise.
+    func expire(_ worker: DeliveryWorker, _ number: UInt64?, inbox: AttemptInbox, reason: Expiry) {
+        guard let (task, attempt) = worker.expire(number) else { return }
+        let entry = attempt.entry
+        if let task { abandoned.remember(task, for: entry.id) }
+        inbox.abandon(worker)
+        Task {
+            var report = OutboxFlushReport()
+            let outcome: OutboxOutcome =
+                attempt.sentAt == nil
+                ? .notSent(reason: "the dispatcher stopped before the attempt was sent")
+                : .interrupted(reason: reason.reason(configuration))
+            do throws(OutboxError) {
+                try await apply(
+                    outcome, to: entry, delivery: nil, handler: attempt.handler, startedAt: attempt.sentAt, into: &report)
+            } catch {
+                report.errors.append("\(entry.id): \(error)")
+                publish(.storeFailed(entry.id, error: error))
+                logger.error("attempt failed in the store", metadata: ["id": "\(entry.id)", "error": "\(error)"])
+                await release(entry.id, because: error)
+            }
+            inbox.ended(report: report, afterExpiry: true)
         }
     }
 
@@ -180,13 +307,15 @@ final class DeliveryAttempts: Sendable {
     private func previousDeliveryStillRunning(_ id: OutboxEntry.ID) async -> OutboxOutcome? {
         guard let previous = abandoned.running(id) else { return nil }
         let deadline = clock.now().adding(configuration.deliveryTimeout)
-        if case .finished = await DeadlineRace.run(until: deadline, clock: clock, { await previous.value }) { return nil }
+        if case .finished = await DeadlineRace.run(until: deadline, watchdog: watchdog, { await previous.value }) {
+            return nil
+        }
         return .transient(
             reason: "not sent: the handler of an earlier attempt is still running (it ignores cancellation)",
             httpStatus: nil, retryAfter: nil)
     }
 
-    func publish(_ event: OutboxEvent) { broadcaster.publish(event) }
+    func publish(_ event: @autoclosure () -> OutboxEvent) { broadcaster.publish(event()) }
 }
 
 /// Handlers the watchdog gave up on that may still be running (they ignore

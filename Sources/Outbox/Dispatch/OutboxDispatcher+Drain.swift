@@ -9,72 +9,76 @@ extension OutboxDispatcher {
     /// become due — an attempt ended, an enqueue or a flush woke it, the next
     /// retry time came — and ends when nothing runs and nothing is due. A
     /// claim puts its entries in flight in one write, so an entry is never
-    /// handed to two attempts. Cancelling the pass (``stop()``) cancels the
+    /// handed to two attempts. Cancelling the pass (``stop()``) ends the
     /// running attempts; each still records its outcome.
-    func drain(wakeup: Wakeup) async -> OutboxFlushReport {
+    ///
+    /// The loop runs off the dispatcher's actor (it reads the actor's
+    /// switches through ``DrainControl``), so its store calls cost no hop
+    /// onto the actor. Each slot is a worker task that runs attempt after
+    /// attempt (``DeliveryAttempts/startWorker(inbox:control:)``) on entries
+    /// the loop claimed ahead: as many as the workers are expected to start
+    /// well within their lease (``lookahead(maximumConcurrent:attempts:handlerTime:)``),
+    /// so one claim — one write, one read of the bodies — serves many
+    /// attempts. The successes of the attempts that ended since the loop last
+    /// looked are recorded together, in one write, before more is claimed.
+    nonisolated func drainPass(wakeup: Wakeup) async -> OutboxFlushReport {
         var report = OutboxFlushReport()
-        await reclaimExpiredLeases()
         let lease = configuration.deliveryTimeout + configuration.leaseGrace
-        let handlers = self.handlers
-        let hasFallback = fallback != nil
-        let attempts = self.attempts
-        // Attempts count themselves here as they end, so the loop can take
-        // every finished one at once and refill all their slots in one claim.
-        let finished = FinishedAttempts()
-        await withTaskGroup(of: OutboxFlushReport.self) { group in
-            var running = 0
-            var collected = 0
-            var storeFailed = false
-            var dueAlarm: (task: Task<Void, Never>, at: Date)?
-            defer { dueAlarm?.task.cancel() }
+        let slots = configuration.maximumConcurrentDeliveries
+        let inbox = AttemptInbox(wakeup: wakeup)
+        var lookahead = 0
+        var timed = (attempts: 0, time: Duration.zero)
+        var storeFailed = false
+        var dueAlarm: (task: Task<Void, Never>, at: Date)?
+        defer { dueAlarm?.task.cancel() }
+        await withTaskCancellationHandler {
             while true {
-                while finished.count.withLock({ $0 }) > collected, let result = await group.next() {
-                    running -= 1
-                    collected += 1
-                    report.add(result)
+                let contents = inbox.take()
+                report.add(contents.report)
+                if !contents.delivered.isEmpty { report.add(await attempts.recordDeliveries(contents.delivered)) }
+                if contents.timed > 0 {
+                    timed = (timed.attempts + contents.timed, timed.time + contents.handlerTime)
+                    lookahead = Self.lookahead(
+                        maximumConcurrent: slots, attempts: timed.attempts, handlerTime: timed.time,
+                        leaseGrace: configuration.leaseGrace)
+                    inbox.setLookahead(lookahead)
                 }
+                let claiming = !storeFailed && control.mayClaim(clock) && !Task.isCancelled
                 var claimedAny = false
-                let claiming = !storeFailed && mayClaim
-                let capacity = configuration.maximumConcurrentDeliveries - running
                 let claimedAt = clock.now()
-                if claiming && capacity > 0 {
-                    do {
-                        let claim = try await store.claimDue(at: claimedAt, limit: capacity, lease: lease) { type in
-                            hasFallback || handlers[type] != nil
+                if claiming {
+                    let wanted = slots + lookahead - inbox.workers - inbox.queued
+                    // Claim when a slot is free, or when the queue ahead of
+                    // the workers is down to half.
+                    if wanted > 0 && (inbox.workers < slots && inbox.queued == 0 || wanted >= max(1, lookahead / 2)) {
+                        do {
+                            claimedAny =
+                                try await claim(upTo: wanted, at: claimedAt, lease: lease, inbox: inbox, into: &report) > 0
+                        } catch {
+                            // Let the running attempts finish and record their outcomes.
+                            storeFailed = true
+                            publish(.storeFailed(nil, error: (error as? OutboxError) ?? OutboxError(.storage, "\(error)")))
+                            report.errors.append("claimDue: \(error)")
+                            logger.error("cannot claim due entries", metadata: ["error": "\(error)"])
                         }
-                        for (id, type) in claim.unaccepted where reportedUnhandled.insert(id).inserted {
-                            report.unhandled += 1
-                            publish(.unhandled(id, type: type))
-                            logger.warning("no handler for entry type", metadata: ["type": "\(type)", "id": "\(id)"])
-                        }
-                        for entry in claim.entries {
-                            guard let handler = handlers[entry.type] ?? fallback else { continue }  // accepted above
-                            running += 1
-                            claimedAny = true
-                            group.addTask {
-                                let result = await attempts.attempt(entry, with: handler)
-                                finished.count.withLock { $0 += 1 }
-                                wakeup.signal()
-                                return result
-                            }
-                        }
-                    } catch {
-                        // Let the running attempts finish and record their outcomes.
-                        storeFailed = true
-                        publish(.storeFailed(nil, error: (error as? OutboxError) ?? OutboxError(.storage, "\(error)")))
-                        report.errors.append("claimDue: \(error)")
-                        logger.error("cannot claim due entries", metadata: ["error": "\(error)"])
                     }
+                    for _ in 0..<max(0, min(slots - inbox.workers, inbox.queued)) {
+                        attempts.startWorker(inbox: inbox, control: control)
+                    }
+                } else {
+                    // Nothing may start now (paused, offline, past the
+                    // deadline, stopping): what was claimed ahead goes back.
+                    for queued in inbox.takeQueued() { report.add(await attempts.giveBack(queued.entry, reason: Self.notStarted)) }
                 }
-                if running == 0 && !claimedAny { break }
-                guard claiming else {
-                    // Nothing new starts: wait for the running attempts only.
-                    if let result = await group.next() {
-                        running -= 1
-                        collected += 1
-                        report.add(result)
-                    }
-                    continue
+                // Stopped while claiming: end what was just started too.
+                if Task.isCancelled { stopAttempts(inbox) }
+                if inbox.isIdle && !claimedAny {
+                    // Results the last workers left behind come first.
+                    let last = inbox.take()
+                    report.add(last.report)
+                    if !last.delivered.isEmpty { report.add(await attempts.recordDeliveries(last.delivered)); continue }
+                    if last.results > 0 { continue }
+                    break
                 }
                 // Free slots: also wake when the next retry comes due. One
                 // due at the claim's time was claimed above, or cannot be
@@ -85,7 +89,7 @@ extension OutboxDispatcher {
                 // which then rings at once: measured against the clock's
                 // `now` instead, a retry due in that window would wait
                 // for the next attempt to end with a slot left idle.
-                if running < configuration.maximumConcurrentDeliveries,
+                if claiming, inbox.workers < slots,
                     let next = try? await store.nextDueDate(), next > claimedAt, dueAlarm.map({ next < $0.at }) ?? true
                 {
                     dueAlarm?.task.cancel()
@@ -98,8 +102,61 @@ extension OutboxDispatcher {
                 await wakeup.wait()
                 if let alarm = dueAlarm, alarm.at <= clock.now() { dueAlarm = nil }
             }
+        } onCancel: {
+            stopAttempts(inbox)
+            wakeup.signal()
         }
         return report
+    }
+
+    private static let notStarted = "claimed ahead, then the dispatcher stopped starting attempts"
+
+    /// How many entries to claim ahead of the workers: none until attempts
+    /// have been timed; then as many as keep a queued entry's wait under an
+    /// eighth of `leaseGrace` at the handlers' mean time (its lease runs
+    /// from the claim), at most 64.
+    static func lookahead(maximumConcurrent: Int, attempts: Int, handlerTime: Duration, leaseGrace: Duration) -> Int {
+        guard attempts > 0 else { return 0 }
+        let mean = handlerTime / attempts
+        guard mean > .zero else { return 64 }
+        let rounds = (leaseGrace / 8) / mean
+        return Int(min(64, max(0, rounds.rounded(.down) * Double(maximumConcurrent))))
+    }
+
+    /// Claims up to `limit` due entries for the workers; returns how many.
+    private nonisolated func claim(
+        upTo limit: Int, at now: Date, lease: Duration, inbox: AttemptInbox, into report: inout OutboxFlushReport
+    ) async throws(OutboxError) -> Int {
+        let handlers = self.handlers
+        let hasFallback = fallback != nil
+        let claim = try await store.claimDue(at: now, limit: limit, lease: lease) { type in
+            hasFallback || handlers[type] != nil
+        }
+        if !claim.unaccepted.isEmpty {
+            let fresh = attempts.reportedUnhandled.withLock { reported in
+                claim.unaccepted.filter { reported.insert($0.key).inserted }
+            }
+            for (id, type) in fresh {
+                report.unhandled += 1
+                publish(.unhandled(id, type: type))
+                logger.warning("no handler for entry type", metadata: ["type": "\(type)", "id": "\(id)"])
+            }
+        }
+        var queued: [AttemptInbox.Queued] = []
+        queued.reserveCapacity(claim.entries.count)
+        for entry in claim.entries {
+            guard let handler = handlers[entry.type] ?? fallback else { continue }  // accepted above
+            queued.append(AttemptInbox.Queued(entry: entry, handler: handler, claimedAt: now))
+        }
+        inbox.enqueue(queued)
+        return queued.count
+    }
+
+    /// The pass is being cancelled: workers take nothing more (the loop
+    /// gives back what was claimed ahead), and every running attempt ends
+    /// (recorded as interrupted, or as not sent if its handler was not called).
+    private nonisolated func stopAttempts(_ inbox: AttemptInbox) {
+        for worker in inbox.close() { attempts.expire(worker, nil, inbox: inbox, reason: .stopped) }
     }
 
     /// Puts entries whose lease expired back in the queue, at most once per
@@ -123,7 +180,22 @@ extension OutboxDispatcher {
     }
 }
 
-/// How many attempts of a drain have ended (shared with the attempt tasks).
-final class FinishedAttempts: Sendable {
-    let count = Locked(0)
+/// The dispatcher's switches, as the drain loop reads them off the actor:
+/// whether attempts may start now.
+final class DrainControl: Sendable {
+    struct Switches {
+        var paused = false
+        var online = true
+        var stopped = false
+        /// While ``OutboxDispatcher/drain(until:)`` runs: no attempt starts after this.
+        var claimDeadline: Date?
+    }
+
+    let switches = Locked(Switches())
+
+    func mayClaim(_ clock: any OutboxClock) -> Bool {
+        let switches = switches.withLock { $0 }
+        guard !switches.paused, switches.online, !switches.stopped else { return false }
+        return switches.claimDeadline.map { clock.now() < $0 } ?? true
+    }
 }

@@ -43,19 +43,24 @@ public actor OutboxDispatcher {
     nonisolated let feed: OutboxChangeFeed
     /// Runs each attempt, off this actor.
     let attempts: DeliveryAttempts
-    var logger: Logger { configuration.logger }
+    nonisolated var logger: Logger { configuration.logger }
 
     /// The running drain, if any: flushes join it, enqueues and flushes wake it.
     var running: (task: Task<OutboxFlushReport, Never>, wakeup: Wakeup)?
     private var drainAgain = false
-    var paused = false
-    var online = true
-    var lifecycle = Lifecycle.idle
+    var paused = false { didSet { control.switches.withLock { [paused] in $0.paused = paused } } }
+    var online = true { didSet { control.switches.withLock { [online] in $0.online = online } } }
+    var lifecycle = Lifecycle.idle {
+        didSet { control.switches.withLock { [stopped = lifecycle == .stopped] in $0.stopped = stopped } }
+    }
     /// While ``drain(until:)`` runs: no attempt starts after this.
-    private var claimDeadline: Date?
+    private var claimDeadline: Date? {
+        didSet { control.switches.withLock { [claimDeadline] in $0.claimDeadline = claimDeadline } }
+    }
+    /// The switches above, for the drain loop, which runs off the actor.
+    let control = DrainControl()
     var timer: (task: Task<Void, Never>, deadline: Date)?
     private var monitorTask: Task<Void, Never>?
-    var reportedUnhandled: Set<OutboxEntry.ID> = []
     private var lastPrune: Date?
     var lastLeaseCheck: Date?
 
@@ -109,6 +114,7 @@ public actor OutboxDispatcher {
     deinit {
         timer?.task.cancel()
         monitorTask?.cancel()
+        attempts.watchdog.shutdown()
     }
 
     // MARK: - The facade a feature uses
@@ -166,7 +172,7 @@ public actor OutboxDispatcher {
                 "recorded while the dispatcher is stopped: it is sent after the next start()",
                 metadata: ["ids": "\(ids.prefix(10))"])
         } else {
-            Task { await self.flush() }
+            poke()
         }
     }
 
@@ -191,7 +197,7 @@ public actor OutboxDispatcher {
         case .pending?: break  // due already
         default: _ = try await store.retry(id, at: clock.now())
         }
-        Task { await self.flush() }
+        poke()
     }
 
     /// Records that the server applied an entry left in `conflict` for the
@@ -213,7 +219,7 @@ public actor OutboxDispatcher {
         try await store.recordSuccess(id, serverID: serverID, at: clock.now())
         metrics.delivered.increment()
         publish(.delivered(id, serverID: serverID))
-        if lifecycle != .stopped { Task { await self.flush() } }  // its dependents may go now
+        if lifecycle != .stopped { poke() }  // its dependents may go now
     }
 
     /// Removes an entry that is not being sent; its dependents are quarantined.
@@ -236,7 +242,7 @@ public actor OutboxDispatcher {
         defer { feed.publishQueueChange() }
         guard let connectivity else {
             online = true
-            Task { await self.flush() }
+            poke()
             return
         }
         online = false  // until the monitor says otherwise
@@ -290,7 +296,7 @@ public actor OutboxDispatcher {
     }
 
     /// The app came to the foreground: a good time to retry.
-    public func appDidBecomeActive() { Task { await self.flush() } }
+    public func appDidBecomeActive() { poke() }
 
     /// Stops starting attempts (running ones finish) until ``resume()`` —
     /// whatever else happens meanwhile: enqueues, retry times, the network
@@ -306,7 +312,7 @@ public actor OutboxDispatcher {
     public func resume() {
         paused = false
         feed.publishQueueChange()
-        Task { await self.flush() }
+        poke()
     }
 
     // MARK: - Flushing
@@ -424,6 +430,14 @@ public actor OutboxDispatcher {
         return report
     }
 
+    /// A flush in the background that nobody waits for (every enqueue,
+    /// retry, resume…): wakes the running drain, or starts one. No task
+    /// of its own.
+    private func poke() {
+        guard configurationError == nil else { return }
+        _ = drainTask()
+    }
+
     /// The running drain, or a new one.
     private func drainTask() -> Task<OutboxFlushReport, Never> {
         if let running {
@@ -460,7 +474,8 @@ public actor OutboxDispatcher {
         var report = OutboxFlushReport()
         repeat {
             drainAgain = false
-            report.add(await drain(wakeup: wakeup))
+            await reclaimExpiredLeases()
+            report.add(await drainPass(wakeup: wakeup))
         } while drainAgain && mayClaim
         // No await between the last check and this: a flush that arrives
         // later starts a new drain rather than joining a finished one.
@@ -509,5 +524,5 @@ public actor OutboxDispatcher {
         await flush()
     }
 
-    nonisolated func publish(_ event: OutboxEvent) { broadcaster.publish(event) }
+    nonisolated func publish(_ event: @autoclosure () -> OutboxEvent) { broadcaster.publish(event()) }
 }

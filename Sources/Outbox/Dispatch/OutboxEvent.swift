@@ -51,9 +51,17 @@ public enum OutboxEvent: Sendable, Hashable {
 }
 
 /// Fans events out to every subscriber; each gets its own stream.
+///
+/// Publishing costs one lock and nothing else when nobody listens: the
+/// subscriber list is read as it is (no copy), and the event is built only
+/// if someone will receive it.
 final class EventBroadcaster: Sendable {
-    private let subscribers = Locked<[UInt64: AsyncStream<OutboxEvent>.Continuation]>([:])
-    private let nextID = Locked<UInt64>(0)
+    private struct Subscribers {
+        var nextID: UInt64 = 0
+        var list: [(id: UInt64, continuation: AsyncStream<OutboxEvent>.Continuation)] = []
+    }
+
+    private let subscribers = Locked(Subscribers())
     /// A feed told which entry each event concerns, for a store that has no
     /// feed of its own.
     private let feed: OutboxChangeFeed?
@@ -61,24 +69,29 @@ final class EventBroadcaster: Sendable {
     init(announcingTo feed: OutboxChangeFeed? = nil) { self.feed = feed }
 
     func stream() -> AsyncStream<OutboxEvent> {
-        let id = nextID.withLock { next -> UInt64 in
-            next += 1
-            return next
-        }
         let (stream, continuation) = AsyncStream<OutboxEvent>.makeStream(bufferingPolicy: .bufferingNewest(10_000))
-        continuation.onTermination = { [weak self] _ in
-            _ = self?.subscribers.withLock { $0.removeValue(forKey: id) }
+        let id = subscribers.withLock { subscribers -> UInt64 in
+            subscribers.nextID += 1
+            subscribers.list.append((subscribers.nextID, continuation))
+            return subscribers.nextID
         }
-        subscribers.withLock { $0[id] = continuation }
+        continuation.onTermination = { [weak self] _ in
+            self?.subscribers.withLock { $0.list.removeAll { $0.id == id } }
+        }
         return stream
     }
 
-    func publish(_ event: OutboxEvent) {
-        if let feed { feed.publish(event.entryID.map { [$0] } ?? []) }
-        for continuation in subscribers.withLock({ Array($0.values) }) { continuation.yield(event) }
+    func publish(_ event: @autoclosure () -> OutboxEvent) {
+        let list = subscribers.withLock { $0.list }
+        guard feed != nil || !list.isEmpty else { return }
+        let event = event()
+        if let feed {
+            if let id = event.entryID { feed.publish(CollectionOfOne(id)) } else { feed.publish(EmptyCollection()) }
+        }
+        for subscriber in list { subscriber.continuation.yield(event) }
     }
 
     func finish() {
-        for continuation in subscribers.withLock({ Array($0.values) }) { continuation.finish() }
+        for subscriber in subscribers.withLock({ $0.list }) { subscriber.continuation.finish() }
     }
 }

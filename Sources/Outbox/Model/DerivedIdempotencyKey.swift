@@ -23,14 +23,22 @@ extension OutboxEntry {
     /// unless its server scopes keys per authenticated user, as the
     /// Idempotency-Key draft asks servers to do.
     public static func derivedIdempotencyKey(partition: String, id: OutboxEntry.ID) -> String {
+        // Hashed straight from each value's storage: no temporary arrays.
         var hash = SHA256()
-        hash.update(data: Array("swift-outbox idempotency key v1".utf8) + [0])
+        derivationLabel.withUnsafeBytes { hash.update(bufferPointer: $0) }
         withUnsafeBytes(of: UInt32(partition.utf8.count).bigEndian) { hash.update(bufferPointer: $0) }
-        hash.update(data: Array(partition.utf8))
-        hash.update(data: id.bytes)
-        var bytes = Array(hash.finalize().prefix(16))
-        bytes[6] = (bytes[6] & 0x0F) | 0x80  // version 8: custom (here, name-based with SHA-256)
-        bytes[8] = (bytes[8] & 0x3F) | 0x80  // variant 10
-        return FastUUID.string(OutboxEntryID(bytes: bytes).uuid)
+        var partition = partition
+        partition.withUTF8 { hash.update(bufferPointer: UnsafeRawBufferPointer($0)) }
+        withUnsafeBytes(of: id.uuid.uuid) { hash.update(bufferPointer: $0) }
+        var key: uuid_t = (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+        hash.finalize().withUnsafeBytes { digest in
+            withUnsafeMutableBytes(of: &key) { $0.copyMemory(from: UnsafeRawBufferPointer(rebasing: digest[..<16])) }
+        }
+        key.6 = (key.6 & 0x0F) | 0x80  // version 8: custom (here, name-based with SHA-256)
+        key.8 = (key.8 & 0x3F) | 0x80  // variant 10
+        return FastUUID.string(UUID(uuid: key))
     }
+
+    /// The domain label, NUL-terminated.
+    private static let derivationLabel: [UInt8] = Array("swift-outbox idempotency key v1".utf8) + [0]
 }

@@ -1,3 +1,5 @@
+import Foundation
+
 /// Appends the little-endian binary form of values to a byte array.
 struct ByteWriter {
     private(set) var bytes: [UInt8] = []
@@ -10,13 +12,22 @@ struct ByteWriter {
 
     mutating func raw(_ data: some Collection<UInt8>) { bytes.append(contentsOf: data) }
 
+    /// The 16 bytes of a UUID.
+    mutating func uuid(_ uuid: UUID) {
+        withUnsafeBytes(of: uuid.uuid) { bytes.append(contentsOf: $0) }
+    }
+
     /// A length-prefixed (u32) byte string.
     mutating func data(_ data: [UInt8]) {
         integer(UInt32(data.count))
         bytes.append(contentsOf: data)
     }
 
-    mutating func string(_ text: String) { data(Array(text.utf8)) }
+    /// A length-prefixed (u32) UTF-8 string, copied straight from the string's storage.
+    mutating func string(_ text: String) {
+        integer(UInt32(text.utf8.count))
+        bytes.append(contentsOf: text.utf8)
+    }
 
     mutating func optionalString(_ text: String?) {
         integer(UInt8(text == nil ? 0 : 1))

@@ -45,19 +45,26 @@ enum EntryCodec {
     // MARK: Body
 
     static func encode(_ body: EntryBody, sealer: PayloadSealer?) throws(OutboxError) -> [UInt8] {
-        var sensitive = ByteWriter(capacity: body.payload.count + body.endpoint.utf8.count + 32)
-        sensitive.string(body.endpoint)
-        sensitive.integer(UInt16(clamping: body.headers.count))
-        for (name, value) in body.headers.sorted(by: { $0.key < $1.key }) {
-            sensitive.string(name)
-            sensitive.string(value)
+        guard let sealer else {
+            // Plain: one buffer of exactly the right size, one allocation.
+            var writer = ByteWriter(capacity: headerSize(body) + sensitiveSize(body))
+            writeHeader(body, sealed: false, into: &writer)
+            writeSensitive(body, into: &writer)
+            return writer.bytes
         }
-        sensitive.data(body.payload)
+        var sensitive = ByteWriter(capacity: sensitiveSize(body))
+        writeSensitive(body, into: &sensitive)
+        let sealed = try sealer.seal(sensitive.bytes, partition: body.partition, id: body.id)
+        var writer = ByteWriter(capacity: headerSize(body) + 4 + sealed.count)
+        writeHeader(body, sealed: true, into: &writer)
+        writer.data(sealed)
+        return writer.bytes
+    }
 
-        var writer = ByteWriter(capacity: sensitive.bytes.count + 128)
+    private static func writeHeader(_ body: EntryBody, sealed: Bool, into writer: inout ByteWriter) {
         writer.integer(version)
-        writer.integer((sealer == nil ? 0 : sealedFlag) | (body.keySuppliedByApp ? appKeyFlag : 0))
-        writer.raw(body.id.bytes)
+        writer.integer((sealed ? sealedFlag : 0) | (body.keySuppliedByApp ? appKeyFlag : 0))
+        writer.uuid(body.id.uuid)
         writer.integer(body.sequence)
         writer.integer(body.createdAt)
         writer.integer(body.priority)
@@ -67,15 +74,38 @@ enum EntryCodec {
         writer.optionalString(body.coalescingKey)
         writer.string(body.partition)
         writer.integer(UInt16(clamping: body.dependencies.count))
-        for dependency in body.dependencies { writer.raw(dependency.bytes) }
+        for dependency in body.dependencies { writer.uuid(dependency.uuid) }
         writer.string(body.idempotencyKey)
         writer.string(body.method)
-        if let sealer {
-            writer.data(try sealer.seal(sensitive.bytes, partition: body.partition, id: body.id))
+    }
+
+    /// The endpoint, the headers (sorted by name) and the payload.
+    private static func writeSensitive(_ body: EntryBody, into writer: inout ByteWriter) {
+        writer.string(body.endpoint)
+        writer.integer(UInt16(clamping: body.headers.count))
+        if body.headers.count == 1, let (name, value) = body.headers.first {
+            writer.string(name)
+            writer.string(value)
         } else {
-            writer.raw(sensitive.bytes)
+            for (name, value) in body.headers.sorted(by: { $0.key < $1.key }) {
+                writer.string(name)
+                writer.string(value)
+            }
         }
-        return writer.bytes
+        writer.data(body.payload)
+    }
+
+    private static func headerSize(_ body: EntryBody) -> Int {
+        var size = 2 + 16 + 8 + 8 + 2 + 2 + 4 + body.type.utf8.count + 1 + (body.scope.map { 4 + $0.utf8.count } ?? 0)
+        size += 1 + (body.coalescingKey.map { 4 + $0.utf8.count } ?? 0) + 4 + body.partition.utf8.count
+        size += 2 + 16 * body.dependencies.count + 4 + body.idempotencyKey.utf8.count + 4 + body.method.utf8.count
+        return size
+    }
+
+    private static func sensitiveSize(_ body: EntryBody) -> Int {
+        var size = 4 + body.endpoint.utf8.count + 2 + 4 + body.payload.count
+        for (name, value) in body.headers { size += 8 + name.utf8.count + value.utf8.count }
+        return size
     }
 
     /// The scheduling fields of a body, without touching the sensitive part

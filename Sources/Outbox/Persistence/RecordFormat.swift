@@ -66,7 +66,11 @@ struct RecordFormat: Sendable {
     func completionKey(_ id: OutboxEntryID) -> LogKey { key(Self.completionPrefix, id) }
 
     private func key(_ prefix: UInt8, _ id: OutboxEntryID) -> LogKey {
-        guard let sealer else { return LogKey([prefix] + id.bytes) }
+        guard let sealer else {
+            // Built on the stack: 17 bytes fit a key inline, no allocation.
+            var bytes = (prefix, id.uuid.uuid)
+            return withUnsafeBytes(of: &bytes) { LogKey($0) }
+        }
         return LogKey([prefix] + sealer.naming.digest("swift-outbox entry key", id.bytes))
     }
 

@@ -109,7 +109,10 @@ enum Admission {
             if value.utf8.contains(where: { ($0 < 0x20 && $0 != 0x09) || $0 == 0x7F }) {
                 throw reject("header \(name) contains a control character (CR, LF, NUL, …)", entry: entry)
             }
-            guard seen.insert(lowered).inserted else { throw reject("header \(name) is given twice", entry: entry) }
+            // (One header cannot repeat: no set to allocate for the common case.)
+            guard headers.count == 1 || seen.insert(lowered).inserted else {
+                throw reject("header \(name) is given twice", entry: entry)
+            }
             total += name.utf8.count + value.utf8.count
         }
         if total > OutboxLimits.maximumHeaderBytes {
@@ -122,8 +125,12 @@ enum Admission {
         switch byte {
         case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"):
             true
+        case UInt8(ascii: "!"), UInt8(ascii: "#"), UInt8(ascii: "$"), UInt8(ascii: "%"), UInt8(ascii: "&"),
+            UInt8(ascii: "'"), UInt8(ascii: "*"), UInt8(ascii: "+"), UInt8(ascii: "-"), UInt8(ascii: "."),
+            UInt8(ascii: "^"), UInt8(ascii: "_"), UInt8(ascii: "`"), UInt8(ascii: "|"), UInt8(ascii: "~"):
+            true
         default:
-            Array("!#$%&'*+-.^_`|~".utf8).contains(byte)
+            false
         }
     }
 

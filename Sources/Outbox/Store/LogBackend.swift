@@ -22,6 +22,10 @@ final class LogBackend: StoreBackend {
         return PreparedBody(body: body, encoded: encoded, storedBytes: encoded.count)
     }
 
+    func reserveRoomNow(bytes: Int) -> StoreRoom? {
+        log.reserveRoomNow(bytes: bytes).map { StoreRoom(reservation: $0) }
+    }
+
     func reserveRoom(bytes: Int) async throws(OutboxError) -> StoreRoom {
         do { return StoreRoom(reservation: try await log.reserveRoom(bytes: bytes)) } catch { throw .storage(error) }
     }
@@ -64,13 +68,12 @@ final class LogBackend: StoreBackend {
     }
 
     /// The value record of a new entry's body, its sequence number patched in.
+    /// The sequence is written into the log's copy of the body as it is
+    /// encoded: the body is copied once, not patched in a copy of its own first.
     private func bodyWrite(_ encoded: [UInt8], id: OutboxEntryID, sequence: UInt64) -> LogWrite {
-        var encoded = encoded
-        let offset = format.sequenceOffset
-        withUnsafeBytes(of: sequence.littleEndian) { bytes in
-            for index in 0..<8 { encoded[offset + index] = bytes[index] }
-        }
-        return .value(format.entryKey(id), encoded)
+        var write = LogWrite.value(format.entryKey(id), encoded)
+        write.payloadPatch = PayloadPatch(offset: format.sequenceOffset, value: sequence)
+        return write
     }
 
     private func submit(_ writes: [LogWrite], room: StoreRoom) throws(OutboxError) -> StoreAcknowledgement {
@@ -83,9 +86,7 @@ final class LogBackend: StoreBackend {
                 ticket = try log.submit(writes)
             }
         } catch { throw .storage(error) }
-        return StoreAcknowledgement { durability throws(OutboxError) in
-            do throws(OutboxLogError) { try await ticket.wait(for: durability) } catch { throw .storage(error) }
-        }
+        return StoreAcknowledgement(ticket: ticket)
     }
 
     func bodies(of ids: [OutboxEntryID]) async throws(OutboxError) -> [EntryBody?] {

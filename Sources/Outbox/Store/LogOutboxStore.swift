@@ -249,6 +249,11 @@ public final class LogOutboxStore: OutboxStore {
     public func recordSuccess(_ id: OutboxEntry.ID, serverID: String?, at now: Date) async throws(OutboxError) {
         try await core.recordSuccess(id, serverID: serverID, at: now)
     }
+    public func recordSuccesses(_ successes: [OutboxSuccess], at now: Date) async throws(OutboxError)
+        -> [OutboxEntry.ID: OutboxError]
+    {
+        try await core.recordSuccesses(successes, at: now)
+    }
     public func recordFailure(
         _ id: OutboxEntry.ID, error: String, httpStatus: Int?, retryAt: Date
     ) async throws(OutboxError) -> (status: OutboxStatus, cascade: OutboxCascade) {

@@ -52,6 +52,16 @@ public protocol OutboxStore: AnyObject, Sendable {
     /// found that the server applied it: ``OutboxDispatcher/markDelivered(_:serverID:)``).
     func recordSuccess(_ id: OutboxEntry.ID, serverID: String?, at now: Date) async throws(OutboxError)
 
+    /// Delivered, for several entries at once: as
+    /// ``recordSuccess(_:serverID:at:)`` for each, but in one write with one
+    /// wait for all of them (what a drain does with the successes of many
+    /// attempts). An entry whose success is refused (not in flight, an
+    /// invalid server id) is returned with its error, and the others are
+    /// recorded; a storage failure throws, and then none is. The default
+    /// records them one by one.
+    func recordSuccesses(_ successes: [OutboxSuccess], at now: Date) async throws(OutboxError)
+        -> [OutboxEntry.ID: OutboxError]
+
     /// A transient failure: retried at `retryAt`, or quarantined if the
     /// entry used all its attempts (then its dependents too).
     func recordFailure(
@@ -169,7 +179,35 @@ public struct OutboxClaim: Sendable, Hashable {
     }
 }
 
+/// One delivered entry, for ``OutboxStore/recordSuccesses(_:at:)``.
+public struct OutboxSuccess: Sendable, Hashable {
+    public var id: OutboxEntry.ID
+    /// The server's id for it (the mapping of its `local:` reference), if any.
+    public var serverID: String?
+
+    public init(id: OutboxEntry.ID, serverID: String?) {
+        self.id = id
+        self.serverID = serverID
+    }
+}
+
 extension OutboxStore {
+    public func recordSuccesses(_ successes: [OutboxSuccess], at now: Date) async throws(OutboxError)
+        -> [OutboxEntry.ID: OutboxError]
+    {
+        var refused: [OutboxEntry.ID: OutboxError] = [:]
+        for success in successes {
+            do throws(OutboxError) {
+                try await recordSuccess(success.id, serverID: success.serverID, at: now)
+            } catch where error.code == .closed || error.code == .storage {
+                throw error
+            } catch {
+                refused[success.id] = error
+            }
+        }
+        return refused
+    }
+
     public func recordFailure(
         _ id: OutboxEntry.ID, error: String, httpStatus: Int?, retryAt: Date, countsAsAttempt: Bool,
         serverAnsweredAt: Date?

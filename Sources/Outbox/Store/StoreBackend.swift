@@ -13,6 +13,11 @@ protocol StoreBackend: Sendable {
     /// refuse it for being full: it waits here instead.
     func reserveRoom(bytes: Int) async throws(OutboxError) -> StoreRoom
 
+    /// ``reserveRoom(bytes:)`` if the room is there now (the common case),
+    /// without suspending; `nil` if it must be waited for (or storage
+    /// refuses: the waiting call says why). The default is `nil`.
+    func reserveRoomNow(bytes: Int) -> StoreRoom?
+
     /// Called under the store's lock, in order: hands `changes` to storage
     /// without waiting, in the room reserved for them. The returned
     /// acknowledgement is awaited after the lock is released.
@@ -37,6 +42,8 @@ extension StoreBackend {
     func submitNewBody(_ body: PreparedBody, sequence: UInt64, room: StoreRoom) throws(OutboxError) -> StoreAcknowledgement {
         throw OutboxError(.invalidArgument, "this store does not admit entries while it loads")
     }
+
+    func reserveRoomNow(bytes: Int) -> StoreRoom? { nil }
 }
 
 /// A body ready to store: the value, and its encoding if the backend needs one.
@@ -57,7 +64,42 @@ struct StoreRoom: Sendable {
 
 /// Waits until submitted changes reach a durability level.
 struct StoreAcknowledgement: Sendable {
-    let wait: @Sendable (Durability) async throws(OutboxError) -> Void
+    private enum Kind {
+        case immediate
+        /// The log's ticket for the batch: waiting on it needs no closure
+        /// (an allocation per change).
+        case ticket(LogTicket)
+        case custom(@Sendable (Durability) async throws(OutboxError) -> Void)
+    }
 
-    static let immediate = StoreAcknowledgement { _ in }
+    private let kind: Kind
+
+    init(wait: @escaping @Sendable (Durability) async throws(OutboxError) -> Void) { kind = .custom(wait) }
+
+    init(ticket: LogTicket) { kind = .ticket(ticket) }
+
+    private init(kind: Kind) { self.kind = kind }
+
+    static let immediate = StoreAcknowledgement(kind: .immediate)
+
+    /// Brings the changes to `durability` now if that needs no waiting
+    /// (already there, or a write in place); `false` if the caller must
+    /// await ``wait(_:)``.
+    func reachedWithoutWaiting(_ durability: Durability) throws(OutboxError) -> Bool {
+        switch kind {
+        case .immediate: return true
+        case .ticket(let ticket):
+            do throws(OutboxLogError) { return try ticket.reachedWithoutWaiting(durability) } catch { throw .storage(error) }
+        case .custom: return false
+        }
+    }
+
+    func wait(_ durability: Durability) async throws(OutboxError) {
+        switch kind {
+        case .immediate: return
+        case .ticket(let ticket):
+            do throws(OutboxLogError) { try await ticket.wait(for: durability) } catch { throw .storage(error) }
+        case .custom(let wait): try await wait(durability)
+        }
+    }
 }

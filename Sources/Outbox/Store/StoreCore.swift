@@ -95,9 +95,10 @@ final class StoreCore: Sendable {
         _ change: (inout Scheduler) throws(OutboxError) -> (Result, [StoreChange])
     ) async throws(OutboxError) -> Result {
         let bodies = newBody.map { [$0] } ?? []
-        let room = try await reserveRoom(for: bodies)
-        let (result, acknowledgement) = try submit(newBodies: bodies, room: room, change)
-        try await wait(for: acknowledgement, durability)
+        var room = try roomNow(for: bodies)
+        if room == nil { room = try await reserveRoom(for: bodies) }
+        let (result, acknowledgement) = try submit(newBodies: bodies, room: room!, change)
+        if try !reachedWithoutWaiting(acknowledgement, durability) { try await wait(for: acknowledgement, durability) }
         return result
     }
 
@@ -142,9 +143,25 @@ final class StoreCore: Sendable {
     /// memory because too much waits to be written.
     func reserveRoom(for newBodies: [PreparedBody] = []) async throws(OutboxError) -> StoreRoom {
         await waitUntilLoaded()
-        _ = try read { _ in () }
-        return try await backend.reserveRoom(
-            bytes: newBodies.reduce(0) { $0 + ($1.encoded?.count ?? 0) } + Self.roomForStateRecords)
+        if let room = try roomNow(for: newBodies) { return room }
+        return try await backend.reserveRoom(bytes: Self.roomBytes(for: newBodies))
+    }
+
+    /// ``reserveRoom(for:)`` when the room is there now — the common case —
+    /// without an `await` (callers call this first: no async frame, no
+    /// suspension); `nil` if it must be waited for, or while the store is
+    /// still loading (``reserveRoom(for:)`` waits for the load first).
+    func roomNow(for newBodies: [PreparedBody] = []) throws(OutboxError) -> StoreRoom? {
+        let loaded = try state.withLock { state throws(OutboxError) -> Bool in
+            try check(state)
+            return state.loading == nil
+        }
+        guard loaded else { return nil }
+        return backend.reserveRoomNow(bytes: Self.roomBytes(for: newBodies))
+    }
+
+    private static func roomBytes(for newBodies: [PreparedBody]) -> Int {
+        newBodies.reduce(0) { $0 + ($1.encoded?.count ?? 0) } + roomForStateRecords
     }
 
     /// Room reserved for the state records of one change besides a new
@@ -158,6 +175,20 @@ final class StoreCore: Sendable {
         guard let acknowledgement else { return }
         do throws(OutboxError) {
             try await acknowledgement.wait(durability)
+        } catch {
+            fail(error)
+            throw error
+        }
+    }
+
+    /// ``wait(for:_:)`` when no waiting is needed (see
+    /// ``StoreAcknowledgement/reachedWithoutWaiting(_:)``); `false` if it is.
+    private func reachedWithoutWaiting(
+        _ acknowledgement: StoreAcknowledgement?, _ durability: Durability
+    ) throws(OutboxError) -> Bool {
+        guard let acknowledgement else { return true }
+        do throws(OutboxError) {
+            return try acknowledgement.reachedWithoutWaiting(durability)
         } catch {
             fail(error)
             throw error
@@ -219,9 +250,11 @@ final class StoreCore: Sendable {
         // The new entry is built from the body in hand: reading it back would
         // wait for the write and cost a read per enqueue.
         var original: StoreAcknowledgement?
-        let room: StoreRoom
-        if let reserved { room = reserved } else { room = try await reserveRoom(for: [prepared]) }
-        let ((outcome, entry), acknowledgement) = try submit(newBodies: [prepared], room: room) { scheduler throws(OutboxError) in
+        let bodies = [prepared]
+        var room = reserved
+        if room == nil { room = try roomNow(for: bodies) }
+        if room == nil { room = try await reserveRoom(for: bodies) }
+        let ((outcome, entry), acknowledgement) = try submit(newBodies: bodies, room: room!) { scheduler throws(OutboxError) in
             let (outcome, changes) = try scheduler.enqueue(request, storedBytes: prepared.storedBytes, now: now)
             var entry: OutboxEntry?
             if let metadata = scheduler.metadata(request.id), !changes.isEmpty {
@@ -238,7 +271,9 @@ final class StoreCore: Sendable {
             // A duplicate of an enqueue still in progress answers once that one has.
             if case .duplicate(let id, _) = result.0 { original = state.unconfirmed[id] }
         }
-        try await wait(for: acknowledgement ?? original, configuration.enqueueDurability)
+        if try !reachedWithoutWaiting(acknowledgement ?? original, configuration.enqueueDurability) {
+            try await wait(for: acknowledgement ?? original, configuration.enqueueDurability)
+        }
         if entry != nil { state.withLock { _ = $0.unconfirmed.removeValue(forKey: request.id) } }
         switch (outcome, entry) {
         case (.duplicate(let id, let status), _): return .duplicate(id, status: status)
@@ -269,8 +304,9 @@ final class StoreCore: Sendable {
         let start = try Admission.milliseconds(now, "now")
         let leaseUntil = start + (try Admission.milliseconds(lease, "the lease"))
         var durability = configuration.attemptDurability
-        let room = try await reserveRoom()
-        let ((claimed, unaccepted), acknowledgement) = try submit(room: room) { scheduler in
+        var room = try roomNow()
+        if room == nil { room = try await reserveRoom() }
+        let ((claimed, unaccepted), acknowledgement) = try submit(room: room!) { scheduler in
             let result = scheduler.claim(now: start, limit: max(0, limit), leaseUntil: leaseUntil, accepts: accepting)
             return ((result.claimed, result.unaccepted), result.changes)
         } whileLocked: { state, result, _ in
@@ -292,7 +328,7 @@ final class StoreCore: Sendable {
         }
         // The attempt marks are written after the claimed entries' bodies:
         // once they reach the durability the enqueues promised, so have those.
-        try await wait(for: acknowledgement, durability)
+        if try !reachedWithoutWaiting(acknowledgement, durability) { try await wait(for: acknowledgement, durability) }
         return OutboxClaim(entries: entries, unaccepted: Dictionary(unaccepted, uniquingKeysWith: { first, _ in first }))
     }
 
@@ -312,13 +348,14 @@ final class StoreCore: Sendable {
         let start = try Admission.milliseconds(now, "now")
         let leaseUntil = start + (try Admission.milliseconds(lease, "the lease"))
         var durability = configuration.attemptDurability
-        let room = try await reserveRoom()
-        let (_, acknowledgement) = try submit(room: room) { scheduler throws(OutboxError) in
+        var room = try roomNow()
+        if room == nil { room = try await reserveRoom() }
+        let (_, acknowledgement) = try submit(room: room!) { scheduler throws(OutboxError) in
             ((), try scheduler.beginAttempt(id, now: start, leaseUntil: leaseUntil))
         } whileLocked: { state, _, _ in
             durability = self.durability(forSending: CollectionOfOne(id), state)
         }
-        try await wait(for: acknowledgement, durability)
+        if try !reachedWithoutWaiting(acknowledgement, durability) { try await wait(for: acknowledgement, durability) }
         guard let entry = try await entry(id) else { throw OutboxError(.notFound, "no such entry", entry: id) }
         return entry
     }
@@ -328,6 +365,35 @@ final class StoreCore: Sendable {
         try Admission.serverID(serverID, entry: id)
         try await perform(configuration.successDurability) { scheduler throws(OutboxError) in
             ((), try scheduler.succeed(id, serverID: serverID, now: time))
+        }
+    }
+
+    func recordSuccesses(_ successes: [OutboxSuccess], at now: Date) async throws(OutboxError) -> [OutboxEntryID: OutboxError] {
+        let time = try Admission.milliseconds(now, "now")
+        var refused: [OutboxEntryID: OutboxError] = [:]
+        var admitted: [OutboxSuccess] = []
+        admitted.reserveCapacity(successes.count)
+        for success in successes {
+            do throws(OutboxError) {
+                try Admission.serverID(success.serverID, entry: success.id)
+                admitted.append(success)
+            } catch {
+                refused[success.id] = error
+            }
+        }
+        guard !admitted.isEmpty else { return refused }
+        // One batch of log records for all of them, one wait.
+        return try await perform(configuration.successDurability) { scheduler throws(OutboxError) in
+            var changes: [StoreChange] = []
+            changes.reserveCapacity(admitted.count * 3)
+            for success in admitted {
+                do throws(OutboxError) {
+                    changes += try scheduler.succeed(success.id, serverID: success.serverID, now: time)
+                } catch {
+                    refused[success.id] = error
+                }
+            }
+            return (refused, changes)
         }
     }
 

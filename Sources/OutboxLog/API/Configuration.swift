@@ -72,6 +72,24 @@ extension OutboxLog {
         /// this is admitted once nothing else waits. Default 32 MiB.
         public var maximumPendingBytes: Int = 32 << 20
 
+        /// Whether a caller waiting for `written` may write in place: when no
+        /// write is in progress and nothing is queued for the writer thread,
+        /// the caller hands its already-encoded bytes (at most
+        /// ``groupCommitLimit``) to the OS with one `pwrite` itself instead
+        /// of waking the writer thread and sleeping until it reports. Syncs
+        /// and file creation always run on the writer thread. `false` keeps
+        /// every system call off the caller's thread. Default `true`.
+        public var writesInPlace: Bool = true
+
+        /// A read of at most this many bytes (``OutboxLog/get(_:)-(LogKey)``
+        /// and ``OutboxLog/get(_:)-([LogKey])``: the records' sizes are known
+        /// from the index before reading) runs on the caller's thread
+        /// instead of a reader thread: a few `pread`s of records usually in
+        /// the page cache cost less than waking a thread and waiting for it.
+        /// Larger reads, and every scan, run on the reader threads. `0` sends
+        /// every read to them. Default 64 KiB.
+        public var readsInPlaceUpTo: Int = 64 << 10
+
         /// Threads that serve reads; blocking reads never run on Swift's
         /// cooperative pool. Default 2.
         public var readerThreads: Int = 2
@@ -128,6 +146,7 @@ extension OutboxLog {
             try require(maximumPendingBytes >= groupCommitLimit, "maximumPendingBytes must be at least groupCommitLimit")
             try require(readerThreads >= 1 && readerThreads <= 64, "readerThreads must be in 1...64")
             try require(indexCheckpointInterval >= 4096, "indexCheckpointInterval must be at least 4 KiB")
+            try require(readsInPlaceUpTo >= 0, "readsInPlaceUpTo must not be negative")
         }
     }
 }

@@ -7,6 +7,13 @@ public struct LogWrite: Sendable, Hashable {
     public var key: LogKey
     public var payload: [UInt8]
 
+    /// Eight bytes of the payload to replace, as the record is encoded into
+    /// the log, with a value the caller learns only under its own lock (the
+    /// outbox store's sequence number of an entry encoded before it): the
+    /// payload is then copied once, into the log's buffer, instead of
+    /// into a patched copy of its own first.
+    package var payloadPatch: PayloadPatch?
+
     public init(kind: RecordKind, key: LogKey, payload: [UInt8] = []) {
         self.kind = kind
         self.key = key
@@ -31,6 +38,18 @@ public struct LogWrite: Sendable, Hashable {
 
     /// The bytes this record takes in a segment.
     public var frameSize: Int { RecordFrame.size(keyCount: key.count, payloadCount: payload.count) }
+}
+
+/// A little-endian `UInt64` written over the payload at `offset` (see
+/// ``LogWrite/payloadPatch``).
+package struct PayloadPatch: Sendable, Hashable {
+    package var offset: Int
+    package var value: UInt64
+
+    package init(offset: Int, value: UInt64) {
+        self.offset = offset
+        self.value = value
+    }
 }
 
 /// A live key read back from the log: its value and, if it has one, its

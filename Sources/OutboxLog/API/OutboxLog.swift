@@ -145,10 +145,7 @@ public final class OutboxLog: Sendable {
     package func submit(_ writes: [LogWrite], using reservation: LogRoomReservation) throws(OutboxLogError)
         -> LogTicket
     {
-        guard reservation.take(for: core) else {
-            throw OutboxLogError(.invalidArgument, "the room reservation was used already, or is for another log")
-        }
-        return LogTicket(core: core, sequence: try core.submit(writes, reserved: reservation.bytes))
+        LogTicket(core: core, sequence: try core.submit(writes, reservation: reservation))
     }
 
     /// Waits until room for a batch of `bytes` bytes is reserved, first come
@@ -156,6 +153,14 @@ public final class OutboxLog: Sendable {
     package func reserveRoom(bytes: Int) async throws(OutboxLogError) -> LogRoomReservation {
         guard bytes >= 0 else { throw OutboxLogError(.invalidArgument, "bytes must not be negative, not \(bytes)") }
         try await core.reserveRoom(bytes)
+        return LogRoomReservation(core: core, bytes: bytes)
+    }
+
+    /// Reserves room for a batch of `bytes` bytes if it is there now,
+    /// without waiting: `nil` if the caller must wait for it with
+    /// ``reserveRoom(bytes:)``.
+    package func reserveRoomNow(bytes: Int) -> LogRoomReservation? {
+        guard bytes >= 0, core.reserveRoomNow(bytes) else { return nil }
         return LogRoomReservation(core: core, bytes: bytes)
     }
 
@@ -326,5 +331,14 @@ public struct LogTicket: Sendable {
     /// (then until this batch is written).
     public func wait(for durability: Durability) async throws(OutboxLogError) {
         try await core.wait(for: sequence, reaching: durability)
+    }
+
+    /// Makes the batch reach `durability` now if that needs no waiting —
+    /// it already has, or, for `written`, this call can write it in place
+    /// (``OutboxLog/Configuration/writesInPlace``) — and returns `true`;
+    /// `false` if the caller must await ``wait(for:)``. Throws what
+    /// ``wait(for:)`` would (a failed write in place poisons the log).
+    package func reachedWithoutWaiting(_ durability: Durability) throws(OutboxLogError) -> Bool {
+        try core.reachWithoutWaiting(sequence, durability)
     }
 }

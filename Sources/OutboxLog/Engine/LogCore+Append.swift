@@ -26,6 +26,7 @@ extension LogCore {
                 }
             case .written, .durable:
                 var sequence: UInt64?
+                var inPlace: InPlaceWrite?
                 let result = await withUnsafeContinuation {
                     (continuation: UnsafeContinuation<Result<Void, OutboxLogError>, Never>) in
                     let outcome = state.withLock { state -> Result<Bool, OutboxLogError> in
@@ -35,18 +36,28 @@ extension LogCore {
                         } catch {
                             return .failure(error)
                         }
+                        // Nobody writing: write it ourselves, no thread hand-off.
+                        if durability == .written, let write = takeInPlaceWrite(through: sequence!, &state) {
+                            inPlace = write
+                            return .success(false)
+                        }
                         state.waiters.append(
                             Waiter(sequence: sequence!, durable: durability == .durable, continuation: continuation))
                         return .success(state.claimWriterWakeup())
                     }
                     switch outcome {
                     case .success(let wake):
-                        if sequence == nil { continuation.resume(returning: .success(())) } else { wakeWriter(wake) }
+                        if sequence == nil || inPlace != nil {
+                            continuation.resume(returning: .success(()))
+                        } else {
+                            wakeWriter(wake)
+                        }
                     case .failure(let error):
                         continuation.resume(returning: .failure(error))
                     }
                 }
                 try result.get()
+                if let inPlace { try finishInPlace(inPlace) }
                 if let sequence { return sequence }
             }
             // Not admitted: wait until the writer has made room, reserved for us.
@@ -56,19 +67,19 @@ extension LogCore {
     }
 
     /// Encodes and indexes `writes` now, without waiting for any I/O;
-    /// returns the sequence number of the last record. Without `reserved`,
-    /// refused with `.backPressure` if it is not admitted; with it (room of
-    /// that many bytes reserved by ``reserveRoom(_:)``), always admitted,
-    /// and the room is used up whatever the outcome (see
+    /// returns the sequence number of the last record. Without a
+    /// `reservation`, refused with `.backPressure` if it is not admitted;
+    /// with one (room reserved by ``reserveRoom(_:)``), always admitted, and
+    /// the room is used up whatever the outcome (see
     /// `LogCore+BackPressure.swift`).
     func submit<Writes: RandomAccessCollection<LogWrite>>(
-        _ writes: Writes, reserved: Int? = nil
+        _ writes: Writes, reservation: LogRoomReservation? = nil
     ) throws(OutboxLogError) -> UInt64 {
         let bytes: Int
         do throws(OutboxLogError) {
             bytes = try validate(writes)
         } catch {
-            if let reserved { releaseRoom(reserved) }
+            if let reservation, state.withLock({ reservation.take(for: self, &$0) }) { releaseRoom(reservation.bytes) }
             throw error
         }
         // An annotation is checked against the index: wait until it is whole.
@@ -76,8 +87,11 @@ extension LogCore {
         let maximum = configuration.maximumPendingBytes
         let (outcome, granted) = state.withLock { state -> (Result<(UInt64, Bool), OutboxLogError>, [RoomWaiter]) in
             let outcome = Result { () throws(OutboxLogError) -> (UInt64, Bool) in
-                if let reserved {
-                    state.reservedBytes -= reserved
+                if let reservation {
+                    guard reservation.take(for: self, &state) else {
+                        throw OutboxLogError(.invalidArgument, "the room reservation was used already, or is for another log")
+                    }
+                    state.reservedBytes -= reservation.bytes
                 } else {
                     if let error = state.isAcceptingWrites { throw error }
                     guard state.admits(bytes, maximum: maximum) else {
@@ -91,7 +105,7 @@ extension LogCore {
                 return (sequence, state.writeIsDue(configuration) && state.claimWriterWakeup())
             }
             // Room reserved and not filled goes to whoever waits for it.
-            return (outcome, reserved == nil ? [] : state.grantRoom(maximum: maximum))
+            return (outcome, reservation == nil ? [] : state.grantRoom(maximum: maximum))
         }
         for waiter in granted { waiter.continuation.resume(returning: .success(())) }
         let (sequence, wake) = try outcome.get()
@@ -111,15 +125,43 @@ extension LogCore {
         }
     }
 
+    /// Brings `sequence` to `durability` now if no waiting is needed (see
+    /// ``LogTicket/reachedWithoutWaiting(_:)``); `false` if it is.
+    func reachWithoutWaiting(_ sequence: UInt64, _ durability: Durability) throws(OutboxLogError) -> Bool {
+        let decision = try state.withLock { state throws(OutboxLogError) -> InPlaceWrite?? in
+            switch durability {
+            case .buffered:
+                return state.pendingBytes > configuration.maximumPendingBytes ? .none : .some(nil)
+            case .durable:
+                return sequence <= state.durableSequence ? .some(nil) : .none
+            case .written:
+                if sequence <= state.writtenSequence { return .some(nil) }
+                if case .poisoned(let error) = state.phase { throw .poisoned(by: error) }
+                if case .closed = state.phase { throw .closed() }
+                return takeInPlaceWrite(through: sequence, &state).map { .some($0) } ?? .none
+            }
+        }
+        guard let decision else { return false }
+        if let write = decision { try finishInPlace(write) }
+        return true
+    }
+
     /// Waits until every record up to `sequence` is written (or durable).
+    /// For `written`, writes in place if nobody is writing (`LogCore+InPlace.swift`).
     func waitFor(_ sequence: UInt64, durable: Bool) async throws(OutboxLogError) {
+        var inPlace: InPlaceWrite?
         try await park { state, continuation in
             if durable ? sequence <= state.durableSequence : sequence <= state.writtenSequence { return nil }
             if case .poisoned(let error) = state.phase { return .failure(.poisoned(by: error)) }
             if case .closed = state.phase { return .failure(.closed()) }
+            if !durable, let write = takeInPlaceWrite(through: sequence, &state) {
+                inPlace = write
+                return nil
+            }
             state.waiters.append(Waiter(sequence: sequence, durable: durable, continuation: continuation))
             return .success(state.claimWriterWakeup())
         }
+        if let inPlace { try finishInPlace(inPlace) }
     }
 
     /// Waits until the writer has created segment `id` on disk (it was
@@ -178,6 +220,10 @@ extension LogCore {
             if write.kind == .tombstone && !write.payload.isEmpty {
                 throw OutboxLogError(.invalidArgument, "a tombstone carries no payload")
             }
+            if let patch = write.payloadPatch, patch.offset < 0 || patch.offset > write.payload.count - 8 {
+                throw OutboxLogError(
+                    .invalidArgument, "a payload patch at offset \(patch.offset) does not fit a payload of \(write.payload.count) bytes")
+            }
             if write.frameSize > configuration.maximumRecordSize {
                 throw OutboxLogError(
                     .recordTooLarge,
@@ -210,7 +256,7 @@ extension LogCore {
         for (position, write) in writes.enumerated() {
             sequence = state.encodeFrame(
                 FrameKind(write.kind), key: write.key, payload: write.payload,
-                batchContinues: position < count - 1, batchContinuation: position > 0)
+                batchContinues: position < count - 1, batchContinuation: position > 0, patch: write.payloadPatch)
         }
         state.finishEncoding(configuration: configuration)
         return sequence

@@ -56,6 +56,22 @@ extension LogCore {
             return true
         }
         if reserved { return }
+        try await waitForReservation(bytes)
+    }
+
+    /// Reserves room for `bytes` if it is there now; `false` (nothing
+    /// reserved) if the log refuses writes or the room must be waited for.
+    func reserveRoomNow(_ bytes: Int) -> Bool {
+        state.withLock { state -> Bool in
+            guard state.isAcceptingWrites == nil, state.admits(bytes, maximum: configuration.maximumPendingBytes) else {
+                return false
+            }
+            state.reservedBytes += bytes
+            return true
+        }
+    }
+
+    private func waitForReservation(_ bytes: Int) async throws(OutboxLogError) {
         try await park { state, continuation in
             if let error = state.isAcceptingWrites { return .failure(error) }
             if state.admits(bytes, maximum: configuration.maximumPendingBytes) {

@@ -58,15 +58,22 @@ extension LogCore {
                 flushed = true
                 try await waitFor(unwritten.last, durable: false)
             case .success(let lookups):
-                guard lookups.contains(where: { if case .found = $0 { true } else { false } }) else {
-                    return Array(repeating: nil, count: keys.count)
+                var bytes = 0
+                for case .found(let entry, _, _) in lookups {
+                    bytes += Int(entry.value.length) + (entry.annotation.exists ? Int(entry.annotation.length) : 0)
                 }
-                return try await readers.run { () throws(OutboxLogError) -> [LogEntry?] in
+                guard bytes > 0 else { return Array(repeating: nil, count: keys.count) }
+                let readAll: @Sendable () throws(OutboxLogError) -> [LogEntry?] = {
                     try zip(keys, lookups).map { (key, lookup) throws(OutboxLogError) -> LogEntry? in
                         guard case .found(let entry, let valueFile, let annotationFile) = lookup else { return nil }
                         return try Self.read(key, entry, valueFile, annotationFile)
                     }
                 }
+                // A few kilobytes, most likely still in the page cache (the
+                // outbox reads the bodies it just claimed): read them here
+                // rather than wake a reader thread and wait for it.
+                if bytes <= configuration.readsInPlaceUpTo { return try readAll() }
+                return try await readers.run(readAll)
             }
         }
     }

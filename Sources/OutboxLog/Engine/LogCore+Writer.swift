@@ -1,3 +1,4 @@
+import Dispatch
 import Foundation
 import OutboxLocking
 import SystemPackage
@@ -36,7 +37,7 @@ extension LogCore {
         var pacing = GroupPacing()
         while true {
             gatherDurableWaiters(&pacing)
-            guard var work = state.withLock({ takeWork(&$0) }) else {
+            guard var work = nextWork(lingering: pacing.linger) else {
                 writerWakeup.wait()
                 continue
             }
@@ -48,6 +49,7 @@ extension LogCore {
             var finished: [(UnsafeContinuation<Result<Void, OutboxLogError>, Never>, Result<Void, OutboxLogError>)] = []
             var exit: CheckedContinuation<Result<Void, OutboxLogError>, Never>?
             let rolled = state.withLock { state -> Bool in
+                state.writeToken = nil
                 switch outcome {
                 case .success(let done):
                     for (id, file) in done.created { state.slots[id]?.file = file }
@@ -56,7 +58,7 @@ extension LogCore {
                         finished.append((waiter.continuation, .success(())))
                         return true
                     }
-                    for (id, size) in done.writtenSizes { state.slots[id]?.writtenSize = size }
+                    for (id, size) in done.writtenSizes { state.setWrittenSize(size, of: id) }
                     if let last = work.lastSequence { state.writtenSequence = max(state.writtenSequence, last) }
                     if let synced = done.syncedThrough {
                         state.durableSequence = max(state.durableSequence, synced)
@@ -64,15 +66,7 @@ extension LogCore {
                     }
                     state.pendingBytes -= work.bytes
                     for buffer in spares where state.spareBuffers.count < 4 { state.spareBuffers.append(buffer) }
-                    var remaining: [Waiter] = []
-                    for waiter in state.waiters {
-                        if waiter.isSatisfied(written: state.writtenSequence, durable: state.durableSequence) {
-                            finished.append((waiter.continuation, .success(())))
-                        } else {
-                            remaining.append(waiter)
-                        }
-                    }
-                    state.waiters = remaining
+                    finished += state.takeSatisfiedWaiters()
                     // The bytes just written made room for appends waiting for it.
                     for granted in state.grantRoom(maximum: configuration.maximumPendingBytes) {
                         finished.append((granted.continuation, .success(())))
@@ -91,7 +85,7 @@ extension LogCore {
             // append returned can rely on it having been started.
             if rolled && !work.stopping { startAutomaticCompactionIfDue() }
             if !work.stopping { startIndexCheckpointIfDue() }
-            for (continuation, result) in finished { continuation.resume(returning: result) }
+            Self.resume(finished, inOneJob: !work.stopping)
             if work.stopping {
                 // Let go of the segment file before close() is told the writer
                 // is done: its last release closes the descriptor, and close()
@@ -105,6 +99,25 @@ extension LogCore {
         }
     }
 
+    /// Resumes a group's waiters. A large group is handed to one job on
+    /// the global pool, which resumes them all: the writer thread goes
+    /// back to the next group after one enqueue instead of one per waiter
+    /// (each may wake a pool thread), so the next sync starts sooner.
+    private static func resume(
+        _ finished: [(UnsafeContinuation<Result<Void, OutboxLogError>, Never>, Result<Void, OutboxLogError>)], inOneJob: Bool
+    ) {
+        guard inOneJob, finished.count >= resumeInOneJobFrom else {
+            for (continuation, result) in finished { continuation.resume(returning: result) }
+            return
+        }
+        DispatchQueue.global().async {
+            for (continuation, result) in finished { continuation.resume(returning: result) }
+        }
+    }
+
+    /// Groups at least this large are resumed in one job.
+    static let resumeInOneJobFrom = 8
+
     /// What the last group commit looked like, to decide whether the next
     /// one should wait a moment for more durable appends to join it.
     struct GroupPacing {
@@ -116,11 +129,19 @@ extension LogCore {
         /// Whether the next sync may wait for company (once per sync).
         var mayGather = false
 
+        /// How long to look for the next append before sleeping, after a
+        /// sync that served one or two producers; `nil`: sleep at once.
+        var linger: Duration?
+
         mutating func record(group: Int, took duration: Duration) {
             recentPeak = max(Double(group), recentPeak * 0.9)
             lastSync = duration
             mayGather = group >= Self.minimumGroup
+            linger = (1...2).contains(group) ? min(duration / 4, Self.maximumLinger) : nil
         }
+
+        /// The longest the writer looks for the next durable append before sleeping.
+        static let maximumLinger = Duration.microseconds(100)
 
         /// How many durable waiters are worth waiting for: half the recent
         /// peak (measured best of 0.5, 0.75 and 0.9 with 64 producers).
@@ -165,6 +186,30 @@ extension LogCore {
         state.withLock { $0.writerSleeping = false }
     }
 
+    /// The next work, or `nil` to sleep. After a sync that served a lone
+    /// producer, it first looks for the next append for a moment (a
+    /// fraction of that sync's time) without sleeping: that producer, just
+    /// resumed, usually appends again within microseconds, and an append
+    /// that finds the writer awake wakes nobody — on this project's VMs a
+    /// wake-up of a sleeping thread costs tens of microseconds, against a
+    /// sync of a few hundred (Docs/ARCHITECTURE.md, "Durable, one producer").
+    private func nextWork(lingering linger: Duration?) -> Work? {
+        if let linger {
+            let deadline = ContinuousClock.now.advanced(by: linger)
+            repeat {
+                if let work = state.withLock({ state -> Work? in
+                    let work = takeWork(&state)
+                    if work == nil { state.writerSleeping = false }  // still awake: appends need not signal
+                    return work
+                }) {
+                    return work
+                }
+                sched_yield()
+            } while ContinuousClock.now < deadline
+        }
+        return state.withLock { takeWork(&$0) }
+    }
+
     /// Durable waiters not yet satisfied.
     private static func durableWaiters(in state: LogState) -> Int {
         var count = 0
@@ -186,8 +231,21 @@ extension LogCore {
         return buffers
     }
 
-    /// Decides under the lock what the writer does next; `nil` means sleep.
+    /// Decides under the lock what the writer does next, taking the write
+    /// token if it does anything; `nil` means sleep.
     private func takeWork(_ state: inout LogState) -> Work? {
+        // A caller is writing in place: it wakes the writer when it is done
+        // if there is work (`finishInPlace`).
+        if state.writeToken == .caller {
+            state.writerSleeping = true
+            return nil
+        }
+        guard let work = chooseWork(&state) else { return nil }
+        state.writeToken = .writer
+        return work
+    }
+
+    private func chooseWork(_ state: inout LogState) -> Work? {
         let stopping = state.stopRequested
         if case .poisoned = state.phase {
             if stopping { return Work(stopping: true) }
@@ -213,7 +271,7 @@ extension LogCore {
             state.waiters.removeAll { $0.sequence > state.writtenSequence }
             for waiter in stranded { waiter.continuation.resume(returning: .failure(error)) }
             logger.critical("\(error)")
-            return takeWork(&state)
+            return chooseWork(&state)
         }
         let writeNow =
             hasPending
@@ -324,8 +382,10 @@ extension LogCore {
 
 extension LogState {
     /// Marks the writer awake; returns whether the caller must signal it.
+    /// Never while a caller writes in place: it wakes the writer when it is
+    /// done, if there is work (``writerHasWork(_:)``).
     mutating func claimWriterWakeup() -> Bool {
-        guard writerSleeping else { return false }
+        guard writerSleeping, writeToken != .caller else { return false }
         writerSleeping = false
         return true
     }

@@ -106,6 +106,9 @@ struct LogState {
     var waiters: [Waiter] = []
     var creationWaiters: [CreationWaiter] = []
     var flushRequested = false
+    /// Who is writing segment bytes now, if anyone: the writer thread, or a
+    /// caller writing its own append in place (`LogCore+InPlace.swift`).
+    var writeToken: WriteTokenHolder?
     var writerSleeping = false
     var stopRequested = false
     var writerExit: CheckedContinuation<Result<Void, OutboxLogError>, Never>?
@@ -169,6 +172,7 @@ struct LogState {
         }
         if openChunk == nil {
             var data = spareBuffers.popLast() ?? []
+            data.removeAll(keepingCapacity: true)  // a buffer written in place comes back full
             data.reserveCapacity(min(configuration.groupCommitLimit, max(bytes, 4096)))
             openChunk = (offset: activeSize, data: data, lastSequence: 0)
         }
@@ -178,7 +182,8 @@ struct LogState {
     /// Call ``prepareActiveSegment(for:configuration:)`` first and
     /// ``finishEncoding(configuration:)`` after the batch.
     mutating func encodeFrame(
-        _ kind: FrameKind, key: LogKey, payload: [UInt8], batchContinues: Bool, batchContinuation: Bool
+        _ kind: FrameKind, key: LogKey, payload: [UInt8], batchContinues: Bool, batchContinuation: Bool,
+        patch: PayloadPatch? = nil
     ) -> UInt64 {
         let sequence = nextSequence
         nextSequence += 1
@@ -189,7 +194,7 @@ struct LogState {
             RecordFrame.append(
                 to: &openChunk!.data, crcSeed: seed, kind: kind, batchContinues: batchContinues,
                 batchContinuation: batchContinuation, sequence: sequence, durableWatermark: watermark, key: key,
-                payload: payload)
+                payload: payload, patch: patch)
         }
         let length = openChunk!.data.count - before
         let location = Location(segment: activeID!, offset: UInt32(activeSize), length: UInt32(length))

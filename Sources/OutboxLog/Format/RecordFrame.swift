@@ -63,7 +63,8 @@ enum RecordFrame {
     /// Appends the frame of one record to `buffer`.
     static func append(
         to buffer: inout [UInt8], crcSeed: UInt32, kind: FrameKind, batchContinues: Bool,
-        batchContinuation: Bool, sequence: UInt64, durableWatermark: UInt64, key: LogKey, payload: UnsafeRawBufferPointer
+        batchContinuation: Bool, sequence: UInt64, durableWatermark: UInt64, key: LogKey, payload: UnsafeRawBufferPointer,
+        patch: PayloadPatch? = nil
     ) {
         let start = buffer.count
         let length = size(keyCount: key.count, payloadCount: payload.count)
@@ -82,6 +83,9 @@ enum RecordFrame {
         key.withUnsafeBytes { buffer.append(contentsOf: $0) }
         buffer.append(contentsOf: payload)
         buffer.withUnsafeMutableBytes { raw in
+            if let patch {
+                raw.storeLittleEndian(patch.value, at: start + headerSize + key.count + patch.offset)
+            }
             var crc = CRC32(continuing: crcSeed)
             crc.update(UnsafeRawBufferPointer(rebasing: raw[(start + 4)..<(start + length)]))
             raw.storeLittleEndian(crc.value, at: start)

@@ -1,0 +1,43 @@
+import Foundation
+
+/// Recording the successes of many attempts at once: one store write and
+/// one wait for a whole batch (``OutboxStore/recordSuccesses(_:at:)``).
+extension DeliveryAttempts {
+    /// Records `batch` as delivered, publishes their events and counts them.
+    /// An entry whose success could not be recorded is released as an
+    /// interrupted attempt (the server applied it; it is resent with the
+    /// same key, and the server replays it).
+    func recordDeliveries(_ batch: [AttemptInbox.Delivered]) async -> OutboxFlushReport {
+        var report = OutboxFlushReport()
+        streaks.withLock { streaks in for delivery in batch { streaks[delivery.id] = nil } }
+        inProgressRuns.withLock { runs in for delivery in batch { runs[delivery.id] = nil } }
+        var successes: [OutboxSuccess] = []
+        successes.reserveCapacity(batch.count)
+        for delivery in batch { successes.append(OutboxSuccess(id: delivery.id, serverID: delivery.serverID)) }
+        var failed: [OutboxEntry.ID: OutboxError]
+        do {
+            failed = try await store.recordSuccesses(successes, at: clock.now())
+        } catch {
+            failed = Dictionary(batch.map { ($0.id, error) }, uniquingKeysWith: { first, _ in first })
+        }
+        for delivery in batch {
+            let id = delivery.id
+            if let error = failed[id] {
+                report.errors.append("\(id): \(error)")
+                publish(.storeFailed(id, error: error))
+                logger.error("attempt failed in the store", metadata: ["id": "\(id)", "error": "\(error)"])
+                await release(id, because: error)
+                continue
+            }
+            report.delivered += 1
+            metrics.delivered.increment()
+            if delivery.replayed {
+                report.replayed += 1
+                metrics.replayed.increment()
+                publish(.replayed(id, serverID: delivery.serverID))
+            }
+            publish(.delivered(id, serverID: delivery.serverID))
+        }
+        return report
+    }
+}
