@@ -66,7 +66,8 @@ extension LogCore {
             }
             // The writer thread checks after each of its writes; a log written
             // only in place must reach its periodic index checkpoint too.
-            checkpointMayBeDue = state.bytesSinceCheckpoint >= configuration.indexCheckpointInterval
+            checkpointMayBeDue = configuration.indexCheckpoints
+                && state.bytesSinceCheckpoint >= max(configuration.indexCheckpointInterval, state.lastCheckpointSize)
             state.recordWritten(
                 segment: write.file.id, end: write.offset + Int64(byteCount), through: write.lastSequence,
                 bytes: byteCount, spare: spare)
