@@ -6,9 +6,10 @@
 // of the continuation itself. When the thread resumes it before the task has
 // finished suspending, the runtime lets the task continue at once, ordered by
 // an atomic inside libswift_Concurrency that ThreadSanitizer does not see.
-// TSan then reports a data race between `CheckedContinuation.resume(returning:)`
-// on the thread and `withUnsafeContinuation` on the task's side, on the task's
-// async context: a false positive of the runtime, not of this program.
+// TSan then reports a data race between `UnsafeContinuation.resume(returning:)`
+// on the thread and the task's side (here `withUnsafeContinuation`'s
+// resumption; in the engine sometimes the caller's), on the task's async
+// context: a false positive of the runtime, not of this program.
 //
 // The engine does exactly this: its writer thread resumes the appenders'
 // continuations (Sources/OutboxLog/Engine/LogCore+Writer.swift).

@@ -107,7 +107,7 @@ struct DeliveryRulesTests {
 
     @Test("a store read failing while local: references are resolved ends the attempt; the entry is not left in flight")
     func readErrorDoesNotStickTheLease() async throws {
-        let store = FlakyCompletionStore(base: InMemoryOutboxStore(partition: "u", configuration: quietConfiguration()))
+        let store = InterceptingStore(base: InMemoryOutboxStore(partition: "u", configuration: quietConfiguration()))
         let handler = ScriptedHandler()
         handler.script("parent", .delivered(serverID: "p-1"))
         let clock = ManualOutboxClock()
@@ -183,6 +183,47 @@ struct DeliveryRulesTests {
             #expect(entry.lastError?.hasPrefix("interrupted") == true)
         }
         #expect(await flush.value.interrupted == 2)
+    }
+
+    @Test(
+        "a retry that comes due between the drain's claim and its look at the next due date is sent while another attempt runs",
+        .timeLimit(.minutes(1)))
+    func retryDueDuringTheClaimIsNotLeftIdle() async throws {
+        let store = InterceptingStore(base: InMemoryOutboxStore(partition: "u", configuration: quietConfiguration()))
+        let handler = ScriptedHandler(onDeliver: { delivery in
+            if String(decoding: delivery.entry.payload, as: UTF8.self) == "hangs" { try await suspendUntilCancelled() }
+        })
+        handler.script("flaky", .transient(reason: "503", httpStatus: 503, retryAfter: .seconds(1)), .delivered(serverID: "f-1"))
+        let clock = ManualOutboxClock()
+        var configuration = OutboxDispatcherConfiguration()
+        configuration.randomSeed = 1
+        configuration.maximumAge = nil
+        configuration.deliveryTimeout = .seconds(600)
+        let dispatcher = OutboxDispatcher(store: store, handlers: [Note.type: handler], configuration: configuration, clock: clock)
+        let events = EventLog(dispatcher.events())
+        func add(_ text: String) async throws -> OutboxEntry.ID {
+            try await store.add(OutboxEnqueueRequest(
+                type: Note.type, method: "POST", endpoint: "/notes", payload: Array(text.utf8), createdAt: clock.now()))
+        }
+        let hanging = try await add("hangs")
+        let flaky = try await add("flaky")
+        // Once the retry is recorded, the clock reaches it after the drain's
+        // claim found nothing due and before the drain sets its alarm: the
+        // window a real clock leaves between the two.
+        let armed = Locked(true)
+        store.afterNextDueDate { next in
+            guard let next, next > clock.now(), armed.withLock({ $0 }) else { return }
+            armed.withLock { $0 = false }
+            clock.set(to: next)
+        }
+        let flush = Task { await dispatcher.flush() }
+        // The hanging attempt holds its slot the whole time: only the alarm
+        // for the retry can start the second attempt.
+        await events.wait { $0.contains { $0.deliveredID == flaky } }
+        #expect(handler.deliveries(of: flaky).count == 2)
+        #expect(try await store.status(hanging) == .inFlight)
+        await dispatcher.stop()
+        _ = await flush.value
     }
 
     @Test("drain(until:) starts nothing after its deadline and returns within one delivery timeout of it, nothing in flight")
@@ -275,13 +316,18 @@ final class LogCapture: Sendable {
     }
 }
 
-/// An in-memory store whose `completion(of:)` fails once when told to: a
-/// read error in the middle of an attempt.
-final class FlakyCompletionStore: OutboxStore {
+/// An in-memory store a test can step into: `completion(of:)` fails once
+/// when told to (a read error in the middle of an attempt), and a hook runs
+/// after `nextDueDate()` answers (time passing between the dispatcher's
+/// claim and its next look at the queue).
+final class InterceptingStore: OutboxStore {
     let base: InMemoryOutboxStore
     private let failNext = Locked(false)
+    private let afterNextDueDate = Locked<(@Sendable (Date?) -> Void)?>(nil)
     init(base: InMemoryOutboxStore) { self.base = base }
     func failNextCompletion() { failNext.withLock { $0 = true } }
+    /// Runs `hook` with every answer of `nextDueDate()` before the caller sees it.
+    func afterNextDueDate(_ hook: @escaping @Sendable (Date?) -> Void) { afterNextDueDate.withLock { $0 = hook } }
 
     var partition: String { base.partition }
     func completion(of id: OutboxEntry.ID) async throws(OutboxError) -> OutboxCompletion? {
@@ -297,7 +343,11 @@ final class FlakyCompletionStore: OutboxStore {
     func claimDue(at now: Date, limit: Int, lease: Duration, accepting: (String) -> Bool) async throws(OutboxError) -> OutboxClaim {
         try await base.claimDue(at: now, limit: limit, lease: lease, accepting: accepting)
     }
-    func nextDueDate() async throws(OutboxError) -> Date? { try await base.nextDueDate() }
+    func nextDueDate() async throws(OutboxError) -> Date? {
+        let next = try await base.nextDueDate()
+        afterNextDueDate.withLock { $0 }?(next)
+        return next
+    }
     func beginAttempt(_ id: OutboxEntry.ID, at now: Date, lease: Duration) async throws(OutboxError) -> OutboxEntry {
         try await base.beginAttempt(id, at: now, lease: lease)
     }

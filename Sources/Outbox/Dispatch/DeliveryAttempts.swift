@@ -63,8 +63,10 @@ final class DeliveryAttempts: Sendable {
                 try await apply(stillRunning, to: entry, delivery: nil, handler: handler, into: &report)
                 return report
             }
-            publish(.sending(entry.id, attempt: entry.attempts))
+            // The attempt's clock starts before it is announced: whoever
+            // sees `.sending` knows when its delivery timeout runs out.
             let started = clock.now()
+            publish(.sending(entry.id, attempt: entry.attempts))
 
             var outcome: OutboxOutcome
             var sent: OutboxDelivery?
@@ -74,7 +76,7 @@ final class DeliveryAttempts: Sendable {
                     outcome = unresolved
                 case .resolved(let delivery):
                     let timer = ContinuousClock.now
-                    outcome = await deliver(delivery, with: handler)
+                    outcome = await deliver(delivery, with: handler, startedAt: started)
                     metrics.deliveryTime.record(duration: timer.duration(to: .now))
                     sent = delivery
                 }
@@ -155,8 +157,10 @@ final class DeliveryAttempts: Sendable {
     /// timeout, or a cancellation by the dispatcher (``OutboxDispatcher/stop()``,
     /// a drain's deadline), is an interrupted attempt: the request may have
     /// been sent.
-    private func deliver(_ delivery: OutboxDelivery, with handler: any OutboxHandler) async -> OutboxOutcome {
-        let deadline = clock.now().adding(configuration.deliveryTimeout)
+    private func deliver(
+        _ delivery: OutboxDelivery, with handler: any OutboxHandler, startedAt started: Date
+    ) async -> OutboxOutcome {
+        let deadline = started.adding(configuration.deliveryTimeout)
         let result = await DeadlineRace.run(until: deadline, clock: clock) { try await handler.deliver(delivery) }
         switch result {
         case .finished(.success(let outcome)): return outcome

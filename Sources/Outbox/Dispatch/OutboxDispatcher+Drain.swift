@@ -36,9 +36,10 @@ extension OutboxDispatcher {
                 var claimedAny = false
                 let claiming = !storeFailed && mayClaim
                 let capacity = configuration.maximumConcurrentDeliveries - running
+                let claimedAt = clock.now()
                 if claiming && capacity > 0 {
                     do {
-                        let claim = try await store.claimDue(at: clock.now(), limit: capacity, lease: lease) { type in
+                        let claim = try await store.claimDue(at: claimedAt, limit: capacity, lease: lease) { type in
                             hasFallback || handlers[type] != nil
                         }
                         for (id, type) in claim.unaccepted where reportedUnhandled.insert(id).inserted {
@@ -74,12 +75,17 @@ extension OutboxDispatcher {
                     }
                     continue
                 }
-                // Free slots: also wake when the next retry comes due. (One
-                // due now was claimed above, or went to its dependency's
-                // wait list; one recorded since then comes with its
-                // attempt's own wake-up. So no alarm for the past: no spin.)
+                // Free slots: also wake when the next retry comes due. One
+                // due at the claim's time was claimed above, or cannot be
+                // (its dependency or scope waits; one recorded since then
+                // comes with its attempt's own wake-up): no alarm for it,
+                // so no spin. One that came due after the claim's time —
+                // even if that is already past by now — gets its alarm,
+                // which then rings at once: measured against the clock's
+                // `now` instead, a retry due in that window would wait
+                // for the next attempt to end with a slot left idle.
                 if running < configuration.maximumConcurrentDeliveries,
-                    let next = try? await store.nextDueDate(), next > clock.now(), dueAlarm.map({ next < $0.at }) ?? true
+                    let next = try? await store.nextDueDate(), next > claimedAt, dueAlarm.map({ next < $0.at }) ?? true
                 {
                     dueAlarm?.task.cancel()
                     let clock = self.clock
