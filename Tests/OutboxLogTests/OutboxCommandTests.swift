@@ -269,7 +269,7 @@ extension OutboxCommandTests {
     /// One line of `enqueue`: `<id> <idempotency key>`, both UUIDs.
     func parseEnqueued(_ line: String) throws -> (id: String, key: String) {
         let parts = line.split(separator: " ").map(String.init)
-        try #require(parts.count == 2, "not '<id> <key>': \(line)")
+        try #require(parts.count == 3 && ["direct", "spooled"].contains(parts[2]), "not '<id> <key> <path>': \(line)")
         try #require(UUID(uuidString: parts[0]) != nil && UUID(uuidString: parts[1]) != nil, "not two UUIDs: \(line)")
         return (parts[0], parts[1])
     }

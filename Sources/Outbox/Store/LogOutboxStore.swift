@@ -18,15 +18,22 @@ import SystemPackage
 public final class LogOutboxStore: OutboxStore {
     let core: StoreCore
     let log: OutboxLog
+    /// Moves in what other processes spooled for this queue (Docs/OUTBOX.md).
+    let spools: SpoolIngestor
 
     public var partition: String { core.partition }
 
     /// What the log's open found (torn tail cut, damage salvaged, …).
     public var recoveryReport: RecoveryReport { log.recoveryReport }
 
-    private init(core: StoreCore, log: OutboxLog) {
+    /// What moving in the spools found at the open.
+    public let spoolReportAtOpen: OutboxSpoolReport
+
+    private init(core: StoreCore, log: OutboxLog, spools: SpoolIngestor, spoolReportAtOpen: OutboxSpoolReport) {
         self.core = core
         self.log = log
+        self.spools = spools
+        self.spoolReportAtOpen = spoolReportAtOpen
     }
 
     /// Opens (creating if needed) the queue of `partition` under `root`.
@@ -82,7 +89,9 @@ public final class LogOutboxStore: OutboxStore {
             let backend = LogBackend(log: log, format: format)
             let core = StoreCore(partition: partition, configuration: configuration, backend: backend, scheduler: scheduler)
             try await core.persistLoadingChanges(changes)
-            return LogOutboxStore(core: core, log: log)
+            let spools = SpoolIngestor(queue: directory, format: format, configuration: configuration, core: core, log: log)
+            let spooled = try await spools.ingest()
+            return LogOutboxStore(core: core, log: log, spools: spools, spoolReportAtOpen: spooled)
         } catch {
             try? await log.close()
             // A queue this open created holds nothing anyone wrote: delete it.
@@ -252,7 +261,8 @@ public final class LogOutboxStore: OutboxStore {
     public func claimDue(
         at now: Date, limit: Int, lease: Duration, accepting: (String) -> Bool
     ) async throws(OutboxError) -> OutboxClaim {
-        try await core.claimDue(at: now, limit: limit, lease: lease, accepting: accepting)
+        if spools.wasPoked { _ = try await spools.ingest() }  // before every drain, once a writer poked
+        return try await core.claimDue(at: now, limit: limit, lease: lease, accepting: accepting)
     }
     public func nextDueDate() async throws(OutboxError) -> Date? { try await core.nextDueDate() }
     public func beginAttempt(_ id: OutboxEntry.ID, at now: Date, lease: Duration) async throws(OutboxError) -> OutboxEntry {

@@ -20,7 +20,7 @@ final class StoreCore: Sendable {
     let configuration: OutboxStoreConfiguration
     let backend: any StoreBackend
 
-    private struct State {
+    struct State {
         var scheduler: Scheduler
         var failure: OutboxError?
         var closed = false
@@ -29,7 +29,7 @@ final class StoreCore: Sendable {
         var unconfirmed: [OutboxEntryID: StoreAcknowledgement] = [:]
     }
 
-    private let state: Locked<State>
+    let state: Locked<State>
     /// Why the configuration cannot be used, if it cannot: every call
     /// refuses with it (a store built without a throwing initializer).
     private let configurationError: OutboxError?
@@ -102,7 +102,7 @@ final class StoreCore: Sendable {
     /// lock: waits for room in storage for a change (the new body and a few
     /// state records), so storage never refuses a change already made in
     /// memory because too much waits to be written.
-    private func reserveRoom(for newBody: PreparedBody? = nil) async throws(OutboxError) -> StoreRoom {
+    func reserveRoom(for newBody: PreparedBody? = nil) async throws(OutboxError) -> StoreRoom {
         _ = try read { _ in () }
         return try await backend.reserveRoom(bytes: (newBody?.encoded?.count ?? 0) + Self.roomForStateRecords)
     }
@@ -114,7 +114,7 @@ final class StoreCore: Sendable {
 
     /// The second half of ``perform(_:newBody:_:)``: waits for submitted
     /// changes to reach `durability`.
-    private func wait(for acknowledgement: StoreAcknowledgement?, _ durability: Durability) async throws(OutboxError) {
+    func wait(for acknowledgement: StoreAcknowledgement?, _ durability: Durability) async throws(OutboxError) {
         guard let acknowledgement else { return }
         do throws(OutboxError) {
             try await acknowledgement.wait(durability)
@@ -126,11 +126,11 @@ final class StoreCore: Sendable {
 
     /// Memory and storage may disagree from here on: refuse every call until
     /// a reopen rebuilds memory from disk.
-    private func fail(_ error: OutboxError) {
+    func fail(_ error: OutboxError) {
         state.withLock { $0.failure = $0.failure ?? error }
     }
 
-    private func check(_ state: State) throws(OutboxError) {
+    func check(_ state: State) throws(OutboxError) {
         if let configurationError { throw configurationError }
         if state.closed { throw OutboxError(.closed, "the store is closed") }
         if let failure = state.failure {
@@ -150,17 +150,9 @@ final class StoreCore: Sendable {
     func enqueue(_ request: OutboxEnqueueRequest) async throws(OutboxError) -> OutboxEnqueueResult {
         if let configurationError { throw configurationError }
         let now = Date().milliseconds
-        try Admission.check(request)
-        let recordLimit = configuration.log.maximumRecordSize
-        try Admission.payloadSize(request, limit: recordLimit)
         // Encode (and seal) outside the lock; the sequence is filled in under it.
-        var placeholder = EntryMetadata(
-            id: request.id, sequence: 0, status: .pending, priority: Int16(request.priority),
-            attempts: 0, maxAttempts: UInt16(request.maxAttempts ?? configuration.defaultMaximumAttempts),
-            scope: 0, type: 0, coalescing: 0, when: now, createdAt: request.createdAt.milliseconds, storedBytes: 0)
-        placeholder.dependencies = request.dependencies
-        let prepared = try backend.prepare(EntryBody(request: request, metadata: placeholder, partition: partition))
-        try Admission.recordSize(LogBackend.frameSize(ofBody: prepared.storedBytes), limit: recordLimit, entry: request.id)
+        let prepared = try Self.admit(
+            request, partition: partition, configuration: configuration, now: now, prepare: backend.prepare)
         // The new entry is built from the body in hand: reading it back would
         // wait for the write and cost a read per enqueue.
         var original: StoreAcknowledgement?
