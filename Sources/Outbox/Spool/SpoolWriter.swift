@@ -28,6 +28,13 @@ enum SpoolWriter {
         let fileSystem = configuration.log.fileSystem
         try await offThePool { () throws(OutboxError) in
             do throws(OutboxLogError) { _ = try fileSystem.createDirectoryWithParents(spools) } catch { throw .storage(error) }
+            // Another writer may have created them a moment ago and not yet
+            // synced their names: this spool's survival must not hang on it.
+            for directory in [spools.removingLastComponent().removingLastComponent(), spools.removingLastComponent()] {
+                do throws(Errno) { try fileSystem.synchronizeDirectory(directory) } catch {
+                    throw .storage(OutboxLogError(.io, "cannot sync the spools' directory", file: directory, errno: error))
+                }
+            }
         }
         let (spool, log) = try await openNewSpool(in: spools, configuration: configuration)
         do {
