@@ -48,9 +48,20 @@ final class SpoolIngestor: Sendable {
     ///   or a storage error; the store is then closed to further work).
     ///   Problems with a spool are in the report; the spool is kept.
     func ingest() async throws(OutboxError) -> OutboxSpoolReport {
+        // A read-only open changes nothing: the spools wait for a writer.
+        guard !configuration.readOnly else { return OutboxSpoolReport() }
         await gate.enter()
         defer { gate.leave() }
         poked.withLock { $0 = false }
+        let report = try await look()
+        if !report.problems.isEmpty {
+            configuration.logger.warning(
+                "spooled entries were left in their spools", metadata: ["spools": "\(spools)", "report": "\(report)"])
+        }
+        return report
+    }
+
+    private func look() async throws(OutboxError) -> OutboxSpoolReport {
         let fileSystem = configuration.fileSystem
         let spools = self.spools
         var report = OutboxSpoolReport()
@@ -94,8 +105,9 @@ final class SpoolIngestor: Sendable {
         var last: StoreAcknowledgement?
         var moved: [OutboxEntryID] = []
         var stopped: Set<SpoolID> = []
-        while let (index, entry) = order.next() {
-            do {
+        while let next = order.next() {
+            let (index, entry) = next
+            do throws(OutboxError) {
                 let (outcome, acknowledgement) = try await core.ingest(entry)
                 last = acknowledgement
                 order.consume(index)

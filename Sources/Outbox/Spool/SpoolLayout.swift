@@ -37,6 +37,25 @@ enum SpoolLayout {
 
     static func poke(_ spools: FilePath) -> FilePath { spools.appending(pokeName) }
 
+    /// Deletes the spools of the queue in `queueDirectory` (a purge at
+    /// logout: what was spooled for the user goes with the queue). Fails
+    /// with `.busy` if a writer is writing one at this moment.
+    static func purge(ofQueue queueDirectory: FilePath, fileSystem: any FileSystem) async throws(OutboxError) {
+        let spools = directory(ofQueue: queueDirectory)
+        let ids = try await offThePool { () throws(OutboxError) -> [SpoolID] in try list(spools, fileSystem: fileSystem) }
+        for id in ids {
+            do { try await OutboxLog.destroy(at: path(spools, id), fileSystem: fileSystem) } catch where error.code == .locked {
+                throw OutboxError(.busy, "a process is writing a spool of this queue; try again", storage: error)
+            } catch {
+                throw .storage(error)
+            }
+        }
+        _ = try? await offThePool { () throws(OutboxError) in
+            try? fileSystem.removeFile(poke(spools))
+            try? fileSystem.removeDirectory(spools)
+        }
+    }
+
     /// The spools in `spools`, by name (names that are not spools are left alone). Blocking.
     static func list(_ spools: FilePath, fileSystem: any FileSystem) throws(OutboxError) -> [SpoolID] {
         let names: [String]

@@ -37,7 +37,7 @@ enum SpoolWriter {
             }
         }
         let (spool, log) = try await openNewSpool(in: spools, configuration: configuration)
-        do {
+        do throws(OutboxError) {
             var batches: [[LogWrite]] = [[]]
             var bytes = 0
             if let sealer = configuration.encryptionKey.map(PayloadSealer.init(key:)) {

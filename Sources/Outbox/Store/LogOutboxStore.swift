@@ -125,6 +125,8 @@ public final class LogOutboxStore: OutboxStore {
                 .keyRequired, "no plain queue of \(partition) under \(root), whose queues are encrypted: pass the key to purge")
         }
         for directory in directories {
+            // Its spools first: a purge that stops here can be run again.
+            try await SpoolLayout.purge(ofQueue: directory, fileSystem: fileSystem)
             do {
                 try await OutboxLog.destroy(at: directory, fileSystem: fileSystem)
             } catch where error.code == .locked {

@@ -93,8 +93,8 @@ struct OutboxEnqueue: AsyncParsableCommand {
     func run() async throws {
         let (method, path) = try Self.parseEndpoint(endpoint)
         let requests = (0..<count).map { index in
-            let (body, isJSON) = payload.map { ($0, Self.isJSON($0)) }.map { (Array($0.utf8), $1) }
-                ?? Self.payload(index: index, size: size ?? 0)
+            let (body, isJSON): ([UInt8], Bool) =
+                if let payload { (Array(payload.utf8), Self.isJSON(payload)) } else { Self.payload(index: index, size: size ?? 0) }
             return OutboxEnqueueRequest(
                 id: id.flatMap { OutboxEntry.ID($0) } ?? OutboxEntry.ID(), type: type,
                 method: method, endpoint: path, payload: body, headers: isJSON ? Self.jsonHeaders : [:], scope: scope,
