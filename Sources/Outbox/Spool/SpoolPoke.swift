@@ -49,13 +49,13 @@ enum SpoolPoke {
 /// A registration for the Darwin notification of a queue's spools.
 final class SpoolNotification: @unchecked Sendable {
     // The token is written once in init and read once in cancel.
-    private var token: Int32 = NOTIFY_TOKEN_INVALID
+    private var token: Int32 = -1
 
     init?(_ spools: FilePath, queue: DispatchQueue, handler: @escaping @Sendable () -> Void) {
         let status = notify_register_dispatch(SpoolPoke.notificationName(spools), &token, queue) { _ in handler() }
-        guard status == NOTIFY_STATUS_OK else { return nil }
+        guard status == 0 else { return nil }  // NOTIFY_STATUS_OK
     }
 
-    func cancel() { notify_cancel(token) }
+    func cancel() { _ = notify_cancel(token) }
 }
 #endif

@@ -1,7 +1,6 @@
 import Foundation
 import Logging
 import Outbox
-import OutboxHTTP
 import OutboxLog
 import SystemPackage
 
@@ -34,16 +33,7 @@ public enum SpoolOwner {
         configuration.log.logger = quiet
         if let key = job.encryptionKey { try? configuration.setEncryptionKey(key) }
         guard let store = await open(job.root, configuration: configuration) else { return LogWorker.Status.openFailed }
-        var http = HTTPOutboxHandler.Configuration(baseURL: job.baseURL)
-        http.requestTimeout = .milliseconds(OutboxModeTorture.clientTimeoutMilliseconds)
-        var dispatching = OutboxDispatcherConfiguration()
-        dispatching.maximumConcurrentDeliveries = 4
-        dispatching.backoff = OutboxBackoff(base: .milliseconds(5), cap: .milliseconds(100))
-        dispatching.deliveryTimeout = .seconds(5)
-        dispatching.maximumAge = nil
-        dispatching.logger = quiet
-        let dispatcher = OutboxDispatcher(
-            store: store, handlers: [:], fallback: HTTPOutboxHandler(configuration: http), configuration: dispatching)
+        let dispatcher = OutboxWorker.dispatcher(for: store, baseURL: job.baseURL, logger: quiet)
         WorkerLine.ready.send()
         await dispatcher.start()
         let watch = store.watchSpools(pollInterval: .milliseconds(10)) { _ in _ = await dispatcher.flush() }

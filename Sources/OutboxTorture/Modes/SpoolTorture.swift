@@ -1,5 +1,4 @@
 import Foundation
-import IdempotencyKeyMiddleware
 import Outbox
 import OutboxLocking
 import OutboxLogTesting
@@ -25,15 +24,8 @@ enum SpoolTorture {
             report.notes.append("spool: skipped, no worker executable (the `outbox` binary) was given")
             return
         }
-        var faults = ServerFaults.mixed(rate: 0.2, seed: options.seed)
-        faults.retryAfterSeconds = 0
-        faults.timeoutDelay = .milliseconds(OutboxModeTorture.clientTimeoutMilliseconds + 150)
-        faults.slowDelay = .milliseconds(20)
-        faults.slowApplyDelay = .milliseconds(OutboxModeTorture.clientTimeoutMilliseconds + 150)
         let server: ReferenceServer
-        do {
-            server = try await ReferenceServer.start(faults: faults, keyStore: InMemoryIdempotencyKeyStore(), recordAttempts: true)
-        } catch {
+        do { server = try await OutboxModeTorture.startServer(faultRate: 0.2, seed: options.seed) } catch {
             report.notes.append("spool: skipped, the reference server did not start: \(error)")
             return
         }
