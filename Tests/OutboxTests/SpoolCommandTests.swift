@@ -20,7 +20,8 @@ struct SpoolCommandTests {
             "--payload", "{\"photo\":7}", "--id", "\(parent)", "--json",
         ])
         #expect(spooled.status == 0, "\(spooled.stderr)")
-        let printed = try #require(OutboxTool.jsonObject(try #require(spooled.stdoutLines.first)))
+        let line = try #require(spooled.stdoutLines.first)
+        let printed = try #require(OutboxTool.jsonObject(line))
         #expect(printed["path"] as? String == "spooled")
         #expect(printed["outcome"] as? String == "spooled")
         #expect(printed["id"] as? String == "\(parent)")
@@ -41,7 +42,8 @@ struct SpoolCommandTests {
         let words = try #require(direct.stdoutLines.first).split(separator: " ")
         #expect(words.count == 3 && words[2] == "direct")
         let reopened = try await LogOutboxStore.open(root: root.path, partition: "alice", configuration: configuration)
-        let child = try #require(try await reopened.entry(try #require(OutboxEntry.ID(words[0]))))
+        let childID = try #require(OutboxEntry.ID(words[0]))
+        let child = try #require(try await reopened.entry(childID))
         #expect(child.dependencies == [parent] && child.headers["Content-Type"] == nil)
         try await reopened.close()
     }
