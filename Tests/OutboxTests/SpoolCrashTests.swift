@@ -12,6 +12,13 @@ import Testing
 struct SpoolCrashTests {
     static let root = SpoolTests.root
 
+    /// How step `step` dies: killed, or each power-loss mode in turn (every
+    /// step crashes once; each way of dying meets every fourth step).
+    static func crash(at step: Int) -> PowerLossMode? {
+        let ways = [nil] + PowerLossMode.allCases.map(Optional.some)
+        return ways[step % ways.count]
+    }
+
     static func open(_ fileSystem: any FileSystem) async throws -> LogOutboxStore {
         try await LogOutboxStore.open(root: root, partition: "alice", configuration: SpoolTests.configuration(fileSystem))
     }
@@ -63,7 +70,8 @@ struct SpoolCrashTests {
         let steps = counting.mutatingCalls
         #expect(steps > 10)
         for crashAt in 1...steps {
-            for loss in [nil] + PowerLossMode.allCases.map(Optional.some) {
+            do {
+                let loss = Self.crash(at: crashAt)
                 let fork = base.snapshot()
                 let crashing = CrashingFileSystem(base: fork, crashAt: crashAt)
                 if let store = try? await Self.open(crashing) { try? await store.close() }
@@ -92,7 +100,8 @@ struct SpoolCrashTests {
         try await holder.close()
         let steps = countingWriter.mutatingCalls
         for crashAt in 1...steps {
-            for loss in [nil] + PowerLossMode.allCases.map(Optional.some) {
+            do {
+                let loss = Self.crash(at: crashAt)
                 let fork = setup.snapshot()
                 let holder = try await Self.open(fork)
                 let writer = CrashingFileSystem(base: fork, crashAt: crashAt)
@@ -101,7 +110,7 @@ struct SpoolCrashTests {
                 writer.crash()
                 // Both processes die (the owner is killed with the machine, or on its own).
                 if let loss { fork.simulatePowerLoss(loss, seed: UInt64(crashAt)) } else { fork.simulateProcessCrash() }
-                _ = holder
+                try? await holder.close()  // its descriptors are gone: this only stops its threads
                 let context = "writer crash at step \(crashAt) of \(steps), \(loss.map { "\($0)" } ?? "killed")"
                 let store = try await Self.open(fork)
                 let ids = try await store.entries(matching: OutboxFilter()).map(\.id)
@@ -114,5 +123,29 @@ struct SpoolCrashTests {
                 if ids.count > 1 { try await Self.expectIngested(fork, parent: parent.id, spooled: spooled, context) }
             }
         }
+    }
+
+    @Test("a spool the owner could not delete is not moved in again, even once its entries were delivered and forgotten")
+    func markSkipsWhatWasMovedIn() async throws {
+        let fileSystem = SimulatedFileSystem()
+        var configuration = SpoolTests.configuration(fileSystem)
+        configuration.mappingRetention = .zero  // a delivered entry is forgotten at the next prune
+        let owner = try await LogOutboxStore.open(root: Self.root, partition: "alice", configuration: configuration)
+        let spooled = SpoolTests.request("once")
+        _ = try await LogOutboxStore.enqueue([spooled], root: Self.root, partition: "alice", configuration: configuration)
+        // The spool's deletion fails (as if the owner died right after its batch was durable).
+        let rule = fileSystem.faults.install(
+            FaultRule(failing: .removeFile, repetition: .always, paths: .matching("a spool") { $0.string.contains("/spool+") }))
+        var report = try await owner.ingestSpools()
+        #expect(report.ingested == 1 && report.spoolsDeleted == 0 && report.problems.count == 1)
+        fileSystem.faults.remove(rule)
+        _ = try await owner.claimDue(at: Date(), limit: 1, lease: .seconds(60)) { _ in true }
+        try await owner.recordSuccess(spooled.id, serverID: "s1", at: Date())
+        try await owner.prune(at: Date().addingTimeInterval(1))
+        #expect(try await owner.completion(of: spooled.id) == nil)  // the queue no longer knows the id
+        report = try await owner.ingestSpools()
+        #expect(report.ingested == 0 && report.duplicates == 0 && report.spoolsDeleted == 1, "\(report)")
+        #expect(try await owner.summary().unsent == 0)
+        try await owner.close()
     }
 }
