@@ -67,8 +67,13 @@ public final class LogOutboxStore: OutboxStore {
         let isNew = queueCreated.isNew(directory)
         let log: OutboxLog
         do { log = try await OutboxLog.open(at: directory, configuration: configuration.log) } catch {
-            queueCreated.removeIfEmpty()
-            undoCreation(created, root: root, fileSystem: fileSystem)
+            // Locked: another open holds the queue, so the root is in use —
+            // found missing by both, created by whichever came first: its
+            // salt names the queue. Undo nothing.
+            if error.code != .locked {
+                queueCreated.removeIfEmpty()
+                undoCreation(created, root: root, fileSystem: fileSystem)
+            }
             throw .storage(error)
         }
         do {
