@@ -181,4 +181,24 @@ struct SpoolTests {
         #expect((try? fileSystem.contentsOfDirectory(Self.root.appending("spools"))) == nil)
         try await owner.close()
     }
+
+    @Test("purge at logout deletes the spools with the queue; a purge refused because the queue is open deletes no spool")
+    func purgeTakesTheSpools() async throws {
+        let fileSystem = SimulatedFileSystem()
+        let configuration = Self.configuration(fileSystem)
+        let owner = try await LogOutboxStore.open(root: Self.root, partition: "alice", configuration: configuration)
+        _ = try await LogOutboxStore.enqueue([Self.request("one")], root: Self.root, partition: "alice", configuration: configuration)
+        let spoolFiles = { fileSystem.allFiles().filter { $0.string.contains("/spool+") } }
+        #expect(!spoolFiles().isEmpty)
+        await #expect(throws: OutboxError.self) {
+            try await LogOutboxStore.purge(root: Self.root, partition: "alice", configuration: configuration)
+        }
+        #expect(!spoolFiles().isEmpty)
+        try await owner.close()
+        try await LogOutboxStore.purge(root: Self.root, partition: "alice", configuration: configuration)
+        #expect(spoolFiles().isEmpty)
+        let next = try await LogOutboxStore.open(root: Self.root, partition: "alice", configuration: configuration)
+        #expect(try await next.summary().unsent == 0)
+        try await next.close()
+    }
 }

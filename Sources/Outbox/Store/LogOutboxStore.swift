@@ -106,8 +106,11 @@ public final class LogOutboxStore: OutboxStore {
         }
     }
 
-    /// Deletes `partition`'s queue under `root`, for logout. Fails with
-    /// ``OutboxError/Code/busy`` (deleting nothing) while a store has it open.
+    /// Deletes `partition`'s queue under `root`, and what other processes
+    /// spooled for it, for logout. Fails with ``OutboxError/Code/busy``
+    /// (deleting nothing) while a store has it open; after deleting the
+    /// queue, with `.busy` too if a process is writing a spool for it at
+    /// that moment (purge again to delete the spools).
     ///
     /// An encrypted queue's directory is named by its key: pass the key.
     /// Without one, where no plain queue of `partition` exists but the root
@@ -117,21 +120,24 @@ public final class LogOutboxStore: OutboxStore {
         root: FilePath, partition: String, encryptionKey: SymmetricKey? = nil,
         fileSystem: any FileSystem = PosixFileSystem()
     ) async throws(OutboxError) {
-        let (directories, sealedQueues) = try await offThePool { () throws(OutboxError) -> ([FilePath], Bool) in
+        let (directories, sealedQueues, named) = try await offThePool { () throws(OutboxError) -> ([FilePath], Bool, FilePath?) in
             var directories = [PartitionDirectory.legacyPath(root: root, partition: partition)]
+            var named: FilePath?
             if let naming = try PartitionDirectory.naming(root: root, key: encryptionKey, fileSystem: fileSystem, create: false) {
-                directories.append(PartitionDirectory.path(root: root, name: PartitionDirectory.name(partition, naming: naming)))
+                named = PartitionDirectory.path(root: root, name: PartitionDirectory.name(partition, naming: naming))
+                directories.append(named!)
             }
             directories = directories.filter { (try? fileSystem.itemKind(at: $0)) == .directory }
-            return (directories, encryptionKey == nil && PartitionDirectory.holdsSealedQueues(root: root, fileSystem: fileSystem))
+            return (
+                directories, encryptionKey == nil && PartitionDirectory.holdsSealedQueues(root: root, fileSystem: fileSystem),
+                named
+            )
         }
         if directories.isEmpty, sealedQueues {
             throw OutboxError(
                 .keyRequired, "no plain queue of \(partition) under \(root), whose queues are encrypted: pass the key to purge")
         }
         for directory in directories {
-            // Its spools first: a purge that stops here can be run again.
-            try await SpoolLayout.purge(ofQueue: directory, fileSystem: fileSystem)
             do {
                 try await OutboxLog.destroy(at: directory, fileSystem: fileSystem)
             } catch where error.code == .locked {
@@ -140,6 +146,9 @@ public final class LogOutboxStore: OutboxStore {
                 throw .storage(error)
             }
         }
+        // Then what other processes spooled for it (also when the queue was
+        // purged before and a spool was still being written then).
+        if let named { try await SpoolLayout.purge(ofQueue: named, fileSystem: fileSystem) }
     }
 
     /// Deletes `partition`'s queue under `root`, with the key and file system
