@@ -11,7 +11,10 @@ public enum OutboxEnqueuePath: String, Sendable, Hashable, Codable {
 /// An entry recorded in a spool: what the caller keeps to recognise it
 /// later (its idempotency key is the one the server will see).
 public struct OutboxSpooledEntry: Sendable, Hashable {
+    /// The entry's id, which it keeps in the queue.
     public var id: OutboxEntry.ID
+    /// The key every attempt at it carries: the app's, or the one derived
+    /// from the partition and the id.
     public var idempotencyKey: String
 
     public init(id: OutboxEntry.ID, idempotencyKey: String) {
