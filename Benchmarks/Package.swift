@@ -9,6 +9,8 @@
 //   swift run -c release outbox-compare [--quick] [--output ../Docs]
 //   swift build -c release --product outbox && swift run -c release outbox-server-bench [--quick] [--output ../Docs]
 //                                                         # the server under wrk (apt-get install -y wrk)
+//   swift run -c release outbox-server-bench --postgres-only --postgres "$(../Scripts/postgres/start.sh)" [--output ../Docs]
+//                                                         # keys in PostgreSQL on 1, 2, 4 server processes vs in-memory
 //
 // GRDB.swift (SQLite) is a dependency of this package only: it is what the
 // comparison measures against.

@@ -24,6 +24,8 @@ let package = Package(
     dependencies: [
         .package(name: "swift-outbox", path: "../"),
         .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
+        .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
     ],
     targets: [
         // README: "Wiring the outbox in an iOS app" (runs against `outbox serve`).
@@ -53,6 +55,19 @@ let package = Package(
             dependencies: [
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "IdempotencyKeyMiddleware", package: "swift-outbox"),
+            ],
+            swiftSettings: strictImports
+        ),
+        // README: "Several servers on PostgreSQL" (runs against the database
+        // in DATABASE_URL; the app sample delivers to it).
+        .executableTarget(
+            name: "PostgresSample",
+            dependencies: [
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "IdempotencyKeyMiddleware", package: "swift-outbox"),
+                .product(name: "IdempotencyKeyPostgres", package: "swift-outbox"),
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strictImports
         ),

@@ -1,16 +1,22 @@
 import Foundation
 
 /// One key's record, as the in-memory store keeps it (and the durable store
-/// keeps its unsettled keys).
-struct KeyRecord: Sendable, Hashable {
-    enum State: Sendable, Hashable {
+/// keeps its unsettled keys; the PostgreSQL store decodes its rows into it,
+/// so every store decides a request the same way).
+package struct KeyRecord: Sendable, Hashable {
+    package enum State: Sendable, Hashable {
         case inProgress(since: Date, owner: String, expiresAt: Date)
         case completed(StoredResponse, expiresAt: Date)
         case outcomeUnknown(since: Date, expiresAt: Date, reason: IdempotencyUnknownReason)
     }
 
-    var fingerprint: [UInt8]
-    var state: State
+    package var fingerprint: [UInt8]
+    package var state: State
+
+    package init(fingerprint: [UInt8], state: State) {
+        self.fingerprint = fingerprint
+        self.state = state
+    }
 
     /// When the record may be forgotten.
     var expiresAt: Date {
@@ -34,7 +40,7 @@ struct KeyRecord: Sendable, Hashable {
     }
 
     /// What a new request finds, given this record (or none).
-    enum Decision: Equatable {
+    package enum Decision: Equatable {
         /// Answer with the result; the record stays as it is.
         case answer(IdempotencyBeginResult)
         /// Claim the key for the caller (record a new in-progress claim).
@@ -46,7 +52,7 @@ struct KeyRecord: Sendable, Hashable {
 
     /// The decision for a new request with `fingerprint`, given this record
     /// (or none).
-    static func decide(_ record: KeyRecord?, key: String, fingerprint: [UInt8], now: Date, claim: IdempotencyClaim) -> Decision {
+    package static func decide(_ record: KeyRecord?, key: String, fingerprint: [UInt8], now: Date, claim: IdempotencyClaim) -> Decision {
         guard let record else { return .claim }
         let same = record.fingerprint == fingerprint
         switch record.state {

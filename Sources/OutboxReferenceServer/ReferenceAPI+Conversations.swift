@@ -17,22 +17,13 @@ extension ReferenceAPI {
             let fields = try await json(request, context)
             let conversation = context.parameters.get("conversation") ?? ""
             guard let body = fields["body"] as? String, !body.isEmpty else {
-                ledger.update { $0.rejected += 1 }
-                return respond(.unprocessableContent, ["error": "expected a JSON object with a non-empty \"body\""])
+                return reject(["error": "expected a JSON object with a non-empty \"body\""])
             }
             if let named = fields["conversationID"], (named as? String) != conversation {
-                ledger.update { $0.rejected += 1 }
-                return respond(
-                    .unprocessableContent, ["error": "conversationID \(named) is not the conversation \(conversation) of the path"])
+                return reject(["error": "conversationID \(named) is not the conversation \(conversation) of the path"])
             }
-            guard !body.contains("#reject") else {
-                ledger.update { $0.rejected += 1 }
-                return respond(.unprocessableContent, ["error": "message rejected by moderation"])
-            }
-            return apply(request) { ledger in
-                ledger.messages += 1
-                return (.created, ["id": "msg-\(ledger.messages)"])
-            }
+            guard !body.contains("#reject") else { return reject(["error": "message rejected by moderation"]) }
+            return try await apply(.message(conversation: conversation, text: body), request)
         }
     }
 }

@@ -17,87 +17,88 @@ import OutboxLocking
 /// GET  /ledger                                        → the ledger
 /// ```
 final class ReferenceAPI: Sendable {
+    /// What this process counts: rejections, and (with ``CountingKeyStore``)
+    /// what the middleware absorbed; with in-memory writes, the writes too.
     let ledger: LedgerBox
     let faults: FaultDraw
-    private let albums = Locked<Set<String>>([])
+    let writes: any ReferenceWrites
 
-    init(ledger: LedgerBox, faults: FaultDraw) {
+    init(ledger: LedgerBox, faults: FaultDraw, writes: (any ReferenceWrites)?) {
         self.ledger = ledger
         self.faults = faults
+        self.writes = writes ?? InMemoryReferenceWrites(ledger: ledger)
     }
 
-    /// The ledger with the fault counts.
-    var report: ReferenceLedger {
+    /// This process's counts, with the fault counts.
+    private var local: ReferenceLedger {
         var report = ledger.snapshot
         for (fault, count) in faults.counts { report.faults[fault.rawValue] = count }
         return report
     }
 
+    /// The ledger, when the writes are in this process's memory; with a
+    /// shared writes store, only this process's counts.
+    var report: ReferenceLedger { local }
+
+    /// The ledger: this process's counts and what the writes store applied.
+    func currentReport() async throws -> ReferenceLedger {
+        if writes is InMemoryReferenceWrites { return local }
+        return local.with(applied: try await writes.applied())
+    }
+
     func register(on router: Router<ReferenceContext>) {
         router.post("albums") { [self] request, context in
-            _ = try await json(request, context)
-            return apply(request) { ledger in
-                ledger.albums += 1
-                let name = "alb-\(ledger.albums)"
-                albums.withLock { _ = $0.insert(name) }
-                return (.created, ["id": name])
-            }
+            let body = try await json(request, context)
+            return try await apply(.album(title: body["title"] as? String ?? ""), request)
         }
         router.post("albums/:album/photos") { [self] request, context in
             let body = try await json(request, context)
             let album = context.parameters.get("album") ?? ""
-            let known = albums.withLock { $0.contains(album) }
-            guard known, (body["album"] as? String).map({ $0 == album }) ?? true else {
-                ledger.update { $0.rejected += 1 }
-                return respond(.unprocessableContent, ["error": "unknown album \(album)"])
+            guard (body["album"] as? String).map({ $0 == album }) ?? true else {
+                return reject(["error": "unknown album \(album)"])
             }
-            return apply(request) { ledger in
-                ledger.photos += 1
-                return (.created, ["id": "ph-\(ledger.photos)"])
-            }
+            return try await apply(.photo(album: album, caption: body["caption"] as? String ?? ""), request)
         }
         router.put("posts/:post/like") { [self] request, context in
             let body = try await json(request, context)
             let post = context.parameters.get("post") ?? ""
-            let liked = body["liked"] as? Bool ?? true
-            return apply(request) { ledger in
-                ledger.likes[post] = liked
-                ledger.likeWrites += 1
-                return (.ok, ["id": post, "liked": liked])
-            }
+            return try await apply(.like(post: post, liked: body["liked"] as? Bool ?? true), request)
         }
         router.post("messages") { [self] request, context in
             let body = try await json(request, context)
             let text = body["text"] as? String ?? ""
-            guard !text.contains("#reject") else {
-                ledger.update { $0.rejected += 1 }
-                return respond(.unprocessableContent, ["error": "message rejected by moderation"])
-            }
-            return apply(request) { ledger in
-                ledger.messages += 1
-                return (.created, ["id": "msg-\(ledger.messages)"])
-            }
+            guard !text.contains("#reject") else { return reject(["error": "message rejected by moderation"]) }
+            return try await apply(.message(conversation: body["conversation"] as? String ?? "", text: text), request)
         }
         registerConversations(on: router)
         router.get("ledger") { [self] _, _ in
-            let data = try JSONEncoder().encode(report)
+            let data = try JSONEncoder().encode(try await currentReport())
             var headers = HTTPFields()
             headers[.contentType] = "application/json"
             return Response(status: .ok, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(bytes: data)))
         }
     }
 
-    /// Applies a write and records it under the request's idempotency key.
-    func apply(
-        _ request: Request, _ effect: (inout ReferenceLedger) -> (HTTPResponse.Status, [String: Any])
-    ) -> Response {
-        var outcome: (HTTPResponse.Status, [String: Any]) = (.internalServerError, [:])
+    /// Applies a write through the writes store, under the request's
+    /// idempotency key; a refusal (422) is counted as rejected.
+    func apply(_ write: ReferenceWrite, _ request: Request) async throws -> Response {
         let key = request.headers[IdempotencyHTTP.keyHeader].flatMap(IdempotencyHTTP.parseKey)
-        ledger.update { ledger in
-            outcome = effect(&ledger)
-            if let key { ledger.applied[key, default: 0] += 1 } else { ledger.appliedWithoutKey += 1 }
-        }
-        return respond(outcome.0, outcome.1)
+        let answer = try await writes.apply(write, key: key)
+        if !answer.applied { ledger.update { $0.rejected += 1 } }
+        return response(answer)
+    }
+
+    /// A 422 for a request the API refuses before it reaches the writes.
+    func reject(_ object: [String: Any]) -> Response {
+        ledger.update { $0.rejected += 1 }
+        return response(ReferenceAnswer(status: 422, json: object))
+    }
+
+    func response(_ answer: ReferenceAnswer) -> Response {
+        var headers = HTTPFields()
+        headers[.contentType] = "application/json"
+        return Response(
+            status: HTTPResponse.Status(code: answer.status), headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(bytes: answer.body)))
     }
 
     func json(_ request: Request, _ context: ReferenceContext) async throws -> [String: Any] {
@@ -105,12 +106,5 @@ final class ReferenceAPI: Sendable {
         let buffer = try await request.collectBody(upTo: 1 << 20)
         guard buffer.readableBytes > 0 else { return [:] }
         return (try? JSONSerialization.jsonObject(with: Data(buffer: buffer)) as? [String: Any]) ?? [:]
-    }
-
-    func respond(_ status: HTTPResponse.Status, _ object: [String: Any]) -> Response {
-        let data = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])) ?? Data()
-        var headers = HTTPFields()
-        headers[.contentType] = "application/json"
-        return Response(status: status, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(bytes: data)))
     }
 }

@@ -31,6 +31,51 @@ public struct ReferenceLedger: Sendable, Hashable, Codable {
     /// Faults injected, by kind.
     public var faults: [String: Int] = [:]
 
+    /// An empty ledger.
+    public init() {}
+
+    /// The ledger of several server processes sharing one
+    /// ``ReferenceWrites`` store (`outbox serve --postgres`): what was applied
+    /// is the shared store's (each process reports all of it: taken from the
+    /// last), what each process absorbed or injected is added up.
+    public static func acrossServers(_ ledgers: [ReferenceLedger]) -> ReferenceLedger {
+        guard var total = ledgers.last else { return ReferenceLedger() }
+        total.rejected = 0
+        total.replays = 0
+        total.inProgress = 0
+        total.keyMismatches = 0
+        total.outcomeUnknown = 0
+        total.refusedAtCapacity = 0
+        total.faults = [:]
+        for ledger in ledgers { total.addCounts(of: ledger) }
+        return total
+    }
+
+    /// Adds what `other` counted in its own process (not what it applied).
+    mutating func addCounts(of other: ReferenceLedger) {
+        rejected += other.rejected
+        replays += other.replays
+        inProgress += other.inProgress
+        keyMismatches += other.keyMismatches
+        outcomeUnknown += other.outcomeUnknown
+        refusedAtCapacity += other.refusedAtCapacity
+        faults.merge(other.faults, uniquingKeysWith: +)
+    }
+
+    /// This process's counts with what `writes` applied.
+    func with(applied writes: ReferenceLedger) -> ReferenceLedger {
+        var result = writes
+        result.rejected = 0
+        result.replays = 0
+        result.inProgress = 0
+        result.keyMismatches = 0
+        result.outcomeUnknown = 0
+        result.refusedAtCapacity = 0
+        result.faults = [:]
+        result.addCounts(of: self)
+        return result
+    }
+
     /// Keys whose write was applied more than once: must stay empty.
     public var appliedTwice: [String] { applied.filter { $0.value > 1 }.map(\.key).sorted() }
 }

@@ -53,6 +53,10 @@ public final class ReferenceServer: Sendable {
     ///     serves the API without the middleware (to measure its cost).
     ///   - connections: idle timeout, request-head deadline and connection
     ///     cap (``ConnectionLimits``; the defaults suit a real deployment).
+    ///   - writes: where the API applies its writes; `nil` keeps them in this
+    ///     process's memory. A store several processes share (the CLI's on
+    ///     PostgreSQL) makes ids unique across them and lets any of them
+    ///     report every write applied (``currentLedger()``).
     ///   - recordAttempts: keep an ``AttemptLog`` of every write request
     ///     (it grows with every request: for tests, not a long-running server).
     public static func start(
@@ -60,6 +64,7 @@ public final class ReferenceServer: Sendable {
         keyStore: (any IdempotencyKeyStore)?,
         middleware: IdempotencyMiddleware<ReferenceContext>.Configuration = .init(),
         connections: ConnectionLimits = ConnectionLimits(),
+        writes: (any ReferenceWrites)? = nil,
         recordAttempts: Bool = false,
         logger: Logger? = nil
     ) async throws -> ReferenceServer {
@@ -75,7 +80,7 @@ public final class ReferenceServer: Sendable {
             router.add(middleware: IdempotencyMiddleware(store: CountingKeyStore(base: keyStore, ledger: ledger), configuration: middleware))
         }
         router.add(middleware: SlowApplyMiddleware(activity: activity))
-        let api = ReferenceAPI(ledger: ledger, faults: draw)
+        let api = ReferenceAPI(ledger: ledger, faults: draw, writes: writes)
         api.register(on: router)
 
         var quiet = Logger(label: "outbox.reference-server")
@@ -100,8 +105,15 @@ public final class ReferenceServer: Sendable {
     /// `http://host:port`
     public var baseURL: URL { URL(string: "http://\(host):\(port)")! }
 
-    /// What the server applied and absorbed so far.
+    /// What the server applied and absorbed so far, when its writes are in
+    /// its own memory (the default). With a shared ``ReferenceWrites``
+    /// store this holds only what this process counted: read
+    /// ``currentLedger()``.
     public var ledger: ReferenceLedger { api.report }
+
+    /// What was applied (from the writes store, shared or not) and what this
+    /// process absorbed so far; `GET /ledger` answers this.
+    public func currentLedger() async throws -> ReferenceLedger { try await api.currentReport() }
 
     /// What the server is doing right now.
     public var activity: ReferenceActivity { activityTracker.snapshot }

@@ -8,7 +8,24 @@ struct BenchReport: Codable {
     var load: [LoadRow] = []
     var stored: [StoredRow] = []
     var descriptors: [DescriptorRow] = []
+    var postgres: [PostgresRow] = []
     var seconds = 0.0
+
+    func commandLine() -> String {
+        "Command: `cd Benchmarks && swift build -c release --product outbox && \(command.trimmingCharacters(in: .whitespaces))`; \(date); \(machine); \(Int(seconds)) s in all."
+    }
+
+    /// The PostgreSQL section alone (`--postgres-only`).
+    func postgresMarkdown() -> String {
+        ([commandLine(), ""] + PostgresScenario.markdown(postgres)).joined(separator: "\n") + "\n"
+    }
+
+    func writePostgres(to directory: String) throws {
+        try postgresMarkdown().write(toFile: directory + "/server-benchmark-postgres.md", atomically: true, encoding: .utf8)
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+        try encoder.encode(self).write(to: URL(fileURLWithPath: directory + "/server-benchmark-postgres.json"))
+    }
 
     static func machineLine() -> String {
         let cpu = (try? String(contentsOfFile: "/proc/cpuinfo", encoding: .utf8))?
@@ -22,7 +39,7 @@ struct BenchReport: Codable {
 
     func markdown() -> String {
         var lines: [String] = []
-        lines.append("Command: `cd Benchmarks && swift build -c release --product outbox && \(command.trimmingCharacters(in: .whitespaces))`; \(date); \(machine); \(Int(seconds)) s in all.")
+        lines.append(commandLine())
         lines.append("")
         let rounds = load.first?.rounds.count ?? 0
         lines.append("**Load** — POST /messages, a new Idempotency-Key per request, wrk on loopback; median of \(rounds) interleaved round(s):")
@@ -58,6 +75,10 @@ struct BenchReport: Codable {
         lines.append("|---|---|---|---|")
         for row in descriptors {
             lines.append("| \(row.settings) | \(row.answeredAfter == nil ? "none (\(row.status))" : row.status) | \(String(format: "%.2f", row.waitSeconds)) s | \(String(format: "%.2f", row.cpuSeconds)) s |")
+        }
+        if !postgres.isEmpty {
+            lines.append("")
+            lines += PostgresScenario.markdown(postgres)
         }
         return lines.joined(separator: "\n") + "\n"
     }

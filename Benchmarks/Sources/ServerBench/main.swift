@@ -13,6 +13,9 @@
 // 3. Descriptor limit: `ulimit -n 128` and 150 idle clients; how long a new
 //    request waits and how much CPU the server burns meanwhile, with the
 //    connection limits on and off.
+// 4. With --postgres URL (or OUTBOX_POSTGRES_URL): keys in PostgreSQL on 1,
+//    2 and 4 server processes beside in-memory keys (PostgresScenario);
+//    --postgres-only runs just that and writes server-benchmark-postgres.md.
 
 import Foundation
 import IdempotencyKeyMiddleware
@@ -42,6 +45,9 @@ struct Options {
     var connections = [1, 16, 64]
     var storedKeys = [10_000, 100_000, 1_000_000]
     var restarts = 3
+    var postgres = ProcessInfo.processInfo.environment["OUTBOX_POSTGRES_URL"].flatMap { $0.isEmpty ? nil : $0 }
+    var postgresOnly = false
+    var postgresConnections = [16, 64]
 
     static func parse(_ arguments: [String]) -> Options {
         var options = Options()
@@ -52,6 +58,8 @@ struct Options {
             case "--output": options.output = iterator.next() ?? options.output
             case "--seconds": options.seconds = iterator.next().flatMap(Int.init) ?? options.seconds
             case "--rounds": options.rounds = iterator.next().flatMap(Int.init) ?? options.rounds
+            case "--postgres": options.postgres = iterator.next()
+            case "--postgres-only": options.postgresOnly = true
             case "--quick":
                 options.seconds = 2
                 options.rounds = 1
@@ -83,11 +91,24 @@ guard FileManager.default.isExecutableFile(atPath: "/usr/bin/wrk") else {
     progress("wrk is not installed: apt-get install -y wrk")
     exit(1)
 }
+if options.postgresOnly && options.postgres == nil {
+    progress("--postgres-only needs --postgres URL (or OUTBOX_POSTGRES_URL): start one with Scripts/postgres/start.sh")
+    exit(1)
+}
 let started = Date()
-var report = BenchReport(command: "swift run -c release outbox-server-bench " + CommandLine.arguments.dropFirst().joined(separator: " "))
-report.load = try LoadScenario.run(options)
-report.stored = try await StoredKeysScenario.run(options)
-report.descriptors = try DescriptorScenario.run(options)
+let command = "swift run -c release outbox-server-bench " + CommandLine.arguments.dropFirst().joined(separator: " ")
+var report = BenchReport(command: command)
+if !options.postgresOnly {
+    report.load = try LoadScenario.run(options)
+    report.stored = try await StoredKeysScenario.run(options)
+    report.descriptors = try DescriptorScenario.run(options)
+}
+if let url = options.postgres { report.postgres = try PostgresScenario.run(options, url: url) }
 report.seconds = Date().timeIntervalSince(started)
-try report.write(to: options.output)
-print(report.markdown())
+if options.postgresOnly {
+    try report.writePostgres(to: options.output)
+    print(report.postgresMarkdown())
+} else {
+    try report.write(to: options.output)
+    print(report.markdown())
+}

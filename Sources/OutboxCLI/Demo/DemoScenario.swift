@@ -29,6 +29,9 @@ struct DemoScenario {
         /// Debugging: the app's disk fails right after the restart, so the
         /// store fails under the dispatcher (tests the error path).
         var failDiskAfterRestart = false
+        /// Serve from this many `outbox serve --postgres` processes on this
+        /// database (round-robin), instead of one server in this process.
+        var postgres: (url: String, servers: Int)?
         var progress: (String) -> Void
     }
 
@@ -76,16 +79,20 @@ struct DemoScenario {
             faults = ServerFaults()
             faults.serverError = 1
         }
-        let keys = try await LogIdempotencyKeyStore.open(at: options.directory.appending("server-keys"))
-        let server = try await ReferenceServer.start(faults: faults, keyStore: keys)
-        defer {
-            Task {
-                await server.stop()
-                try? await keys.close()
-            }
+        let server: DemoServers
+        if let postgres = options.postgres {
+            server = try await .processes(count: postgres.servers, postgres: postgres.url, faultRate: options.faultRate, seed: options.seed)
+        } else {
+            server = try await .inProcess(faults: faults, directory: options.directory)
         }
         let faultText = options.rejectEverything ? "every write answered 503" : "faults: \(Int(options.faultRate * 100))% of writes"
-        options.progress("reference server on \(server.baseURL) (\(faultText))")
+        if options.postgres != nil {
+            options.progress(
+                "\(server.baseURLs.count) reference server process(es) on one PostgreSQL database, round-robin: "
+                    + server.baseURLs.map(\.absoluteString).joined(separator: ", ") + " (\(faultText))")
+        } else {
+            options.progress("reference server on \(server.baseURLs[0]) (\(faultText))")
+        }
 
         let failures = DemoFailures()
         let tally = Tally()
@@ -160,22 +167,30 @@ struct DemoScenario {
                 if failure == nil { failure = DemoFailure("cannot read the outbox: \(error)") }
             }
         }
-        let ledger = server.ledger
+        let ledger: ReferenceLedger
+        do {
+            ledger = try await server.ledger()
+        } catch {
+            ledger = ReferenceLedger()
+            if failure == nil { failure = DemoFailure("cannot read the servers' ledger: \(error)") }
+        }
         let unsent = remaining ?? recorded.deliverable.filter { recorded.keys[$0].map { ledger.applied[$0] == nil } ?? true }.count
         if failure?.isDeadline == true {
             let seconds = Double(options.deadline.components.seconds) + Double(options.deadline.components.attoseconds) / 1e18
             let text = seconds == seconds.rounded() ? String(Int(seconds)) : String(format: "%.1f", seconds)
             failure?.message = "the deadline of \(text) s passed with \(unsent) write(s) unsent"
         }
-        return DemoReport(
+        let report = DemoReport(
             recorded: recorded, tally: tally.snapshot, ledger: ledger, remaining: unsent,
             quarantined: dead, elapsed: started.duration(to: .now), deliveredBeforeRestart: restarted ? beforeRestart : nil,
             failure: failure?.message)
+        await server.stop()
+        return report
     }
 
     /// Opens the app's store and starts a dispatcher on it.
     private func openLife(
-        fileSystem: any FileSystem, connectivity: ManualConnectivityMonitor, server: ReferenceServer, tally: Tally, failures: DemoFailures
+        fileSystem: any FileSystem, connectivity: ManualConnectivityMonitor, server: DemoServers, tally: Tally, failures: DemoFailures
     ) async throws -> AppLife {
         var configuration = OutboxStoreConfiguration()
         configuration.log = quietLog()
@@ -193,9 +208,12 @@ struct DemoScenario {
         return configuration
     }
 
-    private func makeDispatcher(_ store: LogOutboxStore, server: ReferenceServer, failures: DemoFailures) -> OutboxDispatcher {
-        var http = HTTPOutboxHandler.Configuration(baseURL: server.baseURL, tokenProvider: StaticTokenProvider("demo-token"))
-        http.requestTimeout = .seconds(1)
+    private func makeDispatcher(_ store: LogOutboxStore, server: DemoServers, failures: DemoFailures) -> OutboxDispatcher {
+        let handlers = server.baseURLs.map { url in
+            var http = HTTPOutboxHandler.Configuration(baseURL: url, tokenProvider: StaticTokenProvider("demo-token"))
+            http.requestTimeout = .seconds(1)
+            return HTTPOutboxHandler(configuration: http)
+        }
         var configuration = OutboxDispatcherConfiguration()
         configuration.maximumConcurrentDeliveries = 8
         configuration.backoff = OutboxBackoff(base: .milliseconds(50), cap: .seconds(1))
@@ -204,7 +222,7 @@ struct DemoScenario {
         configuration.randomSeed = options.seed
         configuration.logger = failures.logger(label: "outbox.demo")
         return OutboxDispatcher(
-            store: store, handlers: [:], fallback: HTTPOutboxHandler(configuration: http), configuration: configuration)
+            store: store, handlers: [:], fallback: RoundRobinHandler(handlers: handlers), configuration: configuration)
     }
 
     /// Enqueues the day's writes through the dispatcher's facade, as app

@@ -2,7 +2,7 @@ import ArgumentParser
 import Foundation
 import SystemPackage
 
-/// `outbox demo [--count N] [--fault-rate R] [--seed S] [--deadline SECONDS] [--json]`
+/// `outbox demo [--count N] [--fault-rate R] [--seed S] [--deadline SECONDS] [--servers N --postgres URL] [--json]`
 struct OutboxDemo: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "demo",
@@ -18,7 +18,10 @@ struct OutboxDemo: AsyncParsableCommand {
             comes back online, kills the app mid-drain, restarts it and drains the rest. \
             Prints a ledger; exits 1 if any write was lost or applied twice, or if the demo \
             could not finish (a store or dispatcher error, or the deadline passed): then the \
-            ledger says what remained and one `error:` line says why.
+            ledger says what remained and one `error:` line says why. With --postgres URL \
+            (and --servers N), the servers are N `outbox serve --postgres` processes on that \
+            database, which the app reaches round-robin, so retries land on other servers: \
+            the ledger counts every apply across them.
             """
     )
 
@@ -33,6 +36,14 @@ struct OutboxDemo: AsyncParsableCommand {
 
     @Option(help: "Give up after this many seconds (default: 60 + 0.5 per write, scaled up with the fault rate).")
     var deadline: Double?
+
+    @Option(help: "Serve from this many `outbox serve --postgres` processes on one database, reached round-robin (needs --postgres).")
+    var servers = 1
+
+    @Option(
+        name: .customLong("postgres"),
+        help: ArgumentHelp("Run the servers as processes on this PostgreSQL database (keys and writes shared).", valueName: "url"))
+    var postgres: String?
 
     @Flag(help: "Print the ledger as one JSON object (progress goes to standard error).")
     var json = false
@@ -59,6 +70,12 @@ struct OutboxDemo: AsyncParsableCommand {
     func validate() throws {
         guard count >= 10 else { throw ValidationError("--count must be at least 10") }
         guard (0...0.9).contains(faultRate) else { throw ValidationError("--fault-rate must be between 0 and 0.9") }
+        guard (1...16).contains(servers) else { throw ValidationError("--servers must be in 1...16") }
+        if servers > 1 && postgres == nil { throw ValidationError("--servers needs --postgres URL: servers share keys through the database") }
+        if let postgres {
+            _ = try PostgresOptions.clientConfiguration(url: postgres)
+            if rejectEverything { throw ValidationError("--debug-reject-everything runs an in-process server: not with --postgres") }
+        }
         if let deadline { guard deadline > 0 && deadline <= 86_400 else { throw ValidationError("--deadline must be in (0, 86400] seconds") } }
     }
 
@@ -84,7 +101,8 @@ struct OutboxDemo: AsyncParsableCommand {
         let report = try await DemoScenario(
             options: .init(
                 count: count, faultRate: faultRate, seed: seed, directory: FilePath(folder), deadline: deadline,
-                rejectEverything: rejectEverything, failDiskAfterRestart: failDiskAfterRestart, progress: progress)
+                rejectEverything: rejectEverything, failDiskAfterRestart: failDiskAfterRestart,
+                postgres: postgres.map { ($0, servers) }, progress: progress)
         ).run()
         if json {
             StandardStreams.writeLine(try JSONLines().encode(report))

@@ -1,10 +1,12 @@
 import ArgumentParser
 import Foundation
 import IdempotencyKeyMiddleware
+import IdempotencyKeyPostgres
+import Logging
 import OutboxReferenceServer
 import SystemPackage
 
-/// `outbox serve [--port P] [--fault-rate R | --fault NAME=RATE …] [--keys-dir DIR | --in-memory-keys | --no-idempotency] …`
+/// `outbox serve [--port P] [--fault-rate R | --fault NAME=RATE …] [--keys-dir DIR | --in-memory-keys | --no-idempotency | --postgres URL] …`
 struct OutboxServe: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "serve",
@@ -32,6 +34,9 @@ struct OutboxServe: AsyncParsableCommand {
             conversation, and any message containing #reject. Idempotency keys are kept \
             durably (a key journal in --keys-dir), so a retry after a server restart is \
             still answered with the stored response; --in-memory-keys forgets them on exit. \
+            With --postgres URL, keys and the API's writes are in that PostgreSQL database \
+            instead, so several servers on it (other ports, other machines) answer as one: \
+            a retry that lands on another server finds its key. \
             Durations take a unit: 90s, 15m, 24h, 7d (plain numbers are seconds).
             """
     )
@@ -90,6 +95,24 @@ struct OutboxServe: AsyncParsableCommand {
     @Flag(help: "Serve the API without the Idempotency-Key middleware (to measure its cost; retries apply twice).")
     var noIdempotency = false
 
+    @OptionGroup var postgres: PostgresOptions
+
+    @Option(
+        help: "A request another server claimed is answered 409 until its claim is this old, then outcome unknown (default 60s).",
+        transform: ServeDuration.parse)
+    var staleAfter: Duration = .seconds(60)
+
+    /// For tests: every write is held this long behind the middleware (its
+    /// key claimed) before it is applied, so a test can kill the server
+    /// mid-request or race a second server.
+    @Option(name: .customLong("debug-hold-writes"), help: .hidden, transform: ServeDuration.parse)
+    var holdWrites: Duration?
+
+    /// For child processes (the demo's servers): exit once the process
+    /// that started this one is gone, so none is left behind.
+    @Flag(name: .customLong("debug-exit-with-parent"), help: .hidden)
+    var exitWithParent = false
+
     @Option(help: "How long a completed key is kept (default 24h).", transform: ServeDuration.parse)
     var retention: Duration = .seconds(24 * 3600)
 
@@ -111,9 +134,10 @@ struct OutboxServe: AsyncParsableCommand {
     func validate() throws {
         guard (0...65535).contains(port) else { throw ValidationError("--port must be in 0...65535") }
         guard (0...0.9).contains(faultRate) else { throw ValidationError("--fault-rate must be between 0 and 0.9") }
-        if [inMemoryKeys, keysDir != nil, noIdempotency].filter({ $0 }).count > 1 {
-            throw ValidationError("--keys-dir, --in-memory-keys and --no-idempotency exclude each other")
+        if [inMemoryKeys, keysDir != nil, noIdempotency, postgres.url != nil].filter({ $0 }).count > 1 {
+            throw ValidationError("--keys-dir, --in-memory-keys, --no-idempotency and --postgres exclude each other")
         }
+        guard staleAfter > .zero else { throw ValidationError("--stale-after must be positive") }
         if !faults.isEmpty && faultRate != 0 { throw ValidationError("--fault and --fault-rate exclude each other") }
         _ = try serverFaults()
         guard retention > .zero else { throw ValidationError("--retention must be positive") }
@@ -125,7 +149,16 @@ struct OutboxServe: AsyncParsableCommand {
     func run() async throws {
         let store: (any IdempotencyKeyStore)?
         let keysText: String
-        if noIdempotency {
+        var writes: (any ReferenceWrites)?
+        if let url = postgres.url {
+            let session = try await PostgresSession.open(url: url, scope: postgres.postgresScope, staleAfter: staleAfter)
+            try await PostgresReferenceWrites.prepare(client: session.client, logger: PostgresSession.quietLogger)
+            writes = PostgresReferenceWrites(
+                client: session.client, keys: session.keys, scope: postgres.postgresScope, owner: IdempotencyServerInstance.current,
+                retention: retention, logger: PostgresSession.quietLogger)
+            store = session.keys
+            keysText = "idempotency keys and writes in PostgreSQL (scope \(postgres.postgresScope))"
+        } else if noIdempotency {
             store = nil
             keysText = "no Idempotency-Key middleware"
         } else if inMemoryKeys {
@@ -142,19 +175,28 @@ struct OutboxServe: AsyncParsableCommand {
         }
         var middleware = IdempotencyMiddleware<ReferenceContext>.Configuration()
         middleware.retention = retention
+        middleware.staleAfter = staleAfter
         var connections = ConnectionLimits()
         connections.idleTimeout = idleTimeout > .zero ? idleTimeout : nil
         connections.requestHeadTimeout = headerTimeout > .zero ? headerTimeout : nil
         connections.maximumConnections = maxConnections
-        let injected = try serverFaults()
+        var injected = try serverFaults()
+        if let holdWrites {
+            injected.slowApply = 1
+            injected.slowApplyDelay = holdWrites
+        }
         let server = try await ReferenceServer.start(
-            host: host, port: port, faults: injected, keyStore: store, middleware: middleware, connections: connections)
+            host: host, port: port, faults: injected, keyStore: store, middleware: middleware, connections: connections, writes: writes)
         let share = ServerFaults.Fault.allCases.reduce(0) { $0 + injected.rate(of: $1) }
         StandardStreams.writeLine(
             "listening on \(server.baseURL) (faults: \(Int((share * 100).rounded()))%; \(keysText); "
                 + "at most \(connections.effectiveMaximumConnections) connections); GET /ledger shows what was applied")
-        // Serve until the process is interrupted.
-        while true { try await Task.sleep(for: .seconds(3600)) }
+        // Serve until the process is interrupted (or, for a child, orphaned).
+        let parent = getppid()
+        while true {
+            try await Task.sleep(for: .milliseconds(exitWithParent ? 250 : 3_600_000))
+            if exitWithParent && getppid() != parent { Foundation.exit(0) }
+        }
     }
 }
 

@@ -5,7 +5,8 @@ import SystemPackage
 
 /// `outbox keys …`: an operator's view of a key journal (`outbox serve`'s
 /// `--keys-dir`), for keys whose outcome is unknown. The server must be
-/// stopped: the journal is open in one process at a time.
+/// stopped: the journal is open in one process at a time. With `--postgres
+/// URL` the keys are in PostgreSQL, and the servers may keep running.
 struct KeysCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "keys",
@@ -18,7 +19,22 @@ struct KeysDirectoryOption: ParsableArguments {
     @Option(help: "The key journal's directory (outbox serve's --keys-dir).")
     var keysDir: String = OutboxServe.defaultKeysDirectory
 
-    func open() async throws -> LogIdempotencyKeyStore {
+    @OptionGroup var postgres: PostgresOptions
+
+    @Option(help: "With --postgres: a claim this old counts as abandoned by its server (outbox serve's --stale-after).", transform: ServeDuration.parse)
+    var staleAfter: Duration = .seconds(60)
+
+    /// The store and how to close it.
+    func open() async throws -> (store: any IdempotencyKeyStore, close: () async throws -> Void) {
+        if let url = postgres.url {
+            let session = try await PostgresSession.open(url: url, scope: postgres.postgresScope, staleAfter: staleAfter)
+            return (session.keys, { await session.close() })
+        }
+        let journal = try await openJournal()
+        return (journal, { try await journal.close() })
+    }
+
+    private func openJournal() async throws -> LogIdempotencyKeyStore {
         let path = URL(fileURLWithPath: keysDir).standardizedFileURL.path
         guard FileManager.default.fileExists(atPath: path) else {
             throw CommandFailure("no key journal at \(path)", exitCode: CommandFailure.cannotOpen)
@@ -41,9 +57,9 @@ struct KeysUnsettled: AsyncParsableCommand {
     var json = false
 
     func run() async throws {
-        let store = try await directory.open()
+        let (store, close) = try await directory.open()
         let keys = try await store.unsettledKeys(now: Date(), limit: .max)
-        try await store.close()
+        try await close()
         for key in keys {
             if json {
                 let object: [String: Any] = [
@@ -88,7 +104,7 @@ struct KeysResolve: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let store = try await directory.open()
+        let (store, close) = try await directory.open()
         let now = Date()
         let resolution: IdempotencyResolution = notApplied
             ? .notApplied
@@ -97,9 +113,9 @@ struct KeysResolve: AsyncParsableCommand {
                 expiresAt: now.addingTimeInterval(Double(retention.components.seconds)))
         do {
             try await store.resolve(key: key, as: resolution, now: now)
-            try await store.close()
+            try await close()
         } catch {
-            try? await store.close()
+            try? await close()
             throw CommandFailure("cannot resolve \(key): \(error)", exitCode: CommandFailure.operationFailed)
         }
         StandardStreams.writeLine(notApplied ? "resolved \(key): not applied (the next request runs)" : "resolved \(key): applied (repeats get \(status ?? 200))")

@@ -1,0 +1,100 @@
+import Foundation
+import OutboxLocking
+
+/// A running `outbox serve` child process, for tests of several servers:
+/// started with the built tool, ready once it prints its "listening on"
+/// line, ended with a signal.
+public final class ServeProcess: @unchecked Sendable {
+    public let process = Process()
+    /// `http://127.0.0.1:PORT`, from the "listening on" line.
+    public private(set) var baseURL = URL(string: "http://invalid")!
+    /// Its sanitizer reports, if it was built with a sanitizer.
+    public let sanitizerLogs: SanitizerLogs
+    private let output = Locked<(text: String, ended: Bool, waiters: [CheckedContinuation<String?, Never>])>(("", false, []))
+    private let exit = Locked<(status: Int32?, waiters: [CheckedContinuation<Int32, Never>])>((nil, []))
+
+    public struct DidNotListen: Error, CustomStringConvertible {
+        public var output: String
+        public var description: String { "outbox serve ended without listening: \(output)" }
+    }
+
+    /// Starts `outbox serve --port 0 arguments…` and returns once it listens.
+    public init(_ arguments: [String]) async throws {
+        guard let executable = OutboxTool.executable else { throw OutboxTool.NotBuilt() }
+        sanitizerLogs = try SanitizerLogs(
+            directory: FileManager.default.temporaryDirectory.appendingPathComponent("outbox-serve-sanitizer-\(UUID().uuidString)"))
+        let pipe = Pipe()
+        process.executableURL = executable
+        // --debug-exit-with-parent: it ends with the test process, whatever happens to that.
+        process.arguments = ["serve", "--port", "0", "--debug-exit-with-parent"] + arguments
+        process.environment = sanitizerLogs.environment
+        process.standardInput = FileHandle.nullDevice
+        process.standardOutput = pipe
+        process.standardError = pipe
+        pipe.fileHandleForReading.readabilityHandler = { [output] handle in
+            let data = handle.availableData
+            let (waiters, line) = output.withLock { state -> ([CheckedContinuation<String?, Never>], String?) in
+                if data.isEmpty { state.ended = true } else { state.text += String(decoding: data, as: UTF8.self) }
+                let line = Self.listeningLine(state.text)
+                guard line != nil || state.ended else { return ([], nil) }
+                defer { state.waiters = [] }
+                return (state.waiters, line)
+            }
+            for waiter in waiters { waiter.resume(returning: line) }
+            if data.isEmpty { handle.readabilityHandler = nil }
+        }
+        process.terminationHandler = { [exit] process in
+            let waiters = exit.withLock { state in
+                state.status = process.terminationStatus
+                defer { state.waiters = [] }
+                return state.waiters
+            }
+            for waiter in waiters { waiter.resume(returning: process.terminationStatus) }
+        }
+        try process.run()
+        let line = await withCheckedContinuation { continuation in
+            let found = output.withLock { state -> String?? in
+                if let line = Self.listeningLine(state.text) { return .some(line) }
+                if state.ended { return .some(nil) }
+                state.waiters.append(continuation)
+                return nil
+            }
+            if let found { continuation.resume(returning: found) }
+        }
+        guard let line, let address = line.dropFirst("listening on ".count).split(separator: " ").first,
+            let url = URL(string: String(address))
+        else {
+            process.terminate()
+            throw DidNotListen(output: output.withLock { $0.text })
+        }
+        baseURL = url
+    }
+
+    /// A test that failed before stopping it does not leave it running.
+    deinit {
+        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+    }
+
+    static func listeningLine(_ text: String) -> String? {
+        text.split(separator: "\n").first { $0.hasPrefix("listening on ") }.map(String.init)
+    }
+
+    /// Everything it printed so far.
+    public var printed: String { output.withLock { $0.text } }
+
+    /// Sends `signal` (SIGTERM by default; SIGKILL to kill it mid-request)
+    /// and waits for it to end; returns its exit status or signal.
+    @discardableResult
+    public func stop(signal: Int32 = SIGTERM) async -> Int32 {
+        kill(process.processIdentifier, signal)
+        let status = await withCheckedContinuation { continuation in
+            let status = exit.withLock { state -> Int32? in
+                if let status = state.status { return status }
+                state.waiters.append(continuation)
+                return nil
+            }
+            if let status { continuation.resume(returning: status) }
+        }
+        return status
+    }
+}
