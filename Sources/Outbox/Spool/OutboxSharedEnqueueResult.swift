@@ -33,6 +33,7 @@ public enum OutboxSharedEnqueueResult: Sendable {
     /// the queue already holds is dropped there as a duplicate.
     case spooled([OutboxSpooledEntry])
 
+    /// Which way the call went.
     public var path: OutboxEnqueuePath {
         switch self {
         case .direct: .direct
