@@ -99,3 +99,17 @@ extension LogOutboxStore {
     ///   further work); a spool that cannot be read is kept and reported.
     public func ingestSpools() async throws(OutboxError) -> OutboxSpoolReport { try await spools.ingest() }
 }
+
+extension LogOutboxStore {
+    /// ``enqueue(_:root:partition:configuration:)`` under the directory a
+    /// `file:` URL names — an App Group container's, say. Any other URL
+    /// throws ``OutboxError/Code/invalidArgument``.
+    public static func enqueue(
+        _ requests: [OutboxEnqueueRequest], root: URL, partition: String,
+        configuration: OutboxStoreConfiguration = OutboxStoreConfiguration()
+    ) async throws(OutboxError) -> OutboxSharedEnqueueResult {
+        let path: FilePath
+        do { path = try root.filePath() } catch { throw OutboxError(.invalidArgument, error.message) }
+        return try await enqueue(requests, root: path, partition: partition, configuration: configuration)
+    }
+}
