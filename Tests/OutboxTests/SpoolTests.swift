@@ -201,4 +201,22 @@ struct SpoolTests {
         #expect(try await next.summary().unsent == 0)
         try await next.close()
     }
+
+    @Test("a watch moves a spool in when its writer pokes; once the store is closed, a look refuses (and a watch ends)")
+    func watchIngestsAndEnds() async throws {
+        let fileSystem = SimulatedFileSystem()
+        let configuration = Self.configuration(fileSystem)
+        let owner = try await LogOutboxStore.open(root: Self.root, partition: "alice", configuration: configuration)
+        let reports = AsyncStream<OutboxSpoolReport>.makeStream()
+        let watch = owner.watchSpools(pollInterval: .milliseconds(5)) { reports.continuation.yield($0) }
+        let request = Self.request("poked")
+        _ = try await LogOutboxStore.enqueue([request], root: Self.root, partition: "alice", configuration: configuration)
+        var iterator = reports.stream.makeAsyncIterator()
+        let report = await iterator.next()
+        #expect(report?.ingested == 1)
+        #expect(try await owner.entry(request.id) != nil)
+        try await owner.close()
+        await #expect(throws: OutboxError.self) { _ = try await owner.ingestSpools() }
+        watch.cancel()
+    }
 }

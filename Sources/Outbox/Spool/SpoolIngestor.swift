@@ -52,6 +52,8 @@ final class SpoolIngestor: Sendable {
         guard !configuration.readOnly else { return OutboxSpoolReport() }
         await gate.enter()
         defer { gate.leave() }
+        // A closed (or failed) store refuses, spools or not: a watch ends there.
+        try core.state.withLock { state throws(OutboxError) in try core.check(state) }
         poked.withLock { $0 = false }
         let report = try await look()
         if !report.problems.isEmpty {
