@@ -219,4 +219,27 @@ struct SpoolTests {
         await #expect(throws: OutboxError.self) { _ = try await owner.ingestSpools() }
         watch.cancel()
     }
+
+    @Test("a spool whose writer is still creating it (its guard held, its directory empty) is left alone")
+    func spoolBeingCreatedIsLeftAlone() async throws {
+        let fileSystem = SimulatedFileSystem()
+        let configuration = Self.configuration(fileSystem)
+        let owner = try await LogOutboxStore.open(root: Self.root, partition: "alice", configuration: configuration)
+        _ = try await LogOutboxStore.enqueue([Self.request("one")], root: Self.root, partition: "alice", configuration: configuration)
+        let queueSpools = Self.root.appending("spools").appending(try #require(try fileSystem.contentsOfDirectory(Self.root.appending("spools")).first))
+        #expect(try await owner.ingestSpools().spoolsDeleted == 1)
+        // A writer between its guard and its log's lock: the guard held, the directory made, nothing in it yet.
+        let name = "spool+" + String(repeating: "ab", count: 16)
+        let guardLock = try fileSystem.openAndLock(queueSpools.appending(name + ".lock"))
+        try fileSystem.createDirectory(queueSpools.appending(name))
+        let report = try await owner.ingestSpools()
+        #expect(report.spoolsBusy == 1 && report.spoolsDeleted == 0, "\(report)")
+        #expect(try fileSystem.itemKind(at: queueSpools.appending(name)) == .directory)
+        #expect(try fileSystem.contentsOfDirectory(queueSpools.appending(name)).isEmpty)  // not even locked by the owner
+        // Once the writer is gone (killed before it wrote), the owner cleans up.
+        try fileSystem.close(guardLock)
+        #expect(try await owner.ingestSpools().spoolsDeleted == 1)
+        #expect(try fileSystem.contentsOfDirectory(queueSpools).filter { $0.hasPrefix("spool+") }.isEmpty)
+        try await owner.close()
+    }
 }

@@ -71,6 +71,12 @@ final class SpoolIngestor: Sendable {
         do {
             ids = try await offThePool { () throws(OutboxError) -> [SpoolID] in
                 _ = SpoolPoke.take(spools, fileSystem: fileSystem)
+                // Guards whose spool is gone (the owner died between the two deletions).
+                for id in SpoolLayout.orphanGuards(spools, fileSystem: fileSystem) {
+                    guard let orphan = try? SpoolLayout.takeGuard(spools, id, fileSystem: fileSystem) else { continue }
+                    try? fileSystem.removeFile(SpoolLayout.guardPath(spools, id))
+                    try? fileSystem.close(orphan)
+                }
                 return try SpoolLayout.list(spools, fileSystem: fileSystem)
             }
         } catch {
@@ -93,7 +99,10 @@ final class SpoolIngestor: Sendable {
             let stopped = try await moveIn(&opened, report: &report)
             try await trim(opened, stopped: stopped, report: &report)
         } catch {
-            for spool in opened { try? await spool.log.close() }
+            for spool in opened {
+                try? await spool.log.close()
+                try? configuration.fileSystem.close(spool.guardLock)
+            }
             throw error
         }
         return report
@@ -137,7 +146,14 @@ final class SpoolIngestor: Sendable {
     /// Deletes every spool moved in entirely, then the queue's mark for it.
     private func trim(_ opened: [OpenSpool], stopped: Set<SpoolID>, report: inout OutboxSpoolReport) async throws(OutboxError) {
         var marks: [LogWrite] = []
+        let fileSystem = configuration.fileSystem
         for spool in opened {
+            // The guard goes last: with the spool if it is deleted, else released.
+            var deleted = false
+            defer {
+                if deleted { try? fileSystem.removeFile(SpoolLayout.guardPath(spools, spool.id)) }
+                try? fileSystem.close(spool.guardLock)
+            }
             do { try await spool.log.close() } catch {
                 report.problems.append("\(SpoolLayout.path(spools, spool.id)): \(error)")
                 continue
@@ -155,6 +171,7 @@ final class SpoolIngestor: Sendable {
                 continue
             }
             report.spoolsDeleted += 1
+            deleted = true
             if spool.marked { marks.append(.tombstone(SpoolMark.key(spool.id))) }
         }
         // Deleted spools are never written again (a writer draws a new name

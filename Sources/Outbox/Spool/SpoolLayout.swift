@@ -7,6 +7,7 @@ import SystemPackage
 /// ```
 /// <root>/spools/outbox+<32 hex>/                     the spools of the queue partitions/outbox+<32 hex>
 /// <root>/spools/outbox+<32 hex>/spool+<32 hex>/      one writer's spool: an OutboxLog directory
+/// <root>/spools/outbox+<32 hex>/spool+<32 hex>.lock  its guard: locked by the writer from before the directory exists
 /// <root>/spools/outbox+<32 hex>/POKE                 created by a writer after it closed its spool
 /// ```
 ///
@@ -37,6 +38,36 @@ enum SpoolLayout {
 
     static func poke(_ spools: FilePath) -> FilePath { spools.appending(pokeName) }
 
+    /// The spool's guard, `spool+<hex>.lock` beside its directory: its writer
+    /// locks it *before* it creates the directory and releases it once the
+    /// spool is closed, so an owner that sees the directory and can take
+    /// the guard knows no writer will touch the spool again (done, or
+    /// killed). The owner deletes it with the spool.
+    static func guardPath(_ spools: FilePath, _ id: SpoolID) -> FilePath { spools.appending(spoolPrefix + id.hex + guardSuffix) }
+    static let guardSuffix = ".lock"
+
+    /// Takes a spool's guard; `nil` if another holds it. Blocking.
+    static func takeGuard(_ spools: FilePath, _ id: SpoolID, fileSystem: any FileSystem) throws(OutboxError) -> FileDescriptor? {
+        let path = guardPath(spools, id)
+        do { return try fileSystem.openAndLock(path) } catch where error == .wouldBlock || error == .resourceTemporarilyUnavailable {
+            return nil
+        } catch {
+            throw .storage(OutboxLogError(.io, "cannot lock a spool's guard", file: path, errno: error))
+        }
+    }
+
+    /// The guards in `spools` whose spool directory is gone (an owner died
+    /// between deleting a spool and its guard). Blocking.
+    static func orphanGuards(_ spools: FilePath, fileSystem: any FileSystem) -> [SpoolID] {
+        let names = Set((try? fileSystem.contentsOfDirectory(spools)) ?? [])
+        return names.compactMap { name in
+            guard name.hasPrefix(spoolPrefix), name.hasSuffix(guardSuffix) else { return nil }
+            let directory = String(name.dropLast(guardSuffix.count))
+            guard !names.contains(directory) else { return nil }
+            return SpoolID(hex: String(directory.dropFirst(spoolPrefix.count)))
+        }
+    }
+
     /// Deletes the spools of the queue in `queueDirectory` (a purge at
     /// logout: what was spooled for the user goes with the queue). Fails
     /// with `.busy` if a writer is writing one at this moment.
@@ -44,6 +75,7 @@ enum SpoolLayout {
         let spools = directory(ofQueue: queueDirectory)
         let ids = try await offThePool { () throws(OutboxError) -> [SpoolID] in try list(spools, fileSystem: fileSystem) }
         for id in ids {
+            defer { try? fileSystem.removeFile(guardPath(spools, id)) }
             do { try await OutboxLog.destroy(at: path(spools, id), fileSystem: fileSystem) } catch where error.code == .locked {
                 throw OutboxError(.busy, "a process is writing a spool of this queue; try again", storage: error)
             } catch {
@@ -51,6 +83,7 @@ enum SpoolLayout {
             }
         }
         _ = try? await offThePool { () throws(OutboxError) in
+            for id in orphanGuards(spools, fileSystem: fileSystem) { try? fileSystem.removeFile(guardPath(spools, id)) }
             try? fileSystem.removeFile(poke(spools))
             try? fileSystem.removeDirectory(spools)
         }

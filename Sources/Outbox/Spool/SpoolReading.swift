@@ -6,6 +6,8 @@ import SystemPackage
 struct OpenSpool: Sendable {
     let id: SpoolID
     let log: OutboxLog
+    /// The spool's guard (``SpoolLayout/guardPath(_:_:)``), held by the owner.
+    let guardLock: FileDescriptor
     /// Entries past the queue's mark, in spool order.
     var entries: [SpooledEntry]
     /// The queue has a mark for this spool (to delete with it).
@@ -36,8 +38,21 @@ enum SpoolReading {
         logConfiguration.createIfMissing = false
         logConfiguration.automaticCompactionRatio = nil
         let path = SpoolLayout.path(spools, id)
+        let fileSystem = configuration.fileSystem
+        // Its writer holds the guard from before the directory existed until
+        // the spool is closed: while it does, the spool is not ours.
+        let taken: FileDescriptor?
+        do {
+            taken = try await offThePool { () throws(OutboxError) -> FileDescriptor? in
+                try SpoolLayout.takeGuard(spools, id, fileSystem: fileSystem)
+            }
+        } catch {
+            return .unusable("\(path): \(error)")
+        }
+        guard let guardLock = taken else { return .busy }
         let log: OutboxLog
         do { log = try await OutboxLog.open(at: path, configuration: logConfiguration) } catch {
+            try? fileSystem.close(guardLock)
             switch error.code {
             case .locked: return .busy
             case .notFound: return .gone
@@ -50,11 +65,12 @@ enum SpoolReading {
             do { mark = try await queue.get(SpoolMark.key(id)).flatMap { SpoolMark.sequence($0.value) } } catch {
                 throw .storage(error)
             }
-            var spool = OpenSpool(id: id, log: log, entries: [], marked: mark != nil, damage: nil)
+            var spool = OpenSpool(id: id, log: log, guardLock: guardLock, entries: [], marked: mark != nil, damage: nil)
             try await read(&spool, after: mark ?? 0, format: format, path: path)
             return .spool(spool)
         } catch {
             try? await log.close()
+            try? fileSystem.close(guardLock)
             return .unusable("\(path): \(error)")
         }
     }

@@ -36,7 +36,10 @@ enum SpoolWriter {
                 }
             }
         }
-        let (spool, log) = try await openNewSpool(in: spools, configuration: configuration)
+        let (spool, log, guardLock) = try await openNewSpool(in: spools, configuration: configuration)
+        // Released once the spool is closed (or the write failed): then, and
+        // only then, may the owner take the spool.
+        defer { try? fileSystem.close(guardLock) }
         do throws(OutboxError) {
             var batches: [[LogWrite]] = [[]]
             var bytes = 0
@@ -67,22 +70,32 @@ enum SpoolWriter {
         return spool
     }
 
-    /// A new spool, open and locked. A name taken at the same moment by the
-    /// owner — listing, locking and deleting an empty directory it found —
-    /// fails the open before anything is written: try another name.
+    /// A new spool, open and locked, and its guard, locked before the spool's
+    /// directory exists (so no owner ever takes a spool being created). An
+    /// open that fails before anything is written is tried again under a
+    /// new name.
     private static func openNewSpool(
         in spools: FilePath, configuration: OutboxStoreConfiguration
-    ) async throws(OutboxError) -> (SpoolID, OutboxLog) {
+    ) async throws(OutboxError) -> (SpoolID, OutboxLog, FileDescriptor) {
         var logConfiguration = configuration.log
         logConfiguration.createIfMissing = true
         logConfiguration.automaticCompactionRatio = nil
+        let fileSystem = configuration.log.fileSystem
         var attempt = 0
         while true {
             let spool = SpoolID.random()
+            let guardLock = try await offThePool { () throws(OutboxError) -> FileDescriptor? in
+                try SpoolLayout.takeGuard(spools, spool, fileSystem: fileSystem)
+            }
+            attempt += 1
+            guard let guardLock else {
+                guard attempt < 3 else { throw OutboxError(.busy, "\(spools): cannot lock a new spool's guard") }
+                continue
+            }
             do {
-                return (spool, try await OutboxLog.open(at: SpoolLayout.path(spools, spool), configuration: logConfiguration))
+                return (spool, try await OutboxLog.open(at: SpoolLayout.path(spools, spool), configuration: logConfiguration), guardLock)
             } catch {
-                attempt += 1
+                try? fileSystem.close(guardLock)
                 guard attempt < 3, [.locked, .notFound, .io].contains(error.code) else { throw .storage(error) }
             }
         }
