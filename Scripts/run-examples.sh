@@ -120,7 +120,9 @@ else
     echo "    skipped: OUTBOX_POSTGRES_URL is not set (export OUTBOX_POSTGRES_URL=\$(Scripts/postgres/start.sh))"
 fi
 
-for sample in LogSample LogSample DocCLogSample EncryptionSample ExtensionSample; do
+for sample in LogSample LogSample DocCLogSample EncryptionSample \
+    GettingStartedSample ObservationSample BackgroundSample TransactionSample ControlsSample TypedHandlersSample \
+    ExtensionSample; do
     echo "== $sample"
     (cd "$work" && timeout 60 "$bin/$sample") | sed 's/^/    /'
 done

@@ -34,7 +34,7 @@ extension LogOutboxStore {
     /// (the app) should be the one that drains it.
     ///
     /// - Throws: ``OutboxError`` — `.invalidArgument`/`.tooLarge` for a bad
-    ///   request (nothing is written), what ``open(root:partition:configuration:now:)-(FilePath,_,_,_)``
+    ///   request (nothing is written), what `open(root:partition:configuration:now:)`
     ///   throws other than a lock held elsewhere, and `.storage` if the
     ///   spool cannot be written (as for a direct enqueue that throws, the
     ///   entries may or may not be moved in later: enqueue them again with
@@ -101,7 +101,7 @@ extension LogOutboxStore {
 }
 
 extension LogOutboxStore {
-    /// ``enqueue(_:root:partition:configuration:)`` under the directory a
+    /// `enqueue(_:root:partition:configuration:)` under the directory a
     /// `file:` URL names — an App Group container's, say. Any other URL
     /// throws ``OutboxError/Code/invalidArgument``.
     public static func enqueue(

@@ -1,4 +1,4 @@
-/// Which way ``LogOutboxStore/enqueue(_:root:partition:configuration:)`` went.
+/// Which way `LogOutboxStore.enqueue(_:root:partition:configuration:)` went.
 public enum OutboxEnqueuePath: String, Sendable, Hashable, Codable {
     /// No other process held the queue: this process opened it (moving in
     /// any spooled entries first), enqueued, and closed it again.

@@ -74,7 +74,7 @@ public final class OutboxSpoolWatch: Sendable {
 
 extension LogOutboxStore {
     /// Watches this queue's spools: whenever another process spools entries
-    /// (``enqueue(_:root:partition:configuration:)``), moves them in and
+    /// (`enqueue(_:root:partition:configuration:)`), moves them in and
     /// calls `onIngested` — where an app asks its dispatcher to send them
     /// (`await dispatcher.flush()`).
     ///

@@ -3,7 +3,7 @@ import OutboxLog
 import SystemPackage
 
 /// Writes entries into a new spool of this process's own: the other half
-/// of ``LogOutboxStore/enqueue(_:root:partition:configuration:)`` when the
+/// of `LogOutboxStore.enqueue(_:root:partition:configuration:)` when the
 /// queue is held by another process.
 ///
 /// A spool is an ``OutboxLog`` like the queue — same framing and CRC, same

@@ -47,7 +47,7 @@ extension StoreCore {
         let request = spooled.request
         let prepared = PreparedBody(body: spooled.body, encoded: spooled.stored, storedBytes: spooled.stored.count)
         let now = Date().milliseconds
-        let room = try await reserveRoom(for: prepared)
+        let room = try await reserveRoom(for: [prepared])
         let mark = SpoolMark.write(spooled.spool, through: spooled.sequence)
         return try state.withLock { state throws(OutboxError) -> (IngestOutcome, StoreAcknowledgement) in
             try check(state)
