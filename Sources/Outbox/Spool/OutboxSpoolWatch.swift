@@ -78,9 +78,12 @@ extension LogOutboxStore {
     /// calls `onIngested` — where an app asks its dispatcher to send them
     /// (`await dispatcher.flush()`).
     ///
-    /// - Parameter pollInterval: how often to look for a writer's poke
-    ///   file (on Apple platforms the Darwin notification comes at once;
-    ///   the poll is the backstop).
+    /// - Parameters:
+    ///   - pollInterval: how often to look for a writer's poke file (on
+    ///     Apple platforms the Darwin notification comes at once; the poll
+    ///     is the backstop).
+    ///   - onIngested: called after each look that moved entries in, with
+    ///     what it did.
     public func watchSpools(
         pollInterval: Duration = .milliseconds(250),
         onIngested: @escaping @Sendable (OutboxSpoolReport) async -> Void = { _ in }
