@@ -32,12 +32,12 @@ final class LogBackend: StoreBackend {
     func submit(
         _ changes: [StoreChange], newBodies: [PreparedBody], scheduler: Scheduler, room: StoreRoom
     ) throws(OutboxError) -> StoreAcknowledgement {
-        try submit(try writes(for: changes, newBody: newBody, scheduler: scheduler), room: room)
+        try submit(try writes(for: changes, newBodies: newBodies, scheduler: scheduler), room: room)
     }
 
     /// The log records of `changes`, in order.
     func writes(
-        for changes: [StoreChange], newBody: PreparedBody?, scheduler: Scheduler
+        for changes: [StoreChange], newBodies: [PreparedBody], scheduler: Scheduler
     ) throws(OutboxError) -> [LogWrite] {
         var writes: [LogWrite] = []
         writes.reserveCapacity(changes.count)

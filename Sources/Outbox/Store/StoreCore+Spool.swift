@@ -54,7 +54,7 @@ extension StoreCore {
             let (outcome, changes) = try state.scheduler.enqueue(
                 request, storedBytes: prepared.storedBytes, now: now, spooled: true)
             do throws(OutboxError) {
-                let writes = try backend.writes(for: changes, newBody: prepared, scheduler: state.scheduler) + [mark]
+                let writes = try backend.writes(for: changes, newBodies: [prepared], scheduler: state.scheduler) + [mark]
                 let acknowledgement = try backend.submit(writes, room: room)
                 if changes.isEmpty { return (.duplicate, acknowledgement) }
                 // Until the batch is durable, a claim of it waits (as for an enqueue).
