@@ -26,11 +26,13 @@ struct SpoolDamageTests {
 
     /// What the owner's queue holds, and the spool files: unchanged by a refused look.
     static func expectNothingMoved(
-        _ owner: LogOutboxStore, _ report: OutboxSpoolReport, spoolFiles: [FilePath: [UInt8]], fileSystem: SimulatedFileSystem
+        _ owner: LogOutboxStore, _ report: OutboxSpoolReport, code: OutboxError.Code, spoolFiles: [FilePath: [UInt8]],
+        fileSystem: SimulatedFileSystem
     ) async throws {
         #expect(report.ingested == 0 && report.spoolsDeleted == 0, "\(report)")
         #expect(report.problems.count == 1, "\(report)")
-        #expect(report.problems.first?.contains("/spool+") == true, "no file in: \(report)")
+        #expect(report.problems.first?.kind == .unusable && report.problems.first?.error.code == code, "\(report)")
+        #expect(report.problems.first?.path.string.contains("/spool+") == true, "no file in: \(report)")
         #expect(try await owner.summary().unsent == 1)  // the owner's own entry only
         for (file, bytes) in spoolFiles { #expect(fileSystem.contents(of: file) == bytes, "\(file) changed") }
         // Still usable: it takes a write, and a sound spool, after refusing the bad one.
@@ -55,7 +57,7 @@ struct SpoolDamageTests {
         let damaged = try #require(fileSystem.contents(of: segment))
 
         let report = try await owner.ingestSpools()
-        try await Self.expectNothingMoved(owner, report, spoolFiles: [segment: damaged], fileSystem: fileSystem)
+        try await Self.expectNothingMoved(owner, report, code: .storage, spoolFiles: [segment: damaged], fileSystem: fileSystem)
         #expect(try await owner.entries(matching: OutboxFilter()).allSatisfy { $0.payload != Array("second-entry".utf8) })
         // A later look refuses it the same way; it is never half moved in.
         let again = try await owner.ingestSpools()
@@ -110,7 +112,7 @@ struct SpoolDamageTests {
         #expect(copied.keys.contains { $0.extension == "seg" })
 
         let report = try await owner.ingestSpools()
-        try await Self.expectNothingMoved(owner, report, spoolFiles: copied, fileSystem: fileSystem)
+        try await Self.expectNothingMoved(owner, report, code: .wrongKey, spoolFiles: copied, fileSystem: fileSystem)
         try await owner.close()
     }
 

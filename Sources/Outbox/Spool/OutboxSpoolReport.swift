@@ -15,13 +15,13 @@ public struct OutboxSpoolReport: Sendable, Hashable, CustomStringConvertible {
     /// Entries left in their spool (the queue was full, or the spool is
     /// damaged from that record on): kept, and tried again at the next look.
     public var left = 0
-    /// Why something was left, one line each (file and reason).
-    public var problems: [String] = []
+    /// Why something was left: the spool, and the typed cause.
+    public var problems: [OutboxSpoolProblem] = []
 
     public init() {}
 
     public var description: String {
         "ingested \(ingested), duplicates \(duplicates), quarantined \(quarantined), spools deleted \(spoolsDeleted), "
-            + "busy \(spoolsBusy), left \(left)" + (problems.isEmpty ? "" : "; " + problems.joined(separator: "; "))
+            + "busy \(spoolsBusy), left \(left)" + (problems.isEmpty ? "" : "; " + problems.map(\.description).joined(separator: "; "))
     }
 }

@@ -80,7 +80,7 @@ final class SpoolIngestor: Sendable {
                 return try SpoolLayout.list(spools, fileSystem: fileSystem)
             }
         } catch {
-            report.problems.append("\(spools): \(error)")
+            report.problems.append(OutboxSpoolProblem(.listing, path: spools, error: error))
             return report
         }
         guard !ids.isEmpty else { return report }
@@ -92,7 +92,7 @@ final class SpoolIngestor: Sendable {
             case .spool(let spool): opened.append(spool)
             case .busy: report.spoolsBusy += 1
             case .gone: break
-            case .unusable(let reason): report.problems.append(reason)
+            case .unusable(let problem): report.problems.append(problem)
             }
         }
         do throws(OutboxError) {
@@ -132,7 +132,8 @@ final class SpoolIngestor: Sendable {
             } catch where error.code != .storage && error.code != .closed {
                 // The queue is full (or refuses this entry): keep it and
                 // what follows it in its spool, in order, for a later look.
-                report.problems.append("\(SpoolLayout.path(spools, entry.spool)): \(error)")
+                report.problems.append(
+                    OutboxSpoolProblem(.refused, path: SpoolLayout.path(spools, entry.spool), record: entry.sequence, error: error))
                 report.left += order.stop(index)
                 stopped.insert(entry.spool)
             }
@@ -155,7 +156,7 @@ final class SpoolIngestor: Sendable {
                 try? fileSystem.close(spool.guardLock)
             }
             do { try await spool.log.close() } catch {
-                report.problems.append("\(SpoolLayout.path(spools, spool.id)): \(error)")
+                report.problems.append(OutboxSpoolProblem(.notDeleted, path: SpoolLayout.path(spools, spool.id), error: .storage(error)))
                 continue
             }
             if let damage = spool.damage {
@@ -167,7 +168,7 @@ final class SpoolIngestor: Sendable {
             do {
                 try await OutboxLog.destroy(at: SpoolLayout.path(spools, spool.id), fileSystem: configuration.fileSystem)
             } catch {
-                report.problems.append("\(SpoolLayout.path(spools, spool.id)): cannot delete: \(error)")
+                report.problems.append(OutboxSpoolProblem(.notDeleted, path: SpoolLayout.path(spools, spool.id), error: .storage(error)))
                 continue
             }
             report.spoolsDeleted += 1

@@ -13,7 +13,7 @@ struct OpenSpool: Sendable {
     /// The queue has a mark for this spool (to delete with it).
     var marked: Bool
     /// Why the spool cannot be read to its end (kept, not deleted).
-    var damage: String?
+    var damage: OutboxSpoolProblem?
 }
 
 /// Opening and reading a spool, for ingestion.
@@ -24,8 +24,8 @@ enum SpoolReading {
         case busy
         /// Gone since the listing.
         case gone
-        /// Cannot be opened or read: kept as is; the reason.
-        case unusable(String)
+        /// Cannot be opened or read: kept as is; why.
+        case unusable(OutboxSpoolProblem)
     }
 
     /// Locks and reads the spool `id` in `spools`: the entries past the
@@ -47,7 +47,7 @@ enum SpoolReading {
                 try SpoolLayout.takeGuard(spools, id, fileSystem: fileSystem)
             }
         } catch {
-            return .unusable("\(path): \(error)")
+            return .unusable(OutboxSpoolProblem(.unusable, path: path, error: error))
         }
         guard let guardLock = taken else { return .busy }
         let log: OutboxLog
@@ -56,7 +56,7 @@ enum SpoolReading {
             switch error.code {
             case .locked: return .busy
             case .notFound: return .gone
-            default: return .unusable("\(path): \(error)")
+            default: return .unusable(OutboxSpoolProblem(.unusable, path: path, error: .storage(error)))
             }
         }
         do throws(OutboxError) {
@@ -71,7 +71,7 @@ enum SpoolReading {
         } catch {
             try? await log.close()
             try? fileSystem.close(guardLock)
-            return .unusable("\(path): \(error)")
+            return .unusable(OutboxSpoolProblem(.unusable, path: path, error: error))
         }
     }
 
@@ -95,7 +95,7 @@ enum SpoolReading {
                     }
                     spool.entries.append(SpooledEntry(spool: spool.id, sequence: record.sequence, body: body, stored: record.value))
                 } catch {
-                    spool.damage = "\(path): record \(record.sequence): \(error)"
+                    spool.damage = OutboxSpoolProblem(.damagedRecord, path: path, record: record.sequence, error: error)
                     return
                 }
             }
