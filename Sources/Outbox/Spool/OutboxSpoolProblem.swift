@@ -22,6 +22,7 @@ public struct OutboxSpoolProblem: Sendable, Hashable, CustomStringConvertible {
         case notDeleted
     }
 
+    /// What is affected.
     public var kind: Kind
     /// The spool's directory (or the spools' directory, for ``Kind/listing``).
     public var path: FilePath
@@ -31,6 +32,13 @@ public struct OutboxSpoolProblem: Sendable, Hashable, CustomStringConvertible {
     /// `.corruptEntry`, `.storage` with the log's error...) says which.
     public var error: OutboxError
 
+    /// A problem of `kind` with the spool at `path`.
+    ///
+    /// - Parameters:
+    ///   - kind: What is affected.
+    ///   - path: The spool's directory (or the spools' directory).
+    ///   - record: The spool record concerned, if one is.
+    ///   - error: The typed cause.
     public init(_ kind: Kind, path: FilePath, record: UInt64? = nil, error: OutboxError) {
         self.kind = kind
         self.path = path
