@@ -83,6 +83,23 @@ struct SpoolDamageTests {
         try await owner.close()
     }
 
+    @Test("a writer with a key beside a plain queue held open is refused (wrongKey), not spooled where the queue never looks")
+    func keyedWriterBesidePlainHeldQueue() async throws {
+        let fileSystem = SimulatedFileSystem()
+        let owner = try await LogOutboxStore.open(root: Self.root, partition: "alice", configuration: SpoolTests.configuration(fileSystem))
+        let writer = SpoolTests.configuration(fileSystem, key: [UInt8](repeating: 2, count: 32))
+        // Free, its open would seal the plain queue; held, that cannot happen,
+        // and a spool under the sealed queue's name would wait for a queue
+        // that does not exist while the app runs.
+        let error = await #expect(throws: OutboxError.self) {
+            _ = try await LogOutboxStore.enqueue([SpoolTests.request("x")], root: Self.root, partition: "alice", configuration: writer)
+        }
+        #expect(error?.code == .wrongKey, "\(String(describing: error))")
+        #expect(!fileSystem.allFiles().contains { $0.string.contains("/spool+") })
+        #expect(try await owner.summary().unsent == 0)
+        try await owner.close()
+    }
+
     @Test("a spool sealed under another key (copied in from another root) is reported, kept, and moves nothing in")
     func spoolUnderAnotherKey() async throws {
         let fileSystem = SimulatedFileSystem()

@@ -35,7 +35,9 @@ extension LogOutboxStore {
     ///
     /// - Throws: ``OutboxError`` — `.invalidArgument`/`.tooLarge` for a bad
     ///   request (nothing is written), what `open(root:partition:configuration:now:)`
-    ///   throws other than a lock held elsewhere, and `.storage` if the
+    ///   throws other than a lock held elsewhere, `.wrongKey` if this
+    ///   process has a key and the queue is held by one that opened it
+    ///   plain (nothing is written), and `.storage` if the
     ///   spool cannot be written (as for a direct enqueue that throws, the
     ///   entries may or may not be moved in later: enqueue them again with
     ///   the same ids, and the queue keeps one of each).
@@ -79,14 +81,28 @@ extension LogOutboxStore {
 
     /// The directory name of the queue another process holds (its lock
     /// refused the open, so its naming key exists). Blocking.
+    ///
+    /// The lock that refused may be another queue's: a key given beside
+    /// the user's plain queue makes the open seal that queue under a new
+    /// name, and the plain queue is what is held. No queue has the sealed
+    /// name then, and a spool under it would wait while the app runs
+    /// plain: refused with `.wrongKey`.
     private static func heldQueueName(
         root: FilePath, partition: String, configuration: OutboxStoreConfiguration
     ) throws(OutboxError) -> String {
+        let fileSystem = configuration.log.fileSystem
         guard
             let naming = try PartitionDirectory.naming(
-                root: root, key: configuration.encryptionKey, fileSystem: configuration.log.fileSystem, create: false)
+                root: root, key: configuration.encryptionKey, fileSystem: fileSystem, create: false)
         else { throw OutboxError(.notFound, "\(root): the outbox root has no naming key") }
-        return PartitionDirectory.name(partition, naming: naming)
+        let name = PartitionDirectory.name(partition, naming: naming)
+        guard (try? fileSystem.itemKind(at: PartitionDirectory.path(root: root, name: name))) == .directory else {
+            throw OutboxError(
+                .wrongKey,
+                "\(root): the queue is held open without the encryption key this process was given; "
+                    + "give every process that opens it the same key (nothing was written)")
+        }
+        return name
     }
 
     /// Moves in now what other processes spooled for this queue: every
