@@ -37,7 +37,9 @@ extension PostgresIdempotencyKeyStore {
         /// An operator's listing (``PostgresIdempotencyKeyStore/unsettledKeys(now:limit:)``)
         /// counts an in-progress claim this old as abandoned (its server
         /// stopped mid-request), as `begin` does with the middleware's
-        /// `staleAfter`. Keep the two equal.
+        /// `staleAfter`; a sweep (``PostgresIdempotencyKeyStore/expire(now:)``)
+        /// deletes an expired in-progress claim only once it is this old.
+        /// Keep the two equal.
         public var staleAfter: Duration = .seconds(60)
 
         public init() {}
@@ -81,5 +83,12 @@ extension PostgresIdempotencyKeyStore {
                     .invalidConfiguration, "lockTimeout, statementTimeout, connectionWait, staleAfter and maximumConnections must be positive")
             }
         }
+    }
+}
+
+extension Duration {
+    /// The duration in seconds, as a `TimeInterval`.
+    var timeInterval: TimeInterval {
+        Double(components.seconds) + Double(components.attoseconds) / 1e18
     }
 }

@@ -165,7 +165,7 @@ public final class PostgresIdempotencyKeyStore: IdempotencyKeyStore {
     /// than ``Configuration/staleAfter`` are first marked so
     /// (`claim-abandoned`), as the next request with their key would.
     public func unsettledKeys(now: Date, limit: Int) async throws -> [IdempotencyUnsettledKey] {
-        let staleBefore = now.addingTimeInterval(-Double(Configuration.milliseconds(configuration.staleAfter)) / 1000)
+        let staleBefore = now.addingTimeInterval(-configuration.staleAfter.timeInterval)
         _ = try await rows(
             """
             UPDATE \(unescaped: table) SET state = 'unknown', reason = \(IdempotencyUnknownReason.claimAbandoned.rawValue),
@@ -191,16 +191,21 @@ public final class PostgresIdempotencyKeyStore: IdempotencyKeyStore {
     /// ``Configuration/expiryBatchSize`` per statement and
     /// ``Configuration/maximumExpiryBatches`` statements; rows another
     /// transaction holds are skipped (`SKIP LOCKED`), never waited for.
-    /// An in-progress claim is deleted at its expiry too (the claim's time
-    /// plus the middleware's retention): its server is long gone.
+    ///
+    /// An in-progress claim is deleted once it has expired (the claim's
+    /// time plus the middleware's retention) **and** is
+    /// ``Configuration/staleAfter`` old — only then is its server taken for
+    /// gone, as `begin` takes it: a request still running past a retention
+    /// shorter than itself keeps its claim, so no node runs it again alongside.
     public func expire(now: Date) async throws -> Int {
+        let staleBefore = now.addingTimeInterval(-configuration.staleAfter.timeInterval)
         var removed = 0
         for _ in 0..<configuration.maximumExpiryBatches {
             let deleted = try await rows(
                 """
                 DELETE FROM \(unescaped: table) WHERE (scope, key_digest) IN (
                     SELECT scope, key_digest FROM \(unescaped: table)
-                    WHERE scope = \(scope) AND expires_at <= \(now)
+                    WHERE scope = \(scope) AND expires_at <= \(now) AND (state <> 'in-progress' OR since <= \(staleBefore))
                     LIMIT \(Int64(configuration.expiryBatchSize)) FOR UPDATE SKIP LOCKED)
                 RETURNING 1
                 """
