@@ -96,16 +96,19 @@ public final class PostgresIdempotencyKeyStore: IdempotencyKeyStore {
         }
     }
 
+    /// A claim its owner still holds: in progress, or marked abandoned by
+    /// another node that found it stale (its clock ahead, or the request
+    /// outlived `staleAfter`) while the owner still ran it. The owner is the
+    /// one that knows how it ended: it may complete it or release it.
+    static let heldClaim = "(state = 'in-progress' OR (state = 'unknown' AND reason = 'claim-abandoned'))"
+
     // MARK: IdempotencyKeyStore
 
     public func complete(key: String, response: StoredResponse, now: Date, expiresAt: Date) async throws {
         // No owner here: only the middleware that claimed the key completes
         // it. A claim another node marked abandoned while its handler ran is
         // completed too: the answer is known after all.
-        _ = try await rows(
-            completion(
-                key: key, response: response, expiresAt: expiresAt,
-                when: "(state = 'in-progress' OR (state = 'unknown' AND reason = 'claim-abandoned'))"))
+        _ = try await rows(completion(key: key, response: response, expiresAt: expiresAt, when: Self.heldClaim))
     }
 
     /// `UPDATE` that stores `response` for `key` where the row's state
@@ -127,11 +130,14 @@ public final class PostgresIdempotencyKeyStore: IdempotencyKeyStore {
             """
     }
 
+    /// Deletes `owner`'s claim, also once another node marked it abandoned
+    /// (``heldClaim``): the owner ran it and says nothing was applied, so the
+    /// key need not wait for an operator.
     public func abandon(key: String, owner: String) async throws {
         _ = try await rows(
             """
             DELETE FROM \(unescaped: table)
-            WHERE scope = \(scope) AND key_digest = \(digest(key)) AND state = 'in-progress' AND owner = \(owner)
+            WHERE scope = \(scope) AND key_digest = \(digest(key)) AND \(unescaped: Self.heldClaim) AND owner = \(owner)
             """)
     }
 
