@@ -9,7 +9,10 @@ import PackageDescription
 
 let package = Package(
     name: "swift-outbox",
-    platforms: [.macOS(.v15), .iOS(.v18), .tvOS(.v18), .watchOS(.v11), .visionOS(.v2)],
+    // The floor an app can adopt today; nothing above it is used (the lock is
+    // our own `Locked`, not `Synchronization.Mutex`; `String(checkedUTF8:)`
+    // stands in for `String(validating:as:)`): README, "Requirements".
+    platforms: [.macOS(.v13), .iOS(.v16), .tvOS(.v16), .watchOS(.v9), .visionOS(.v1)],
     products: [
         .library(name: "OutboxLog", targets: ["OutboxLog"]),
         .library(name: "OutboxLogTesting", targets: ["OutboxLogTesting"]),
@@ -39,6 +42,9 @@ let package = Package(
         .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
         .package(url: "https://github.com/apple/swift-nio-extras", from: "1.35.2"),
         .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"),
+        // `swift package generate-documentation --target Outbox`: the DocC
+        // catalogs (Sources/*/*.docc), built in CI with warnings as errors.
+        .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
     ],
     targets: [
         // The package's one lock type (pthread mutex / os_unfair_lock): seen by
@@ -252,6 +258,18 @@ let package = Package(
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "SystemPackage", package: "swift-system"),
                 .product(name: "PropertyBased", package: "swift-property-based"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        // What an app developer reaches for (issue 17), tested through the
+        // public API only: no `@testable`, no package-internal types.
+        .testTarget(
+            name: "OutboxAppTests",
+            dependencies: [
+                "Outbox",
+                "OutboxHTTP",
+                "OutboxReferenceServer",
+                "IdempotencyKeyMiddleware",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),

@@ -20,7 +20,7 @@ let strictImports: [SwiftSetting] = [.enableUpcomingFeature("MemberImportVisibil
 
 let package = Package(
     name: "swift-outbox-examples",
-    platforms: [.macOS(.v15), .iOS(.v18)],
+    platforms: [.macOS(.v13), .iOS(.v16)],
     dependencies: [
         .package(name: "swift-outbox", path: "../"),
         .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
@@ -69,6 +69,39 @@ let package = Package(
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Logging", package: "swift-log"),
             ],
+            swiftSettings: strictImports
+        ),
+        // Sources/Outbox/Outbox.docc: the getting-started tutorial and an
+        // article per feature (issue 17). Each runs on its own, with an
+        // in-memory store and a stand-in server.
+        .executableTarget(
+            name: "GettingStartedSample",
+            dependencies: [.product(name: "Outbox", package: "swift-outbox")],
+            swiftSettings: strictImports
+        ),
+        .executableTarget(
+            name: "ObservationSample",
+            dependencies: [.product(name: "Outbox", package: "swift-outbox")],
+            swiftSettings: strictImports
+        ),
+        .executableTarget(
+            name: "BackgroundSample",
+            dependencies: [.product(name: "Outbox", package: "swift-outbox")],
+            swiftSettings: strictImports
+        ),
+        .executableTarget(
+            name: "TransactionSample",
+            dependencies: [.product(name: "Outbox", package: "swift-outbox")],
+            swiftSettings: strictImports
+        ),
+        .executableTarget(
+            name: "ControlsSample",
+            dependencies: [.product(name: "Outbox", package: "swift-outbox")],
+            swiftSettings: strictImports
+        ),
+        .executableTarget(
+            name: "TypedHandlersSample",
+            dependencies: [.product(name: "Outbox", package: "swift-outbox")],
             swiftSettings: strictImports
         ),
         // Sources/OutboxLog/OutboxLog.docc/OutboxLog.md's overview.

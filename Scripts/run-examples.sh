@@ -120,7 +120,8 @@ else
     echo "    skipped: OUTBOX_POSTGRES_URL is not set (export OUTBOX_POSTGRES_URL=\$(Scripts/postgres/start.sh))"
 fi
 
-for sample in LogSample LogSample DocCLogSample EncryptionSample; do
+for sample in LogSample LogSample DocCLogSample EncryptionSample \
+    GettingStartedSample ObservationSample BackgroundSample TransactionSample ControlsSample TypedHandlersSample; do
     echo "== $sample"
     (cd "$work" && timeout 60 "$bin/$sample") | sed 's/^/    /'
 done

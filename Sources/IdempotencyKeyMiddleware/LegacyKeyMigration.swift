@@ -39,7 +39,7 @@ enum LegacyKeyMigration {
         var keys: [Key] = []
         do {
             for try await entry in log.allEntries() {
-                guard let key = String(validating: entry.key.bytes, as: UTF8.self) else { continue }
+                guard let key = String(checkedUTF8: entry.key.bytes) else { continue }
                 let record: OldRecord
                 do { record = try JSONDecoder().decode(OldRecord.self, from: Data(entry.value)) } catch {
                     throw IdempotencyKeyStoreError(.damaged, "cannot read the stored idempotency key \(key) of the old format: \(error)")

@@ -69,7 +69,9 @@ struct ResponseRulesTests {
             }
         }
         defer { server.stop() }
-        let store = InMemoryOutboxStore(partition: "u")
+        var independent = OutboxStoreConfiguration()
+        independent.unscopedDelivery = .concurrent  // both parents answered in the same flush
+        let store = InMemoryOutboxStore(partition: "u", configuration: independent)
         var ids: [OutboxEntry.ID] = []
         var children: [OutboxEntry.ID] = []
         for path in ["/gone", "/reused"] {
@@ -112,7 +114,9 @@ struct ResponseRulesTests {
         let placeholder = try RawSocketServer { _, _ in .closeBeforeResponse }
         let port = placeholder.port
         placeholder.stop()
-        let store = InMemoryOutboxStore(partition: "u")
+        var independent = OutboxStoreConfiguration()
+        independent.unscopedDelivery = .concurrent  // every write meets the outage (in order, only the first would)
+        let store = InMemoryOutboxStore(partition: "u", configuration: independent)
         var ids: [OutboxEntry.ID] = []
         for index in 0..<3 {
             ids.append(try await store.enqueue(OutboxEnqueueRequest(

@@ -30,8 +30,8 @@ struct DispatcherTests {
     func backoffAndTimer() async throws {
         let fixture = DispatcherFixture()
         fixture.handler.script(
-            "flaky", .transient(reason: "503", httpStatus: 503, retryAfter: nil),
-            .transient(reason: "429", httpStatus: 429, retryAfter: .seconds(120)), .delivered(serverID: nil))
+            "flaky", .transient(reason: "500", httpStatus: 500, retryAfter: nil),
+            .transient(reason: "408", httpStatus: 408, retryAfter: .seconds(120)), .delivered(serverID: nil))
         let id = try await fixture.add("flaky")
         let start = fixture.clock.now()
         let first = await fixture.dispatcher.flush()
@@ -40,7 +40,7 @@ struct DispatcherTests {
         #expect(afterFirst.status == .failed)
         // Full jitter: within [0, base] for the first retry.
         #expect(afterFirst.nextAttemptAt >= start && afterFirst.nextAttemptAt <= start.addingTimeInterval(1))
-        #expect(afterFirst.lastHTTPStatus == 503)
+        #expect(afterFirst.lastHTTPStatus == 500)
         // Nothing is sent again before its time.
         #expect(await fixture.dispatcher.flush().retried == 0)
         #expect(fixture.handler.deliveries.count == 1)

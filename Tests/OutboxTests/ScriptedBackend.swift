@@ -40,14 +40,14 @@ final class ScriptedBackend: StoreBackend {
     func reserveRoom(bytes: Int) async throws(OutboxError) -> StoreRoom { .unbounded }
 
     func submit(
-        _ changes: [StoreChange], newBody: PreparedBody?, scheduler: Scheduler, room: StoreRoom
+        _ changes: [StoreChange], newBodies: [PreparedBody], scheduler: Scheduler, room: StoreRoom
     ) throws(OutboxError) -> StoreAcknowledgement {
         let batch = try state.withLock { state throws(OutboxError) -> Int in
             if let failure = state.failure { throw failure }
             for change in changes {
                 switch change {
                 case .newEntry(let id):
-                    guard var body = newBody?.body, let metadata = scheduler.metadata(id) else { continue }
+                    guard var body = newBodies.first(where: { $0.body.id == id })?.body, let metadata = scheduler.metadata(id) else { continue }
                     body.sequence = metadata.sequence
                     state.bodies[id] = body
                 case .remove(let id): state.bodies[id] = nil

@@ -42,6 +42,7 @@ public enum Workload {
         enqueue: Durability = .durable, attempt: Durability = .written, outcome: Durability = .durable
     ) -> OutboxStoreConfiguration {
         var configuration = OutboxStoreConfiguration()
+        configuration.unscopedDelivery = .concurrent  // independent writes, drained concurrently
         configuration.enqueueDurability = enqueue
         configuration.attemptDurability = attempt
         configuration.outcomeDurability = outcome

@@ -95,6 +95,7 @@ func runDrain(entries: Int, rounds: Int, only: Set<String>? = nil) async throws 
         defer { directory.remove() }
         try await Workload.preloadStore(root: directory.filePath, count: entries)
         var storeConfiguration = OutboxStoreConfiguration()
+        storeConfiguration.unscopedDelivery = .concurrent  // as SQLite's drain: independent writes
         storeConfiguration.successDurability = successDurability
         let store = try await LogOutboxStore.open(
             root: directory.filePath, partition: Workload.partition, configuration: storeConfiguration)

@@ -28,25 +28,24 @@ let connectivity = NetworkPathMonitor()          // Apple platforms: NWPathMonit
 let connectivity = ManualConnectivityMonitor()   // elsewhere: call setOnline(_:) when it changes
 #endif
 
-let events = dispatcher.events()                 // subscribe before enqueueing: no event is missed
 await dispatcher.start(connectivity: connectivity)   // cold start, connectivity, retry timers
 
 let sent = try await dispatcher.enqueue(SendMessage(conversationID: "c1", body: "hi"))   // the commit point
 // In the app: scenePhase == .active → await dispatcher.appDidBecomeActive()
+//             scenePhase == .background → OutboxBackgroundDelivery.schedule(identifier:) (iOS)
 
-for await event in events {                      // optimistic UI, pending badge
-    if case .delivered(sent.id, let serverID) = event {
-        print("delivered as \(serverID ?? "?")")
-        break
-    }
-    if case .retryScheduled(sent.id, let date, let reason) = event {   // offline, 503, no server…
-        print("will retry at \(date): \(reason)")
-    }
-    if case .quarantined(sent.id, let reason) = event {   // the server refused it: show the user
-        print("not sent: \(reason)")
-        break
+let badge = Task {                               // a pending-writes badge
+    for try await queue in dispatcher.queueUpdates() where queue.summary.unsent > 0 {
+        print("unsent: \(queue.summary.unsent)")
     }
 }
+do {
+    let serverID = try await dispatcher.waitUntilDelivered(sent.id)   // offline, 503, no server…: retried
+    print("delivered as \(serverID ?? "?")")
+} catch let failure as OutboxDeliveryFailure {   // the server refused it: show the user
+    print("not sent: \(failure)")
+}
+badge.cancel()
 print("still unsent:", try await dispatcher.summary().unsent)
 
 await dispatcher.flush()      // send what else is due, e.g. before the app is suspended

@@ -172,6 +172,6 @@ struct ByteReader {
 
     mutating func string16() -> String? {
         guard let count = uint16(), let raw = fixed(Int(count)) else { return nil }
-        return String(validating: raw, as: UTF8.self)
+        return String(checkedUTF8: raw)
     }
 }

@@ -129,10 +129,14 @@ extension DeliveryAttempts {
     /// A failure the server answered (or a thrown error): counted; backoff
     /// or the server's clamped `Retry-After`; quarantined past `maxAttempts`
     /// or the maximum age since the server's first answer.
-    private func recordTransient(
+    func recordTransient(
         _ entry: OutboxEntry, reason: String, httpStatus status: Int?, retryAfter: Duration?,
         into report: inout OutboxFlushReport
     ) async throws(OutboxError) {
+        if let status, configuration.unavailableStatuses.contains(status) {
+            try await recordUnavailable(entry, reason: reason, httpStatus: status, retryAfter: retryAfter, into: &report)
+            return
+        }
         let now = clock.now()
         let wait = retryAfter.map(clampRetryAfter)
             ?? jitter.withLock { configuration.backoff.delay(afterAttempt: entry.attempts, using: &$0) }

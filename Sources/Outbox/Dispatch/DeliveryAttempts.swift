@@ -46,15 +46,10 @@ final class DeliveryAttempts: Sendable {
     func attempt(_ entry: OutboxEntry, with handler: any OutboxHandler) async -> OutboxFlushReport {
         var report = OutboxFlushReport()
         do throws(OutboxError) {
-            // Too long since the server first answered: quarantine, never drop silently.
-            if let maximumAge = configuration.maximumAge, let answered = entry.firstAnswerAt,
-                clock.now() >= answered.adding(maximumAge)
-            {
-                try await quarantine(
-                    entry, reason: "expired: the server first answered more than \(maximumAge) ago", httpStatus: nil,
-                    into: &report)
-                return report
-            }
+            // No expiry check here: an entry past its maximum age is asked
+            // once more, and expires only if the server answers that attempt
+            // with another failure (recordTransient). A week offline after
+            // the server's last answer must not kill a write unasked.
             if let since = entry.outcomeUnknownSince, let reason = keyMayBeForgotten(since: since) {
                 try await leaveForTheApp(entry, reason: reason, httpStatus: nil, into: &report)
                 return report
@@ -87,6 +82,7 @@ final class DeliveryAttempts: Sendable {
             try await apply(outcome, to: entry, delivery: sent, handler: handler, startedAt: started, into: &report)
         } catch {
             report.errors.append("\(entry.id): \(error)")
+            publish(.storeFailed(entry.id, error: error))
             logger.error("attempt failed in the store", metadata: ["id": "\(entry.id)", "error": "\(error)"])
             await release(entry, because: error)
         }

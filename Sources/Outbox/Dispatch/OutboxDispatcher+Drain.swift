@@ -61,6 +61,7 @@ extension OutboxDispatcher {
                     } catch {
                         // Let the running attempts finish and record their outcomes.
                         storeFailed = true
+                        publish(.storeFailed(nil, error: (error as? OutboxError) ?? OutboxError(.storage, "\(error)")))
                         report.errors.append("claimDue: \(error)")
                         logger.error("cannot claim due entries", metadata: ["error": "\(error)"])
                     }
@@ -116,6 +117,7 @@ extension OutboxDispatcher {
                     metadata: ["count": "\(reclaimed.count)", "ids": "\(reclaimed.prefix(10))"])
             }
         } catch {
+            publish(.storeFailed(nil, error: error))
             logger.error("cannot reclaim expired leases", metadata: ["error": "\(error)"])
         }
     }

@@ -37,25 +37,29 @@ public actor OutboxDispatcher {
     let configurationError: OutboxError?
     let clock: any OutboxClock
     private let broadcaster: EventBroadcaster
+    /// Where observers learn that entries or the dispatcher's own state
+    /// changed: the store's feed, or (for a store without one) the
+    /// dispatcher's, fed with its events.
+    nonisolated let feed: OutboxChangeFeed
     /// Runs each attempt, off this actor.
     let attempts: DeliveryAttempts
     var logger: Logger { configuration.logger }
 
     /// The running drain, if any: flushes join it, enqueues and flushes wake it.
-    private var running: (task: Task<OutboxFlushReport, Never>, wakeup: Wakeup)?
+    var running: (task: Task<OutboxFlushReport, Never>, wakeup: Wakeup)?
     private var drainAgain = false
-    private var paused = false
-    private var online = true
-    private var lifecycle = Lifecycle.idle
+    var paused = false
+    var online = true
+    var lifecycle = Lifecycle.idle
     /// While ``drain(until:)`` runs: no attempt starts after this.
     private var claimDeadline: Date?
-    private var timer: (task: Task<Void, Never>, deadline: Date)?
+    var timer: (task: Task<Void, Never>, deadline: Date)?
     private var monitorTask: Task<Void, Never>?
     var reportedUnhandled: Set<OutboxEntry.ID> = []
     private var lastPrune: Date?
     var lastLeaseCheck: Date?
 
-    private enum Lifecycle {
+    enum Lifecycle {
         /// Never started: every enqueue flushes in the background.
         case idle
         case started
@@ -66,9 +70,12 @@ public actor OutboxDispatcher {
     private let metrics: DispatcherMetrics
 
     /// - Parameters:
+    ///   - store: the queue to drain.
     ///   - handlers: the handler for each entry type.
     ///   - fallback: a handler for types not in `handlers` (a generic HTTP
     ///     handler, say); `nil` leaves such entries alone.
+    ///   - configuration: pacing, timeouts and retries.
+    ///   - clock: the time (a ``ManualOutboxClock`` in tests).
     public init(
         store: any OutboxStore, handlers: [String: any OutboxHandler], fallback: (any OutboxHandler)? = nil,
         configuration: OutboxDispatcherConfiguration = OutboxDispatcherConfiguration(),
@@ -86,7 +93,9 @@ public actor OutboxDispatcher {
             configuration.logger.error("the dispatcher's configuration is invalid; it will send nothing", metadata: ["error": "\(error)"])
         }
         self.clock = clock
-        let broadcaster = EventBroadcaster()
+        let feed = store.changeFeed ?? OutboxChangeFeed()
+        self.feed = feed
+        let broadcaster = EventBroadcaster(announcingTo: store.changeFeed == nil ? feed : nil)
         let metrics = DispatcherMetrics()
         self.broadcaster = broadcaster
         self.metrics = metrics
@@ -124,11 +133,18 @@ public actor OutboxDispatcher {
         return try await enqueue(request)
     }
 
-    /// Records a request built by hand; see ``enqueue(_:id:)``.
+    /// Records a request built by hand; see ``enqueue(_:id:idempotencyKey:)``.
     @discardableResult
     public func enqueue(_ request: OutboxEnqueueRequest) async throws(OutboxError) -> OutboxEnqueueResult {
         if let configurationError { throw configurationError }
         let result = try await store.enqueue(request)
+        announceEnqueued(result)
+        afterEnqueue([request.id])
+        return result
+    }
+
+    /// Publishes what an enqueue recorded.
+    func announceEnqueued(_ result: OutboxEnqueueResult) {
         switch result {
         case .enqueued(let entry), .coalesced(let entry, _):
             metrics.enqueued.increment()
@@ -141,14 +157,17 @@ public actor OutboxDispatcher {
         case .duplicate:
             break
         }
+    }
+
+    /// After an enqueue: flushes in the background, unless stopped.
+    func afterEnqueue(_ ids: [OutboxEntry.ID]) {
         if lifecycle == .stopped {
             logger.notice(
                 "recorded while the dispatcher is stopped: it is sent after the next start()",
-                metadata: ["id": "\(request.id)"])
+                metadata: ["ids": "\(ids.prefix(10))"])
         } else {
             Task { await self.flush() }
         }
-        return result
     }
 
     /// A stream of everything that happens to entries, from now on. Each
@@ -158,10 +177,20 @@ public actor OutboxDispatcher {
     /// Counts and bytes by status, for a pending-writes badge.
     public func summary() async throws(OutboxError) -> OutboxSummary { try await store.summary() }
 
-    /// Puts a quarantined (or conflicting) entry back in the queue, with its
-    /// dependents, and flushes.
+    /// Sends an entry again: a quarantined (or conflicting) one goes back
+    /// in the queue with fresh attempts and its dependents; one waiting for
+    /// its retry time ("send now") becomes due at once, its attempts kept.
+    /// Then flushes.
+    ///
+    /// - Throws: ``OutboxError/Code/notFound`` for an unknown id,
+    ///   ``OutboxError/Code/invalidTransition`` for an entry being sent,
+    ///   delivered, or whose dependency cannot be delivered.
     public func retry(_ id: OutboxEntry.ID) async throws(OutboxError) {
-        _ = try await store.retry(id, at: clock.now())
+        switch try await store.state(of: id)?.status {
+        case .failed?: _ = try await store.bringForward([id], at: clock.now())
+        case .pending?: break  // due already
+        default: _ = try await store.retry(id, at: clock.now())
+        }
         Task { await self.flush() }
     }
 
@@ -204,7 +233,7 @@ public actor OutboxDispatcher {
     public func start(connectivity: (any ConnectivityMonitor)? = nil) {
         guard lifecycle != .started else { return }
         lifecycle = .started
-        paused = false
+        defer { feed.publishQueueChange() }
         guard let connectivity else {
             online = true
             Task { await self.flush() }
@@ -226,7 +255,8 @@ public actor OutboxDispatcher {
 
     private func coldStart(isOnline: Bool) {
         online = isOnline
-        if isOnline { Task { await self.flush() } }
+        feed.publishQueueChange()
+        if isOnline { Task { await self.backOnline() } }
     }
 
     /// Stops: no new attempt starts, running attempts are cancelled (each
@@ -241,30 +271,41 @@ public actor OutboxDispatcher {
         monitorTask = nil
         timer?.task.cancel()
         timer = nil
+        for sleeper in sleepers { sleeper.signal() }  // a drain(until:) waiting for a retry time ends
         if let running {
             running.task.cancel()
             _ = await valueUnlessCancelled(of: running.task)
         }
         broadcaster.finish()
+        feed.publishQueueChange()
     }
 
     /// Connectivity changed: offline stops new attempts; online flushes.
     public func connectivityChanged(isOnline: Bool) {
         guard online != isOnline else { return }
         online = isOnline
+        feed.publishQueueChange()
         logger.debug("connectivity changed", metadata: ["online": "\(isOnline)"])
-        if isOnline { Task { await self.flush() } }
+        if isOnline { Task { await self.backOnline() } }
     }
 
     /// The app came to the foreground: a good time to retry.
     public func appDidBecomeActive() { Task { await self.flush() } }
 
-    /// Stops starting attempts (running ones finish) until ``resume()``.
-    public func pause() { paused = true }
+    /// Stops starting attempts (running ones finish) until ``resume()`` —
+    /// whatever else happens meanwhile: enqueues, retry times, the network
+    /// coming back, ``flush()``, ``drain(until:)`` and a ``stop()``/``start(connectivity:)``
+    /// cycle all leave it paused. Enqueues are still recorded. ``isPaused``
+    /// tells; ``queueUpdates()`` shows it.
+    public func pause() {
+        paused = true
+        feed.publishQueueChange()
+    }
 
-    /// Resumes after ``pause()`` and flushes.
+    /// Resumes after ``pause()``: flushes, and the retry timer runs again.
     public func resume() {
         paused = false
+        feed.publishQueueChange()
         Task { await self.flush() }
     }
 
@@ -283,29 +324,64 @@ public actor OutboxDispatcher {
 
     /// Sends what is due and keeps going — waiting for retries to come due,
     /// sending what is enqueued meanwhile — until nothing is left unsent or
-    /// `deadline` passes. No attempt starts after the deadline; attempts
-    /// running then end within ``OutboxDispatcherConfiguration/deliveryTimeout``
-    /// (each is recorded: no entry stays in flight), so this returns within
-    /// the deadline plus one delivery timeout — or at once if the calling
-    /// task is cancelled.
+    /// the deadline comes: for a background task (`BGProcessingTask`, an
+    /// Android-style worker) that has until `deadline`.
+    ///
+    /// It returns **before** the deadline: no attempt starts, and running
+    /// attempts are cancelled (recorded as interrupted, resent later with the
+    /// same key), ``OutboxDispatcherConfiguration/deadlineMargin`` before it —
+    /// the margin is the time left to record their outcomes. If the calling
+    /// task is cancelled (a background task's expiration handler), it does
+    /// the same at once. Either way nothing is left in flight: every attempt
+    /// it waited on has recorded its outcome when it returns. A handler that
+    /// ignores cancellation is not waited for (its entry's next attempt
+    /// waits for it instead).
     ///
     /// Entries that cannot be sent before the deadline (a retry due later,
-    /// a dependency not delivered) stay queued; ``summary()`` and
-    /// ``OutboxStore/entries(matching:)`` tell what is left and why.
+    /// a dependency not delivered) stay queued; ``summary()``,
+    /// ``queueState()`` and ``OutboxStore/entries(matching:)`` tell what is
+    /// left and why. It also returns early when nothing left can come due by
+    /// itself, and after ``stop()``.
     @discardableResult
     public func drain(until deadline: Date) async -> OutboxFlushReport {
         if let refused = refusedForConfiguration() { return refused }
-        claimDeadline = deadline
+        // The margin, but never more than a quarter of the time given: a
+        // short drain (`outbox drain --timeout 1`) still sends.
+        let given = max(0, deadline.timeIntervalSince(clock.now()))
+        let cutoff = deadline.addingTimeInterval(-min(OutboxBackoff.seconds(configuration.deadlineMargin), given / 4))
+        claimDeadline = cutoff
         // Every drain until then counts, whoever started it (a timer, an enqueue).
         deadlineReport = OutboxFlushReport()
         defer {
             claimDeadline = nil
             deadlineReport = nil
         }
-        while !Task.isCancelled {
+        // At the cutoff, the running attempts are interrupted.
+        let clock = self.clock
+        let alarm = Task { [weak self] in
+            do { try await clock.sleep(until: cutoff) } catch { return }
+            await self?.interruptRunningDrain()
+        }
+        defer { alarm.cancel() }
+        await withTaskCancellationHandler {
+            await drainUntilDeadline(cutoff)
+        } onCancel: {
+            Task { await self.interruptRunningDrain() }
+        }
+        // Wait (even when cancelled: it is interrupted, so it ends promptly)
+        // for the drain this call took part in, so nothing stays in flight.
+        if let running, Task.isCancelled || clock.now() >= cutoff {
+            running.task.cancel()
+            _ = await running.task.value
+        }
+        return deadlineReport ?? OutboxFlushReport()
+    }
+
+    private func drainUntilDeadline(_ cutoff: Date) async {
+        while !Task.isCancelled && lifecycle != .stopped {
             guard await valueUnlessCancelled(of: drainTask()) != nil else { break }
             let now = clock.now()
-            guard now < deadline, let unsent = try? await store.summary().unsent, unsent > 0 else { break }
+            guard now < cutoff, let unsent = try? await store.summary().unsent, unsent > 0 else { break }
             guard let due = try? await store.nextDueDate() else {
                 // In flight: a drain another caller started (the retry
                 // timer, an enqueue) holds it; its outcome decides what
@@ -318,15 +394,22 @@ public actor OutboxDispatcher {
                 // dependency that needs a person, say): waiting cannot help.
                 break
             }
-            // Wait for the next retry (or the deadline), woken early by an
+            // Wait for the next retry (or the cutoff), woken early by an
             // enqueue or a flush: they start a drain of their own.
-            let next = min(due, deadline)
+            let next = min(due, cutoff)
+            if lifecycle == .stopped { break }  // stop() woke the sleepers before this one
             if next > now {
                 if let running { _ = await valueUnlessCancelled(of: running.task) } else { await sleep(until: next) }
             }
-            if clock.now() >= deadline { break }
+            if clock.now() >= cutoff { break }
         }
-        return deadlineReport ?? OutboxFlushReport()
+    }
+
+    /// Cancels the running drain's attempts (each is recorded as
+    /// interrupted); the dispatcher's triggers start a new drain later.
+    private func interruptRunningDrain() {
+        running?.task.cancel()
+        for sleeper in sleepers { sleeper.signal() }
     }
 
     /// What every drain did while ``drain(until:)`` runs.
@@ -351,6 +434,7 @@ public actor OutboxDispatcher {
         let wakeup = Wakeup()
         let task = Task { await self.drainUntilQuiet(wakeup: wakeup) }
         running = (task, wakeup)
+        feed.publishQueueChange()
         return task
     }
 
@@ -385,6 +469,7 @@ public actor OutboxDispatcher {
         for sleeper in sleepers { sleeper.signal() }
         await pruneIfDue()
         await scheduleTimer()
+        feed.publishQueueChange()
         return report
     }
 
@@ -400,7 +485,9 @@ public actor OutboxDispatcher {
         let now = clock.now()
         if let lastPrune, now < lastPrune.adding(configuration.pruneInterval) { return }
         lastPrune = now
+        await removeExpiredDead(at: now)
         do { try await store.prune(at: now) } catch {
+            publish(.storeFailed(nil, error: error))
             logger.error("cannot prune the outbox", metadata: ["error": "\(error)"])
         }
     }

@@ -25,6 +25,8 @@ extension OutboxDispatcherConfiguration {
         if let maximumAge { try duration(maximumAge, "maximumAge", positive: true) }
         try duration(deliveryTimeout, "deliveryTimeout", positive: true)
         try duration(leaseGrace, "leaseGrace")
+        try duration(deadlineMargin, "deadlineMargin")
+        if let deadRetention { try duration(deadRetention, "deadRetention") }
         try duration(pruneInterval, "pruneInterval")
         // The lease (timeout + grace) must itself be a duration the store accepts.
         try duration(deliveryTimeout + leaseGrace, "deliveryTimeout + leaseGrace")

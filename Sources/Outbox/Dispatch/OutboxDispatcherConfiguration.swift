@@ -12,8 +12,20 @@ public struct OutboxDispatcherConfiguration: Sendable {
     /// quarantined instead of retried (the seeds' "older than N days → give
     /// up", but never silently). Counted from the server's first answer,
     /// not from the enqueue: while the server cannot be reached at all
-    /// (``OutboxOutcome/notSent(reason:)``) an entry never expires. Default 7 days.
+    /// (``OutboxOutcome/notSent(reason:)``, the device offline) an entry
+    /// never expires. And it is judged only when the server answers again: an
+    /// entry past its age is sent once more, and quarantined only if that
+    /// attempt fails too — a week offline after a 503 does not kill it
+    /// unasked. Default 7 days.
     public var maximumAge: Duration? = .seconds(7 * 24 * 3600)
+    /// HTTP statuses that say the server cannot take requests now, not that
+    /// this request failed: such a transient answer is retried (after the
+    /// server's clamped `Retry-After`, or the capped ``backoff``) **without
+    /// using up `maxAttempts`**, until ``maximumAge``. So a day of 503s
+    /// never quarantines a write, while a request that keeps failing with a
+    /// 500 (a server bug it triggers) is quarantined after `maxAttempts`.
+    /// Default 429, 502, 503 and 504.
+    public var unavailableStatuses: Set<Int> = [429, 502, 503, 504]
     /// A server's `Retry-After` is kept within these bounds: `Retry-After: 0`
     /// or a past date would re-send at once and burn the attempts in
     /// milliseconds; a huge one would park the entry for days. Default 1 s … 1 h.
@@ -51,10 +63,22 @@ public struct OutboxDispatcherConfiguration: Sendable {
     /// A delivery running longer is cancelled and counts as a transient
     /// failure. Default 60 s.
     public var deliveryTimeout: Duration = .seconds(60)
+    /// How long before the deadline of ``OutboxDispatcher/drain(until:)``
+    /// it stops starting attempts and interrupts the running ones, so that
+    /// their outcomes are recorded and it returns before the deadline
+    /// (never more than a quarter of the time the drain is given). Default 1 s.
+    public var deadlineMargin: Duration = .seconds(1)
     /// The attempt's lease outlives the timeout by this much.
     public var leaseGrace: Duration = .seconds(30)
+    /// How long a quarantined (`dead`) entry is kept for the app or a
+    /// person to inspect, retry or discard; after it, the dispatcher's
+    /// periodic prune removes it with a ``OutboxEvent/discarded(_:reason:)``
+    /// event. Counted from the quarantine. `nil` (the default) keeps dead
+    /// entries until the app decides: a dead entry is a write the user made.
+    public var deadRetention: Duration?
     /// How often, at most, a drain also prunes succeeded entries past their
-    /// audit window and stale id mappings. Default one hour.
+    /// audit window, stale id mappings and dead entries past
+    /// ``deadRetention``. Default one hour.
     public var pruneInterval: Duration = .seconds(3600)
     /// Seed for the backoff jitter (tests); `nil` uses system randomness.
     public var randomSeed: UInt64?

@@ -31,12 +31,34 @@ public enum OutboxEvent: Sendable, Hashable {
     case remapped(OutboxEntry.ID, local: OutboxEntry.ID, serverID: String)
     /// No handler is registered for this entry's type: it is left alone.
     case unhandled(OutboxEntry.ID, type: String)
+    /// The store failed while the dispatcher worked (claiming entries,
+    /// recording an attempt's outcome — then for that entry —, reclaiming
+    /// leases, pruning). A store that fails refuses every later call until
+    /// it is reopened (Docs/OUTBOX.md): show it, and reopen the store.
+    case storeFailed(OutboxEntry.ID?, error: OutboxError)
+
+    /// The entry the event is about, if it is about one.
+    public var entryID: OutboxEntry.ID? {
+        switch self {
+        case .enqueued(let entry): entry.id
+        case .sending(let id, _), .delivered(let id, _), .replayed(let id, _), .retryScheduled(let id, _, _),
+            .interrupted(let id, _, _), .quarantined(let id, _), .conflict(let id, _), .discarded(let id, _),
+            .remapped(let id, _, _), .unhandled(let id, _):
+            id
+        case .storeFailed(let id, _): id
+        }
+    }
 }
 
 /// Fans events out to every subscriber; each gets its own stream.
 final class EventBroadcaster: Sendable {
     private let subscribers = Locked<[UInt64: AsyncStream<OutboxEvent>.Continuation]>([:])
     private let nextID = Locked<UInt64>(0)
+    /// A feed told which entry each event concerns, for a store that has no
+    /// feed of its own.
+    private let feed: OutboxChangeFeed?
+
+    init(announcingTo feed: OutboxChangeFeed? = nil) { self.feed = feed }
 
     func stream() -> AsyncStream<OutboxEvent> {
         let id = nextID.withLock { next -> UInt64 in
@@ -52,6 +74,7 @@ final class EventBroadcaster: Sendable {
     }
 
     func publish(_ event: OutboxEvent) {
+        if let feed { feed.publish(event.entryID.map { [$0] } ?? []) }
         for continuation in subscribers.withLock({ Array($0.values) }) { continuation.yield(event) }
     }
 

@@ -36,6 +36,7 @@ public struct ClosureOutboxHandler: OutboxHandler {
     private let resend: (@Sendable (OutboxDelivery) async throws -> OutboxOutcome)?
 
     /// - Parameters:
+    ///   - conflictPolicy: what to do with a conflict.
     ///   - body: delivers one entry.
     ///   - resend: for ``OutboxConflictPolicy/clientWins``, the forced
     ///     resend after a conflict; `nil` reports the conflict again.

@@ -128,7 +128,7 @@ public struct OutboxEnqueueRequest: Sendable, Hashable {
     }
 }
 
-/// What ``OutboxStore/enqueue(_:)`` did.
+/// What an `OutboxStore.enqueue(_:)` did.
 public enum OutboxEnqueueResult: Sendable, Hashable {
     /// A new entry.
     case enqueued(OutboxEntry)

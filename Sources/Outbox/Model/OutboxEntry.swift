@@ -51,8 +51,9 @@ public struct OutboxEntry: Sendable, Hashable, Identifiable {
     public var attempts: Int
     /// After this many attempts a transient failure quarantines the entry.
     public var maxAttempts: Int
-    /// When the next attempt may start (`failed`), or when the current
-    /// attempt's lease expires (`inFlight`).
+    /// When the next attempt may start (`failed`), when the current
+    /// attempt's lease expires (`inFlight`), or when the entry was
+    /// quarantined (`dead`: the retention of dead entries counts from it).
     public var nextAttemptAt: Date
     /// Why the last attempt failed, or why the entry was quarantined.
     public var lastError: String?

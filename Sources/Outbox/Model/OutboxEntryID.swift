@@ -7,6 +7,21 @@ import Foundation
 /// creates until the server has answered: a child entry can use
 /// `local:<parent id>` in its endpoint or JSON payload, and the dispatcher
 /// replaces it with the parent's server id before sending the child.
+///
+/// In an `Encodable` action it encodes as its local reference, the string
+/// `"local:<UUID>"`, so an action can carry the entry it refers to as a
+/// plain property and the dispatcher replaces it with the server's id:
+///
+/// ```swift
+/// struct AddPhoto: OutboxAction, Encodable {
+///     static let type = "add_photo"
+///     let album: OutboxEntry.ID       // sent as "local:…", then as the album's server id
+///     let caption: String
+///     var method: String { "POST" }
+///     var endpoint: String { "/albums/\(album.localReference)/photos" }
+///     var dependencies: [OutboxEntry.ID] { [album] }
+/// }
+/// ```
 public struct OutboxEntryID: Hashable, Sendable, Comparable, Codable, CustomStringConvertible {
     public let uuid: UUID
 
@@ -30,6 +45,29 @@ public struct OutboxEntryID: Hashable, Sendable, Comparable, Codable, CustomStri
     /// `local:<UUID>`: how payloads and endpoints refer to what this entry
     /// creates before the server has given it an id.
     public var localReference: String { Self.localPrefix + description }
+
+    /// Encodes as ``localReference``: `"local:<UUID>"`.
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.singleValueContainer()
+        try container.encode(localReference)
+    }
+
+    /// Decodes a `local:` reference or a bare UUID string (and the keyed form
+    /// `{"uuid": …}` of releases before it encoded as a reference).
+    public init(from decoder: any Decoder) throws {
+        if let container = try? decoder.singleValueContainer(), let text = try? container.decode(String.self) {
+            guard let id = OutboxEntryID(text) else {
+                throw DecodingError.dataCorruptedError(
+                    in: container, debugDescription: "not an outbox entry id or local: reference: \(text)")
+            }
+            self = id
+            return
+        }
+        let keyed = try decoder.container(keyedBy: LegacyKeys.self)
+        self.init(try keyed.decode(UUID.self, forKey: .uuid))
+    }
+
+    private enum LegacyKeys: String, CodingKey { case uuid }
 
     /// The UUID's canonical upper-case text.
     public var description: String { FastUUID.string(uuid) }

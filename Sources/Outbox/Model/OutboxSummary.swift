@@ -6,9 +6,27 @@ public struct OutboxSummary: Sendable, Hashable, Codable {
     public var counts: [OutboxStatus: Int]
     public var bytes: [OutboxStatus: Int]
 
-    public init(counts: [OutboxStatus: Int] = [:], bytes: [OutboxStatus: Int] = [:]) {
+    /// When the oldest entry not yet delivered (pending, failed or in
+    /// flight) was created; `nil` when there is none. For "waiting since…".
+    public var oldestUnsentAt: Date?
+    /// The earliest time an entry waiting for its retry may be sent again
+    /// (in the past: due now); `nil` when none waits for a time.
+    public var nextAttemptAt: Date?
+
+    public init(
+        counts: [OutboxStatus: Int] = [:], bytes: [OutboxStatus: Int] = [:], oldestUnsentAt: Date? = nil,
+        nextAttemptAt: Date? = nil
+    ) {
         self.counts = counts
         self.bytes = bytes
+        self.oldestUnsentAt = oldestUnsentAt
+        self.nextAttemptAt = nextAttemptAt
+    }
+
+    /// How long the oldest unsent entry has waited at `now`; `nil` when
+    /// nothing is unsent.
+    public func oldestUnsentAge(at now: Date = Date()) -> TimeInterval? {
+        oldestUnsentAt.map { max(0, now.timeIntervalSince($0)) }
     }
 
     /// Entries not yet delivered and not quarantined: pending, in flight or failed.

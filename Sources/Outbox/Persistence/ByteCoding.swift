@@ -59,7 +59,7 @@ struct ByteReader {
 
     mutating func string() throws(Failure) -> String {
         let raw = try data()
-        guard let text = String(validating: raw, as: UTF8.self) else { throw Failure(reason: "invalid UTF-8") }
+        guard let text = String(checkedUTF8: raw) else { throw Failure(reason: "invalid UTF-8") }
         return text
     }
 

@@ -54,6 +54,10 @@ struct Scheduler: Sendable {
     private var ready = Heap<Candidate>()
     /// Candidates by the time they may go.
     private var waiting = Heap<Timed>()
+    /// Unsent entries by creation time, oldest first, for the summary's
+    /// oldest pending age; stale items (delivered, quarantined, replaced)
+    /// are dropped when they reach the top.
+    private var unsentByCreation = Heap<Aged>()
     /// Candidates parked until a dependency succeeds: parent → children.
     private var blocked: [OutboxEntryID: [OutboxEntryID]] = [:]
     /// Every live entry that depends on a live parent: parent → children.
@@ -95,6 +99,15 @@ struct Scheduler: Sendable {
         /// "Sent first" is "smaller": higher priority, then lower sequence.
         static func < (a: Self, b: Self) -> Bool {
             a.priority != b.priority ? a.priority > b.priority : a.sequence < b.sequence
+        }
+    }
+
+    struct Aged: Comparable, Sendable {
+        var createdAt: Int64
+        var sequence: UInt64
+        var id: OutboxEntryID
+        static func < (a: Self, b: Self) -> Bool {
+            a.createdAt != b.createdAt ? a.createdAt < b.createdAt : a.sequence < b.sequence
         }
     }
 
@@ -151,7 +164,8 @@ struct Scheduler: Sendable {
                 entries[id] = entry
                 changes.append(.state(id))
             }
-            if entry.status.holdsScope && entry.scope != 0 { scopes[entry.scope, default: []].append(id) }
+            if entry.status.holdsScope, let queue = queue(of: entry) { scopes[queue, default: []].append(id) }
+            if entry.status.holdsScope { noteUnsent(entry) }
             if entry.coalescing != 0 && entry.status != .succeeded { keyed[entry.coalescing, default: []].append(id) }
             // Only younger entries depend on a live one (as at run time): an
             // older entry naming the same id depended on an earlier entry with
@@ -274,6 +288,20 @@ struct Scheduler: Sendable {
         return (accepted, rejected)
     }
 
+    /// When the oldest entry not yet delivered nor set aside (pending,
+    /// failed or in flight) was created, in ms since 1970.
+    mutating func oldestUnsentCreation() -> Int64? {
+        while let top = unsentByCreation.min {
+            if let entry = entries[top.id], entry.sequence == top.sequence, entry.status.holdsScope { return top.createdAt }
+            unsentByCreation.removeMin()
+        }
+        return nil
+    }
+
+    private mutating func noteUnsent(_ entry: EntryMetadata) {
+        unsentByCreation.insert(Aged(createdAt: entry.createdAt, sequence: entry.sequence, id: entry.id))
+    }
+
     /// When the next entry becomes due, if any is waiting for its time.
     mutating func nextDueTime() -> Int64? {
         while let top = waiting.min {
@@ -338,7 +366,8 @@ struct Scheduler: Sendable {
         // queues behind what is there. (Ahead of a dependency it would wait
         // for it while, as the scope's head, holding it back: a deadlock.)
         let keepsPlace = replaced.map { $0.scope == scope && isBehindDependencies($0.sequence, of: request) } ?? false
-        let takesReplacedSlot = keepsPlace && scope != 0
+        let newQueue = queue(ofScope: scope, hasDependencies: !request.dependencies.isEmpty)
+        let takesReplacedSlot = keepsPlace && newQueue != nil && replaced.flatMap { queue(of: $0) } == newQueue
         if let replaced {
             changes += removeEntry(replaced.id, cascadeReason: nil, keepScopeSlotFor: takesReplacedSlot ? request.id : nil)
             changes.append(.remove(replaced.id))
@@ -355,7 +384,8 @@ struct Scheduler: Sendable {
         entry.version = 1
         entries[entry.id] = entry
         adjust(.pending, count: 1, bytes: storedBytes)
-        if entry.scope != 0 && !takesReplacedSlot { insertIntoScope(entry) }
+        if queue(of: entry) != nil && !takesReplacedSlot { insertIntoScope(entry) }
+        noteUnsent(entry)
         if entry.coalescing != 0 {
             keyed[entry.coalescing, default: []].append(entry.id)
             pristine.insert(entry.id)
@@ -688,8 +718,30 @@ struct Scheduler: Sendable {
     }
 
     private func isHead(_ entry: EntryMetadata) -> Bool {
-        entry.scope == 0 || scopes[entry.scope]?.first == entry.id
+        guard let queue = queue(of: entry) else { return true }
+        return scopes[queue]?.first == entry.id
     }
+
+    /// The send queue an entry waits in: its scope's, or — for an entry
+    /// without a scope and without dependencies — the partition's one queue
+    /// of unscoped entries when they go in order
+    /// (``OutboxStoreConfiguration/UnscopedDelivery/inOrder``, the default);
+    /// `nil` when it goes on its own. An unscoped entry with dependencies
+    /// waits for them instead (the seeds' one exception to FIFO): in the
+    /// queue, waiting for a parent that needs a person, it would hold back
+    /// every unscoped write behind it.
+    private func queue(of entry: EntryMetadata) -> UInt32? {
+        queue(ofScope: entry.scope, hasDependencies: !(entry.dependencies ?? []).isEmpty)
+    }
+
+    private func queue(ofScope scope: UInt32, hasDependencies: Bool) -> UInt32? {
+        if scope != 0 { return scope }
+        return configuration.unscopedDelivery == .inOrder && !hasDependencies ? Self.unscopedQueue : nil
+    }
+
+    /// The key of the unscoped entries' queue: never an interned scope's id
+    /// (those count up from 1).
+    static let unscopedQueue = UInt32.max
 
     /// The first dependency that has not succeeded yet, if any.
     private func unmetDependency(_ entry: EntryMetadata) -> OutboxEntryID? {
@@ -703,13 +755,16 @@ struct Scheduler: Sendable {
         totalBytes += count * size
     }
 
-    private mutating func setStatus(_ entry: inout EntryMetadata, _ status: OutboxStatus) {
+    mutating func setStatus(_ entry: inout EntryMetadata, _ status: OutboxStatus) {
         adjust(entry.status, count: -1, bytes: Int(entry.storedBytes))
         adjust(status, count: 1, bytes: Int(entry.storedBytes))
         // Any status change ends an entry's hold on its coalescing key for
         // good; delivered, it is no longer the key's newest value.
         if status != entry.status { pristine.remove(entry.id) }
         if status == .succeeded { forgetKey(of: entry) }
+        // A dead entry is never due: its time says when it died, for the
+        // retention of dead entries (``removeDead(diedBefore:)``).
+        if status == .dead && entry.status != .dead { entry.when = Date().milliseconds }
         entry.status = status
     }
 
@@ -726,14 +781,14 @@ struct Scheduler: Sendable {
         if keyed[entry.coalescing]!.isEmpty { keyed[entry.coalescing] = nil }
     }
 
-    private mutating func commit(_ entry: EntryMetadata) {
+    mutating func commit(_ entry: EntryMetadata) {
         var entry = entry
         entry.version &+= 1
         entries[entry.id] = entry
     }
 
     /// Makes `id` a send candidate if it is sendable and first in its scope.
-    private mutating func consider(_ id: OutboxEntryID) {
+    mutating func consider(_ id: OutboxEntryID) {
         guard let entry = entries[id], entry.status.isSendable, isHead(entry) else { return }
         waiting.insert(Timed(when: entry.when, sequence: entry.sequence, id: id, version: entry.version))
     }
@@ -745,17 +800,18 @@ struct Scheduler: Sendable {
     private mutating func insertIntoScope(_ entry: EntryMetadata) {
         // Mutate in place: copying the queue out and back would copy the
         // whole deque on every enqueue (quadratic for a busy scope).
-        if let last = scopes[entry.scope]?.last, let lastEntry = entries[last], lastEntry.sequence > entry.sequence {
-            scopes[entry.scope]!.insert(entry.id, at: scopePosition(for: entry))
+        guard let queue = queue(of: entry) else { return }
+        if let last = scopes[queue]?.last, let lastEntry = entries[last], lastEntry.sequence > entry.sequence {
+            scopes[queue]!.insert(entry.id, at: scopePosition(for: entry, in: queue))
         } else {
-            scopes[entry.scope, default: []].append(entry.id)
+            scopes[queue, default: []].append(entry.id)
         }
     }
 
     /// Where ``insertIntoScope(_:)`` puts `entry` (a read, so the deque is
     /// not copied by the insert that follows).
-    private func scopePosition(for entry: EntryMetadata) -> Int {
-        guard let queue = scopes[entry.scope] else { return 0 }
+    private func scopePosition(for entry: EntryMetadata, in key: UInt32) -> Int {
+        guard let queue = scopes[key] else { return 0 }
         let headWasAttempted = queue.first.flatMap { entries[$0] }.map { $0.attempts > 0 } ?? false
         let start = headWasAttempted ? 1 : 0
         return queue[start...].firstIndex { (entries[$0]?.sequence ?? 0) > entry.sequence } ?? queue.count
@@ -765,12 +821,12 @@ struct Scheduler: Sendable {
     private mutating func leaveScope(_ entry: EntryMetadata) {
         // In place, and from the front in the common case (the head leaves):
         // a copy of the deque here would make draining a busy scope quadratic.
-        guard entry.scope != 0, let at = scopes[entry.scope]?.firstIndex(of: entry.id) else { return }
-        if at == 0 { scopes[entry.scope]!.removeFirst() } else { scopes[entry.scope]!.remove(at: at) }
-        if let head = scopes[entry.scope]!.first {
+        guard let queue = queue(of: entry), let at = scopes[queue]?.firstIndex(of: entry.id) else { return }
+        if at == 0 { scopes[queue]!.removeFirst() } else { scopes[queue]!.remove(at: at) }
+        if let head = scopes[queue]!.first {
             if at == 0 { consider(head) }
         } else {
-            scopes[entry.scope] = nil
+            scopes[queue] = nil
         }
     }
 
@@ -781,7 +837,8 @@ struct Scheduler: Sendable {
         entry.when = now
         failures[id] = nil
         commit(entry)
-        if entry.scope != 0 { insertIntoScope(entries[id]!) }
+        insertIntoScope(entries[id]!)
+        noteUnsent(entries[id]!)
         consider(id)
         changes.append(.state(id))
     }
@@ -819,15 +876,15 @@ struct Scheduler: Sendable {
     /// Forgets an entry; with `cascadeReason`, quarantines its dependents.
     /// With `replacement`, the replacement takes its place in its scope.
     @discardableResult
-    private mutating func removeEntry(
+    mutating func removeEntry(
         _ id: OutboxEntryID, cascadeReason: String?, keepScopeSlotFor replacement: OutboxEntryID? = nil,
         collecting changes: inout [StoreChange]
     ) -> [OutboxEntryID] {
         guard let entry = entries[id] else { return [] }
         var cascade: [OutboxEntryID] = []
         if let cascadeReason { cascade = cascadeDeath(from: id, reason: cascadeReason, changes: &changes) }
-        if let replacement, entry.scope != 0, let at = scopes[entry.scope]?.firstIndex(of: id) {
-            scopes[entry.scope]![at] = replacement
+        if let replacement, let queue = queue(of: entry), let at = scopes[queue]?.firstIndex(of: id) {
+            scopes[queue]![at] = replacement
         } else {
             leaveScope(entry)
         }

@@ -27,14 +27,14 @@ final class LogBackend: StoreBackend {
     }
 
     func submit(
-        _ changes: [StoreChange], newBody: PreparedBody?, scheduler: Scheduler, room: StoreRoom
+        _ changes: [StoreChange], newBodies: [PreparedBody], scheduler: Scheduler, room: StoreRoom
     ) throws(OutboxError) -> StoreAcknowledgement {
         var writes: [LogWrite] = []
         writes.reserveCapacity(changes.count)
         for change in changes {
             switch change {
             case .newEntry(let id):
-                guard var encoded = newBody?.encoded, let metadata = scheduler.metadata(id) else { continue }
+                guard var encoded = newBodies.first(where: { $0.body.id == id })?.encoded, let metadata = scheduler.metadata(id) else { continue }
                 let offset = format.sequenceOffset
                 withUnsafeBytes(of: metadata.sequence.littleEndian) { sequence in
                     for index in 0..<8 { encoded[offset + index] = sequence[index] }

@@ -29,7 +29,7 @@ extension LogOutboxStore {
     }
 
     /// Deletes `partition`'s queue under the directory a `file:` URL names;
-    /// see ``purge(root:partition:fileSystem:)-(FilePath,_,_)``.
+    /// see `purge(root:partition:fileSystem:)` (the `FilePath` one).
     public static func purge(
         root: URL, partition: String, fileSystem: any FileSystem = PosixFileSystem()
     ) async throws(OutboxError) {
@@ -37,7 +37,7 @@ extension LogOutboxStore {
     }
 
     /// Deletes `partition`'s queue under the directory at `root`; see
-    /// ``purge(root:partition:fileSystem:)-(FilePath,_,_)``.
+    /// `purge(root:partition:fileSystem:)` (the `FilePath` one).
     public static func purge(
         root: String, partition: String, fileSystem: any FileSystem = PosixFileSystem()
     ) async throws(OutboxError) {

@@ -112,7 +112,7 @@ extension LogOutboxStore {
         let note = directory.appending(PartitionDirectory.previousFileName)
         let previous = try await offThePool { () throws(OutboxError) -> String?? in
             guard (try? fileSystem.itemKind(at: directory)) == .directory else { return .none }
-            return .some(try SmallFile.read(note, fileSystem: fileSystem).flatMap { String(validating: $0, as: UTF8.self) })
+            return .some(try SmallFile.read(note, fileSystem: fileSystem).flatMap { String(checkedUTF8: $0) })
         }
         guard let previous else { return false }
         guard let previous else { return true }

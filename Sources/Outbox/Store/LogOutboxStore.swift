@@ -3,7 +3,7 @@ import Foundation
 import OutboxLog
 import SystemPackage
 
-/// An ``OutboxStore`` on ``OutboxLog``: each user's queue in its own log
+/// An ``OutboxStore`` on `OutboxLog`: each user's queue in its own log
 /// directory, `<root>/partitions/outbox+<keyed hash of the user>/` (Docs/SECURITY.md).
 ///
 /// An entry's body (request, payload, scheduling fields) is one value record,

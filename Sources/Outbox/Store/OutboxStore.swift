@@ -17,6 +17,13 @@ public protocol OutboxStore: AnyObject, Sendable {
     /// has stayed pending since its enqueue (Docs/OUTBOX.md, Coalescing).
     func enqueue(_ request: OutboxEnqueueRequest) async throws(OutboxError) -> OutboxEnqueueResult
 
+    /// Records several entries all or nothing, in one write (one log
+    /// batch for ``LogOutboxStore``): every request is admitted (or found a
+    /// duplicate) or the first refusal is thrown and nothing is written. A
+    /// request may depend on an earlier one of the same call. The default
+    /// accepts at most one request (a store without atomic batches).
+    func enqueue(_ requests: [OutboxEnqueueRequest]) async throws(OutboxError) -> [OutboxEnqueueResult]
+
     /// The entries that may be sent at `now`, best first (priority, then
     /// sequence): sendable status, time reached, dependencies succeeded, and
     /// first unfinished entry of their scope.
@@ -96,6 +103,16 @@ public protocol OutboxStore: AnyObject, Sendable {
     /// Removes an entry that is not in flight; its dependents are quarantined.
     func discard(_ id: OutboxEntry.ID) async throws(OutboxError) -> OutboxCascade
 
+    /// "Send now": makes entries waiting for their retry time (`failed`,
+    /// not yet due) due at `now`, keeping their attempts; `ids` `nil` for
+    /// every such entry. Returns the entries brought forward. The default
+    /// brings none forward.
+    func bringForward(_ ids: [OutboxEntry.ID]?, at now: Date) async throws(OutboxError) -> [OutboxEntry.ID]
+
+    /// Removes the `dead` entries quarantined at or before `cutoff` (the
+    /// retention of dead entries); returns them. The default removes none.
+    func removeDead(diedBefore cutoff: Date) async throws(OutboxError) -> [OutboxEntry.ID]
+
     /// One entry, with its request, or `nil`.
     func entry(_ id: OutboxEntry.ID) async throws(OutboxError) -> OutboxEntry?
 
@@ -104,6 +121,23 @@ public protocol OutboxStore: AnyObject, Sendable {
 
     /// Counts and bytes by status.
     func summary() async throws(OutboxError) -> OutboxSummary
+
+    /// Where one entry stands, without reading its request: `succeeded` for
+    /// a delivered entry whose completion is still kept, `nil` for an id the
+    /// store does not know (never enqueued, discarded, or delivered longer
+    /// ago than `mappingRetention`). The default reads ``entry(_:)`` and
+    /// ``completion(of:)``.
+    func state(of id: OutboxEntry.ID) async throws(OutboxError) -> OutboxEntryState?
+
+    /// The ids of the entries matching `filter`, in sequence order, without
+    /// reading their requests. The default reads ``entries(matching:)``.
+    func ids(matching filter: OutboxFilter) async throws(OutboxError) -> [OutboxEntry.ID]
+
+    /// Where the store announces which entries each change touched, once the
+    /// change has its configured durability; `nil` (the default) for a store
+    /// that cannot tell — a dispatcher then announces only the changes it
+    /// makes itself.
+    var changeFeed: OutboxChangeFeed? { get }
 
     /// Live entries that depend on `id`.
     func dependents(of id: OutboxEntry.ID) async throws(OutboxError) -> [OutboxEntry.ID]

@@ -13,6 +13,29 @@ public struct OutboxStoreConfiguration: Sendable {
         case evictOldestDead
     }
 
+    /// How entries without a scope are sent.
+    public enum UnscopedDelivery: Sendable, Hashable {
+        /// One at a time, in the order they were enqueued, as if they all
+        /// shared one scope: a failed entry holds the ones after it until
+        /// its retry (quarantined and conflicting entries step aside, and an
+        /// entry with dependencies waits for them outside the queue). What
+        /// an outbox is usually expected to do: the user's writes reach the
+        /// server in the order the user made them.
+        case inOrder
+        /// Each on its own, up to the dispatcher's
+        /// `maximumConcurrentDeliveries` at once, highest priority first: for
+        /// writes that do not depend on one another's order (faster, and one
+        /// failing write holds nothing back).
+        case concurrent
+    }
+
+    /// How entries without a scope are sent: in order, one at a time
+    /// (``UnscopedDelivery/inOrder``, the default), or concurrently
+    /// (``UnscopedDelivery/concurrent``). Entries with a scope always go in
+    /// order within their scope, and scopes always proceed independently of
+    /// one another — and of the unscoped entries.
+    public var unscopedDelivery: UnscopedDelivery = .inOrder
+
     /// At most this many entries per partition (all statuses). Default: no limit.
     public var maximumEntries: Int?
     /// At most this many stored bytes per partition. Default: no limit.

@@ -111,7 +111,7 @@ enum PartitionDirectory {
             else { return nil }
             plain = opened
         }
-        guard let partition = String(validating: plain, as: UTF8.self), let naming,
+        guard let partition = String(checkedUTF8: plain), let naming,
             name(partition, naming: naming) == component
         else { return nil }
         return partition
@@ -192,6 +192,6 @@ enum PartitionDirectory {
                 bytes.append(byte)
             }
         }
-        return String(validating: bytes, as: UTF8.self)
+        return String(checkedUTF8: bytes)
     }
 }

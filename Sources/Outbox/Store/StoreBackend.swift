@@ -8,7 +8,7 @@ protocol StoreBackend: Sendable {
 
     /// Called before the store takes its lock, for each change: waits until
     /// storage can take about `bytes` more (back-pressure), and holds that
-    /// room for the change's ``submit(_:newBody:scheduler:room:)``. The
+    /// room for the change's ``submit(_:newBodies:scheduler:room:)``. The
     /// change is made in memory before it is submitted, so storage must not
     /// refuse it for being full: it waits here instead.
     func reserveRoom(bytes: Int) async throws(OutboxError) -> StoreRoom
@@ -17,7 +17,7 @@ protocol StoreBackend: Sendable {
     /// without waiting, in the room reserved for them. The returned
     /// acknowledgement is awaited after the lock is released.
     func submit(
-        _ changes: [StoreChange], newBody: PreparedBody?, scheduler: Scheduler, room: StoreRoom
+        _ changes: [StoreChange], newBodies: [PreparedBody], scheduler: Scheduler, room: StoreRoom
     ) throws(OutboxError) -> StoreAcknowledgement
 
     /// The bodies of live entries (`nil` for an id without one), in the

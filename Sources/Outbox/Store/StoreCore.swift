@@ -19,8 +19,10 @@ final class StoreCore: Sendable {
     let partition: String
     let configuration: OutboxStoreConfiguration
     let backend: any StoreBackend
+    /// Announces the entries each change touched, once it is acknowledged.
+    let feed = OutboxChangeFeed()
 
-    private struct State {
+    struct State {
         var scheduler: Scheduler
         var failure: OutboxError?
         var closed = false
@@ -29,10 +31,10 @@ final class StoreCore: Sendable {
         var unconfirmed: [OutboxEntryID: StoreAcknowledgement] = [:]
     }
 
-    private let state: Locked<State>
+    let state: Locked<State>
     /// Why the configuration cannot be used, if it cannot: every call
     /// refuses with it (a store built without a throwing initializer).
-    private let configurationError: OutboxError?
+    let configurationError: OutboxError?
 
     init(partition: String, configuration: OutboxStoreConfiguration, backend: any StoreBackend, scheduler: Scheduler) {
         self.partition = partition
@@ -59,12 +61,13 @@ final class StoreCore: Sendable {
 
     /// Runs `change` on the scheduler; persists what it returns; waits for
     /// `durability`.
-    private func perform<Result>(
+    func perform<Result>(
         _ durability: Durability, newBody: PreparedBody? = nil,
         _ change: (inout Scheduler) throws(OutboxError) -> (Result, [StoreChange])
     ) async throws(OutboxError) -> Result {
-        let room = try await reserveRoom(for: newBody)
-        let (result, acknowledgement) = try submit(newBody: newBody, room: room, change)
+        let bodies = newBody.map { [$0] } ?? []
+        let room = try await reserveRoom(for: bodies)
+        let (result, acknowledgement) = try submit(newBodies: bodies, room: room, change)
         try await wait(for: acknowledgement, durability)
         return result
     }
@@ -74,8 +77,8 @@ final class StoreCore: Sendable {
     /// the lock, `whileLocked` then sees the result and the acknowledgement
     /// if changes were handed over, and `unchanged` the result if there were
     /// none.
-    private func submit<Result>(
-        newBody: PreparedBody? = nil, room: StoreRoom, _ change: (inout Scheduler) throws(OutboxError) -> (Result, [StoreChange]),
+    func submit<Result>(
+        newBodies: [PreparedBody] = [], room: StoreRoom, _ change: (inout Scheduler) throws(OutboxError) -> (Result, [StoreChange]),
         whileLocked: (inout State, Result, StoreAcknowledgement) -> Void = { _, _, _ in },
         unchanged: (inout State, Result) -> Void = { _, _ in }
     ) throws(OutboxError) -> (Result, StoreAcknowledgement?) {
@@ -88,23 +91,25 @@ final class StoreCore: Sendable {
             }
             let acknowledgement: StoreAcknowledgement
             do throws(OutboxError) {
-                acknowledgement = try backend.submit(changes, newBody: newBody, scheduler: state.scheduler, room: room)
+                acknowledgement = try backend.submit(changes, newBodies: newBodies, scheduler: state.scheduler, room: room)
             } catch {
                 state.failure = error
                 throw error
             }
-            whileLocked(&state, result, acknowledgement)
-            return (result, acknowledgement)
+            let observed = acknowledgement.announcing(changes, to: feed)
+            whileLocked(&state, result, observed)
+            return (result, observed)
         }
     }
 
-    /// Before ``submit(newBody:room:_:whileLocked:unchanged:)``, outside the
+    /// Before ``submit(newBodies:room:_:whileLocked:unchanged:)``, outside the
     /// lock: waits for room in storage for a change (the new body and a few
     /// state records), so storage never refuses a change already made in
     /// memory because too much waits to be written.
-    private func reserveRoom(for newBody: PreparedBody? = nil) async throws(OutboxError) -> StoreRoom {
+    func reserveRoom(for newBodies: [PreparedBody] = []) async throws(OutboxError) -> StoreRoom {
         _ = try read { _ in () }
-        return try await backend.reserveRoom(bytes: (newBody?.encoded?.count ?? 0) + Self.roomForStateRecords)
+        return try await backend.reserveRoom(
+            bytes: newBodies.reduce(0) { $0 + ($1.encoded?.count ?? 0) } + Self.roomForStateRecords)
     }
 
     /// Room reserved for the state records of one change besides a new
@@ -114,7 +119,7 @@ final class StoreCore: Sendable {
 
     /// The second half of ``perform(_:newBody:_:)``: waits for submitted
     /// changes to reach `durability`.
-    private func wait(for acknowledgement: StoreAcknowledgement?, _ durability: Durability) async throws(OutboxError) {
+    func wait(for acknowledgement: StoreAcknowledgement?, _ durability: Durability) async throws(OutboxError) {
         guard let acknowledgement else { return }
         do throws(OutboxError) {
             try await acknowledgement.wait(durability)
@@ -138,7 +143,7 @@ final class StoreCore: Sendable {
         }
     }
 
-    private func read<Result>(_ body: (inout Scheduler) -> Result) throws(OutboxError) -> Result {
+    func read<Result>(_ body: (inout Scheduler) -> Result) throws(OutboxError) -> Result {
         try state.withLock { state throws(OutboxError) -> Result in
             try check(state)
             return body(&state.scheduler)
@@ -153,19 +158,12 @@ final class StoreCore: Sendable {
         try Admission.check(request)
         let recordLimit = configuration.log.maximumRecordSize
         try Admission.payloadSize(request, limit: recordLimit)
-        // Encode (and seal) outside the lock; the sequence is filled in under it.
-        var placeholder = EntryMetadata(
-            id: request.id, sequence: 0, status: .pending, priority: Int16(request.priority),
-            attempts: 0, maxAttempts: UInt16(request.maxAttempts ?? configuration.defaultMaximumAttempts),
-            scope: 0, type: 0, coalescing: 0, when: now, createdAt: request.createdAt.milliseconds, storedBytes: 0)
-        placeholder.dependencies = request.dependencies
-        let prepared = try backend.prepare(EntryBody(request: request, metadata: placeholder, partition: partition))
-        try Admission.recordSize(LogBackend.frameSize(ofBody: prepared.storedBytes), limit: recordLimit, entry: request.id)
+        let prepared = try prepareBody(request, now: now)
         // The new entry is built from the body in hand: reading it back would
         // wait for the write and cost a read per enqueue.
         var original: StoreAcknowledgement?
-        let room = try await reserveRoom(for: prepared)
-        let ((outcome, entry), acknowledgement) = try submit(newBody: prepared, room: room) { scheduler throws(OutboxError) in
+        let room = try await reserveRoom(for: [prepared])
+        let ((outcome, entry), acknowledgement) = try submit(newBodies: [prepared], room: room) { scheduler throws(OutboxError) in
             let (outcome, changes) = try scheduler.enqueue(request, storedBytes: prepared.storedBytes, now: now)
             var entry: OutboxEntry?
             if let metadata = scheduler.metadata(request.id), !changes.isEmpty {
@@ -191,6 +189,20 @@ final class StoreCore: Sendable {
         case (.enqueued, nil), (.coalesced, nil):
             throw OutboxError(.notFound, "vanished during enqueue", entry: request.id)
         }
+    }
+
+    /// The new entry's body, encoded (and sealed) outside the lock; its
+    /// sequence is filled in under it. Checks that its record fits the log.
+    func prepareBody(_ request: OutboxEnqueueRequest, now: Int64) throws(OutboxError) -> PreparedBody {
+        var placeholder = EntryMetadata(
+            id: request.id, sequence: 0, status: .pending, priority: Int16(request.priority),
+            attempts: 0, maxAttempts: UInt16(request.maxAttempts ?? configuration.defaultMaximumAttempts),
+            scope: 0, type: 0, coalescing: 0, when: now, createdAt: request.createdAt.milliseconds, storedBytes: 0)
+        placeholder.dependencies = request.dependencies
+        let prepared = try backend.prepare(EntryBody(request: request, metadata: placeholder, partition: partition))
+        let recordLimit = configuration.log.maximumRecordSize
+        try Admission.recordSize(LogBackend.frameSize(ofBody: prepared.storedBytes), limit: recordLimit, entry: request.id)
+        return prepared
     }
 
     func claimDue(
@@ -312,7 +324,7 @@ final class StoreCore: Sendable {
 
     /// The entries with these ids (`nil` for one that is gone), bodies read
     /// in one batch.
-    private func entries(_ ids: [OutboxEntryID]) async throws(OutboxError) -> [OutboxEntry?] {
+    func entries(_ ids: [OutboxEntryID]) async throws(OutboxError) -> [OutboxEntry?] {
         let live = try read { scheduler in ids.filter { scheduler.metadata($0) != nil } }
         guard !live.isEmpty else { return Array(repeating: nil, count: ids.count) }
         let bodies = Dictionary(
@@ -340,7 +352,7 @@ final class StoreCore: Sendable {
         return result
     }
 
-    func summary() throws(OutboxError) -> OutboxSummary { try read { $0.summary } }
+    func summary() throws(OutboxError) -> OutboxSummary { try fullSummary() }
 
     func dependents(of id: OutboxEntryID) throws(OutboxError) -> [OutboxEntryID] { try read { $0.dependents(of: id) } }
 

@@ -10,17 +10,15 @@ struct CreateAlbum: OutboxAction, Encodable {
     var endpoint: String { "/albums" }
 }
 
-struct AddPhoto: OutboxAction {
+/// A photo of an album created offline: `album` is sent as the album's
+/// `local:` reference (that is how an `OutboxEntryID` encodes), which the
+/// dispatcher replaces with the album's server id once it has one.
+struct AddPhoto: OutboxAction, Encodable {
     static let type = "add_photo"
     let album: OutboxEntry.ID
     let caption: String
     var method: String { "POST" }
     var endpoint: String { "/albums/\(album.localReference)/photos" }
-    var dependencies: [OutboxEntry.ID] { [album] }
-    var headers: [String: String] { ["Content-Type": "application/json"] }
-    func payload() throws -> [UInt8] {
-        Array(try JSONSerialization.data(withJSONObject: ["album": album.localReference, "caption": caption], options: [.sortedKeys]))
-    }
 }
 
 struct ToggleLike: OutboxAction, Encodable {

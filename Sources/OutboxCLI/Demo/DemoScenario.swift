@@ -251,12 +251,16 @@ struct DemoScenario {
         }
 
         for album in 0..<albumCount {
-            let albumID = try remember(try await dispatcher.enqueue(CreateAlbum(title: "Trip \(album)")))
-            recorded.albums.append(albumID)
-            for photo in 0..<2 {
-                let id = try remember(try await dispatcher.enqueue(AddPhoto(album: albumID, caption: "photo \(photo) of trip \(album)")))
-                recorded.photos.append(id)
+            // The album and its photos, all or nothing; the photos depend on
+            // the album through their local: references.
+            let results = try await dispatcher.transaction { transaction in
+                let albumID = try transaction.add(CreateAlbum(title: "Trip \(album)"))
+                for photo in 0..<2 { try transaction.add(AddPhoto(album: albumID, caption: "photo \(photo) of trip \(album)")) }
             }
+            var ids: [OutboxEntry.ID] = []
+            for result in results { ids.append(try remember(result)) }
+            recorded.albums.append(ids[0])
+            recorded.photos += ids.dropFirst()
         }
         for post in 0..<postCount {
             var liked = false

@@ -52,7 +52,7 @@ struct LogDump: AsyncParsableCommand {
     /// Printable UTF-8 as a quoted string, anything else as hexadecimal; long payloads cut.
     static func preview(_ bytes: [UInt8], limit: Int = 40) -> String {
         if bytes.isEmpty { return "\"\"" }
-        if let text = String(validating: bytes, as: UTF8.self),
+        if let text = String(checkedUTF8: bytes),
             text.unicodeScalars.allSatisfy({ $0.value >= 0x20 && $0.value != 0x7F })
         {
             let cut = text.count > limit ? String(text.prefix(limit)) + "…" : text
@@ -79,7 +79,7 @@ struct EntryJSON: Encodable {
 
     init(_ entry: LogEntry) {
         sequence = entry.sequence
-        if let text = String(validating: entry.key.bytes, as: UTF8.self) {
+        if let text = String(checkedUTF8: entry.key.bytes) {
             key = text
         } else {
             keyBase64 = Data(entry.key.bytes).base64EncodedString()

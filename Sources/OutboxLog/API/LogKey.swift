@@ -81,7 +81,7 @@ public struct LogKey: Hashable, Sendable, Comparable, CustomStringConvertible, E
     /// The key as a string if it is printable UTF-8, else as hexadecimal.
     public var description: String {
         let raw = bytes
-        if let text = String(validating: raw, as: UTF8.self),
+        if let text = String(checkedUTF8: raw),
             text.unicodeScalars.allSatisfy({ $0.value >= 0x20 && $0.value != 0x7F })
         {
             return text

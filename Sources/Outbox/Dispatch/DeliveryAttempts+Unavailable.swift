@@ -1,0 +1,35 @@
+import Foundation
+
+/// The server said it cannot take requests now (503, 429, 502, 504 by
+/// default: ``OutboxDispatcherConfiguration/unavailableStatuses``) — not
+/// that this request failed.
+extension DeliveryAttempts {
+    /// Retries after the server's (clamped) `Retry-After`, or after the
+    /// capped backoff of the unavailable answers in a row; the attempt is
+    /// given back, so a day of 503s never uses up `maxAttempts`. Only the
+    /// maximum age, counted from the server's first answer, ends it:
+    /// quarantined, as any expiry, when the retry would fall past it.
+    func recordUnavailable(
+        _ entry: OutboxEntry, reason: String, httpStatus status: Int, retryAfter: Duration?,
+        into report: inout OutboxFlushReport
+    ) async throws(OutboxError) {
+        let now = clock.now()
+        let retryAt = now.adding(retryAfter.map(clampRetryAfter) ?? nextDelay(for: entry.id, using: configuration.backoff))
+        if let maximumAge = configuration.maximumAge, retryAt >= (entry.firstAnswerAt ?? now).adding(maximumAge) {
+            try await quarantine(entry, reason: "expired after: \(reason)", httpStatus: status, into: &report)
+            return
+        }
+        let (newStatus, cascade) = try await store.recordFailure(
+            entry.id, error: reason, httpStatus: status, retryAt: retryAt, countsAsAttempt: false, serverAnsweredAt: now)
+        guard newStatus != .dead else {  // a store that counts it anyway (the protocol's default)
+            report.quarantined += 1 + cascade.dependents.count
+            metrics.quarantined.increment(by: 1 + cascade.dependents.count)
+            publish(.quarantined(entry.id, reason: "gave up after \(entry.attempts) attempt(s): \(reason)"))
+            publishCascade(cascade, parent: entry.id)
+            return
+        }
+        report.retried += 1
+        metrics.retried.increment()
+        publish(.retryScheduled(entry.id, at: retryAt, reason: reason))
+    }
+}

@@ -1,0 +1,88 @@
+import Foundation
+
+/// Where one entry stands — what a row of the app's UI shows ("sending…",
+/// "will retry at 10:42", "not sent: …", "sent") — without its request.
+public struct OutboxEntryState: Sendable, Hashable {
+    public var id: OutboxEntry.ID
+    /// `succeeded` once delivered, also after the store removed the entry
+    /// (while it keeps the entry's completion: `mappingRetention`).
+    public var status: OutboxStatus
+    /// Attempts that count toward ``maxAttempts`` so far.
+    public var attempts: Int
+    public var maxAttempts: Int
+    /// When the next attempt may start, for an entry waiting for its retry
+    /// time (`failed`); `nil` when it may go at once, is being sent, or is
+    /// done.
+    public var nextAttemptAt: Date?
+    /// Why the last attempt failed, or why the entry was quarantined.
+    public var lastError: String?
+    public var lastHTTPStatus: Int?
+    /// The server's id for what the entry created, once delivered.
+    public var serverID: String?
+
+    public init(
+        id: OutboxEntry.ID, status: OutboxStatus, attempts: Int = 0, maxAttempts: Int = 0, nextAttemptAt: Date? = nil,
+        lastError: String? = nil, lastHTTPStatus: Int? = nil, serverID: String? = nil
+    ) {
+        self.id = id
+        self.status = status
+        self.attempts = attempts
+        self.maxAttempts = maxAttempts
+        self.nextAttemptAt = nextAttemptAt
+        self.lastError = lastError
+        self.lastHTTPStatus = lastHTTPStatus
+        self.serverID = serverID
+    }
+
+    /// The state of a stored entry.
+    public init(_ entry: OutboxEntry) {
+        self.init(
+            id: entry.id, status: entry.status, attempts: entry.attempts, maxAttempts: entry.maxAttempts,
+            nextAttemptAt: entry.status == .failed ? entry.nextAttemptAt : nil, lastError: entry.lastError,
+            lastHTTPStatus: entry.lastHTTPStatus, serverID: entry.serverID)
+    }
+
+    /// Delivered and gone: whether the server applied it is settled.
+    public var isDelivered: Bool { status == .succeeded }
+}
+
+/// Why ``OutboxDispatcher/waitUntilDelivered(_:)`` gave up on an entry:
+/// it will not be delivered without the app or a person.
+public struct OutboxDeliveryFailure: Error, Sendable, Hashable, CustomStringConvertible {
+    public enum Kind: Sendable, Hashable {
+        /// Quarantined (`dead`): the server refused it, it ran out of
+        /// attempts or of age, or a dependency failed. ``OutboxDispatcher/retry(_:)``
+        /// or ``OutboxDispatcher/discard(_:)``.
+        case quarantined
+        /// Left in `conflict` for the app: a conflict, or an answer it
+        /// cannot read as delivered or not (``OutboxDispatcher/retry(_:)``,
+        /// ``OutboxDispatcher/markDelivered(_:serverID:)`` or discard).
+        case conflict
+        /// Removed without being delivered (discarded, replaced by a
+        /// coalescing enqueue, or server-wins conflict).
+        case discarded
+    }
+
+    public var id: OutboxEntry.ID
+    public var kind: Kind
+    /// The entry's last error, or why it was removed, when known.
+    public var reason: String?
+    public var httpStatus: Int?
+
+    public init(id: OutboxEntry.ID, kind: Kind, reason: String?, httpStatus: Int? = nil) {
+        self.id = id
+        self.kind = kind
+        self.reason = reason
+        self.httpStatus = httpStatus
+    }
+
+    public var description: String {
+        let what: String
+        switch kind {
+        case .quarantined: what = "quarantined"
+        case .conflict: what = "left in conflict"
+        case .discarded: what = "removed without delivery"
+        }
+        return "entry \(id) was \(what)" + (reason.map { ": \($0)" } ?? "")
+    }
+}

@@ -1,0 +1,37 @@
+import Foundation
+
+/// The app's controls beyond retry and discard: "send now" for entries
+/// waiting for their retry time, and the retention of dead entries.
+extension Scheduler {
+    /// Makes entries waiting for their retry time (`failed`, not yet due)
+    /// due at `now`, keeping their attempts: "send now", and what coming
+    /// back online does for entries that backed off while offline. `ids`
+    /// `nil`: every such entry. Returns the entries brought forward.
+    mutating func bringForward(_ ids: [OutboxEntryID]?, now: Int64) -> (ids: [OutboxEntryID], changes: [StoreChange]) {
+        let candidates = ids ?? entries.values.filter { $0.status == .failed }.map(\.id)
+        var moved: [OutboxEntryID] = []
+        for id in candidates {
+            guard var entry = entries[id], entry.status == .failed, entry.when > now else { continue }
+            entry.when = now
+            commit(entry)
+            consider(id)
+            moved.append(id)
+        }
+        return (moved, moved.map { .state($0) })
+    }
+
+    /// Removes the dead entries that died at or before `cutoff` (ms since
+    /// 1970); their dependents, dead with them, follow once they too are
+    /// past it. Returns the entries removed.
+    mutating func removeDead(diedBefore cutoff: Int64) -> (ids: [OutboxEntryID], changes: [StoreChange]) {
+        let expired = entries.values.filter { $0.status == .dead && $0.when <= cutoff }.sorted { $0.sequence < $1.sequence }
+        var removed: [OutboxEntryID] = []
+        var changes: [StoreChange] = []
+        for entry in expired where entries[entry.id] != nil {
+            removeEntry(entry.id, cascadeReason: "dependencyFailed: \(entry.id) was removed", collecting: &changes)
+            changes.append(.remove(entry.id))
+            removed.append(entry.id)
+        }
+        return (removed, changes)
+    }
+}

@@ -1,0 +1,41 @@
+import Foundation
+
+extension OutboxStore {
+    public func bringForward(_ ids: [OutboxEntry.ID]?, at now: Date) async throws(OutboxError) -> [OutboxEntry.ID] { [] }
+    public func removeDead(diedBefore cutoff: Date) async throws(OutboxError) -> [OutboxEntry.ID] { [] }
+}
+
+extension StoreCore {
+    func bringForward(_ ids: [OutboxEntryID]?, at now: Date) async throws(OutboxError) -> [OutboxEntryID] {
+        let time = try Admission.milliseconds(now, "now")
+        // Losing it to a crash only puts the retry time back: `written` is enough.
+        return try await perform(configuration.attemptDurability) { scheduler in
+            scheduler.bringForward(ids, now: time)
+        }
+    }
+
+    func removeDead(diedBefore cutoff: Date) async throws(OutboxError) -> [OutboxEntryID] {
+        let time = try Admission.milliseconds(cutoff, "cutoff")
+        return try await perform(configuration.outcomeDurability) { scheduler in
+            scheduler.removeDead(diedBefore: time)
+        }
+    }
+}
+
+extension InMemoryOutboxStore {
+    public func bringForward(_ ids: [OutboxEntry.ID]?, at now: Date) async throws(OutboxError) -> [OutboxEntry.ID] {
+        try await core.bringForward(ids, at: now)
+    }
+    public func removeDead(diedBefore cutoff: Date) async throws(OutboxError) -> [OutboxEntry.ID] {
+        try await core.removeDead(diedBefore: cutoff)
+    }
+}
+
+extension LogOutboxStore {
+    public func bringForward(_ ids: [OutboxEntry.ID]?, at now: Date) async throws(OutboxError) -> [OutboxEntry.ID] {
+        try await core.bringForward(ids, at: now)
+    }
+    public func removeDead(diedBefore cutoff: Date) async throws(OutboxError) -> [OutboxEntry.ID] {
+        try await core.removeDead(diedBefore: cutoff)
+    }
+}
