@@ -93,6 +93,17 @@ let package = Package(
             path: "Benchmarks/OutboxStoreBenchmarks",
             plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
         ),
+        .executableTarget(
+            name: "OutboxSpoolBenchmarks",
+            dependencies: [
+                "OutboxBenchSupport",
+                .product(name: "Benchmark", package: "benchmark"),
+                .product(name: "Outbox", package: "swift-outbox"),
+                .product(name: "OutboxLog", package: "swift-outbox"),
+            ],
+            path: "Benchmarks/OutboxSpoolBenchmarks",
+            plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
+        ),
     ],
     swiftLanguageModes: [.v6]
 )

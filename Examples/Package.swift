@@ -37,6 +37,12 @@ let package = Package(
             ],
             swiftSettings: strictImports
         ),
+        // DocC (Outbox): "Enqueueing from app extensions, widgets and other processes".
+        .executableTarget(
+            name: "ExtensionSample",
+            dependencies: [.product(name: "Outbox", package: "swift-outbox")],
+            swiftSettings: strictImports
+        ),
         // README: sealing the queue with a raw key.
         .executableTarget(
             name: "EncryptionSample",

@@ -121,7 +121,8 @@ else
 fi
 
 for sample in LogSample LogSample DocCLogSample EncryptionSample \
-    GettingStartedSample ObservationSample BackgroundSample TransactionSample ControlsSample TypedHandlersSample; do
+    GettingStartedSample ObservationSample BackgroundSample TransactionSample ControlsSample TypedHandlersSample \
+    ExtensionSample; do
     echo "== $sample"
     (cd "$work" && timeout 60 "$bin/$sample") | sed 's/^/    /'
 done

@@ -91,6 +91,14 @@ run() {
     echo "[$(date +%T)] $name: $*"
     "$@" >"$logs/$name.log" 2>&1 || status=$?
     echo "[$(date +%T)] $name: exit $status after $((SECONDS - begin)) s"
+    # A failed step shows its log's end here: CI keeps this output, not
+    # the log folder (a crash's last test and the runtime's message). The
+    # canaries fail on purpose and say so themselves.
+    if [ "$status" -ne 0 ] && [[ "$name" != canary-* ]]; then
+        echo "--- last lines of $logs/$name.log:"
+        tail -n 80 "$logs/$name.log" | cut -c1-400
+        echo "---"
+    fi
     echo "$((SECONDS - begin))" >"$logs/$name.seconds"
     return $status
 }

@@ -226,7 +226,10 @@ public struct HTTPOutboxHandler: OutboxHandler {
             return .alreadyProcessed(
                 reason: "HTTP \(status): the server has processed this key for a different request\(excerpt(body))",
                 httpStatus: status)
-        case (400..<500, .responseNotStored), (410, _) where delivery.attempt > 1:
+        // A bare 410 means "processed, answer gone" only to a resend: to a
+        // first attempt it is the resource's own answer (permanent, below).
+        case (400..<500, .responseNotStored),
+            (410, _) where delivery.attempt > 1:
             return .alreadyProcessed(
                 reason: "HTTP \(status): the server has processed this key but no longer has its answer\(excerpt(body))",
                 httpStatus: status)

@@ -19,7 +19,12 @@ public enum OutboxTool {
         }
     }
 
-    public struct KilledBySignal: Error { public var signal: Int32 }
+    public struct KilledBySignal: Error, CustomStringConvertible {
+        public var signal: Int32
+        /// What the process wrote to stderr before it died (a trap's message says where).
+        public var stderr: String = ""
+        public var description: String { "killed by signal \(signal); stderr: \(stderr.suffix(4000))" }
+    }
 
     /// The built `outbox` executable: in the products directory, the one
     /// that holds the test bundle (`$OUTBOX_CLI` overrides it).
@@ -81,7 +86,10 @@ public enum OutboxTool {
             }
         }
         if let report = sanitizerLogs.report() { throw report }
-        if reason == .uncaughtSignal { throw KilledBySignal(signal: status) }
+        if reason == .uncaughtSignal {
+            throw KilledBySignal(
+                signal: status, stderr: String(decoding: FileManager.default.contents(atPath: stderrURL.path) ?? Data(), as: UTF8.self))
+        }
         return Run(
             status: status,
             stdout: String(decoding: FileManager.default.contents(atPath: stdoutURL.path) ?? Data(), as: UTF8.self),

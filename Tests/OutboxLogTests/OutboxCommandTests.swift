@@ -178,7 +178,7 @@ struct OutboxCommandTests {
         #expect(again.stderr.isEmpty)
     }
 
-    @Test("a queue held open by this process: purge, list, stats and enqueue fail with one 'locked' line; purge works once it is closed")
+    @Test("a queue held open by this process: purge, list and stats fail with one 'locked' line, enqueue spools; purge works once it is closed")
     func lockedQueue() async throws {
         let directory = TemporaryDirectory()
         let root = directory.path
@@ -193,8 +193,11 @@ struct OutboxCommandTests {
             ["purge", root.string, "--user", "alice"],
             ["list", root.string, "--user", "alice", "--json"],
             ["stats", root.string, "--user", "alice", "--json"],
-            ["enqueue", root.string, "--count", "1", "--size", "8", "--user", "alice"],
         ]
+        // Enqueue does not need the queue: it writes a spool beside it.
+        let spooled = try await outbox("enqueue", root.string, "--count", "1", "--size", "8", "--user", "alice")
+        #expect(spooled.status == 0 && spooled.stderr.isEmpty, "\(spooled.stderr)")
+        #expect(spooled.stdoutLines.count == 1 && spooled.stdout.hasSuffix(" spooled\n"), "\(spooled.stdout)")
         for arguments in attempts {
             let result = try await outbox(arguments)
             #expect(result.status == 2, "\(arguments[0])")
@@ -206,7 +209,7 @@ struct OutboxCommandTests {
         try await held.close()
 
         let list = try await outbox("list", root.string, "--user", "alice", "--json")
-        #expect(list.stdoutLines.count == 2)
+        #expect(list.stdoutLines.count == 3)  // the open moved the spooled entry in
         let purge = try await outbox("purge", root.string, "--user", "alice")
         #expect(purge.status == 0)
         #expect(try await outbox("list", root.string, "--user", "alice").stdout.isEmpty)
@@ -235,7 +238,11 @@ struct OutboxCommandTests {
             ["enqueue", "--count", "0", "--size", "8"],
             ["enqueue", "--count", "1", "--size", "-1"],
             ["enqueue", "--count", "1", "--size", "\(16 << 20)"],
-            ["enqueue", "--size", "8"],
+            ["enqueue", "--count", "1"],
+            ["enqueue", "--size", "8", "--payload", "both"],
+            ["enqueue", "--payload", "x", "--id", "not-a-uuid"],
+            ["enqueue", "--payload", "x", "--count", "2", "--id", "6F9619FF-8B86-D011-B42D-00C04FC964FF"],
+            ["enqueue", "--payload", "x", "--depends-on", "nope"],
             ["enqueue", "--count", "1", "--size", "8", "--endpoint", "POST"],
             ["enqueue", "--count", "1", "--size", "8", "--endpoint", "/posts"],
             ["enqueue", "--count", "1", "--size", "8", "--endpoint", "POST posts"],
@@ -269,7 +276,7 @@ extension OutboxCommandTests {
     /// One line of `enqueue`: `<id> <idempotency key>`, both UUIDs.
     func parseEnqueued(_ line: String) throws -> (id: String, key: String) {
         let parts = line.split(separator: " ").map(String.init)
-        try #require(parts.count == 2, "not '<id> <key>': \(line)")
+        try #require(parts.count == 3 && ["direct", "spooled"].contains(parts[2]), "not '<id> <key> <path>': \(line)")
         try #require(UUID(uuidString: parts[0]) != nil && UUID(uuidString: parts[1]) != nil, "not two UUIDs: \(line)")
         return (parts[0], parts[1])
     }

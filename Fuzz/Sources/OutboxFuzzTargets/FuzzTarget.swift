@@ -28,7 +28,7 @@ package struct FuzzTarget: Sendable {
         FuzzTarget(
             name: "frame", summary: "a record frame (RecordFrame.decode) at any offset", maximumLength: 4096,
             run: { input throws(FuzzViolation) in try LogFormatFuzzing.frame(input) },
-            seeds: { LogFormatFuzzing.frameSeeds() }),
+            seeds: { LogFormatFuzzing.frameSeeds() + (try VectorSeeds.frames()) }),
         FuzzTarget(
             name: "segment", summary: "a whole segment file, through the scanner recovery uses", maximumLength: 16384,
             run: { input throws(FuzzViolation) in try SegmentTarget.run(input) },

@@ -325,14 +325,19 @@ struct Scheduler: Sendable {
 
     /// Admits a new entry whose fields ``Admission`` accepted. Nothing
     /// changes if it throws.
+    ///
+    /// `spooled`: the entry was already acknowledged by another process
+    /// (a spool, Docs/OUTBOX.md): a dependency this queue does not know
+    /// cannot be refused back to its writer, so the entry is recorded and
+    /// quarantined at once instead, with the reason.
     mutating func enqueue(
-        _ request: OutboxEnqueueRequest, storedBytes: Int, now: Int64
+        _ request: OutboxEnqueueRequest, storedBytes: Int, now: Int64, spooled: Bool = false
     ) throws(OutboxError) -> (EnqueueOutcome, [StoreChange]) {
         if let existing = duplicate(of: request.id) { return (existing, []) }
         if let key = request.idempotencyKey, let holder = keyHolders[key], let existing = duplicate(of: holder) {
             return (existing, [])
         }
-        try checkDependencies(request)
+        if !spooled { try checkDependencies(request) }
 
         // Coalescing: replace a pending entry with the same key that nothing depends on.
         var replaced: EntryMetadata?
@@ -396,7 +401,7 @@ struct Scheduler: Sendable {
         }
         consider(entry.id)
         changes.append(.newEntry(entry.id))
-        if let reason = failedDependency(of: request) {
+        if let reason = failedDependency(of: request, evicted: evicted) {
             // It could never be sent: quarantined at once, like the
             // dependents of a parent that dies later (and revived with it).
             quarantineAtEnqueue(entry.id, reason: reason)
@@ -408,9 +413,14 @@ struct Scheduler: Sendable {
 
     /// Why a new entry can never be sent because of a dependency, if so:
     /// a parent that is dead, or one that was evicted to make room for it.
-    private func failedDependency(of request: OutboxEnqueueRequest) -> String? {
+    private func failedDependency(of request: OutboxEnqueueRequest, evicted: [OutboxEntryID]) -> String? {
         for parent in request.dependencies where completions[parent] == nil {
-            guard let metadata = entries[parent] else { return "dependencyFailed: \(parent) was evicted (outbox full)" }
+            guard let metadata = entries[parent] else {
+                // Only a spooled entry gets here with a parent never seen (see enqueue).
+                return evicted.contains(parent)
+                    ? "dependencyFailed: \(parent) was evicted (outbox full)"
+                    : "dependencyFailed: \(parent) is unknown to this queue (spooled by another process)"
+            }
             if metadata.status == .dead { return "dependencyFailed: \(parent) is dead" }
         }
         return nil

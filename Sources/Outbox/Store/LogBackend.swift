@@ -17,7 +17,10 @@ final class LogBackend: StoreBackend {
     static func frameSize(ofBody bytes: Int) -> Int { emptyEntryFrame + bytes }
     private static let emptyEntryFrame = LogWrite.value(LogKey([UInt8](repeating: 0, count: 17)), []).frameSize
 
-    func prepare(_ body: EntryBody) throws(OutboxError) -> PreparedBody {
+    func prepare(_ body: EntryBody) throws(OutboxError) -> PreparedBody { try Self.prepare(body, format: format) }
+
+    /// `body` as its record's value in `format` (a queue's, or a spool's: the same bytes).
+    static func prepare(_ body: EntryBody, format: RecordFormat) throws(OutboxError) -> PreparedBody {
         let encoded = try format.storedBody(try EntryCodec.encode(body, sealer: nil), id: body.id)
         return PreparedBody(body: body, encoded: encoded, storedBytes: encoded.count)
     }
@@ -29,6 +32,13 @@ final class LogBackend: StoreBackend {
     func submit(
         _ changes: [StoreChange], newBodies: [PreparedBody], scheduler: Scheduler, room: StoreRoom
     ) throws(OutboxError) -> StoreAcknowledgement {
+        try submit(try writes(for: changes, newBodies: newBodies, scheduler: scheduler), room: room)
+    }
+
+    /// The log records of `changes`, in order.
+    func writes(
+        for changes: [StoreChange], newBodies: [PreparedBody], scheduler: Scheduler
+    ) throws(OutboxError) -> [LogWrite] {
         var writes: [LogWrite] = []
         writes.reserveCapacity(changes.count)
         for change in changes {
@@ -57,6 +67,11 @@ final class LogBackend: StoreBackend {
                 writes.append(.tombstone(format.completionKey(id)))
             }
         }
+        return writes
+    }
+
+    /// Hands `writes` to the log as one batch, in the room reserved for them.
+    func submit(_ writes: [LogWrite], room: StoreRoom) throws(OutboxError) -> StoreAcknowledgement {
         guard !writes.isEmpty else { return .immediate }
         let ticket: LogTicket
         do throws(OutboxLogError) {

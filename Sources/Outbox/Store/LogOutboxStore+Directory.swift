@@ -89,7 +89,10 @@ extension LogOutboxStore {
     /// Removes what a failed open created: the root's salt if it created
     /// the root, then the directories it created that are empty.
     static func undoCreation(_ created: CreatedDirectories, root: FilePath, fileSystem: any FileSystem) {
-        if created.isNew(root) { try? fileSystem.removeFile(root.appending(PartitionDirectory.saltName)) }
+        if created.isNew(root) {
+            try? fileSystem.removeFile(root.appending(PartitionDirectory.saltName))
+            try? fileSystem.removeFile(root.appending(RootSalt.lockName))
+        }
         created.removeIfEmpty()
     }
 

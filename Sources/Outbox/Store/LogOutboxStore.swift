@@ -18,15 +18,22 @@ import SystemPackage
 public final class LogOutboxStore: OutboxStore {
     let core: StoreCore
     let log: OutboxLog
+    /// Moves in what other processes spooled for this queue (Docs/OUTBOX.md).
+    let spools: SpoolIngestor
 
     public var partition: String { core.partition }
 
     /// What the log's open found (torn tail cut, damage salvaged, …).
     public var recoveryReport: RecoveryReport { log.recoveryReport }
 
-    private init(core: StoreCore, log: OutboxLog) {
+    /// What moving in the spools found at the open.
+    public let spoolReportAtOpen: OutboxSpoolReport
+
+    private init(core: StoreCore, log: OutboxLog, spools: SpoolIngestor, spoolReportAtOpen: OutboxSpoolReport) {
         self.core = core
         self.log = log
+        self.spools = spools
+        self.spoolReportAtOpen = spoolReportAtOpen
     }
 
     /// Opens (creating if needed) the queue of `partition` under `root`.
@@ -60,8 +67,13 @@ public final class LogOutboxStore: OutboxStore {
         let isNew = queueCreated.isNew(directory)
         let log: OutboxLog
         do { log = try await OutboxLog.open(at: directory, configuration: configuration.log) } catch {
-            queueCreated.removeIfEmpty()
-            undoCreation(created, root: root, fileSystem: fileSystem)
+            // Locked: another open holds the queue, so the root is in use —
+            // found missing by both, created by whichever came first: its
+            // salt names the queue. Undo nothing.
+            if error.code != .locked {
+                queueCreated.removeIfEmpty()
+                undoCreation(created, root: root, fileSystem: fileSystem)
+            }
             throw .storage(error)
         }
         do {
@@ -82,7 +94,9 @@ public final class LogOutboxStore: OutboxStore {
             let backend = LogBackend(log: log, format: format)
             let core = StoreCore(partition: partition, configuration: configuration, backend: backend, scheduler: scheduler)
             try await core.persistLoadingChanges(changes)
-            return LogOutboxStore(core: core, log: log)
+            let spools = SpoolIngestor(queue: directory, format: format, configuration: configuration, core: core, log: log)
+            let spooled = try await spools.ingest()
+            return LogOutboxStore(core: core, log: log, spools: spools, spoolReportAtOpen: spooled)
         } catch {
             try? await log.close()
             // A queue this open created holds nothing anyone wrote: delete it.
@@ -92,8 +106,11 @@ public final class LogOutboxStore: OutboxStore {
         }
     }
 
-    /// Deletes `partition`'s queue under `root`, for logout. Fails with
-    /// ``OutboxError/Code/busy`` (deleting nothing) while a store has it open.
+    /// Deletes `partition`'s queue under `root`, and what other processes
+    /// spooled for it, for logout. Fails with ``OutboxError/Code/busy``
+    /// (deleting nothing) while a store has it open; after deleting the
+    /// queue, with `.busy` too if a process is writing a spool for it at
+    /// that moment (purge again to delete the spools).
     ///
     /// An encrypted queue's directory is named by its key: pass the key.
     /// Without one, where no plain queue of `partition` exists but the root
@@ -103,13 +120,18 @@ public final class LogOutboxStore: OutboxStore {
         root: FilePath, partition: String, encryptionKey: SymmetricKey? = nil,
         fileSystem: any FileSystem = PosixFileSystem()
     ) async throws(OutboxError) {
-        let (directories, sealedQueues) = try await offThePool { () throws(OutboxError) -> ([FilePath], Bool) in
+        let (directories, sealedQueues, named) = try await offThePool { () throws(OutboxError) -> ([FilePath], Bool, FilePath?) in
             var directories = [PartitionDirectory.legacyPath(root: root, partition: partition)]
+            var named: FilePath?
             if let naming = try PartitionDirectory.naming(root: root, key: encryptionKey, fileSystem: fileSystem, create: false) {
-                directories.append(PartitionDirectory.path(root: root, name: PartitionDirectory.name(partition, naming: naming)))
+                named = PartitionDirectory.path(root: root, name: PartitionDirectory.name(partition, naming: naming))
+                directories.append(named!)
             }
             directories = directories.filter { (try? fileSystem.itemKind(at: $0)) == .directory }
-            return (directories, encryptionKey == nil && PartitionDirectory.holdsSealedQueues(root: root, fileSystem: fileSystem))
+            return (
+                directories, encryptionKey == nil && PartitionDirectory.holdsSealedQueues(root: root, fileSystem: fileSystem),
+                named
+            )
         }
         if directories.isEmpty, sealedQueues {
             throw OutboxError(
@@ -124,6 +146,9 @@ public final class LogOutboxStore: OutboxStore {
                 throw .storage(error)
             }
         }
+        // Then what other processes spooled for it (also when the queue was
+        // purged before and a spool was still being written then).
+        if let named { try await SpoolLayout.purge(ofQueue: named, fileSystem: fileSystem) }
     }
 
     /// Deletes `partition`'s queue under `root`, with the key and file system
@@ -252,7 +277,8 @@ public final class LogOutboxStore: OutboxStore {
     public func claimDue(
         at now: Date, limit: Int, lease: Duration, accepting: (String) -> Bool
     ) async throws(OutboxError) -> OutboxClaim {
-        try await core.claimDue(at: now, limit: limit, lease: lease, accepting: accepting)
+        if spools.wasPoked { _ = try await spools.ingest() }  // before every drain, once a writer poked
+        return try await core.claimDue(at: now, limit: limit, lease: lease, accepting: accepting)
     }
     public func nextDueDate() async throws(OutboxError) -> Date? { try await core.nextDueDate() }
     public func beginAttempt(_ id: OutboxEntry.ID, at now: Date, lease: Duration) async throws(OutboxError) -> OutboxEntry {

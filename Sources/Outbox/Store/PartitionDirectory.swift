@@ -7,6 +7,7 @@ import SystemPackage
 ///
 /// ```
 /// <root>/SALT                              32 random bytes (0600): the naming key of an unencrypted root
+/// <root>/SALT.lock                         empty; locked while the salt is created (RootSalt)
 /// <root>/partitions/outbox+<32 hex>/       a user's queue (an OutboxLog directory)
 /// <root>/partitions/outbox+<32 hex>/PARTITION   the user's name: plain, or sealed under the app's key
 /// ```
@@ -67,11 +68,10 @@ enum PartitionDirectory {
             return KeyedNaming(key: SymmetricKey(data: salt))
         }
         guard create else { return nil }
-        let salt = SymmetricKey(size: .bits256).withUnsafeBytes { Array($0) }
-        // Another process may create it at the same moment: the first rename wins for both.
-        try SmallFile.write(salt, to: path, fileSystem: fileSystem, replacing: false)
-        guard let written = try SmallFile.read(path, fileSystem: fileSystem), written.count == 32 else {
-            throw OutboxError(.corruptEntry, "\(path): the outbox root's salt could not be read back")
+        // Another process may create it at the same moment: one creates it, under a lock.
+        let written = try RootSalt.create(at: path, fileSystem: fileSystem)
+        guard written.count == 32 else {
+            throw OutboxError(.corruptEntry, "\(path): the outbox root's salt has \(written.count) bytes, not 32")
         }
         return KeyedNaming(key: SymmetricKey(data: written))
     }

@@ -131,11 +131,11 @@ final class StoreCore: Sendable {
 
     /// Memory and storage may disagree from here on: refuse every call until
     /// a reopen rebuilds memory from disk.
-    private func fail(_ error: OutboxError) {
+    func fail(_ error: OutboxError) {
         state.withLock { $0.failure = $0.failure ?? error }
     }
 
-    private func check(_ state: State) throws(OutboxError) {
+    func check(_ state: State) throws(OutboxError) {
         if let configurationError { throw configurationError }
         if state.closed { throw OutboxError(.closed, "the store is closed") }
         if let failure = state.failure {
@@ -194,15 +194,7 @@ final class StoreCore: Sendable {
     /// The new entry's body, encoded (and sealed) outside the lock; its
     /// sequence is filled in under it. Checks that its record fits the log.
     func prepareBody(_ request: OutboxEnqueueRequest, now: Int64) throws(OutboxError) -> PreparedBody {
-        var placeholder = EntryMetadata(
-            id: request.id, sequence: 0, status: .pending, priority: Int16(request.priority),
-            attempts: 0, maxAttempts: UInt16(request.maxAttempts ?? configuration.defaultMaximumAttempts),
-            scope: 0, type: 0, coalescing: 0, when: now, createdAt: request.createdAt.milliseconds, storedBytes: 0)
-        placeholder.dependencies = request.dependencies
-        let prepared = try backend.prepare(EntryBody(request: request, metadata: placeholder, partition: partition))
-        let recordLimit = configuration.log.maximumRecordSize
-        try Admission.recordSize(LogBackend.frameSize(ofBody: prepared.storedBytes), limit: recordLimit, entry: request.id)
-        return prepared
+        try Self.prepareBody(request, partition: partition, configuration: configuration, now: now, prepare: backend.prepare)
     }
 
     func claimDue(

@@ -1,30 +1,41 @@
 import ArgumentParser
+import Foundation
 import Outbox
 import OutboxLog
 
-/// `outbox enqueue DIR --count N --size BYTES [--endpoint "POST /posts"] [--user U] [--scope S] [--type T]`
+/// `outbox enqueue DIR (--payload TEXT | --size BYTES) [--count N] [--endpoint "POST /posts"] [--user U]
+/// [--scope S] [--type T] [--id UUID] [--depends-on UUID…] [--json]`
 struct OutboxEnqueue: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "enqueue",
-        abstract: "Enqueue entries with deterministic payloads, printing each one's id and idempotency key.",
+        abstract: "Enqueue entries, directly or through a spool if another process holds the queue.",
         discussion: """
-            Entry i (from 0) gets a payload of exactly --size bytes. When --size is at least the \
-            length of {"n":<i>,"pad":""}, the payload is that JSON object with "pad" filled with \
-            "x" up to --size bytes, sent with Content-Type: application/json; a smaller --size \
-            gives the text "<i>." repeated and cut to --size bytes (no JSON, no Content-Type). \
-            Each entry is printed as "<id> <idempotency-key>" on its own line as soon as its \
-            enqueue has returned: enqueue is durable, so a printed entry survives a crash or a \
-            power loss. Creates DIR and the user's queue if missing.
+            If no other process holds the user's queue, the entries are written into it directly \
+            (path "direct"); if one does (an app that keeps it open), they are written into a spool \
+            of this process's own beside it, which that process moves in (path "spooled"). Either \
+            way the enqueue is durable when its line is printed: a printed entry survives a crash \
+            or a power loss. Each entry is printed as "<id> <idempotency-key> <path>" on its own \
+            line (with --json, one object per entry: id, idempotencyKey, path, outcome); an entry \
+            the queue already held prints "<id> - direct". \
+            --payload sends the text as given (with Content-Type: application/json if it is valid \
+            JSON). With --size instead, entry i (from 0) gets a payload of exactly --size bytes: \
+            when --size is at least the length of {"n":<i>,"pad":""}, that JSON object with "pad" \
+            filled with "x" up to --size bytes, sent as JSON; a smaller --size gives the text \
+            "<i>." repeated and cut to --size bytes (no Content-Type). Creates DIR and the user's \
+            queue if missing.
             """
     )
 
     @OptionGroup var options: OutboxRootOptions
 
     @Option(help: "How many entries to enqueue (at least 1).")
-    var count: Int
+    var count = 1
 
-    @Option(help: "The payload size of each entry, in bytes.")
-    var size: Int
+    @Option(help: "The payload size of each entry, in bytes (generated payloads; see below).")
+    var size: Int?
+
+    @Option(help: "The payload of each entry, as text.")
+    var payload: String?
 
     @Option(help: "The request: an HTTP method, one space and a path starting with /.")
     var endpoint = "POST /posts"
@@ -38,37 +49,94 @@ struct OutboxEnqueue: AsyncParsableCommand {
     @Option(help: "The entries' type: which handler delivers them.")
     var type = "post"
 
+    @Option(help: "The entry's id (a UUID; with --count 1): enqueueing the same id again is a duplicate.")
+    var id: String?
+
+    @Option(name: .customLong("depends-on"), help: "An entry (UUID) that must be delivered first; repeatable.")
+    var dependencies: [String] = []
+
+    @Flag(help: "Print one JSON object per entry.")
+    var json = false
+
     func validate() throws {
         guard count >= 1 else { throw ValidationError("--count must be at least 1, not \(count)") }
-        guard size >= 0 else { throw ValidationError("--size must not be negative, not \(size)") }
+        guard (size == nil) != (payload == nil) else { throw ValidationError("give exactly one of --payload and --size") }
+        if let size, size < 0 { throw ValidationError("--size must not be negative, not \(size)") }
         guard !user.isEmpty else { throw ValidationError("--user must not be empty") }
         guard !type.isEmpty else { throw ValidationError("--type must not be empty") }
         if scope?.isEmpty == true { throw ValidationError("--scope must not be empty") }
+        if let id {
+            guard UUID(uuidString: id) != nil else { throw ValidationError("--id \(id) is not a UUID") }
+            guard count == 1 else { throw ValidationError("--id needs --count 1") }
+        }
+        for dependency in dependencies where UUID(uuidString: dependency) == nil {
+            throw ValidationError("--depends-on \(dependency) is not a UUID")
+        }
         let request = try Self.parseEndpoint(endpoint)
         let maximum = Self.maximumPayloadSize(
             strings: [request.method, request.path, user, type, scope ?? "", Self.jsonHeaders.description])
-        guard size <= maximum else {
-            throw ValidationError("--size \(size) is too large: an entry holds at most about \(maximum) payload bytes")
+        let largest = size ?? payload?.utf8.count ?? 0
+        guard largest <= maximum else {
+            throw ValidationError("the payload (\(largest) bytes) is too large: an entry holds at most about \(maximum) payload bytes")
         }
+    }
+
+    /// One printed entry (`--json`).
+    struct Printed: Encodable {
+        var id: String
+        var idempotencyKey: String?
+        var path: OutboxEnqueuePath
+        /// enqueued, coalesced, duplicate or spooled.
+        var outcome: String
     }
 
     func run() async throws {
         let (method, path) = try Self.parseEndpoint(endpoint)
-        try await options.withStore(user: user, create: true) { store in
-            for index in 0..<count {
-                let (payload, isJSON) = Self.payload(index: index, size: size)
-                let request = OutboxEnqueueRequest(
-                    type: type, method: method, endpoint: path, payload: payload,
-                    headers: isJSON ? Self.jsonHeaders : [:], scope: scope)
-                switch try await store.enqueue(request) {
-                case .enqueued(let entry), .coalesced(let entry, _):
-                    StandardStreams.writeLine("\(entry.id) \(entry.idempotencyKey)")
+        let requests = (0..<count).map { index in
+            let (body, isJSON): ([UInt8], Bool) =
+                if let payload { (Array(payload.utf8), Self.isJSON(payload)) } else { Self.payload(index: index, size: size ?? 0) }
+            return OutboxEnqueueRequest(
+                id: id.flatMap { OutboxEntry.ID($0) } ?? OutboxEntry.ID(), type: type,
+                method: method, endpoint: path, payload: body, headers: isJSON ? Self.jsonHeaders : [:], scope: scope,
+                dependencies: dependencies.compactMap { OutboxEntry.ID($0) })
+        }
+        let result: OutboxSharedEnqueueResult
+        do {
+            result = try await LogOutboxStore.enqueue(
+                requests, root: options.root, partition: user, configuration: options.configuration(create: true))
+        } catch {
+            throw CommandFailure.outbox(error, directory: options.directory, opening: error.code == .storage)
+        }
+        for line in Self.printed(result) {
+            if json {
+                StandardStreams.writeLine(try JSONLines().encode(line))
+            } else {
+                StandardStreams.writeLine("\(line.id) \(line.idempotencyKey ?? "-") \(line.path.rawValue)")
+            }
+        }
+    }
+
+    /// What to print for each entry of `result`, in order.
+    static func printed(_ result: OutboxSharedEnqueueResult) -> [Printed] {
+        switch result {
+        case .spooled(let entries):
+            return entries.map { Printed(id: "\($0.id)", idempotencyKey: $0.idempotencyKey, path: .spooled, outcome: "spooled") }
+        case .direct(let results):
+            return results.map { result in
+                switch result {
+                case .enqueued(let entry):
+                    Printed(id: "\(entry.id)", idempotencyKey: entry.idempotencyKey, path: .direct, outcome: "enqueued")
+                case .coalesced(let entry, _):
+                    Printed(id: "\(entry.id)", idempotencyKey: entry.idempotencyKey, path: .direct, outcome: "coalesced")
                 case .duplicate(let id, _):
-                    throw CommandFailure(
-                        "entry \(id) was already enqueued", exitCode: CommandFailure.operationFailed)
+                    Printed(id: "\(id)", idempotencyKey: nil, path: .direct, outcome: "duplicate")
                 }
             }
         }
+    }
+
+    static func isJSON(_ text: String) -> Bool {
+        (try? JSONSerialization.jsonObject(with: Data(text.utf8), options: [.fragmentsAllowed])) != nil
     }
 
     static let jsonHeaders = ["Content-Type": "application/json"]

@@ -18,7 +18,9 @@ struct TortureCommand: AsyncParsableCommand {
             syscalls under libfiu), corrupt (damaged copies of real logs), outbox (the app killed \
             mid-drain against a loopback server), outboxfault (power loss and failed syncs, \
             simulated, while the app drains to a loopback server), lock (a log held by this process \
-            attacked by more opens here and from another process), or all. Prints progress and a \
+            attacked by more opens here and from another process), spool (writer processes, \
+            `outbox enqueue`, write through spools into a queue an owner process holds and drains \
+            to a loopback server, any of them killed), or all. Prints progress and a \
             report; exits 1 if any violation was found, naming the seed that reproduces it. See \
             Docs/RELIABILITY.md.
             """
@@ -36,19 +38,19 @@ struct TortureCommand: AsyncParsableCommand {
     @Option(name: .customLong("dir"), help: "A scratch directory for the logs (default: a new temporary one).")
     var directory: String?
 
-    @Option(help: "kill, powerloss, iofault, corrupt, outbox, outboxfault, lock, a comma-separated list of them, or all.")
+    @Option(help: "kill, powerloss, iofault, corrupt, outbox, outboxfault, lock, spool, a comma-separated list of them, or all.")
     var mode = "all"
 
     @Option(help: "The first cycle number (with --cycles 1: replay one cycle named in a violation report).")
     var firstCycle = 0
 
-    @Option(help: "The outbox binary the kill, outbox, lock and libfiu modes run as their worker (default: this one).")
+    @Option(help: "The outbox binary the kill, outbox, lock, spool and libfiu modes run as their worker (default: this one).")
     var worker: String?
 
     @Flag(help: "Skip the real-syscall faults under fiu-run (libfiu) in the iofault mode.")
     var noLibfiu = false
 
-    @Flag(help: "Run the outbox and outboxfault modes on encrypted stores; the outbox mode also checks that no app text reaches the files.")
+    @Flag(help: "Run the outbox, outboxfault and spool modes on encrypted stores; the outbox mode also checks that no app text reaches the files.")
     var encrypted = false
 
     @Flag(help: "Print the report as one JSON object (progress goes to standard error).")

@@ -11,7 +11,7 @@ struct TortureWorkerCommand: AsyncParsableCommand {
         commandName: "torture-worker",
         abstract: "A worker process of `outbox torture` (internal).",
         shouldDisplay: false,
-        subcommands: [LogWorkerCommand.self, OutboxWorkerCommand.self]
+        subcommands: [LogWorkerCommand.self, OutboxWorkerCommand.self, SpoolOwnerCommand.self]
     )
 }
 
@@ -50,6 +50,23 @@ struct OutboxWorkerCommand: AsyncParsableCommand {
         var job = OutboxWorker.Job(root: FilePath(root), baseURL: url, seed: seed, cycle: cycle, count: count)
         job.encrypted = encrypted
         let status = await OutboxWorker.run(job)
+        if status != 0 { throw ExitCode(status) }
+    }
+}
+
+/// `outbox torture-worker spool-owner --root R --base-url URL [--key-file F]`
+struct SpoolOwnerCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "spool-owner", abstract: "Hold a queue, move its spools in and drain it, until told the writers are done.")
+
+    @Option var root: String
+    @Option var baseURL: String
+    @Option var keyFile: String?
+
+    func run() async throws {
+        guard let url = URL(string: baseURL) else { throw ValidationError("bad --base-url \(baseURL)") }
+        let key = try keyFile.map { try OutboxRootOptions.readKey($0, option: "--key-file") }
+        let status = await SpoolOwner.run(SpoolOwner.Job(root: FilePath(root), baseURL: url, encryptionKey: key))
         if status != 0 { throw ExitCode(status) }
     }
 }

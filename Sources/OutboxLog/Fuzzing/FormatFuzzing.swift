@@ -10,12 +10,14 @@
 package enum LogFormatFuzzing {
     /// The salt the frame target's records are checksummed with.
     package static let frameSalt: UInt64 = 0x5EED_0F_F022_1E55
-    static var frameCRCSeed: UInt32 { SegmentHeader(baseSequence: 0, coverEnd: nil, salt: frameSalt).recordCRCSeed }
+    package static var frameCRCSeed: UInt32 { SegmentHeader(baseSequence: 0, coverEnd: nil, salt: frameSalt).recordCRCSeed }
 
     // MARK: Frame
 
     /// `RecordFrame.decode` at an offset the control byte picks (bits 2…7),
     /// with the engine's maximum record size or, if bit 1 is set, a small one.
+    /// A frame that verifies is decoded again cut short at its boundaries
+    /// (FrameBoundaryFuzzing.swift).
     package static func frame(_ input: UnsafeRawBufferPointer) throws(FuzzViolation) {
         guard let input = FuzzInput(input) else { return }
         let offset = Int(input.control >> 2) % (input.data.count + 1)
@@ -34,9 +36,22 @@ package enum LogFormatFuzzing {
         _ bytes: UnsafeRawBufferPointer, at offset: Int, crcSeed: UInt32, maximumLength: Int
     ) throws(FuzzViolation) {
         let available = bytes.count - offset
-        switch RecordFrame.decode(bytes, at: offset, crcSeed: crcSeed, maximumLength: maximumLength) {
+        let result = RecordFrame.decode(bytes, at: offset, crcSeed: crcSeed, maximumLength: maximumLength)
+        // A plausible length that runs past the bytes is a frame cut short,
+        // whatever the bytes there say (a torn tail, not damage).
+        if available >= RecordFrame.headerSize, case let declared = declaredLength(bytes, at: offset),
+            declared >= RecordFrame.headerSize, declared <= maximumLength, declared > available
+        {
+            guard case .failure(.incomplete) = result else {
+                throw FuzzViolation("frame at \(offset): its length \(declared) runs past the \(available) bytes there, yet it is \(describe(result))")
+            }
+        }
+        switch result {
         case .success(let frame):
             try checkDecoded(frame, in: bytes, at: offset, crcSeed: crcSeed)
+            try checkCutShort(
+                bytes, frameAt: offset, length: frame.length, crcSeed: crcSeed, maximumLength: maximumLength,
+                keeping: boundaryCuts(of: frame.length))
         case .failure(.incomplete):
             // Only a frame that really extends past the bytes is incomplete.
             guard available < RecordFrame.headerSize || declaredLength(bytes, at: offset) > available else {

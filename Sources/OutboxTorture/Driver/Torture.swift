@@ -38,6 +38,7 @@ public enum Torture {
             case .outbox: await OutboxModeTorture.run(options: options, budget: budget, report: &report)
             case .outboxfault: await OutboxFaultTorture.run(options: options, budget: budget, report: &report)
             case .lock: await LockTorture.run(options: options, budget: budget, report: &report)
+            case .spool: await SpoolTorture.run(options: options, budget: budget, report: &report)
             }
             let counts = report[mode]
             options.progress(

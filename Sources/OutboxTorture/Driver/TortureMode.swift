@@ -23,6 +23,12 @@ public enum TortureMode: String, Sendable, Codable, CodingKeyRepresentable, Case
     /// One opener at a time: a log held by this process is attacked by
     /// more opens (and `destroy`) in this process, then by another process.
     case lock
+    /// Two to four writer processes (`outbox enqueue`) write into a queue
+    /// that an owner process holds and drains to the loopback server —
+    /// through spools while it runs, directly while it is down — with
+    /// `kill -9` of any of them: every acknowledged enqueue is applied
+    /// exactly once, and no spool is left.
+    case spool
 
     public var description: String { rawValue }
 
@@ -38,6 +44,7 @@ public enum TortureMode: String, Sendable, Codable, CodingKeyRepresentable, Case
         case .outbox: 0.10
         case .outboxfault: 0.10
         case .lock: 0.05
+        case .spool: 0.10
         }
     }
 }

@@ -62,7 +62,7 @@ public struct TortureReport: Sendable, Codable, Hashable {
         switch mode {
         case _ where custom != nil:
             reproduce = custom!
-        case .powerloss, .iofault, .corrupt, .lock:
+        case .powerloss, .iofault, .corrupt, .lock, .spool:
             reproduce = "outbox torture --mode \(mode) --seed \(seed) --first-cycle \(cycle) --cycles 1"
         case .kill, .outbox, .outboxfault:
             // Kill moments depend on real timing: the seed replays the same

@@ -28,16 +28,9 @@ enum OutboxModeTorture {
             report.notes.append("outbox: skipped, no worker executable (the `outbox` binary) was given")
             return
         }
-        var faults = ServerFaults.mixed(rate: 0.3, seed: options.seed)
-        faults.retryAfterSeconds = 0
-        faults.timeoutDelay = .milliseconds(clientTimeoutMilliseconds + 150)
-        faults.slowDelay = .milliseconds(20)
-        faults.slowApplyDelay = .milliseconds(clientTimeoutMilliseconds + 150)
         let server: ReferenceServer
         do {
-            // The server is this process, never killed: its keys may live in memory.
-            server = try await ReferenceServer.start(
-                faults: faults, keyStore: InMemoryIdempotencyKeyStore(), recordAttempts: true)
+            server = try await startServer(faultRate: 0.3, seed: options.seed)
         } catch {
             report.notes.append("outbox: skipped, the reference server did not start: \(error)")
             return
@@ -164,6 +157,19 @@ enum OutboxModeTorture {
         }
         await Blocking.remove(directory.string)
         return true
+    }
+
+    /// The reference server, in this process (never killed: its keys may
+    /// live in memory), with `faultRate` faults: 503s, 429s with
+    /// `Retry-After: 0`, answers held past the client's timeout after the
+    /// write was applied, slow answers, dropped connections.
+    static func startServer(faultRate: Double, seed: UInt64) async throws -> ReferenceServer {
+        var faults = ServerFaults.mixed(rate: faultRate, seed: seed)
+        faults.retryAfterSeconds = 0
+        faults.timeoutDelay = .milliseconds(clientTimeoutMilliseconds + 150)
+        faults.slowDelay = .milliseconds(20)
+        faults.slowApplyDelay = .milliseconds(clientTimeoutMilliseconds + 150)
+        return try await ReferenceServer.start(faults: faults, keyStore: InMemoryIdempotencyKeyStore(), recordAttempts: true)
     }
 
     /// When to kill one life of the app: after some enqueues, after the

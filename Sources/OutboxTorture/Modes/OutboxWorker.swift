@@ -78,18 +78,7 @@ public enum OutboxWorker {
             WorkerLine.openFailed(code: WorkerLine.word(error.code), message: error.description).send()
             return LogWorker.Status.openFailed
         }
-        var http = HTTPOutboxHandler.Configuration(baseURL: job.baseURL)
-        // Shorter than the server's held answers: some attempts time out
-        // after the server applied them, and are retried with the same key.
-        http.requestTimeout = .milliseconds(OutboxModeTorture.clientTimeoutMilliseconds)
-        var dispatching = OutboxDispatcherConfiguration()
-        dispatching.maximumConcurrentDeliveries = 4
-        dispatching.backoff = OutboxBackoff(base: .milliseconds(5), cap: .milliseconds(100))
-        dispatching.deliveryTimeout = .seconds(5)
-        dispatching.maximumAge = nil
-        dispatching.logger = quiet
-        let dispatcher = OutboxDispatcher(
-            store: store, handlers: [:], fallback: HTTPOutboxHandler(configuration: http), configuration: dispatching)
+        let dispatcher = dispatcher(for: store, baseURL: job.baseURL, logger: quiet)
         WorkerLine.ready.send()
         await dispatcher.start()
 
@@ -130,5 +119,22 @@ public enum OutboxWorker {
         }
         WorkerLine.drained.send()
         return LogWorker.Status.done
+    }
+
+    /// The app's dispatcher: HTTP to `baseURL`, four deliveries at once,
+    /// quick retries, and a client timeout shorter than the server's held
+    /// answers — some attempts time out after the server applied them, and
+    /// are retried with the same key.
+    static func dispatcher(for store: LogOutboxStore, baseURL: URL, logger: Logger) -> OutboxDispatcher {
+        var http = HTTPOutboxHandler.Configuration(baseURL: baseURL)
+        http.requestTimeout = .milliseconds(OutboxModeTorture.clientTimeoutMilliseconds)
+        var dispatching = OutboxDispatcherConfiguration()
+        dispatching.maximumConcurrentDeliveries = 4
+        dispatching.backoff = OutboxBackoff(base: .milliseconds(5), cap: .milliseconds(100))
+        dispatching.deliveryTimeout = .seconds(5)
+        dispatching.maximumAge = nil
+        dispatching.logger = logger
+        return OutboxDispatcher(
+            store: store, handlers: [:], fallback: HTTPOutboxHandler(configuration: http), configuration: dispatching)
     }
 }

@@ -1,0 +1,104 @@
+import Crypto
+import OutboxLog
+import SystemPackage
+
+/// One spool the owner has locked, with the entries its queue does not hold yet.
+struct OpenSpool: Sendable {
+    let id: SpoolID
+    let log: OutboxLog
+    /// The spool's guard (``SpoolLayout/guardPath(_:_:)``), held by the owner.
+    let guardLock: FileDescriptor
+    /// Entries past the queue's mark, in spool order.
+    var entries: [SpooledEntry]
+    /// The queue has a mark for this spool (to delete with it).
+    var marked: Bool
+    /// Why the spool cannot be read to its end (kept, not deleted).
+    var damage: OutboxSpoolProblem?
+}
+
+/// Opening and reading a spool, for ingestion.
+enum SpoolReading {
+    enum Opened {
+        case spool(OpenSpool)
+        /// Its writer still holds it.
+        case busy
+        /// Gone since the listing.
+        case gone
+        /// Cannot be opened or read: kept as is; why.
+        case unusable(OutboxSpoolProblem)
+    }
+
+    /// Locks and reads the spool `id` in `spools`: the entries past the
+    /// queue's mark for it (read from `queue`).
+    static func open(
+        _ id: SpoolID, in spools: FilePath, queue: OutboxLog, format: RecordFormat, key: SymmetricKey?,
+        configuration: OutboxLog.Configuration
+    ) async -> Opened {
+        var logConfiguration = configuration
+        logConfiguration.createIfMissing = false
+        logConfiguration.automaticCompactionRatio = nil
+        let path = SpoolLayout.path(spools, id)
+        let fileSystem = configuration.fileSystem
+        // Its writer holds the guard from before the directory existed until
+        // the spool is closed: while it does, the spool is not ours.
+        let taken: FileDescriptor?
+        do {
+            taken = try await offThePool { () throws(OutboxError) -> FileDescriptor? in
+                try SpoolLayout.takeGuard(spools, id, fileSystem: fileSystem)
+            }
+        } catch {
+            return .unusable(OutboxSpoolProblem(.unusable, path: path, error: error))
+        }
+        guard let guardLock = taken else { return .busy }
+        let log: OutboxLog
+        do { log = try await OutboxLog.open(at: path, configuration: logConfiguration) } catch {
+            try? fileSystem.close(guardLock)
+            switch error.code {
+            case .locked: return .busy
+            case .notFound: return .gone
+            default: return .unusable(OutboxSpoolProblem(.unusable, path: path, error: .storage(error)))
+            }
+        }
+        do throws(OutboxError) {
+            try await LogOutboxStore.checkKey(log, key: key, partition: format.partition, writing: false)
+            let mark: UInt64?
+            do { mark = try await queue.get(SpoolMark.key(id)).flatMap { SpoolMark.sequence($0.value) } } catch {
+                throw .storage(error)
+            }
+            var spool = OpenSpool(id: id, log: log, guardLock: guardLock, entries: [], marked: mark != nil, damage: nil)
+            try await read(&spool, after: mark ?? 0, format: format, path: path)
+            return .spool(spool)
+        } catch {
+            try? await log.close()
+            try? fileSystem.close(guardLock)
+            return .unusable(OutboxSpoolProblem(.unusable, path: path, error: error))
+        }
+    }
+
+    /// Reads the entry records after `mark`. A record that does not decode
+    /// stops the reading there: what comes before is moved in, the rest is
+    /// kept in the spool, which is reported damaged.
+    private static func read(
+        _ spool: inout OpenSpool, after mark: UInt64, format: RecordFormat, path: FilePath
+    ) async throws(OutboxError) {
+        var after = mark
+        while true {
+            let page: [LogEntry]
+            do { page = try await spool.log.entries(after: after, limit: 4096) } catch { throw .storage(error) }
+            guard let last = page.last else { return }
+            after = last.sequence
+            for record in page where record.key.bytes.first == RecordFormat.entryPrefix {
+                do throws(OutboxError) {
+                    let body = try EntryCodec.decode(try format.plainBody(record.value, key: record.key), sealer: nil)
+                    guard body.partition == format.partition, format.entryKey(body.id) == record.key else {
+                        throw OutboxError(.corruptEntry, "a spooled entry of another queue", entry: body.id)
+                    }
+                    spool.entries.append(SpooledEntry(spool: spool.id, sequence: record.sequence, body: body, stored: record.value))
+                } catch {
+                    spool.damage = OutboxSpoolProblem(.damagedRecord, path: path, record: record.sequence, error: error)
+                    return
+                }
+            }
+        }
+    }
+}

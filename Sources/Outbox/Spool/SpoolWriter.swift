@@ -1,0 +1,103 @@
+import Foundation
+import OutboxLog
+import SystemPackage
+
+/// Writes entries into a new spool of this process's own: the other half
+/// of `LogOutboxStore.enqueue(_:root:partition:configuration:)` when the
+/// queue is held by another process.
+///
+/// A spool is an ``OutboxLog`` like the queue — same framing and CRC, same
+/// durability levels, same record format (``RecordFormat``: the entry's
+/// body record, sealed under the same key and bound to the same log key as
+/// in the queue) — in its own directory with its own lock. A writer creates
+/// a new spool each time (a fresh random name), writes, syncs as asked and
+/// closes it; it never opens a spool again. So the owner may move in and
+/// delete any spool whose lock it can take: its writer is done with it, or
+/// was killed.
+enum SpoolWriter {
+    /// The largest batch handed to the spool's log at once (the log holds
+    /// at most 32 MiB waiting to be written).
+    static let batchBytes = 4 << 20
+
+    /// Writes `bodies` (encoded in `format`) into a new spool under
+    /// `spools`, waiting for `configuration.enqueueDurability`; returns
+    /// the spool's name.
+    static func write(
+        _ bodies: [PreparedBody], format: RecordFormat, spools: FilePath, configuration: OutboxStoreConfiguration
+    ) async throws(OutboxError) -> SpoolID {
+        let fileSystem = configuration.log.fileSystem
+        try await offThePool { () throws(OutboxError) in
+            do throws(OutboxLogError) { _ = try fileSystem.createDirectoryWithParents(spools) } catch { throw .storage(error) }
+            // Another writer may have created them a moment ago and not yet
+            // synced their names: this spool's survival must not hang on it.
+            for directory in [spools.removingLastComponent().removingLastComponent(), spools.removingLastComponent()] {
+                do throws(Errno) { try fileSystem.synchronizeDirectory(directory) } catch {
+                    throw .storage(OutboxLogError(.io, "cannot sync the spools' directory", file: directory, errno: error))
+                }
+            }
+        }
+        let (spool, log, guardLock) = try await openNewSpool(in: spools, configuration: configuration)
+        // Released once the spool is closed (or the write failed): then, and
+        // only then, may the owner take the spool.
+        defer { try? fileSystem.close(guardLock) }
+        do throws(OutboxError) {
+            var batches: [[LogWrite]] = [[]]
+            var bytes = 0
+            if let sealer = configuration.encryptionKey.map(PayloadSealer.init(key:)) {
+                // The owner checks it before reading anything else.
+                batches[0].append(.value(RecordFormat.canaryKey, try sealer.sealCanary(partition: format.partition)))
+            }
+            for body in bodies {
+                guard let encoded = body.encoded else { continue }
+                if bytes + encoded.count > batchBytes, !batches[batches.count - 1].isEmpty {
+                    batches.append([])
+                    bytes = 0
+                }
+                batches[batches.count - 1].append(.value(format.entryKey(body.body.id), encoded))
+                bytes += encoded.count
+            }
+            for (index, batch) in batches.enumerated() where !batch.isEmpty {
+                // Only the last batch waits: the log keeps a prefix, so its
+                // durability covers every batch before it.
+                let durability: Durability = index == batches.count - 1 ? configuration.enqueueDurability : .buffered
+                do { _ = try await log.append(batch, durability: durability) } catch { throw OutboxError.storage(error) }
+            }
+            do { try await log.close() } catch { throw OutboxError.storage(error) }
+        } catch {
+            try? await log.close()
+            throw error
+        }
+        return spool
+    }
+
+    /// A new spool, open and locked, and its guard, locked before the spool's
+    /// directory exists (so no owner ever takes a spool being created). An
+    /// open that fails before anything is written is tried again under a
+    /// new name.
+    private static func openNewSpool(
+        in spools: FilePath, configuration: OutboxStoreConfiguration
+    ) async throws(OutboxError) -> (SpoolID, OutboxLog, FileDescriptor) {
+        var logConfiguration = configuration.log
+        logConfiguration.createIfMissing = true
+        logConfiguration.automaticCompactionRatio = nil
+        let fileSystem = configuration.log.fileSystem
+        var attempt = 0
+        while true {
+            let spool = SpoolID.random()
+            let guardLock = try await offThePool { () throws(OutboxError) -> FileDescriptor? in
+                try SpoolLayout.takeGuard(spools, spool, fileSystem: fileSystem)
+            }
+            attempt += 1
+            guard let guardLock else {
+                guard attempt < 3 else { throw OutboxError(.busy, "\(spools): cannot lock a new spool's guard") }
+                continue
+            }
+            do {
+                return (spool, try await OutboxLog.open(at: SpoolLayout.path(spools, spool), configuration: logConfiguration), guardLock)
+            } catch {
+                try? fileSystem.close(guardLock)
+                guard attempt < 3, [.locked, .notFound, .io].contains(error.code) else { throw .storage(error) }
+            }
+        }
+    }
+}

@@ -1,0 +1,37 @@
+import Foundation
+
+extension StoreCore {
+    /// What an enqueue does before the store's lock, shared by a direct
+    /// enqueue and a spooled one (`LogOutboxStore.enqueue(_:root:partition:configuration:)`):
+    /// checks `request` (``Admission``), and builds and encodes (and, with
+    /// a key, seals) its body through `prepare`, with sequence 0 (the queue
+    /// patches in its own under its lock).
+    ///
+    /// - Throws: ``OutboxError`` `.invalidArgument` or `.tooLarge`; nothing
+    ///   is written.
+    static func admit(
+        _ request: OutboxEnqueueRequest, partition: String, configuration: OutboxStoreConfiguration, now: Int64,
+        prepare: (EntryBody) throws(OutboxError) -> PreparedBody
+    ) throws(OutboxError) -> PreparedBody {
+        try Admission.check(request)
+        try Admission.payloadSize(request, limit: configuration.log.maximumRecordSize)
+        return try prepareBody(request, partition: partition, configuration: configuration, now: now, prepare: prepare)
+    }
+
+    /// The body of an admitted `request`, encoded through `prepare` with
+    /// sequence 0; `.tooLarge` if its record would not fit the log.
+    static func prepareBody(
+        _ request: OutboxEnqueueRequest, partition: String, configuration: OutboxStoreConfiguration, now: Int64,
+        prepare: (EntryBody) throws(OutboxError) -> PreparedBody
+    ) throws(OutboxError) -> PreparedBody {
+        var placeholder = EntryMetadata(
+            id: request.id, sequence: 0, status: .pending, priority: Int16(request.priority),
+            attempts: 0, maxAttempts: UInt16(request.maxAttempts ?? configuration.defaultMaximumAttempts),
+            scope: 0, type: 0, coalescing: 0, when: now, createdAt: request.createdAt.milliseconds, storedBytes: 0)
+        placeholder.dependencies = request.dependencies
+        let prepared = try prepare(EntryBody(request: request, metadata: placeholder, partition: partition))
+        try Admission.recordSize(
+            LogBackend.frameSize(ofBody: prepared.storedBytes), limit: configuration.log.maximumRecordSize, entry: request.id)
+        return prepared
+    }
+}

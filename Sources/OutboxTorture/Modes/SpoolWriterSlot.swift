@@ -1,0 +1,109 @@
+import Foundation
+import Outbox
+import OutboxLogTesting
+import SystemPackage
+
+/// One writer of the spool mode: a series of real `outbox enqueue` processes
+/// (an app extension, a widget, a CLI), one per entry, each killed now and
+/// then. A killed enqueue is run again with the same id until one is
+/// acknowledged — as an app retries its own write — so every entry of the
+/// slot is acknowledged once the slot ends.
+struct SpoolWriterSlot: Sendable {
+    let writer: Int
+    let count: Int
+    let root: FilePath
+    let seed: UInt64
+    let cycle: Int
+    let keyFile: String?
+    let executable: String
+
+    /// What one acknowledged entry told its writer.
+    struct Acknowledged: Sendable {
+        var tag: String
+        var id: String
+        var key: String
+        var path: String
+    }
+
+    struct Result: Sendable {
+        var acknowledged: [Acknowledged] = []
+        var kills = 0
+        var paths: [String: Int] = [:]
+        /// A broken promise or an unexpected failure, if any.
+        var violation: String?
+    }
+
+    static func tag(seed: UInt64, cycle: Int, writer: Int, index: Int) -> String { "spool-\(seed)-\(cycle)-\(writer)-\(index)" }
+
+    func id(_ index: Int) -> String {
+        var random = SplitMix64.derived(seed: seed, stream: 0x5350_4F4F_0000_0000 | UInt64(cycle) << 24 | UInt64(writer) << 16 | UInt64(index))
+        let bytes = random.nextBytes(16)
+        return UUID(uuid: (
+            bytes[0], bytes[1], bytes[2], bytes[3], bytes[4], bytes[5], bytes[6], bytes[7],
+            bytes[8], bytes[9], bytes[10], bytes[11], bytes[12], bytes[13], bytes[14], bytes[15])).uuidString
+    }
+
+    func run(randomSeed: UInt64) async -> Result {
+        var random = SplitMix64(seed: randomSeed)
+        var result = Result()
+        for index in 0..<count {
+            let tag = Self.tag(seed: seed, cycle: cycle, writer: writer, index: index)
+            let payload = "{\"conversation\":\"conversation-\(writer)\",\"text\":\"\(tag)\"}"
+            var arguments = [
+                "enqueue", root.string, "--user", SpoolOwner.partition, "--type", "torture_message", "--endpoint",
+                "POST /messages", "--payload", payload, "--id", id(index), "--json",
+            ]
+            // Half the entries depend on the writer's previous one, which may
+            // be in the queue or in a spool (of this writer or not) by now.
+            if index > 0, random.next(below: 2) == 0 { arguments += ["--depends-on", id(index - 1)] }
+            if index % 3 == 0 { arguments += ["--scope", "conversation-\(writer)"] }
+            if let keyFile { arguments += ["--key-file", keyFile] }
+            var lives = 0
+            while true {
+                lives += 1
+                var policy = ChildSupervisor.KillPolicy()
+                policy.hangLimit = .seconds(60)
+                let killing = lives < 4 && random.next(below: 5) == 0
+                if killing { policy.after = .microseconds(Int64(random.next(below: 60_000))) }
+                let outcome: ChildSupervisor.Outcome
+                do {
+                    outcome = try await ChildSupervisor.run(
+                        executable, arguments, errorFile: root.string + ".writer-\(writer).stderr", policy: policy)
+                } catch {
+                    result.violation = "writer \(writer): cannot run outbox enqueue: \(error)"
+                    return result
+                }
+                if outcome.hung {
+                    result.violation = "writer \(writer) entry \(index): outbox enqueue hung"
+                    return result
+                }
+                if case .signaled(let signal) = outcome.termination, signal == SIGKILL, outcome.killed {
+                    result.kills += 1
+                    continue
+                }
+                guard case .exited(0) = outcome.termination, let line = outcome.lines.last,
+                    let object = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any],
+                    let path = object["path"] as? String
+                else {
+                    result.violation = "writer \(writer) entry \(index): outbox enqueue \(outcome.termination), "
+                        + "printed \(outcome.lines), stderr: \(outcome.errorTail)"
+                    return result
+                }
+                result.paths[path, default: 0] += 1
+                if let key = object["idempotencyKey"] as? String {
+                    result.acknowledged.append(Acknowledged(tag: tag, id: id(index), key: key, path: path))
+                } else {
+                    // A duplicate: an earlier, killed life recorded it already.
+                    result.paths["duplicate", default: 0] += 1
+                    result.acknowledged.append(
+                        Acknowledged(
+                            tag: tag, id: id(index),
+                            key: OutboxEntry.derivedIdempotencyKey(partition: SpoolOwner.partition, id: OutboxEntry.ID(id(index))!),
+                            path: path))
+                }
+                break
+            }
+        }
+        return result
+    }
+}
