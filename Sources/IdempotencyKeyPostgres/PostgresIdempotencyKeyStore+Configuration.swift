@@ -37,7 +37,9 @@ extension PostgresIdempotencyKeyStore {
         /// An operator's listing (``PostgresIdempotencyKeyStore/unsettledKeys(now:limit:)``)
         /// counts an in-progress claim this old as abandoned (its server
         /// stopped mid-request), as `begin` does with the middleware's
-        /// `staleAfter`. Keep the two equal.
+        /// `staleAfter`; a sweep (``PostgresIdempotencyKeyStore/expire(now:)``)
+        /// deletes an expired in-progress claim only once it is this old.
+        /// Keep the two equal.
         public var staleAfter: Duration = .seconds(60)
 
         public init() {}
@@ -56,10 +58,22 @@ extension PostgresIdempotencyKeyStore {
             return max(1, seconds * 1000 + attoseconds / 1_000_000_000_000_000)
         }
 
+        /// `[a-z_][a-z0-9_]{0,47}`, byte by byte: the name is spliced into SQL.
+        /// (Not a regular expression: its `$` also matches before a final
+        /// line break, and `keys\n` would pass.)
+        static func isPlainIdentifier(_ name: String) -> Bool {
+            let lower = UInt8(ascii: "a")...UInt8(ascii: "z")
+            let digit = UInt8(ascii: "0")...UInt8(ascii: "9")
+            let underscore = UInt8(ascii: "_")
+            let bytes = Array(name.utf8)
+            guard let first = bytes.first, bytes.count <= 48, first == underscore || lower.contains(first) else { return false }
+            return bytes.allSatisfy { $0 == underscore || lower.contains($0) || digit.contains($0) }
+        }
+
         func validate() throws {
-            guard table.range(of: "^[a-z_][a-z0-9_]{0,47}$", options: .regularExpression) != nil else {
+            guard Self.isPlainIdentifier(table) else {
                 throw PostgresIdempotencyKeyStoreError(
-                    .invalidConfiguration, "table must be a lower-case SQL identifier of at most 48 characters, not \(table)")
+                    .invalidConfiguration, "table must be a lower-case SQL identifier of at most 48 characters, not \(String(reflecting: table))")
             }
             guard expiryBatchSize > 0, maximumExpiryBatches > 0 else {
                 throw PostgresIdempotencyKeyStoreError(.invalidConfiguration, "expiryBatchSize and maximumExpiryBatches must be positive")
@@ -69,5 +83,12 @@ extension PostgresIdempotencyKeyStore {
                     .invalidConfiguration, "lockTimeout, statementTimeout, connectionWait, staleAfter and maximumConnections must be positive")
             }
         }
+    }
+}
+
+extension Duration {
+    /// The duration in seconds, as a `TimeInterval`.
+    var timeInterval: TimeInterval {
+        Double(components.seconds) + Double(components.attoseconds) / 1e18
     }
 }

@@ -21,19 +21,25 @@ extension PostgresIdempotencyKeyStore {
     ///   - expiresAt: when the key may be forgotten: now plus the
     ///     middleware's ``IdempotencyMiddleware/Configuration/retention``.
     ///   - owner: the middleware's ``IdempotencyMiddleware/Configuration/serverInstance``.
+    /// A claim another node marked abandoned meanwhile (it found the claim
+    /// stale: its clock is ahead, or the handler outlived `staleAfter`) is
+    /// still this owner's to complete: the write and its answer commit
+    /// together, and repeats get the answer instead of outcome-unknown.
+    ///
     /// - Throws: ``PostgresIdempotencyKeyStoreError/Code/claimLost`` if this
-    ///   owner does not hold the key's claim (it went stale and another node
-    ///   marked it, or it was never claimed): let it roll the transaction
-    ///   back, so the write is not applied without its key.
+    ///   owner does not hold the key's claim (an operator resolved it, or it
+    ///   expired and another node claimed the key, or it was never claimed):
+    ///   let it roll the transaction back, so the write is not applied
+    ///   without its key.
     public func complete(
         key: String, response: StoredResponse, expiresAt: Date, owner: String = IdempotencyServerInstance.current,
         on connection: PostgresConnection, logger: Logger
     ) async throws {
         let updated = try await connection.query(
-            completion(key: key, response: response, expiresAt: expiresAt, owner: owner, when: "state = 'in-progress'"), logger: logger
+            completion(key: key, response: response, expiresAt: expiresAt, owner: owner, when: Self.heldClaim), logger: logger
         ).collect()
         guard !updated.isEmpty else {
-            throw PostgresIdempotencyKeyStoreError(.claimLost, "key \(key) is not in progress for \(owner): its write must not commit")
+            throw PostgresIdempotencyKeyStoreError(.claimLost, "key \(key) is not claimed by \(owner): its write must not commit")
         }
     }
 }

@@ -96,16 +96,19 @@ public final class PostgresIdempotencyKeyStore: IdempotencyKeyStore {
         }
     }
 
+    /// A claim its owner still holds: in progress, or marked abandoned by
+    /// another node that found it stale (its clock ahead, or the request
+    /// outlived `staleAfter`) while the owner still ran it. The owner is the
+    /// one that knows how it ended: it may complete it or release it.
+    static let heldClaim = "(state = 'in-progress' OR (state = 'unknown' AND reason = 'claim-abandoned'))"
+
     // MARK: IdempotencyKeyStore
 
     public func complete(key: String, response: StoredResponse, now: Date, expiresAt: Date) async throws {
         // No owner here: only the middleware that claimed the key completes
         // it. A claim another node marked abandoned while its handler ran is
         // completed too: the answer is known after all.
-        _ = try await rows(
-            completion(
-                key: key, response: response, expiresAt: expiresAt,
-                when: "(state = 'in-progress' OR (state = 'unknown' AND reason = 'claim-abandoned'))"))
+        _ = try await rows(completion(key: key, response: response, expiresAt: expiresAt, when: Self.heldClaim))
     }
 
     /// `UPDATE` that stores `response` for `key` where the row's state
@@ -127,11 +130,14 @@ public final class PostgresIdempotencyKeyStore: IdempotencyKeyStore {
             """
     }
 
+    /// Deletes `owner`'s claim, also once another node marked it abandoned
+    /// (``heldClaim``): the owner ran it and says nothing was applied, so the
+    /// key need not wait for an operator.
     public func abandon(key: String, owner: String) async throws {
         _ = try await rows(
             """
             DELETE FROM \(unescaped: table)
-            WHERE scope = \(scope) AND key_digest = \(digest(key)) AND state = 'in-progress' AND owner = \(owner)
+            WHERE scope = \(scope) AND key_digest = \(digest(key)) AND \(unescaped: Self.heldClaim) AND owner = \(owner)
             """)
     }
 
@@ -165,7 +171,7 @@ public final class PostgresIdempotencyKeyStore: IdempotencyKeyStore {
     /// than ``Configuration/staleAfter`` are first marked so
     /// (`claim-abandoned`), as the next request with their key would.
     public func unsettledKeys(now: Date, limit: Int) async throws -> [IdempotencyUnsettledKey] {
-        let staleBefore = now.addingTimeInterval(-Double(Configuration.milliseconds(configuration.staleAfter)) / 1000)
+        let staleBefore = now.addingTimeInterval(-configuration.staleAfter.timeInterval)
         _ = try await rows(
             """
             UPDATE \(unescaped: table) SET state = 'unknown', reason = \(IdempotencyUnknownReason.claimAbandoned.rawValue),
@@ -191,16 +197,21 @@ public final class PostgresIdempotencyKeyStore: IdempotencyKeyStore {
     /// ``Configuration/expiryBatchSize`` per statement and
     /// ``Configuration/maximumExpiryBatches`` statements; rows another
     /// transaction holds are skipped (`SKIP LOCKED`), never waited for.
-    /// An in-progress claim is deleted at its expiry too (the claim's time
-    /// plus the middleware's retention): its server is long gone.
+    ///
+    /// An in-progress claim is deleted once it has expired (the claim's
+    /// time plus the middleware's retention) **and** is
+    /// ``Configuration/staleAfter`` old — only then is its server taken for
+    /// gone, as `begin` takes it: a request still running past a retention
+    /// shorter than itself keeps its claim, so no node runs it again alongside.
     public func expire(now: Date) async throws -> Int {
+        let staleBefore = now.addingTimeInterval(-configuration.staleAfter.timeInterval)
         var removed = 0
         for _ in 0..<configuration.maximumExpiryBatches {
             let deleted = try await rows(
                 """
                 DELETE FROM \(unescaped: table) WHERE (scope, key_digest) IN (
                     SELECT scope, key_digest FROM \(unescaped: table)
-                    WHERE scope = \(scope) AND expires_at <= \(now)
+                    WHERE scope = \(scope) AND expires_at <= \(now) AND (state <> 'in-progress' OR since <= \(staleBefore))
                     LIMIT \(Int64(configuration.expiryBatchSize)) FOR UPDATE SKIP LOCKED)
                 RETURNING 1
                 """

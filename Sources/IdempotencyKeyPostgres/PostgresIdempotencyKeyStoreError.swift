@@ -20,8 +20,8 @@ public struct PostgresIdempotencyKeyStoreError: Error, Sendable, Hashable, Custo
         /// A row the store cannot read (an unknown state, a missing column).
         case damagedRow = "damaged-row"
         /// ``PostgresIdempotencyKeyStore/complete(key:response:expiresAt:owner:on:logger:)``:
-        /// the key is not claimed by this owner (its claim was released,
-        /// taken over after it went stale, or never made). Throwing rolls the
+        /// the key is not claimed by this owner (its claim was released or
+        /// resolved, taken over after it expired, or never made). Throwing rolls the
         /// application's transaction back, so its write is not applied
         /// without its key.
         case claimLost = "claim-lost"

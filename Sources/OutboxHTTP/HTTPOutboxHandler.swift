@@ -5,12 +5,15 @@ import Outbox
 ///
 /// Each attempt sends the entry's method, `baseURL` + endpoint (its `local:`
 /// ids already resolved), payload and stored headers (sorted by name), then
-/// `Idempotency-Key: <the entry's key>` and an `Authorization` header from
+/// `Idempotency-Key: <the entry's key>` (or where
+/// ``Configuration/idempotencyKeyPlacement`` puts the key: another header,
+/// a member of the JSON body) and an `Authorization` header from
 /// the token provider — the same bytes on every attempt (only a refreshed
 /// token changes them). It goes through an ``HTTPTransport`` that never
 /// retries and never follows redirects. Responses map to outcomes:
 ///
-/// What the server says about the key is read by the
+/// An app's ``Configuration/outcomeRules`` are asked first (a whole
+/// answer only); what the server says about the key is read by the
 /// ``Configuration/responseClassifiers`` (an ``IdempotencyKeySignal``);
 /// the outcome follows from the status and that signal:
 ///
@@ -48,7 +51,12 @@ public struct HTTPOutboxHandler: OutboxHandler {
         /// How long one request may take, connecting included, before it is
         /// a timeout (interrupted if the request was sent, not sent otherwise).
         public var requestTimeout: Duration = .seconds(30)
+        /// What a conflict leads to. With ``OutboxConflictPolicy/clientWins``
+        /// the write is sent again as ``clientWinsResend`` says.
         public var conflictPolicy: OutboxConflictPolicy = .manual
+        /// For ``OutboxConflictPolicy/clientWins``: how the write is resent
+        /// after a conflict; `nil` leaves the conflict for the app.
+        public var clientWinsResend: ClientWinsResend?
         /// At most this much of an error body goes into the entry's last error.
         public var maximumErrorBodyBytes = 512
         /// What reads the server's signals about the key (in progress,
@@ -58,6 +66,12 @@ public struct HTTPOutboxHandler: OutboxHandler {
         /// What sends the requests: async-http-client on Linux, URLSession on
         /// Apple platforms (``DefaultHTTPTransport``).
         public var transport: any HTTPTransport = DefaultHTTPTransport.shared
+        /// Where the entry's idempotency key goes: the `Idempotency-Key`
+        /// header by default, another header, or a member of a JSON body.
+        public var idempotencyKeyPlacement: IdempotencyKeyPlacement = .standard
+        /// The app's own readings of responses, before the table (410 on a
+        /// resend counts as delivered, say); the first outcome wins.
+        public var outcomeRules: [HTTPOutcomeRule] = []
 
         public init(baseURL: URL, tokenProvider: (any OutboxTokenProvider)? = nil) {
             self.baseURL = baseURL
@@ -90,7 +104,9 @@ public struct HTTPOutboxHandler: OutboxHandler {
             return .transient(reason: "no token: \(error)", httpStatus: nil, retryAfter: nil)
         }
         let request: HTTPTransportRequest
-        do { request = try self.request(for: delivery, token: token) } catch {
+        do { request = try self.request(for: delivery, token: token) } catch let error as KeyPlacementError where error.isConfiguration {
+            return .notSent(reason: "\(error)")
+        } catch {
             return .permanent(reason: "\(error)", httpStatus: nil)
         }
         var result = await configuration.transport.send(request, timeout: configuration.requestTimeout)
@@ -116,10 +132,14 @@ public struct HTTPOutboxHandler: OutboxHandler {
 
     /// The request an attempt of `delivery` sends: the same bytes for the
     /// same delivery and token, in any process (stored headers sorted by
-    /// name, then `Idempotency-Key`, then `Authorization`).
+    /// name, then the key's header — `Idempotency-Key` unless
+    /// ``Configuration/idempotencyKeyPlacement`` says otherwise — then
+    /// `Authorization`).
     ///
     /// - Throws: if `baseURL` + endpoint would leave the configured scheme,
-    ///   host and port (such a request is never sent).
+    ///   host and port, or the key cannot be placed as configured (an
+    ///   invalid header name, a body that is not a JSON object): such a
+    ///   request is never sent.
     public func request(for delivery: OutboxDelivery, token: String?) throws -> HTTPTransportRequest {
         let base = configuration.baseURL.absoluteString.hasSuffix("/")
             ? String(configuration.baseURL.absoluteString.dropLast()) : configuration.baseURL.absoluteString
@@ -129,13 +149,16 @@ public struct HTTPOutboxHandler: OutboxHandler {
         }
         // Sorted: a dictionary's order changes from process to process, and
         // a resend after a restart must be the same bytes.
+        let placement = configuration.idempotencyKeyPlacement
+        let keyHeader = try placement.headerName()
+        let body = try placement.body(delivery.payload, key: delivery.idempotencyKey)
         var headers = delivery.headers
-            .filter { !Self.reservedHeaders.contains($0.key.lowercased()) }
+            .filter { !Self.reservedHeaders.contains($0.key.lowercased()) && $0.key.lowercased() != keyHeader?.lowercased() }
             .sorted { ($0.key.lowercased(), $0.key) < ($1.key.lowercased(), $1.key) }
             .map { (name: $0.key, value: $0.value) }
-        headers.append((name: "Idempotency-Key", value: delivery.idempotencyKey))
+        if let keyHeader { headers.append((name: keyHeader, value: delivery.idempotencyKey)) }
         if let token { headers.append((name: "Authorization", value: "\(configuration.authorizationScheme) \(token)")) }
-        return HTTPTransportRequest(method: delivery.method, url: url, headers: headers, body: delivery.payload)
+        return HTTPTransportRequest(method: delivery.method, url: url, headers: headers, body: body)
     }
 
     /// Set by the handler or by the HTTP framing, never from the entry.
@@ -168,6 +191,9 @@ public struct HTTPOutboxHandler: OutboxHandler {
         let signal = signal(in: answer)
         if (200..<300).contains(status) || status == 303, let cut = Self.cutShort(headers: headers, body: body) {
             return .interrupted(reason: cut)
+        }
+        for rule in configuration.outcomeRules {
+            if let outcome = rule.outcome(for: answer) { return outcome }
         }
         switch (status, signal) {
         case (200..<300, .replayed), (303, .replayed):

@@ -203,6 +203,13 @@ struct PostgresKeyStoreTests {
         #expect(throws: PostgresIdempotencyKeyStoreError.self) {
             _ = try PostgresIdempotencyKeyStore.clientConfiguration(url: "postgres://u@127.0.0.1:1/db", configuration: configuration)
         }
+        // A regular expression's `$` also matches before a final line break.
+        for table in ["keys\n", "keys\r\n", "keys\u{2028}"] {
+            configuration.table = table
+            #expect(throws: PostgresIdempotencyKeyStoreError.self, "\(table.debugDescription)") {
+                _ = try PostgresIdempotencyKeyStore.clientConfiguration(url: "postgres://u@127.0.0.1:1/db", configuration: configuration)
+            }
+        }
         #expect(throws: PostgresIdempotencyKeyStoreError.self) { _ = try PostgresIdempotencyKeyStore.clientConfiguration(url: "mysql://u@h/db") }
         #expect(throws: PostgresIdempotencyKeyStoreError.self) { _ = try PostgresIdempotencyKeyStore.clientConfiguration(url: "postgres://h/db") }
     }

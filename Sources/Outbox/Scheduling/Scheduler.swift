@@ -78,8 +78,8 @@ struct Scheduler: Sendable {
     /// App-supplied idempotency key → the entry (live, or delivered while its
     /// completion is kept) holding it, and the reverse. Derived keys are
     /// not listed: the id already identifies them.
-    private var keyHolders: [String: OutboxEntryID] = [:]
-    private var appKeys: [OutboxEntryID: String] = [:]
+    private(set) var keyHolders: [String: OutboxEntryID] = [:]
+    private(set) var appKeys: [OutboxEntryID: String] = [:]
     private var counts: [OutboxStatus: Int] = [:]
     private var bytes: [OutboxStatus: Int] = [:]
     private(set) var totalBytes = 0
@@ -883,7 +883,7 @@ struct Scheduler: Sendable {
 
     /// The entry a coalescing enqueue with `key` may replace: the key's
     /// newest live entry, if its status never changed.
-    private func holder(of key: UInt32) -> OutboxEntryID? {
+    func holder(of key: UInt32) -> OutboxEntryID? {
         guard let newest = keyed[key]?.last, pristine.contains(newest) else { return nil }
         return newest
     }

@@ -6,10 +6,9 @@ extension StoreCore {
     /// found a duplicate) and written in one log batch, or none is and the
     /// first refusal is thrown. A later request may depend on an earlier one.
     ///
-    /// The batch runs on a copy of the partition's scheduling state, kept
-    /// only if every enqueue is admitted: a transaction costs time and
-    /// memory in proportion to the queue (meant for a few related writes,
-    /// not for bulk loading).
+    /// The batch is checked before anything changes and then applied
+    /// (``Scheduler/enqueueAll(_:storedBytes:now:)``): under the store's
+    /// lock it costs what it touches, not the size of the queue.
     func enqueue(_ requests: [OutboxEnqueueRequest]) async throws(OutboxError) -> [OutboxEnqueueResult] {
         if let configurationError { throw configurationError }
         let now = Date().milliseconds
@@ -21,35 +20,7 @@ extension StoreCore {
             try Admission.payloadSize(request, limit: configuration.log.maximumRecordSize)
             prepared.append(try prepareBody(request, now: now))
         }
-        var originals: [StoreAcknowledgement] = []
-        let room = try await reserveRoom(for: prepared)
-        let (outcomes, acknowledgement) = try submit(newBodies: prepared, room: room) { scheduler throws(OutboxError) in
-            var trial = scheduler
-            var outcomes: [(Scheduler.EnqueueOutcome, OutboxEntry?)] = []
-            var changes: [StoreChange] = []
-            for (request, body) in zip(requests, prepared) {
-                let (outcome, more) = try trial.enqueue(request, storedBytes: body.storedBytes, now: now)
-                var entry: OutboxEntry?
-                if let metadata = trial.metadata(request.id), !more.isEmpty {
-                    var stored = body.body
-                    stored.sequence = metadata.sequence
-                    entry = stored.entry(metadata: metadata, failure: trial.failure(request.id), completion: nil, strings: trial.strings)
-                }
-                outcomes.append((outcome, entry))
-                changes += more
-            }
-            scheduler = trial
-            return (outcomes, changes)
-        } whileLocked: { state, outcomes, acknowledgement in
-            for (request, outcome) in zip(requests, outcomes) where outcome.1 != nil {
-                state.unconfirmed[request.id] = acknowledgement
-            }
-        } unchanged: { state, outcomes in
-            // Only duplicates: answer once their own enqueues have.
-            for outcome in outcomes {
-                if case .duplicate(let id, _) = outcome.0, let original = state.unconfirmed[id] { originals.append(original) }
-            }
-        }
+        let (outcomes, acknowledgement, originals) = try await submitBatch(requests, prepared, now: now)
         try await wait(for: acknowledgement, configuration.enqueueDurability)
         for original in originals { try await wait(for: original, configuration.enqueueDurability) }
         state.withLock { state in for request in requests { state.unconfirmed.removeValue(forKey: request.id) } }
@@ -62,6 +33,64 @@ extension StoreCore {
                 throw OutboxError(.notFound, "vanished during enqueue", entry: request.id)
             }
         }
+    }
+
+    /// Admits the batch and hands its records to storage as one batch;
+    /// returns each request's outcome (with its entry if it made one), the
+    /// batch's acknowledgement, and those of the original enqueues of
+    /// duplicates still in progress.
+    private func submitBatch(
+        _ requests: [OutboxEnqueueRequest], _ prepared: [PreparedBody], now: Int64
+    ) async throws(OutboxError) -> ([(Scheduler.EnqueueOutcome, OutboxEntry?)], StoreAcknowledgement?, [StoreAcknowledgement]) {
+        var originals: [StoreAcknowledgement] = []
+        var inconsistency: OutboxError?
+        let room = try await reserveRoom(for: prepared)
+        let (outcomes, acknowledgement) = try submit(newBodies: prepared, room: room) {
+            scheduler throws(OutboxError) -> ([(Scheduler.EnqueueOutcome, OutboxEntry?)], [StoreChange]) in
+            let results: [(Scheduler.EnqueueOutcome, [StoreChange])]
+            do throws(Scheduler.BatchFailure) {
+                results = try scheduler.enqueueAll(requests, storedBytes: prepared.map(\.storedBytes), now: now)
+            } catch {
+                switch error {
+                case .refused(let refusal): throw refusal
+                case .inconsistent(let refusal):
+                    inconsistency = refusal
+                    return ([], [])
+                }
+            }
+            var outcomes: [(Scheduler.EnqueueOutcome, OutboxEntry?)] = []
+            for ((outcome, changes), body) in zip(results, prepared) {
+                var entry: OutboxEntry?
+                if let metadata = scheduler.metadata(body.body.id), !changes.isEmpty {
+                    var stored = body.body
+                    stored.sequence = metadata.sequence
+                    entry = stored.entry(
+                        metadata: metadata, failure: scheduler.failure(body.body.id), completion: nil, strings: scheduler.strings)
+                }
+                outcomes.append((outcome, entry))
+            }
+            return (outcomes, results.flatMap(\.1))
+        } whileLocked: { state, outcomes, acknowledgement in
+            for (request, outcome) in zip(requests, outcomes) where outcome.1 != nil {
+                state.unconfirmed[request.id] = acknowledgement
+            }
+        } unchanged: { state, outcomes in
+            if let inconsistency {
+                // Memory holds part of a batch that storage never saw: every
+                // call is refused until a reopen rebuilds memory from the log.
+                state.failure = state.failure ?? inconsistency
+                return
+            }
+            // Only duplicates: answer once their own enqueues have.
+            for outcome in outcomes {
+                if case .duplicate(let id, _) = outcome.0, let original = state.unconfirmed[id] { originals.append(original) }
+            }
+        }
+        if let inconsistency {
+            throw OutboxError(
+                .closed, "the transaction's check disagreed with its enqueue (a bug); reopen the store: \(inconsistency)")
+        }
+        return (outcomes, acknowledgement, originals)
     }
 }
 

@@ -60,7 +60,10 @@ enum SpoolTorture {
         var ownerArguments = ["torture-worker", "spool-owner", "--root", directory.string, "--base-url", server.baseURL.absoluteString]
         if options.encrypted {
             let path = directory.string + ".key"
-            FileManager.default.createFile(atPath: path, contents: Data(OutboxWorker.encryptionKey(seed: options.seed)))
+            let key = Data(OutboxWorker.encryptionKey(seed: options.seed))
+            guard FileManager.default.createFile(atPath: path, contents: key, attributes: [.posixPermissions: 0o600]) else {
+                return violation("cannot write the key file \(path)")
+            }
             keyFile = path
             ownerArguments += ["--key-file", path]
         }
@@ -154,7 +157,11 @@ enum SpoolTorture {
             // Down for a while: writers write directly.
             try? await Task.sleep(for: .milliseconds(Int64(random.next(below: 300))))
         }
-        FileManager.default.createFile(atPath: SpoolOwner.doneFile(directory).string, contents: nil)
+        // The owner's signal to drain and exit; without it the last owner waits.
+        guard FileManager.default.createFile(atPath: SpoolOwner.doneFile(directory).string, contents: nil) else {
+            result.violation = "cannot create \(SpoolOwner.doneFile(directory))"
+            return result
+        }
         let outcome: ChildSupervisor.Outcome
         do { outcome = try await ChildSupervisor.run(executable, arguments, errorFile: errorFile, policy: .never) } catch {
             result.violation = "cannot run the owner: \(error)"
