@@ -25,7 +25,7 @@ extension LogOutboxStore {
     ///   each exactly once, with its id, idempotency key, dependencies and
     ///   `local:` references unchanged.
     ///
-    /// Each request is checked as ``enqueue(_:)`` checks it, before anything
+    /// Each request is checked as `enqueue(_:)` checks it, before anything
     /// is written; dependencies and duplicates can only be decided by the
     /// queue, so a spooled entry that depends on an entry the queue does not
     /// know is recorded quarantined there (``OutboxStatus/dead``), and one
