@@ -17,7 +17,11 @@ import SystemPackage
 /// checks the server's records:
 /// - every write was applied exactly once, under exactly one idempotency
 ///   key, which every attempt at that write carried;
-/// - each acknowledged enqueue's key is that key.
+/// - each acknowledged enqueue's key is that key;
+/// - the writes with minted ids, enqueued first in each life (while a
+///   store reopened from its checkpoint may still be loading): each
+///   acknowledged one likewise, and none — acknowledged or cut off by the
+///   kill — applied twice.
 enum OutboxModeTorture {
     /// The client gives up on an answer after this long; the server holds
     /// some answers longer (after applying the write).
@@ -69,6 +73,7 @@ enum OutboxModeTorture {
         let faultsBefore = server.ledger.faults.values.reduce(0, +)
 
         var acknowledgedKeys: [Int: String] = [:]  // entry index → key the app was given
+        var mintedKeys: [String: String] = [:]  // minted write's name → key the app was given
         var lives = 0
         var drained = false
         let kills = random.next(below: 10) < 3 ? 2 : 1
@@ -91,6 +96,10 @@ enum OutboxModeTorture {
             for line in outcome.lines {
                 switch WorkerLine(parsing: line) {
                 case .ready: break
+                case .enqueued(let name, let key) where name.hasPrefix("m"):
+                    guard mintedKeys.updateValue(key, forKey: name) == nil else {
+                        return violation("life \(lives): the minted write \(name) was acknowledged twice")
+                    }
                 case .enqueued(let index, let key):
                     guard let index = Int(index) else { return violation("life \(lives): bad line \"\(line)\"") }
                     if key == "-" { continue }  // a duplicate: recorded in an earlier life
@@ -137,6 +146,10 @@ enum OutboxModeTorture {
             }
             if keys[key]! > 1 { report.detail(.outbox, "writes retried with their key") }
         }
+        if let detail = mintedViolation(mintedKeys, seed: options.seed, cycle: cycle, server: server) {
+            return violation(detail)
+        }
+        report.detail(.outbox, "writes with minted ids acknowledged", mintedKeys.count)
         if ledger.appliedWithoutKey > 0 { return violation("\(ledger.appliedWithoutKey) write(s) applied without a key") }
         if options.encrypted {
             // After every kill and recovery, nothing the app wrote is readable.
@@ -157,6 +170,30 @@ enum OutboxModeTorture {
         }
         await Blocking.remove(directory.string)
         return true
+    }
+
+    /// What is wrong with the writes with minted ids, if anything: each
+    /// acknowledged one sent under its key only and applied once; none of
+    /// them (some were cut off by a kill before their acknowledgement)
+    /// applied twice.
+    static func mintedViolation(_ acknowledged: [String: String], seed: UInt64, cycle: Int, server: ReferenceServer) -> String? {
+        let ledger = server.ledger
+        for (name, acknowledgedKey) in acknowledged.sorted(by: { $0.key < $1.key }) {
+            let tag = OutboxWorker.tag(seed: seed, cycle: cycle, name: name)
+            let keys = server.attempts.keys(forRequestsContaining: "\"text\":\"\(tag)\"")
+            guard keys.count == 1, let key = keys.keys.first else {
+                return "minted write \(name) was sent with \(keys.count) different keys (acknowledged with \(acknowledgedKey))"
+            }
+            guard key == acknowledgedKey else { return "minted write \(name) was acknowledged with key \(acknowledgedKey) but sent with \(key)" }
+            let applied = ledger.applied[key] ?? 0
+            guard applied == 1 else { return "minted write \(name) (key \(key)) was applied \(applied) times" }
+        }
+        let prefix = OutboxWorker.mintedTagPrefix(seed: seed, cycle: cycle)
+        for key in server.attempts.keys(forRequestsContaining: "\"text\":\"\(prefix)").keys.sorted() {
+            let applied = ledger.applied[key] ?? 0
+            if applied > 1 { return "a minted write (key \(key)) was applied \(applied) times" }
+        }
+        return nil
     }
 
     /// The reference server, in this process (never killed: its keys may

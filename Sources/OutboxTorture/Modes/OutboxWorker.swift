@@ -7,7 +7,8 @@ import OutboxLogTesting
 import SystemPackage
 
 /// The child side of the outbox mode: an "app" that opens its outbox,
-/// enqueues a known list of writes (each with an id fixed by the seed, as an
+/// enqueues a few writes with ids minted in this life, then a known list of
+/// writes (each with an id fixed by the seed, as an
 /// app that retries its own enqueue after a restart would), reports every
 /// acknowledged enqueue with its idempotency key, and drains the queue to
 /// the server through the real dispatcher and HTTP handler until nothing is
@@ -55,6 +56,22 @@ public enum OutboxWorker {
     /// The text of entry `index`, by which the server's attempt log finds it.
     public static func tag(seed: UInt64, cycle: Int, index: Int) -> String { "torture-\(seed)-\(cycle)-\(index)" }
 
+    /// The text of a write with a minted id, `name` from ``mintedName(life:index:)``.
+    public static func tag(seed: UInt64, cycle: Int, name: String) -> String { "torture-\(seed)-\(cycle)-\(name)" }
+
+    /// How many writes with minted ids each life enqueues.
+    static let mintedPerLife = 3
+
+    /// A write with a minted id: `m`, the life's random token, its index.
+    /// (The fixed list's names are bare numbers.)
+    static func mintedName(life: String, index: Int) -> String { "m\(life)-\(index)" }
+
+    /// The prefix of every minted write's text in `cycle`.
+    public static func mintedTagPrefix(seed: UInt64, cycle: Int) -> String { "torture-\(seed)-\(cycle)-m" }
+
+    /// The store's checkpoint interval (the smallest allowed): a few records.
+    static let checkpointInterval = 4096
+
     /// The entry id of `index`: the same in every life of the app.
     static func id(seed: UInt64, cycle: Int, index: Int) -> OutboxEntry.ID {
         var random = SplitMix64.derived(seed: seed, stream: 0x4F42_0000_0000_0000 | UInt64(cycle) << 20 | UInt64(index))
@@ -70,6 +87,12 @@ public enum OutboxWorker {
         let quiet = Logger(label: "outbox.torture", factory: { _ in SwiftLogNoOpLogHandler() })
         var configuration = OutboxStoreConfiguration()
         configuration.log.logger = quiet
+        // Checkpoints of the index and the schedule every few records, in
+        // small segments: a kill lands between checkpoints, and each
+        // relaunch loads the checkpoint and the records after it in the
+        // background while the app already enqueues.
+        configuration.log.segmentSize = TortureLogConfiguration.segmentSize * 2
+        configuration.log.indexCheckpointInterval = checkpointInterval
         if job.encrypted { try? configuration.setEncryptionKey(encryptionKey(seed: job.seed)) }
         let store: LogOutboxStore
         do {
@@ -78,8 +101,33 @@ public enum OutboxWorker {
             WorkerLine.openFailed(code: WorkerLine.word(error.code), message: error.description).send()
             return LogWorker.Status.openFailed
         }
-        let dispatcher = dispatcher(for: store, baseURL: job.baseURL, logger: quiet)
         WorkerLine.ready.send()
+        // First, straight after the open, a few writes with ids minted in
+        // this life: a store reopened from its checkpoint admits them while
+        // it is still loading (Docs/OUTBOX.md, "Reopening").
+        let life = String(UInt64.random(in: 0...UInt64.max), radix: 36)
+        for index in 0..<mintedPerLife {
+            let name = mintedName(life: life, index: index)
+            let message = Message(conversation: "conversation-minted", text: tag(seed: job.seed, cycle: job.cycle, name: name))
+            do throws(OutboxError) {
+                let request: OutboxEnqueueRequest
+                do { request = try OutboxEnqueueRequest(message) } catch {
+                    throw OutboxError(.invalidArgument, "cannot encode \(name): \(error)")
+                }
+                switch try await store.enqueue(request) {
+                case .enqueued(let entry), .coalesced(let entry, _):
+                    WorkerLine.enqueued(id: name, key: entry.idempotencyKey).send()
+                case .duplicate(let id, _):
+                    WorkerLine.fail(index, code: "duplicate", message: "a minted id \(id) was a duplicate").send()
+                    return LogWorker.Status.stepFailed
+                }
+            } catch {
+                WorkerLine.fail(index, code: WorkerLine.word(error.code), message: error.description).send()
+                return LogWorker.Status.stepFailed
+            }
+        }
+
+        let dispatcher = dispatcher(for: store, baseURL: job.baseURL, logger: quiet)
         await dispatcher.start()
 
         // Every life enqueues the whole list again: what was recorded
