@@ -106,11 +106,12 @@ extension LogCore {
 
     var isIndexLoaded: Bool { state.withLock { $0.indexLoading == nil } }
 
-    /// The last record appended and the segments, for a client's checkpoint.
+    /// The last record appended that is not a marker, and the segments,
+    /// for a client's checkpoint (see ``LogState/lastContentSequence``).
     var position: LogPosition {
         state.withLock { state in
             LogPosition(
-                sequence: state.nextSequence - 1,
+                sequence: state.lastContentSequence,
                 segments: state.order.compactMap { id in
                     state.slots[id].map { LogPosition.Segment(base: $0.header.baseSequence, salt: $0.header.salt) }
                 })

@@ -68,6 +68,7 @@ final class LogCore: Sendable {
             index: recovered.index, slots: slots, order: recovered.segments.map(\.id),
             nextSegmentID: recovered.nextSegmentID, nextSequence: recovered.nextSequence,
             writtenSequence: last, durableSequence: last)
+        initial.lastContentSequence = last
         if let active = recovered.active {
             initial.activeID = active.id
             initial.activeSize = recovered.activeSize

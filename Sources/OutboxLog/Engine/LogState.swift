@@ -77,6 +77,12 @@ struct LogState {
     // MARK: Write path
 
     var nextSequence: UInt64
+    /// The newest record appended in this life that is not a marker, or
+    /// the newest the open found: what a client's checkpoint covers
+    /// (``LogCore/position``). Not the newest marker: the next open cuts a
+    /// clean close's trailing markers and numbers its own from there, so a
+    /// checkpoint claiming one would claim a number the log no longer holds.
+    var lastContentSequence: UInt64 = 0
     /// Every record up to here has been written to the OS.
     var writtenSequence: UInt64
     /// Every record up to here is on stable storage.
@@ -208,6 +214,7 @@ struct LogState {
         pendingBytes += length
         openChunk!.lastSequence = sequence
         lastFrameIsMarker = kind == .marker
+        if kind != .marker { lastContentSequence = sequence }
         return sequence
     }
 
