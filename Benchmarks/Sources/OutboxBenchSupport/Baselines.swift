@@ -51,6 +51,58 @@ public final class RawAppendFile: @unchecked Sendable {
     deinit { close(descriptor) }
 }
 
+/// The limit for durable appends into space allocated ahead (issue 23):
+/// `pwrite(2)` of `recordSize` bytes at the next offset of a file
+/// preallocated to `capacity` bytes (`posix_fallocate` on Linux; zeros
+/// written once on Apple), then `fdatasync` (`F_FULLFSYNC` on Apple). The
+/// file's size never changes, so a sync has no size change to journal —
+/// what SQLite's WAL gets when it is reused in place after a checkpoint.
+/// Past `capacity` it starts again at offset 0 (still allocated).
+public final class RawPreallocatedFile: @unchecked Sendable {
+    public let path: String
+    public let recordSize: Int
+    private let descriptor: Int32
+    private let capacity: Int
+    private var buffer: [UInt8]
+    private var offset = 0
+
+    public init(path: String, recordSize: Int, capacity: Int = 64 << 20) throws {
+        self.path = path
+        self.recordSize = recordSize
+        self.capacity = capacity
+        descriptor = open(path, O_CREAT | O_RDWR | O_TRUNC, 0o644)
+        guard descriptor >= 0 else { throw BenchError("open \(path): errno \(errno)") }
+        buffer = [UInt8](repeating: 0x5A, count: recordSize)
+        #if canImport(Darwin)
+        let zeros = [UInt8](repeating: 0, count: 1 << 20)
+        for chunk in stride(from: 0, to: capacity, by: zeros.count) {
+            let written = zeros.withUnsafeBytes { pwrite(descriptor, $0.baseAddress, $0.count, off_t(chunk)) }
+            guard written == zeros.count else { throw BenchError("zero-fill: errno \(errno)") }
+        }
+        #else
+        let status = posix_fallocate(descriptor, 0, off_t(capacity))
+        guard status == 0 else { throw BenchError("posix_fallocate: error \(status)") }
+        #endif
+        // The allocation itself must be durable before the loop starts.
+        guard fsync(descriptor) == 0 else { throw BenchError("fsync: errno \(errno)") }
+    }
+
+    /// Writes one record at the next offset and syncs it.
+    public func append() throws {
+        if offset + recordSize > capacity { offset = 0 }
+        let written = buffer.withUnsafeBytes { pwrite(descriptor, $0.baseAddress, $0.count, off_t(offset)) }
+        guard written == buffer.count else { throw BenchError("pwrite: errno \(errno)") }
+        offset += written
+        #if canImport(Darwin)
+        guard fcntl(descriptor, F_FULLFSYNC) == 0 else { throw BenchError("F_FULLFSYNC: errno \(errno)") }
+        #else
+        guard fdatasync(descriptor) == 0 else { throw BenchError("fdatasync: errno \(errno)") }
+        #endif
+    }
+
+    deinit { close(descriptor) }
+}
+
 /// What the seeds' SharedPreferences / MMKV outboxes do: the whole queue is
 /// one JSON array, re-encoded and rewritten on every change (write a temp
 /// file, `fsync` it, `rename` it over the old one). Fine for the 0–1 entries

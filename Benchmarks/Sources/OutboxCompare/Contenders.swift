@@ -155,4 +155,22 @@ enum Contenders {
                 close: { directory.remove() })
         }
     }
+
+    /// The limit for durable appends into preallocated space: `pwrite(2)`
+    /// of `recordSize` bytes into a file allocated ahead, then `fdatasync`.
+    static func rawPreallocated(_ name: String, recordSize: Int) -> Contender {
+        Contender(name: name, isOurs: false) {
+            let directory = try TemporaryDirectory(prefix: "outbox-compare-raw")
+            let file = try RawPreallocatedFile(path: directory.appending("preallocated.log"), recordSize: recordSize)
+            return Session(
+                run: { seconds in
+                    try await runTimedBlocking(seconds: seconds) { _ in
+                        let start = monotonicNanoseconds()
+                        try file.append()
+                        return OperationTimes(latencies: [monotonicNanoseconds() - start])
+                    }
+                },
+                close: { directory.remove() })
+        }
+    }
 }

@@ -82,9 +82,13 @@ struct RecoveryResult: Codable {
 struct DepthResult: Codable {
     var depth: Int
     var oursPreloadSeconds: Double
-    /// Opening the store at this depth (the log's recovery + rebuilding the scheduler).
+    /// Opening the store at this depth, until `open` returns: the store
+    /// answers enqueues (with a checkpoint it loads the rest in the background).
     var oursOpenSeconds: Double
     var oursOpenColdSeconds: Double?
+    /// Until the whole queue is loaded (`summary()` answers).
+    var oursLoadedSeconds: Double?
+    var oursLoadedColdSeconds: Double?
     /// Heap bytes per pending entry held by the open store (log index + scheduler).
     var oursHeapBytesPerEntry: Double?
     var oursDurableP50Micros: Double

@@ -30,6 +30,7 @@ struct Options {
     var crashBacklogs: [Int]?
     var crashRestarts: Int?
     var crashSeed: UInt64 = 23
+    var crashBefore: String?
     var crashFlushBacklog: Int?
     var crashWorkloads: Set<String> = ["enqueue", "flush", "restart"]
 
@@ -54,6 +55,8 @@ struct Options {
           --crash-seed N        the kill moments' seed (default 23)
           --crash-flush-backlog N  entries pending when the flush starts (default 10000)
           --crash-workloads LIST   enqueue, flush, restart (default all three)
+          --crash-before FILE   an earlier run's benchmark-crash.json: the chart draws its
+                                restart rows too, dashed (before and after a change)
 
         Data goes to temporary directories under /tmp (or $OUTBOX_BENCH_TMPDIR), removed at the end.
         """
@@ -97,6 +100,9 @@ struct Options {
                 guard options.crashWorkloads.isSubset(of: ["enqueue", "flush", "restart"]) else {
                     fail("--crash-workloads takes enqueue, flush, restart")
                 }
+            case "--crash-before":
+                guard let value = iterator.next() else { fail("--crash-before needs a file") }
+                options.crashBefore = value
             case "--crash-seed":
                 guard let value = iterator.next().flatMap(UInt64.init) else { fail("--crash-seed needs a number") }
                 options.crashSeed = value
@@ -199,12 +205,13 @@ if options.sections.contains("compare") {
         ),
         (
             "durable.1p.enqueue", "durable, 1 producer: enqueue only",
-            "Durable enqueues from one producer, each awaited before the next; a fresh queue every round.",
+            "Durable enqueues from one producer, each awaited before the next; a fresh queue every round. Two raw limits: appending to a growing file, and overwriting a file allocated ahead (`posix_fallocate`: no size change for the sync to journal).",
             [
                 Contenders.ours("ours (LogOutboxStore)", durability: .durable, producers: 1, operation: .enqueue, payload: payload),
                 Contenders.sqlite("SQLite FULL (GRDB async)", synchronous: .full, producers: 1, operation: .enqueue, payload: payload),
                 Contenders.sqliteBlocking("SQLite FULL (GRDB blocking, own thread)", synchronous: .full, operation: .enqueue, payload: payload),
                 Contenders.raw("raw write+fdatasync loop", recordSize: recordBytes, sync: true),
+                Contenders.rawPreallocated("raw overwrite+fdatasync, preallocated file", recordSize: recordBytes),
             ], true
         ),
         (
@@ -277,6 +284,10 @@ if options.sections.contains("crash") {
         backlogs: options.crashBacklogs ?? (quick ? [10_000, 100_000] : [10_000, 100_000, 1_000_000]),
         restarts: options.crashRestarts ?? (quick ? 3 : 5),
         flushBacklog: options.crashFlushBacklog ?? (quick ? 2_000 : 10_000), workloads: options.crashWorkloads)
+    // Read first: a missing or unreadable file should stop the run before it starts.
+    let before = try options.crashBefore.map { path in
+        try JSONDecoder().decode(CrashReport.self, from: Data(contentsOf: URL(fileURLWithPath: path)))
+    }
     let results = try await runCrash(settings: settings)
     crashViolations = results.reduce(0) { $0 + $1.violations.count }
     let command = "cd Benchmarks && swift run -c release outbox-compare " + CommandLine.arguments.dropFirst().joined(separator: " ")
@@ -291,7 +302,7 @@ if options.sections.contains("crash") {
         try encoder.encode(CrashReport(settings: settings, machine: machine, results: results))
             .write(to: URL(fileURLWithPath: output + "/benchmark-crash.json"))
         try Data(markdown.utf8).write(to: URL(fileURLWithPath: output + "/benchmark-crash.md"))
-        if let chart = crashRestartChart(results, date: machine.date) {
+        if let chart = crashRestartChart(results, date: machine.date, before: before) {
             try Data(chart.utf8).write(to: URL(fileURLWithPath: output + "/benchmark-crash-restart.svg"))
         }
         progress("wrote \(output)/benchmark-crash.md, .json, benchmark-crash-restart.svg")

@@ -54,11 +54,24 @@ private func triple(_ summary: LatencySummary, count: Bool) -> String {
     return "\(ms(summary.p50)) / \(ms(summary.p95)) / \(ms(summary.max))" + (count ? " (\(summary.count))" : "")
 }
 
-/// Restart to first acknowledged enqueue against the backlog, per contender.
-func crashRestartChart(_ results: [CrashResult], date: String) -> String? {
+/// Restart to first acknowledged enqueue against the backlog, per contender
+/// (and, from `before`, an earlier run's p50s, dashed and lighter).
+func crashRestartChart(_ results: [CrashResult], date: String, before: CrashReport? = nil) -> String? {
     let restarts = results.filter { $0.workload.hasPrefix("restart.") }
     guard Set(restarts.map(\.backlog)).count > 1 else { return nil }
     var series: [SVGLineChart.Series] = []
+    if let before {
+        let day = String(before.machine.date.prefix(10))
+        let earlier = before.results.filter { $0.workload.hasPrefix("restart.") }
+        for (isOurs, color, label) in [(true, "#8cb4f0", "ours"), (false, "#e6c27a", "SQLite FULL")] {
+            let mine = earlier.filter { $0.isOurs == isOurs }.sorted { $0.backlog < $1.backlog }
+            series.append(
+                SVGLineChart.Series(
+                    name: "\(label), run of \(day): to first ack (p50)", color: color,
+                    points: mine.compactMap { result in result.restartToAcknowledged.p50.map { (Double(result.backlog), $0) } },
+                    dashed: true))
+        }
+    }
     for (isOurs, color, label) in [(true, "#1f6feb", "ours, durable"), (false, "#d29922", "SQLite FULL")] {
         let mine = restarts.filter { $0.isOurs == isOurs }.sorted { $0.backlog < $1.backlog }
         series.append(
