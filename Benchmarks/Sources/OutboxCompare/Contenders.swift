@@ -140,34 +140,36 @@ enum Contenders {
     /// The physical limit: `write(2)` of `recordSize` bytes per operation
     /// (`group` records per call), followed by `fdatasync` if `sync`.
     static func raw(_ name: String, recordSize: Int, group: Int = 1, sync: Bool) -> Contender {
-        Contender(name: name, isOurs: false) {
-            let directory = try TemporaryDirectory(prefix: "outbox-compare-raw")
+        rawLoop(name, group: group) { directory in
             let file = try RawAppendFile(path: directory.appending("raw.log"), recordSize: recordSize)
-            return Session(
-                run: { seconds in
-                    try await runTimedBlocking(seconds: seconds) { _ in
-                        let start = monotonicNanoseconds()
-                        try file.append(records: group, sync: sync)
-                        let elapsed = monotonicNanoseconds() - start
-                        return OperationTimes(latencies: [UInt64](repeating: elapsed, count: group))
-                    }
-                },
-                close: { directory.remove() })
+            return { try file.append(records: group, sync: sync) }
         }
     }
 
     /// The limit for durable appends into preallocated space: `pwrite(2)`
     /// of `recordSize` bytes into a file allocated ahead, then `fdatasync`.
     static func rawPreallocated(_ name: String, recordSize: Int) -> Contender {
+        rawLoop(name, group: 1) { directory in
+            let file = try RawPreallocatedFile(path: directory.appending("preallocated.log"), recordSize: recordSize)
+            return { try file.append() }
+        }
+    }
+
+    /// A raw loop in a scratch directory: `makeStep` opens its file there
+    /// and returns one timed step, which writes `group` records.
+    private static func rawLoop(
+        _ name: String, group: Int, makeStep: @escaping @Sendable (TemporaryDirectory) throws -> @Sendable () throws -> Void
+    ) -> Contender {
         Contender(name: name, isOurs: false) {
             let directory = try TemporaryDirectory(prefix: "outbox-compare-raw")
-            let file = try RawPreallocatedFile(path: directory.appending("preallocated.log"), recordSize: recordSize)
+            let step = try makeStep(directory)
             return Session(
                 run: { seconds in
                     try await runTimedBlocking(seconds: seconds) { _ in
                         let start = monotonicNanoseconds()
-                        try file.append()
-                        return OperationTimes(latencies: [monotonicNanoseconds() - start])
+                        try step()
+                        let elapsed = monotonicNanoseconds() - start
+                        return OperationTimes(latencies: [UInt64](repeating: elapsed, count: group))
                     }
                 },
                 close: { directory.remove() })
