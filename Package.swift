@@ -153,6 +153,7 @@ let package = Package(
             dependencies: [
                 "OutboxLocking",
                 "IdempotencyKeyMiddleware",
+                .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "NIOCore", package: "swift-nio"),

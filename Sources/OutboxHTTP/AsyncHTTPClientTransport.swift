@@ -1,5 +1,6 @@
 import AsyncHTTPClient
 import Foundation
+import Outbox
 import Logging
 import NIOCore
 import NIOHTTP1
@@ -58,9 +59,14 @@ public final class AsyncHTTPClientTransport: HTTPTransport {
         for (name, value) in request.headers { headers.add(name: name, value: value) }
         let prepared: HTTPClient.Request
         do {
+            let body: HTTPClient.Body?
+            if let file = request.streamedBody {
+                body = Self.streaming(file)
+            } else {
+                body = request.body.isEmpty && !Self.sendsEmptyBody(request.method) ? nil : .bytes(request.body)
+            }
             prepared = try HTTPClient.Request(
-                url: request.url, method: HTTPMethod(rawValue: request.method), headers: headers,
-                body: request.body.isEmpty && !Self.sendsEmptyBody(request.method) ? nil : .bytes(request.body))
+                url: request.url, method: HTTPMethod(rawValue: request.method), headers: headers, body: body)
         } catch {
             return .failure(HTTPTransportFailure(stage: .notSent, kind: .invalidRequest, detail: "\(error)"))
         }
@@ -76,6 +82,24 @@ public final class AsyncHTTPClientTransport: HTTPTransport {
             return .response(status: response.status, headers: response.headers, body: response.body)
         } catch {
             return .failure(Self.failure(error, sent: recorder.requestSent))
+        }
+    }
+
+    /// A body streamed from its file with a `Content-Length`: chunks are
+    /// read (and checked) off the event loop and the cooperative pool, one
+    /// written before the next is read. If the file turns out damaged the
+    /// stream fails before its last byte, so the request is never complete
+    /// (the server sees fewer bytes than announced) and is reported not sent.
+    static func streaming(_ file: OutboxLargePayload) -> HTTPClient.Body {
+        .stream(contentLength: Int64(file.count)) { writer in
+            let promise = HTTPClient.defaultEventLoopGroup.any().makePromise(of: Void.self)
+            promise.completeWithTask {
+                var reader = file.makeChunkReader(chunkBytes: 256 << 10)
+                while let chunk = try await reader.next() {
+                    try await writer.write(.byteBuffer(ByteBuffer(bytes: chunk))).get()
+                }
+            }
+            return promise.futureResult
         }
     }
 

@@ -158,7 +158,8 @@ public struct HTTPOutboxHandler: OutboxHandler {
             .map { (name: $0.key, value: $0.value) }
         if let keyHeader { headers.append((name: keyHeader, value: delivery.idempotencyKey)) }
         if let token { headers.append((name: "Authorization", value: "\(configuration.authorizationScheme) \(token)")) }
-        return HTTPTransportRequest(method: delivery.method, url: url, headers: headers, body: body)
+        return HTTPTransportRequest(
+            method: delivery.method, url: url, headers: headers, body: body, streamedBody: delivery.largePayload)
     }
 
     /// Set by the handler or by the HTTP framing, never from the entry.

@@ -1,4 +1,5 @@
 import Foundation
+import Outbox
 
 /// The seam between ``HTTPOutboxHandler`` and an HTTP client: sends one
 /// request, exactly as given, once.
@@ -31,16 +32,30 @@ public struct HTTPTransportRequest: Sendable, Hashable {
     /// In the order they are sent. Names as given.
     public var headers: [(name: String, value: String)]
     public var body: [UInt8]
+    /// The body, when it is kept in a file (an entry above the store's
+    /// `largePayloadThreshold`); ``body`` is then empty. A transport streams
+    /// it from the file (``OutboxLargePayload/makeChunkReader(chunkBytes:)``:
+    /// each chunk checked, the last one only once the whole body's SHA-256
+    /// matched), or uploads the file itself when it is plain
+    /// (``OutboxLargePayload/plainFile``), with its length as `Content-Length`.
+    public var streamedBody: OutboxLargePayload?
 
-    public init(method: String, url: URL, headers: [(name: String, value: String)], body: [UInt8]) {
+    public init(
+        method: String, url: URL, headers: [(name: String, value: String)], body: [UInt8],
+        streamedBody: OutboxLargePayload? = nil
+    ) {
         self.method = method
         self.url = url
         self.headers = headers
         self.body = body
+        self.streamedBody = streamedBody
     }
 
+    /// The body's length in bytes, wherever it is.
+    public var bodyLength: Int { streamedBody?.count ?? body.count }
+
     public static func == (a: Self, b: Self) -> Bool {
-        a.method == b.method && a.url == b.url && a.body == b.body
+        a.method == b.method && a.url == b.url && a.body == b.body && a.streamedBody == b.streamedBody
             && a.headers.map(\.name) == b.headers.map(\.name) && a.headers.map(\.value) == b.headers.map(\.value)
     }
 
@@ -48,6 +63,7 @@ public struct HTTPTransportRequest: Sendable, Hashable {
         hasher.combine(method)
         hasher.combine(url)
         hasher.combine(body)
+        hasher.combine(streamedBody)
         for header in headers {
             hasher.combine(header.name)
             hasher.combine(header.value)

@@ -1,5 +1,6 @@
 #if canImport(Darwin)
 import Foundation
+import Outbox
 
 /// Sends requests with `URLSession`: the transport on Apple platforms.
 ///
@@ -29,7 +30,7 @@ public final class URLSessionTransport: HTTPTransport {
         urlRequest.timeoutInterval = Double(timeout.components.seconds) + Double(timeout.components.attoseconds) / 1e18
         let observer = TaskObserver()
         do {
-            let (data, response) = try await session.upload(for: urlRequest, from: Data(request.body), delegate: observer)
+            let (data, response) = try await upload(urlRequest, request, observer: observer)
             guard let http = response as? HTTPURLResponse else {
                 return .failure(HTTPTransportFailure(stage: .sent, kind: .other, detail: "not an HTTP response"))
             }
@@ -42,6 +43,23 @@ public final class URLSessionTransport: HTTPTransport {
         } catch {
             return .failure(Self.failure(error, sent: observer.bodySent))
         }
+    }
+
+    /// An upload from `Data`, or, for a body kept in a file: from the file
+    /// itself when it is plain (checked first), else from its bytes, read
+    /// and checked off the cooperative pool (a sealed file is never
+    /// decrypted to disk).
+    private func upload(
+        _ urlRequest: URLRequest, _ request: HTTPTransportRequest, observer: TaskObserver
+    ) async throws -> (Data, URLResponse) {
+        guard let file = request.streamedBody else {
+            return try await session.upload(for: urlRequest, from: Data(request.body), delegate: observer)
+        }
+        if let path = file.plainFile {
+            try await file.verify()
+            return try await session.upload(for: urlRequest, fromFile: URL(fileURLWithPath: path.string), delegate: observer)
+        }
+        return try await session.upload(for: urlRequest, from: Data(try await file.bytes()), delegate: observer)
     }
 
     static func failure(_ error: any Error, sent: Bool) -> HTTPTransportFailure {

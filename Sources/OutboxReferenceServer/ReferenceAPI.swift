@@ -11,6 +11,8 @@ import OutboxLocking
 /// ```
 /// POST /albums                   {"title"}            → 201 {"id": "alb-N"}
 /// POST /albums/{album}/photos    {"caption","album"}  → 201 {"id": "ph-N"}; 422 if the album is unknown
+/// POST /albums/{album}/uploads   <bytes>              → 201 {"id": "ph-N"}; 422 if the album is unknown or the bytes
+///                                                        do not match their Content-Digest
 /// PUT  /posts/{post}/like        {"liked"}            → 200 {"id","liked"}
 /// POST /messages                 {"conversation","text"} → 201 {"id": "msg-N"}; 422 if the text has #reject
 /// POST /conversations/{conversation}/messages {"conversationID","body"} → 201 {"id": "msg-N"} (README's sample)
@@ -71,6 +73,7 @@ final class ReferenceAPI: Sendable {
             return try await apply(.message(conversation: body["conversation"] as? String ?? "", text: text), request)
         }
         registerConversations(on: router)
+        registerUploads(on: router)
         router.get("ledger") { [self] _, _ in
             let data = try JSONEncoder().encode(try await currentReport())
             var headers = HTTPFields()

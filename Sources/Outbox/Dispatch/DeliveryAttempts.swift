@@ -203,6 +203,7 @@ final class DeliveryAttempts: Sendable {
     }
 
     private func resolveReferences(_ entry: OutboxEntry) async throws(OutboxError) -> Resolution {
+        if let unsendable = await checkLargePayload(entry) { return .unresolved(unsendable) }
         var mapping: [OutboxEntry.ID: String] = [:]
         for reference in LocalReferenceRemapper.references(endpoint: entry.endpoint, payload: entry.payload) {
             if let completion = try await store.completion(of: reference) {

@@ -76,6 +76,21 @@ public struct OutboxDelivery: Sendable, Hashable {
         self.attempt = attempt
     }
 
+    /// The body, when the store keeps it in a file because it is larger
+    /// than `OutboxStoreConfiguration.largePayloadThreshold`: ``payload`` is
+    /// then empty. Its `local:` references are not replaced (it is sent as
+    /// it was enqueued); the dispatcher has checked the whole file before
+    /// this attempt. Stream it (``OutboxLargePayload/makeChunkReader(chunkBytes:)``)
+    /// or read it whole (``loadPayload()``).
+    public var largePayload: OutboxLargePayload? { entry.largePayload }
+
+    /// The body to send, wherever it is kept: ``payload``, or the file of
+    /// ``largePayload`` (read off the cooperative pool, and checked).
+    public func loadPayload() async throws(OutboxError) -> [UInt8] {
+        guard let largePayload else { return payload }
+        return try await largePayload.bytes()
+    }
+
     public var id: OutboxEntry.ID { entry.id }
     public var idempotencyKey: String { entry.idempotencyKey }
     public var method: String { entry.method }

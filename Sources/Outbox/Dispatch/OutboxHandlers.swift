@@ -54,7 +54,8 @@ public struct TypedOutboxHandler<Action: OutboxAction & Decodable>: OutboxHandle
 
     public func deliver(_ delivery: OutboxDelivery) async throws -> OutboxOutcome {
         let action: Action
-        do { action = try JSONDecoder().decode(Action.self, from: Data(delivery.entry.payload)) } catch {
+        let payload = delivery.largePayload == nil ? delivery.entry.payload : try await delivery.loadPayload()
+        do { action = try JSONDecoder().decode(Action.self, from: Data(payload)) } catch {
             return .permanent(reason: "the payload is not a \(Action.self) (\(Action.type)): \(error)", httpStatus: nil)
         }
         return try await body(action, delivery)

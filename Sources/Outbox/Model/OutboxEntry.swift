@@ -23,8 +23,12 @@ public struct OutboxEntry: Sendable, Hashable, Identifiable {
     public var method: String
     /// The endpoint relative to the server's base URL, e.g. `/albums/local:…/photos`.
     public var endpoint: String
-    /// The request body.
+    /// The request body; empty when it is kept in a file (``largePayload``).
     public var payload: [UInt8]
+    /// The request body when it is larger than the store's
+    /// `largePayloadThreshold`: kept in a file beside the log, read (and
+    /// checked) on demand. `nil` for a body held in ``payload``.
+    public var largePayload: OutboxLargePayload?
     /// Extra, non-secret headers (never `Authorization`).
     public var headers: [String: String]
 
@@ -85,7 +89,8 @@ public struct OutboxEntry: Sendable, Hashable, Identifiable {
         headers: [String: String], partition: String, scope: String?, dependencies: [ID], priority: Int,
         sequence: UInt64, coalescingKey: String?, status: OutboxStatus, attempts: Int, maxAttempts: Int,
         nextAttemptAt: Date, lastError: String?, lastHTTPStatus: Int?, createdAt: Date, syncedAt: Date?,
-        serverID: String?, storedBytes: Int, firstAnswerAt: Date? = nil, outcomeUnknownSince: Date? = nil
+        serverID: String?, storedBytes: Int, firstAnswerAt: Date? = nil, outcomeUnknownSince: Date? = nil,
+        largePayload: OutboxLargePayload? = nil
     ) {
         self.id = id
         self.idempotencyKey = idempotencyKey
@@ -112,5 +117,13 @@ public struct OutboxEntry: Sendable, Hashable, Identifiable {
         self.storedBytes = storedBytes
         self.firstAnswerAt = firstAnswerAt
         self.outcomeUnknownSince = outcomeUnknownSince
+        self.largePayload = largePayload
+    }
+
+    /// The request body, wherever it is kept: ``payload``, or the file of
+    /// ``largePayload`` (read off the cooperative pool, and checked).
+    public func loadPayload() async throws(OutboxError) -> [UInt8] {
+        guard let largePayload else { return payload }
+        return try await largePayload.bytes()
     }
 }

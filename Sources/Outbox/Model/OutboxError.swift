@@ -34,6 +34,12 @@ public struct OutboxError: Error, Sendable, Hashable, CustomStringConvertible {
         public static let closed = Code("closed")
         /// The partition is open elsewhere and cannot be purged.
         public static let busy = Code("busy")
+        /// An entry's payload file (a body above
+        /// `OutboxStoreConfiguration.largePayloadThreshold`, kept beside the
+        /// log) is missing, cut short or damaged; see
+        /// ``OutboxError/payloadFile``. Such an entry is quarantined, never
+        /// sent with another body.
+        public static let damagedPayload = Code("damaged payload")
 
         public var description: String { name }
     }
@@ -44,16 +50,23 @@ public struct OutboxError: Error, Sendable, Hashable, CustomStringConvertible {
     public var entry: OutboxEntry.ID?
     /// The log's error, for ``Code/storage``.
     public var storage: OutboxLogError?
+    /// What is wrong with the entry's payload file, for ``Code/damagedPayload``.
+    public var payloadFile: OutboxPayloadFileFailure?
 
-    public init(_ code: Code, _ message: String, entry: OutboxEntry.ID? = nil, storage: OutboxLogError? = nil) {
+    public init(
+        _ code: Code, _ message: String, entry: OutboxEntry.ID? = nil, storage: OutboxLogError? = nil,
+        payloadFile: OutboxPayloadFileFailure? = nil
+    ) {
         self.code = code
         self.message = message
         self.entry = entry
         self.storage = storage
+        self.payloadFile = payloadFile
     }
 
     public var description: String {
         "\(code): " + (entry.map { "entry \($0): " } ?? "") + message + (storage.map { " (\($0))" } ?? "")
+            + (payloadFile.map { " (\($0))" } ?? "")
     }
 
     static func storage(_ error: OutboxLogError) -> OutboxError {

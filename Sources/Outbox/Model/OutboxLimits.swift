@@ -29,6 +29,10 @@ public enum OutboxLimits {
     /// An app-supplied idempotency key is 1 to 255 visible ASCII characters
     /// (what `IdempotencyKeyMiddleware` and most servers accept).
     public static let idempotencyKeyLength = 1...255
+    /// The largest payload a store keeps in a file
+    /// (`OutboxStoreConfiguration.maximumPayloadBytes` cannot be set above it):
+    /// a little under 4 GiB.
+    public static let maximumPayloadFileBytes = PayloadFileReference.maximumLength
     /// UTF-8 bytes of a server id recorded with a success.
     public static let maximumServerIDBytes = 64 << 10
     /// The longest duration accepted anywhere (leases, retentions, timeouts,

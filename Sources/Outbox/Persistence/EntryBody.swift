@@ -22,6 +22,11 @@ struct EntryBody: Sendable, Hashable {
     var endpoint: String
     var headers: [String: String]
     var payload: [UInt8]
+    /// The file that holds the payload instead (``payload`` is then empty):
+    /// a body above the store's `largePayloadThreshold`.
+    var payloadFile: PayloadFileReference? = nil
+    /// What reads that file back, set by the store that read the body.
+    var largePayload: OutboxLargePayload? = nil
 
     init(request: OutboxEnqueueRequest, metadata: EntryMetadata, partition: String) {
         id = request.id
@@ -46,7 +51,7 @@ struct EntryBody: Sendable, Hashable {
         id: OutboxEntryID, sequence: UInt64, createdAt: Int64, priority: Int16, maxAttempts: UInt16, type: String,
         scope: String?, coalescingKey: String?, partition: String, dependencies: [OutboxEntryID],
         idempotencyKey: String, keySuppliedByApp: Bool, method: String, endpoint: String, headers: [String: String],
-        payload: [UInt8]
+        payload: [UInt8], payloadFile: PayloadFileReference? = nil
     ) {
         self.id = id
         self.sequence = sequence
@@ -64,6 +69,7 @@ struct EntryBody: Sendable, Hashable {
         self.endpoint = endpoint
         self.headers = headers
         self.payload = payload
+        self.payloadFile = payloadFile
     }
 
     /// An approximation of what the entry costs in storage, for limits and
@@ -72,6 +78,7 @@ struct EntryBody: Sendable, Hashable {
         64 + type.utf8.count + (scope?.utf8.count ?? 0) + (coalescingKey?.utf8.count ?? 0) + partition.utf8.count
             + 16 * dependencies.count + idempotencyKey.utf8.count + method.utf8.count + endpoint.utf8.count
             + headers.reduce(0) { $0 + $1.key.utf8.count + $1.value.utf8.count + 8 } + payload.count
+            + Int(payloadFile?.fileSize ?? 0)
     }
 
     /// The public view: this body with `metadata`'s state.
@@ -87,6 +94,6 @@ struct EntryBody: Sendable, Hashable {
             syncedAt: completion.map { Date(milliseconds: $0.syncedAt) }, serverID: completion?.serverID,
             storedBytes: Int(metadata.storedBytes),
             firstAnswerAt: failure?.firstAnsweredAt.map(Date.init(milliseconds:)),
-            outcomeUnknownSince: failure?.outcomeUnknownSince.map(Date.init(milliseconds:)))
+            outcomeUnknownSince: failure?.outcomeUnknownSince.map(Date.init(milliseconds:)), largePayload: largePayload)
     }
 }

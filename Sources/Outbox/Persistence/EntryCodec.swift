@@ -4,12 +4,14 @@ import Foundation
 ///
 /// Body (the value record, written once):
 /// ```
-/// u8 version (1) · u8 flags (bit 0: sensitive part sealed; bit 1: idempotency key supplied by the app)
+/// u8 version (1) · u8 flags (bit 0: sensitive part sealed; bit 1: idempotency key supplied by the app;
+///                            bit 2: payload in a file)
 /// 16 id · u64 sequence · i64 createdAt (ms) · i16 priority · u16 maxAttempts
 /// str type · str? scope · str? coalescingKey · str partition
 /// u16 n · 16·n dependency ids · str idempotencyKey · str method
+/// [payload file reference]   — only with bit 2 (``PayloadFileReference``, 61 bytes)
 /// sensitive part, plaintext or sealed (AES-GCM combined, u32-prefixed):
-///   str endpoint · u16 m · m × (str name, str value) · data payload
+///   str endpoint · u16 m · m × (str name, str value) · data payload (empty with bit 2)
 /// ```
 /// State (the annotation, rewritten on every status change):
 /// ```
@@ -38,6 +40,10 @@ enum EntryCodec {
     static let version: UInt8 = 1
     private static let sealedFlag: UInt8 = 1
     private static let appKeyFlag: UInt8 = 2
+    /// The payload is in a file (``PayloadFileReference``); a build from
+    /// before payload files refuses the record as corrupt rather than
+    /// send an empty body.
+    private static let payloadFileFlag: UInt8 = 4
     static let completionVersion: UInt8 = 2
     /// The longest `lastError` kept, in characters.
     static let maximumErrorLength = 2048
@@ -63,7 +69,9 @@ enum EntryCodec {
 
     private static func writeHeader(_ body: EntryBody, sealed: Bool, into writer: inout ByteWriter) {
         writer.integer(version)
-        writer.integer((sealed ? sealedFlag : 0) | (body.keySuppliedByApp ? appKeyFlag : 0))
+        writer.integer(
+            (sealed ? sealedFlag : 0) | (body.keySuppliedByApp ? appKeyFlag : 0)
+                | (body.payloadFile == nil ? 0 : payloadFileFlag))
         writer.uuid(body.id.uuid)
         writer.integer(body.sequence)
         writer.integer(body.createdAt)
@@ -77,6 +85,7 @@ enum EntryCodec {
         for dependency in body.dependencies { writer.uuid(dependency.uuid) }
         writer.string(body.idempotencyKey)
         writer.string(body.method)
+        body.payloadFile?.encode(into: &writer)
     }
 
     /// The endpoint, the headers (sorted by name) and the payload.
@@ -99,6 +108,7 @@ enum EntryCodec {
         var size = 2 + 16 + 8 + 8 + 2 + 2 + 4 + body.type.utf8.count + 1 + (body.scope.map { 4 + $0.utf8.count } ?? 0)
         size += 1 + (body.coalescingKey.map { 4 + $0.utf8.count } ?? 0) + 4 + body.partition.utf8.count
         size += 2 + 16 * body.dependencies.count + 4 + body.idempotencyKey.utf8.count + 4 + body.method.utf8.count
+        if body.payloadFile != nil { size += PayloadFileReference.encodedSize }
         return size
     }
 
@@ -122,7 +132,7 @@ enum EntryCodec {
             let version = try reader.integer(UInt8.self)
             guard version == Self.version else { throw ByteReader.Failure(reason: "unknown entry version \(version)") }
             let flags = try reader.integer(UInt8.self)
-            guard flags & ~(sealedFlag | appKeyFlag) == 0 else { throw ByteReader.Failure(reason: "unknown entry flags \(flags)") }
+            guard flags & ~(sealedFlag | appKeyFlag | payloadFileFlag) == 0 else { throw ByteReader.Failure(reason: "unknown entry flags \(flags)") }
             let id = OutboxEntryID(bytes: try reader.raw(16))
             let sequence = try reader.integer(UInt64.self)
             let createdAt = try reader.integer(Int64.self)
@@ -136,6 +146,7 @@ enum EntryCodec {
             for _ in 0..<(try reader.integer(UInt16.self)) { dependencies.append(OutboxEntryID(bytes: try reader.raw(16))) }
             let idempotencyKey = try reader.string()
             let method = try reader.string()
+            let payloadFile = flags & payloadFileFlag != 0 ? try PayloadFileReference.decode(from: &reader) : nil
             let sealed = flags & sealedFlag != 0
             let sensitive = sealed ? try reader.data() : try reader.raw(bytes.count - reader.offset)
             try reader.expectEnd()
@@ -144,7 +155,7 @@ enum EntryCodec {
                 type: type, scope: scope, coalescingKey: coalescingKey, partition: partition,
                 dependencies: dependencies, idempotencyKey: idempotencyKey, keySuppliedByApp: flags & appKeyFlag != 0,
                 method: method, endpoint: "",
-                headers: [:], payload: [])
+                headers: [:], payload: [], payloadFile: payloadFile)
             return Header(body: body, sealed: sealed, sensitive: sensitive)
         } catch {
             throw OutboxError(.corruptEntry, "cannot decode an entry: \(error.reason)")
@@ -174,6 +185,9 @@ enum EntryCodec {
                 previous = name
             }
             body.payload = try reader.data()
+            if body.payloadFile != nil, !body.payload.isEmpty {
+                throw ByteReader.Failure(reason: "a payload both in the record and in a file")
+            }
             try reader.expectEnd()
         } catch {
             throw OutboxError(.corruptEntry, "cannot decode the entry's request: \(error.reason)", entry: body.id)

@@ -24,6 +24,8 @@ struct RecordSealer: Sendable {
         case partitionName = 4
         /// The store checkpoint's body and key check (`SCHEDULE`).
         case checkpoint = 5
+        /// A chunk of a payload file (``PayloadFileCipher``).
+        case payloadChunk = 6
     }
 
     /// The app's key as given: what older stores sealed their sensitive

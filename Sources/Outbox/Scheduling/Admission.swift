@@ -43,9 +43,33 @@ enum Admission {
 
     /// The payload alone cannot exceed the record limit (checked before the
     /// entry is encoded, so a huge payload costs no copy); the encoded record
-    /// is checked by ``recordSize(_:limit:entry:)``.
+    /// is checked by ``recordSize(_:limit:entry:)``. A payload that goes to a
+    /// file (above `largePayloadThreshold`) has the file's limit instead.
+    static func payloadSize(_ request: OutboxEnqueueRequest, configuration: OutboxStoreConfiguration) throws(OutboxError) {
+        let size = request.payload.count
+        if goesToFile(size, configuration) {
+            let limit = configuration.maximumPayloadBytes
+            if size > limit {
+                throw OutboxError(
+                    .tooLarge,
+                    "the entry is too large: its payload takes \(size) bytes, and a payload file holds at most \(limit) bytes "
+                        + "(OutboxStoreConfiguration.maximumPayloadBytes); nothing was written",
+                    entry: request.id)
+            }
+            return
+        }
+        try payloadSize(request, limit: configuration.log.maximumRecordSize)
+    }
+
+    /// The payload must fit a record of `limit` bytes: for a payload kept
+    /// inline, and for a spooled enqueue (spools take no payload files).
     static func payloadSize(_ request: OutboxEnqueueRequest, limit: Int) throws(OutboxError) {
         if request.payload.count > limit { throw tooLarge(request.payload.count, what: "its payload", limit: limit, entry: request.id) }
+    }
+
+    /// Whether a payload of `size` bytes is kept in a file.
+    static func goesToFile(_ size: Int, _ configuration: OutboxStoreConfiguration) -> Bool {
+        configuration.largePayloadThreshold.map { size > $0 } ?? false
     }
 
     /// The entry's encoded record (`frameSize`: what the log writes) must fit
@@ -187,5 +211,12 @@ enum Admission {
         }
         if let retention = configuration.succeededRetention { _ = try milliseconds(retention, field("succeededRetention")) }
         _ = try milliseconds(configuration.mappingRetention, field("mappingRetention"))
+        if let threshold = configuration.largePayloadThreshold, threshold < 0 {
+            throw reject("\(field("largePayloadThreshold")) is \(threshold); it must be at least 0 (or nil: no payload files)")
+        }
+        if !(1...OutboxLimits.maximumPayloadFileBytes).contains(configuration.maximumPayloadBytes) {
+            throw reject(
+                "\(field("maximumPayloadBytes")) is \(configuration.maximumPayloadBytes); it must be in 1...\(OutboxLimits.maximumPayloadFileBytes)")
+        }
     }
 }

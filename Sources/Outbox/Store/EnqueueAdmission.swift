@@ -22,16 +22,22 @@ extension StoreCore {
     /// sequence 0; `.tooLarge` if its record would not fit the log.
     static func prepareBody(
         _ request: OutboxEnqueueRequest, partition: String, configuration: OutboxStoreConfiguration, now: Int64,
-        prepare: (EntryBody) throws(OutboxError) -> PreparedBody
+        payloadFile: PayloadFileReference? = nil, prepare: (EntryBody) throws(OutboxError) -> PreparedBody
     ) throws(OutboxError) -> PreparedBody {
         var placeholder = EntryMetadata(
             id: request.id, sequence: 0, status: .pending, priority: Int16(request.priority),
             attempts: 0, maxAttempts: UInt16(request.maxAttempts ?? configuration.defaultMaximumAttempts),
             scope: 0, type: 0, coalescing: 0, when: now, createdAt: request.createdAt.milliseconds, storedBytes: 0)
         placeholder.dependencies = request.dependencies
-        let prepared = try prepare(EntryBody(request: request, metadata: placeholder, partition: partition))
+        var body = EntryBody(request: request, metadata: placeholder, partition: partition)
+        body.payloadFile = payloadFile
+        let prepared = try prepare(body)
+        // A payload above the threshold is not in the record (the log
+        // backend put it in a file; the in-memory store keeps it in memory).
+        guard !Admission.goesToFile(request.payload.count, configuration) || payloadFile != nil else { return prepared }
         try Admission.recordSize(
-            LogBackend.frameSize(ofBody: prepared.storedBytes), limit: configuration.log.maximumRecordSize, entry: request.id)
+            LogBackend.frameSize(ofBody: prepared.encoded?.count ?? prepared.storedBytes),
+            limit: configuration.log.maximumRecordSize, entry: request.id)
         return prepared
     }
 }

@@ -1,14 +1,22 @@
+import OutboxLocking
 import OutboxLog
 
 /// Entries as records of an ``OutboxLog``, in a ``RecordFormat`` (plain, or
-/// sealed under the app's key).
+/// sealed under the app's key); payloads above the threshold in files
+/// beside it (``PayloadFileStore``).
 final class LogBackend: StoreBackend {
     let log: OutboxLog
     let format: RecordFormat
+    let payloadFiles: PayloadFileStore
+    /// The payload file of each live entry that has one: deleted once the
+    /// record that ends the entry is durable.
+    let ledger: PayloadFileLedger
 
-    init(log: OutboxLog, format: RecordFormat) {
+    init(log: OutboxLog, format: RecordFormat, payloadFiles: PayloadFileStore, ledger: PayloadFileLedger) {
         self.log = log
         self.format = format
+        self.payloadFiles = payloadFiles
+        self.ledger = ledger
     }
 
     /// The size of the log record that holds an entry body of `bytes`
@@ -17,12 +25,39 @@ final class LogBackend: StoreBackend {
     static func frameSize(ofBody bytes: Int) -> Int { emptyEntryFrame + bytes }
     private static let emptyEntryFrame = LogWrite.value(LogKey([UInt8](repeating: 0, count: 17)), []).frameSize
 
-    func prepare(_ body: EntryBody) throws(OutboxError) -> PreparedBody { try Self.prepare(body, format: format) }
 
     /// `body` as its record's value in `format` (a queue's, or a spool's: the same bytes).
     static func prepare(_ body: EntryBody, format: RecordFormat) throws(OutboxError) -> PreparedBody {
         let encoded = try format.storedBody(try EntryCodec.encode(body, sealer: nil), id: body.id)
-        return PreparedBody(body: body, encoded: encoded, storedBytes: encoded.count)
+        return PreparedBody(body: body, encoded: encoded, storedBytes: Self.storedBytes(record: encoded.count, file: body.payloadFile))
+    }
+
+    /// ``prepare(_:format:)``, and the reader of the body's payload file if it has one.
+    func prepare(_ body: EntryBody) throws(OutboxError) -> PreparedBody {
+        var prepared = try Self.prepare(body, format: format)
+        prepared.body.largePayload = body.payloadFile.map { payloadFiles.handle($0, id: body.id) }
+        return prepared
+    }
+
+    /// What an entry counts for in limits and summaries: its record, and its
+    /// payload file if it has one.
+    static func storedBytes(record: Int, file: PayloadFileReference?) -> Int { record + Int(file?.fileSize ?? 0) }
+
+    func storeLargePayload(_ payload: [UInt8], for id: OutboxEntryID) async throws(OutboxError) -> PayloadFileReference? {
+        let files = payloadFiles
+        return try await offThePool { () throws(OutboxError) in try files.write(payload, for: id) }
+    }
+
+    /// Deletes files written for entries that were never recorded.
+    func discardUnrecorded(_ files: [(PayloadFileReference, OutboxEntryID)]) async {
+        let store = payloadFiles
+        let paths = files.map { store.path(of: $0.0, id: $0.1) }
+        _ = try? await offThePool { () throws(OutboxError) in try store.remove(paths) }
+    }
+
+    /// The entry `id`'s body record, about to be handed to the log, references `file`.
+    private func record(_ file: PayloadFileReference, of id: OutboxEntryID) {
+        ledger.recorded(payloadFiles.path(of: file, id: id), key: format.entryKey(id))
     }
 
     func reserveRoomNow(bytes: Int) -> StoreRoom? {
@@ -52,6 +87,7 @@ final class LogBackend: StoreBackend {
                     let metadata = scheduler.metadata(id)
                 else { continue }
                 writes.append(bodyWrite(encoded, id: id, sequence: metadata.sequence))
+                if let file = newBodies.first(where: { $0.body.id == id })?.body.payloadFile { record(file, of: id) }
             case .state(let id):
                 guard let metadata = scheduler.metadata(id) else { continue }
                 let key = format.entryKey(id)
@@ -74,6 +110,7 @@ final class LogBackend: StoreBackend {
 
     func submitNewBody(_ body: PreparedBody, sequence: UInt64, room: StoreRoom) throws(OutboxError) -> StoreAcknowledgement {
         guard let encoded = body.encoded else { return .immediate }
+        if let file = body.body.payloadFile { record(file, of: body.body.id) }
         return try submit([bodyWrite(encoded, id: body.body.id, sequence: sequence)], room: room)
     }
 
@@ -97,6 +134,7 @@ final class LogBackend: StoreBackend {
                 ticket = try log.submit(writes)
             }
         } catch { throw .storage(error) }
+        ledger.remove(ledger.ended(by: writes), after: ticket, from: payloadFiles)
         return StoreAcknowledgement(ticket: ticket)
     }
 
@@ -106,11 +144,14 @@ final class LogBackend: StoreBackend {
         do { records = try await log.get(keys) } catch { throw .storage(error) }
         return try zip(keys, records).map { (key, record) throws(OutboxError) -> EntryBody? in
             guard let record else { return nil }
-            return try EntryCodec.decode(try format.plainBody(record.value, key: key), sealer: format.payloadSealer)
+            var body = try EntryCodec.decode(try format.plainBody(record.value, key: key), sealer: format.payloadSealer)
+            body.largePayload = body.payloadFile.map { payloadFiles.handle($0, id: body.id) }
+            return body
         }
     }
 
     func close() async throws(OutboxError) {
+        await ledger.settle()
         do { try await log.close() } catch { throw .storage(error) }
     }
 }

@@ -29,11 +29,20 @@ public final class LogOutboxStore: OutboxStore {
     /// What moving in the spools found at the open.
     public let spoolReportAtOpen: OutboxSpoolReport
 
-    private init(core: StoreCore, log: OutboxLog, spools: SpoolIngestor, spoolReportAtOpen: OutboxSpoolReport) {
+    /// What the open found among the payload files
+    /// (``OutboxStoreConfiguration/largePayloadThreshold``): the files no
+    /// entry referenced, removed.
+    public let payloadRecovery: OutboxPayloadRecovery
+
+    private init(
+        core: StoreCore, log: OutboxLog, spools: SpoolIngestor, spoolReportAtOpen: OutboxSpoolReport,
+        payloadRecovery: OutboxPayloadRecovery
+    ) {
         self.core = core
         self.log = log
         self.spools = spools
         self.spoolReportAtOpen = spoolReportAtOpen
+        self.payloadRecovery = payloadRecovery
     }
 
     /// Opens (creating if needed) the queue of `partition` under `root`.
@@ -103,7 +112,12 @@ public final class LogOutboxStore: OutboxStore {
                     ApplePlatformProtection.apply(to: directory)
                 }
             }
-            let backend = LogBackend(log: log, format: format)
+            // Before anything is enqueued: files no entry references (a kill
+            // between a file's write and its entry's) are removed.
+            let payloadFiles = PayloadFileStore(
+                queue: directory, fileSystem: fileSystem, format: format, observe: configuration.payloadFileObserver)
+            let (ledger, payloadRecovery) = try await recoverPayloadFiles(payloadFiles, log: log)
+            let backend = LogBackend(log: log, format: format, payloadFiles: payloadFiles, ledger: ledger)
             let checkpointFile = CheckpointFile(
                 path: checkpointPath, format: format, fileSystem: fileSystem, log: log,
                 interval: configuration.log.indexCheckpointInterval)
@@ -137,7 +151,8 @@ public final class LogOutboxStore: OutboxStore {
             // entries to move in (their ingestion needs the whole queue).
             let spools = SpoolIngestor(queue: directory, format: format, configuration: configuration, core: core, log: log)
             let spooled = try await spools.ingest()
-            return LogOutboxStore(core: core, log: log, spools: spools, spoolReportAtOpen: spooled)
+            return LogOutboxStore(
+                core: core, log: log, spools: spools, spoolReportAtOpen: spooled, payloadRecovery: payloadRecovery)
         } catch {
             try? await log.close()
             // A queue this open created holds nothing anyone wrote: delete it.

@@ -83,6 +83,25 @@ public struct OutboxStoreConfiguration: Sendable {
     /// its user must not come back to life after a power loss.
     public var outcomeDurability: Durability = .durable
 
+    /// Payloads larger than this many bytes are kept in a file beside the
+    /// log (`payloads/`, sealed like everything else when the store is
+    /// encrypted), not in the log's record, up to ``maximumPayloadBytes``:
+    /// a 50 MB photo upload fits, and the log's records stay small. Such an
+    /// entry's ``OutboxEntry/payload`` is empty and its
+    /// ``OutboxEntry/largePayload`` reads the file (see <doc:LargePayloads>).
+    /// Default 1 MiB; `nil` keeps every payload in its record (then at most
+    /// `log.maximumRecordSize`). The in-memory store keeps every payload in
+    /// memory, but accepts the same sizes.
+    public var largePayloadThreshold: Int? = 1 << 20
+    /// The largest payload accepted when it goes to a file (see
+    /// ``largePayloadThreshold``). Default 1 GiB; at most
+    /// ``OutboxLimits/maximumPayloadFileBytes``.
+    public var maximumPayloadBytes = 1 << 30
+
+    /// Called at each step of writing or deleting a payload file: the
+    /// torture suite kills the process there.
+    package var payloadFileObserver: @Sendable (PayloadFileStep) -> Void = { _ in }
+
     /// The configuration of the log under each partition. The store turns
     /// on the log's index checkpoints and lets its open return before the
     /// index is loaded: with its own checkpoint (`SCHEDULE`, written at the

@@ -37,6 +37,9 @@ enum PartitionRewrite {
         logConfiguration.automaticCompactionRatio = nil
         let copy: OutboxLog
         do { copy = try await OutboxLog.open(at: temporary, configuration: logConfiguration) } catch { throw .storage(error) }
+        let files = PayloadFileCopy(
+            source: PayloadFileStore(queue: source.directory, fileSystem: fileSystem, format: sourceFormat, observe: { _ in }),
+            target: PayloadFileStore(queue: temporary, fileSystem: fileSystem, format: targetFormat, observe: { _ in }))
         do throws(OutboxError) {
             if let targetKey {
                 let canary = try PayloadSealer(key: targetKey).sealCanary(partition: targetFormat.partition)
@@ -51,7 +54,7 @@ enum PartitionRewrite {
                 after = last.sequence
                 for record in page {
                     // A body and its state in one batch, as the store writes them.
-                    try await append(copy, try translate(record, from: sourceFormat, to: targetFormat))
+                    try await append(copy, try await files.translate(record))
                     progress(.copying)
                 }
             }
@@ -77,7 +80,7 @@ enum PartitionRewrite {
     /// The records of `record` in the target format (none for the key check
     /// and the sequence floor, which the copy writes itself).
     static func translate(
-        _ record: LogEntry, from source: RecordFormat, to target: RecordFormat
+        _ record: LogEntry, from source: RecordFormat, to target: RecordFormat, payloadFile: PayloadFileReference? = nil
     ) throws(OutboxError) -> [LogWrite] {
         let key = record.key
         guard key.count == 17 else { return [] }
@@ -87,6 +90,12 @@ enum PartitionRewrite {
             if source.legacyPayloadKey != nil || plain.count > 1 && plain[1] & 1 != 0 {
                 // A body whose request was sealed in place: store it plain inside.
                 plain = try EntryCodec.encode(EntryCodec.decode(plain, sealer: source.payloadSealer), sealer: nil)
+            }
+            if let payloadFile {
+                // Its payload file was copied (and sealed) under a new reference.
+                var body = try EntryCodec.decode(plain, sealer: nil)
+                body.payloadFile = payloadFile
+                plain = try EntryCodec.encode(body, sealer: nil)
             }
             let id = OutboxEntryID(bytes: Array(plain[2..<18]))
             let newKey = target.entryKey(id)
@@ -110,6 +119,40 @@ enum PartitionRewrite {
     }
 
     static func littleEndian(_ value: UInt64) -> [UInt8] { withUnsafeBytes(of: value.littleEndian) { Array($0) } }
+}
+
+/// Copies the payload files of a queue being rewritten (``PartitionRewrite``)
+/// into the copy's `payloads/`, in the copy's format: read and checked from
+/// the source, written and synced in the target before the body that
+/// references them. A file that is missing or damaged in the source is not
+/// copied: its entry keeps its reference, and the copy's first open
+/// quarantines it (as the source's would have).
+struct PayloadFileCopy: Sendable {
+    let source: PayloadFileStore
+    let target: PayloadFileStore
+
+    /// `record` in the target format, its payload file copied first.
+    func translate(_ record: LogEntry) async throws(OutboxError) -> [LogWrite] {
+        let (from, to) = (source.format, target.format)
+        guard let (id, file) = try payloadFile(of: record) else {
+            return try PartitionRewrite.translate(record, from: from, to: to)
+        }
+        let (source, target) = (self.source, self.target)
+        return try await offThePool { () throws(OutboxError) in
+            let copied: PayloadFileReference
+            do throws(OutboxError) { copied = try target.write(try source.read(file, id: id), for: id) } catch where error.code == .damagedPayload {
+                return try PartitionRewrite.translate(record, from: from, to: to)
+            }
+            return try PartitionRewrite.translate(record, from: from, to: to, payloadFile: copied)
+        }
+    }
+
+    /// The entry and payload file of a body record, if it has one.
+    private func payloadFile(of record: LogEntry) throws(OutboxError) -> (OutboxEntryID, PayloadFileReference)? {
+        guard record.key.count == 17, record.key.bytes[0] == RecordFormat.entryPrefix else { return nil }
+        let header = try EntryCodec.decodeHeader(try source.format.plainBody(record.value, key: record.key))
+        return header.body.payloadFile.map { (header.body.id, $0) }
+    }
 }
 
 /// The steps of a re-key, in order, for a test that kills the process at

@@ -35,6 +35,16 @@ protocol StoreBackend: Sendable {
     func bodies(of ids: [OutboxEntryID]) async throws(OutboxError) -> [EntryBody?]
 
     func close() async throws(OutboxError)
+
+    /// Before an entry whose payload is above the store's threshold is
+    /// prepared: writes the payload to a file, durably, and returns what the
+    /// entry records instead of the bytes; `nil` for a backend that keeps
+    /// every payload inline (the default).
+    func storeLargePayload(_ payload: [UInt8], for id: OutboxEntryID) async throws(OutboxError) -> PayloadFileReference?
+
+    /// Deletes the files of entries that were never recorded (a duplicate
+    /// enqueue, a refused one).
+    func discardUnrecorded(_ files: [(PayloadFileReference, OutboxEntryID)]) async
 }
 
 extension StoreBackend {

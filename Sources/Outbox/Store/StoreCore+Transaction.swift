@@ -7,20 +7,34 @@ extension StoreCore {
     /// first refusal is thrown. A later request may depend on an earlier one.
     ///
     /// The batch is checked before anything changes and then applied
-    /// (``Scheduler/enqueueAll(_:storedBytes:now:)``): under the store's
-    /// lock it costs what it touches, not the size of the queue.
+    /// (``Scheduler/enqueueAll(_:storedBytes:now:)``): it costs what it
+    /// touches, not the size of the queue.
     func enqueue(_ requests: [OutboxEnqueueRequest]) async throws(OutboxError) -> [OutboxEnqueueResult] {
         if let configurationError { throw configurationError }
         let now = Date().milliseconds
-        var prepared: [PreparedBody] = []
         for request in requests {
             // A transaction waits for the store's load; its ids are used up.
             _ = FreshEntryIDs.take(request.id)
             try Admission.check(request)
-            try Admission.payloadSize(request, limit: configuration.log.maximumRecordSize)
-            prepared.append(try prepareBody(request, now: now))
+            try Admission.payloadSize(request, configuration: configuration)
         }
-        let (outcomes, acknowledgement, originals) = try await submitBatch(requests, prepared, now: now)
+        var prepared: [PreparedBody] = []
+        do throws(OutboxError) {
+            for request in requests { prepared.append(try await prepareBodyStoringPayload(request, now: now)) }
+        } catch {
+            await discardUnrecordedFiles(of: prepared)
+            throw error
+        }
+        let outcomes: [(Scheduler.EnqueueOutcome, OutboxEntry?)]
+        let acknowledgement: StoreAcknowledgement?
+        var originals: [StoreAcknowledgement] = []
+        do throws(OutboxError) {
+            (outcomes, acknowledgement, originals) = try await submitBatch(requests, prepared, now: now)
+        } catch {
+            await discardFiles(of: prepared, after: error)
+            throw error
+        }
+        await discardUnrecordedFiles(of: zip(prepared, outcomes).filter { $0.1.1 == nil }.map(\.0))
         try await wait(for: acknowledgement, configuration.enqueueDurability)
         for original in originals { try await wait(for: original, configuration.enqueueDurability) }
         state.withLock { state in for request in requests { state.unconfirmed.removeValue(forKey: request.id) } }
@@ -76,8 +90,7 @@ extension StoreCore {
             }
         } unchanged: { state, outcomes in
             if let inconsistency {
-                // Memory holds part of a batch that storage never saw: every
-                // call is refused until a reopen rebuilds memory from the log.
+                // Memory holds part of a batch that storage never saw.
                 state.failure = state.failure ?? inconsistency
                 return
             }

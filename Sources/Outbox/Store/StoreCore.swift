@@ -232,9 +232,26 @@ final class StoreCore: Sendable {
         if let configurationError { throw configurationError }
         let now = Date().milliseconds
         try Admission.check(request)
-        let recordLimit = configuration.log.maximumRecordSize
-        try Admission.payloadSize(request, limit: recordLimit)
-        let prepared = try prepareBody(request, now: now)
+        try Admission.payloadSize(request, configuration: configuration)
+        guard Admission.goesToFile(request.payload.count, configuration) else {
+            return try await enqueue(request, prepared: try prepareBody(request, now: now), now: now)
+        }
+        // The payload's file is written and synced before the entry that
+        // references it is handed to the log (Docs/DURABILITY.md, "Payload files").
+        let prepared = try await prepareBodyStoringPayload(request, now: now)
+        let result: OutboxEnqueueResult
+        do throws(OutboxError) { result = try await enqueue(request, prepared: prepared, now: now) } catch {
+            await discardFiles(of: [prepared], after: error)
+            throw error
+        }
+        if case .duplicate = result { await discardUnrecordedFiles(of: [prepared]) }
+        return result
+    }
+
+    /// An enqueue whose body is prepared (its payload file, if any, written).
+    private func enqueue(
+        _ request: OutboxEnqueueRequest, prepared: PreparedBody, now: Int64
+    ) async throws(OutboxError) -> OutboxEnqueueResult {
         // Every enqueue uses up the id's freshness, admitted early or not.
         let fresh = FreshEntryIDs.take(request.id)
         var reserved: StoreRoom?
@@ -286,8 +303,12 @@ final class StoreCore: Sendable {
 
     /// The new entry's body, encoded (and sealed) outside the lock; its
     /// sequence is filled in under it. Checks that its record fits the log.
-    func prepareBody(_ request: OutboxEnqueueRequest, now: Int64) throws(OutboxError) -> PreparedBody {
-        try Self.prepareBody(request, partition: partition, configuration: configuration, now: now, prepare: backend.prepare)
+    func prepareBody(
+        _ request: OutboxEnqueueRequest, now: Int64, payloadFile: PayloadFileReference? = nil
+    ) throws(OutboxError) -> PreparedBody {
+        try Self.prepareBody(
+            request, partition: partition, configuration: configuration, now: now, payloadFile: payloadFile,
+            prepare: backend.prepare)
     }
 
     func claimDue(

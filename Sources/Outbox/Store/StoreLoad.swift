@@ -99,7 +99,7 @@ enum StoreLoad {
                 id: body.id, sequence: body.sequence, status: .pending, priority: body.priority, attempts: 0,
                 maxAttempts: body.maxAttempts, scope: scheduler.intern(body.scope),
                 type: scheduler.intern(body.type), coalescing: scheduler.intern(body.coalescingKey),
-                when: EntryMetadata.immediately, createdAt: body.createdAt, storedBytes: UInt32(clamping: record.value.count),
+                when: EntryMetadata.immediately, createdAt: body.createdAt, storedBytes: UInt32(clamping: LogBackend.storedBytes(record: record.value.count, file: body.payloadFile)),
                 dependencies: body.dependencies.isEmpty ? nil : body.dependencies)
             var failure: FailureInfo?
             if let annotation = record.annotation {

@@ -11,7 +11,7 @@ struct TortureWorkerCommand: AsyncParsableCommand {
         commandName: "torture-worker",
         abstract: "A worker process of `outbox torture` (internal).",
         shouldDisplay: false,
-        subcommands: [LogWorkerCommand.self, OutboxWorkerCommand.self, SpoolOwnerCommand.self]
+        subcommands: [LogWorkerCommand.self, OutboxWorkerCommand.self, SpoolOwnerCommand.self, PayloadWorkerCommand.self]
     )
 }
 
@@ -67,6 +67,34 @@ struct SpoolOwnerCommand: AsyncParsableCommand {
         guard let url = URL(string: baseURL) else { throw ValidationError("bad --base-url \(baseURL)") }
         let key = try keyFile.map { try OutboxRootOptions.readKey($0, option: "--key-file") }
         let status = await SpoolOwner.run(SpoolOwner.Job(root: FilePath(root), baseURL: url, encryptionKey: key))
+        if status != 0 { throw ExitCode(status) }
+    }
+}
+
+/// `outbox torture-worker payload --root R --base-url URL --seed S --cycle C --count N [--encrypted] [--kill-at STEP --kill-occurrence K]`
+struct PayloadWorkerCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "payload", abstract: "Enqueue seeded photo uploads (payload files) and drain them to a server.")
+
+    @Option var root: String
+    @Option var baseURL: String
+    @Option var seed: UInt64
+    @Option var cycle: Int
+    @Option var count: Int
+    @Flag var encrypted = false
+    @Option var killAt: String?
+    @Option var killOccurrence = 1
+
+    func run() async throws {
+        guard let url = URL(string: baseURL) else { throw ValidationError("bad --base-url \(baseURL)") }
+        if let killAt, !PayloadWorker.killSteps.contains(killAt) {
+            throw ValidationError("--kill-at must be one of \(PayloadWorker.killSteps.joined(separator: ", "))")
+        }
+        var job = PayloadWorker.Job(root: FilePath(root), baseURL: url, seed: seed, cycle: cycle, count: count)
+        job.encrypted = encrypted
+        job.killAt = killAt
+        job.killOccurrence = killOccurrence
+        let status = await PayloadWorker.run(job)
         if status != 0 { throw ExitCode(status) }
     }
 }

@@ -135,7 +135,7 @@ public enum FileItemKind: Sendable, Hashable {
 extension FileSystem {
     /// Reads exactly `buffer.count` bytes unless the file ends first;
     /// returns the number of bytes read.
-    func readFully(
+    package func readFully(
         _ descriptor: FileDescriptor, into buffer: UnsafeMutableRawBufferPointer, at offset: Int64
     ) throws(Errno) -> Int {
         var done = 0
@@ -149,7 +149,7 @@ extension FileSystem {
     }
 
     /// Writes all of `bytes` at `offset`, looping over short writes.
-    func writeFully(_ descriptor: FileDescriptor, _ bytes: UnsafeRawBufferPointer, at offset: Int64) throws(Errno) {
+    package func writeFully(_ descriptor: FileDescriptor, _ bytes: UnsafeRawBufferPointer, at offset: Int64) throws(Errno) {
         var done = 0
         while done < bytes.count {
             let slice = UnsafeRawBufferPointer(rebasing: bytes[done...])
@@ -160,7 +160,7 @@ extension FileSystem {
     }
 
     /// Writes all of `bytes` at `offset`.
-    func writeFully(_ descriptor: FileDescriptor, _ bytes: [UInt8], at offset: Int64) throws(Errno) {
+    package func writeFully(_ descriptor: FileDescriptor, _ bytes: [UInt8], at offset: Int64) throws(Errno) {
         let result = bytes.withUnsafeBytes { raw -> Result<Void, Errno> in
             do throws(Errno) {
                 try writeFully(descriptor, raw, at: offset)
@@ -173,7 +173,7 @@ extension FileSystem {
     }
 
     /// Reads up to `count` bytes at `offset`; fewer only at the end of the file.
-    func readBytes(_ descriptor: FileDescriptor, count: Int, at offset: Int64) throws(Errno) -> [UInt8] {
+    package func readBytes(_ descriptor: FileDescriptor, count: Int, at offset: Int64) throws(Errno) -> [UInt8] {
         var bytes = [UInt8](repeating: 0, count: count)
         let result = bytes.withUnsafeMutableBytes { raw -> Result<Int, Errno> in
             do throws(Errno) { return .success(try readFully(descriptor, into: raw, at: offset)) } catch {

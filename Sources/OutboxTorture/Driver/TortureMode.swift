@@ -29,6 +29,10 @@ public enum TortureMode: String, Sendable, Codable, CodingKeyRepresentable, Case
     /// `kill -9` of any of them: every acknowledged enqueue is applied
     /// exactly once, and no spool is left.
     case spool
+    /// Large bodies in payload files: an app uploading photos killed at
+    /// every step of writing and deleting a file, and damaged files
+    /// (flipped, cut, grown, deleted, swapped, renamed) reopened and drained.
+    case payload
 
     public var description: String { rawValue }
 
@@ -45,6 +49,7 @@ public enum TortureMode: String, Sendable, Codable, CodingKeyRepresentable, Case
         case .outboxfault: 0.10
         case .lock: 0.05
         case .spool: 0.10
+        case .payload: 0.08
         }
     }
 }

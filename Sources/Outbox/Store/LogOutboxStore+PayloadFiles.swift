@@ -1,0 +1,43 @@
+import OutboxLog
+import SystemPackage
+
+extension LogOutboxStore {
+    /// At open, before anything is enqueued: each file in `payloads/` is
+    /// kept if the body record of the entry its name holds references it,
+    /// and removed otherwise — an orphan, written for an enqueue that a kill
+    /// cut before its entry was recorded, or left by an entry whose end was
+    /// durable just before a kill. Returns the ledger of the files kept.
+    ///
+    /// A store that never wrote a payload file pays one directory lookup.
+    /// Only the records of the entries named by files are read.
+    static func recoverPayloadFiles(
+        _ payloadFiles: PayloadFileStore, log: OutboxLog
+    ) async throws(OutboxError) -> (PayloadFileLedger, OutboxPayloadRecovery) {
+        let names = try await offThePool { () throws(OutboxError) in try payloadFiles.names() }
+        guard !names.isEmpty else { return (PayloadFileLedger(), OutboxPayloadRecovery()) }
+        let parsed = names.map { ($0, PayloadFileStore.parse($0)) }
+        let keys = parsed.compactMap { $0.1?.entryKey }
+        let records: [LogEntry?]
+        do { records = try await log.get(keys) } catch { throw .storage(error) }
+        var referenced: [LogKey: [UInt8]] = [:]
+        for (key, record) in zip(keys, records) {
+            guard let record else { continue }
+            let header = try EntryCodec.decodeHeader(try payloadFiles.format.plainBody(record.value, key: key))
+            if let file = header.body.payloadFile { referenced[key] = file.fileID }
+        }
+        var kept: [LogKey: FilePath] = [:]
+        var orphans: [String] = []
+        for (name, parts) in parsed {
+            // A name that is not one of ours is left alone.
+            guard let parts else { continue }
+            if referenced[parts.entryKey] == parts.fileID {
+                kept[parts.entryKey] = payloadFiles.directory.appending(name)
+            } else {
+                orphans.append(name)
+            }
+        }
+        let paths = orphans.map { payloadFiles.directory.appending($0) }
+        try await offThePool { () throws(OutboxError) in try payloadFiles.remove(paths) }
+        return (PayloadFileLedger(files: kept), OutboxPayloadRecovery(removedOrphans: orphans))
+    }
+}
