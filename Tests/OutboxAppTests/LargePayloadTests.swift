@@ -89,10 +89,13 @@ struct LargePayloadTests {
                 await received.add(try await delivery.loadPayload())
                 return .delivered(serverID: "ph-1")
             }], configuration: Self.quietDispatcher())
+        await dispatcher.start()
         #expect(try await dispatcher.waitUntilDelivered(entry.id) == "ph-1")
         #expect(await received.bodies.contains(photo))
         _ = try await dispatcher.waitUntilDelivered(small.id)
+        await store.payloadFileDeletionsSettled()
         #expect(try payloadFiles(root).isEmpty)
+        await dispatcher.stop()
         try await store.close()
     }
 
@@ -131,6 +134,7 @@ struct LargePayloadTests {
         let first = try await store.enqueue(OutboxEnqueueRequest(UploadPhoto(bytes: photoBytes(50_000, seed: 2))))
         #expect(try payloadFiles(root).count == 1)
         _ = try await store.discard(first.id)
+        await store.payloadFileDeletionsSettled()
         #expect(try payloadFiles(root).isEmpty)
 
         var cover = OutboxEnqueueRequest(type: "cover", method: "PUT", endpoint: "/albums/a/cover", payload: photoBytes(50_000, seed: 3))
@@ -143,6 +147,7 @@ struct LargePayloadTests {
             Issue.record("not coalesced")
             return
         }
+        await store.payloadFileDeletionsSettled()
         #expect(try payloadFiles(root) == [try #require(kept.largePayload?.plainFile?.lastComponent?.string)])
 
         // A duplicate of the same id writes no second file; a refusal leaves none.
@@ -190,6 +195,7 @@ struct LargePayloadTests {
                 await sent.add(try await delivery.loadPayload())
                 return .delivered(serverID: nil)
             }], configuration: Self.quietDispatcher())
+        await dispatcher.start()
         _ = try await dispatcher.waitUntilDelivered(kept)
         do {
             _ = try await dispatcher.waitUntilDelivered(lost)
@@ -244,6 +250,7 @@ struct LargePayloadTests {
                 await sent.add(try await delivery.loadPayload())
                 return .delivered(serverID: nil)
             }], configuration: quietDispatcher())
+        await dispatcher.start()
         do {
             _ = try await dispatcher.waitUntilDelivered(victim)
             Issue.record("\(damage), key \(key != nil): a damaged payload was delivered")

@@ -41,3 +41,12 @@ extension LogOutboxStore {
         return (PayloadFileLedger(files: kept), OutboxPayloadRecovery(removedOrphans: orphans))
     }
 }
+
+extension LogOutboxStore {
+    /// Waits until the payload files of the entries that ended so far are
+    /// deleted (each once its entry's end is durable; ``close()`` waits
+    /// for them too). For tests and the torture suite.
+    package func payloadFileDeletionsSettled() async {
+        await (core.backend as? LogBackend)?.ledger.settle()
+    }
+}
