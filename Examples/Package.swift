@@ -95,6 +95,12 @@ let package = Package(
             dependencies: [.product(name: "Outbox", package: "swift-outbox")],
             swiftSettings: strictImports
         ),
+        // DocC (Outbox): "Large payloads".
+        .executableTarget(
+            name: "LargePayloadSample",
+            dependencies: [.product(name: "Outbox", package: "swift-outbox")],
+            swiftSettings: strictImports
+        ),
         .executableTarget(
             name: "TransactionSample",
             dependencies: [.product(name: "Outbox", package: "swift-outbox")],

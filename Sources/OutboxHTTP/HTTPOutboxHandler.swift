@@ -123,6 +123,26 @@ public struct HTTPOutboxHandler: OutboxHandler {
 
     // MARK: The request
 
+    /// The idempotency key is configured to go in a JSON member of the body
+    /// (``IdempotencyKeyPlacement/jsonBodyMember(_:)``), but the body is kept
+    /// in a payload file (larger than the store's `largePayloadThreshold`)
+    /// and is streamed from it exactly as enqueued: the key cannot be put
+    /// in it. Such a request is never sent; the entry is quarantined with
+    /// this reason. Send large bodies with the key in a header, or raise
+    /// the threshold above the bodies that carry their key.
+    public struct KeyInStreamedBody: Error, Sendable, Hashable, CustomStringConvertible {
+        /// The JSON member the key was to go in.
+        public var member: String
+        /// The body's length in bytes.
+        public var bodyBytes: Int
+
+        public var description: String {
+            "the idempotency key goes in the JSON member \"\(member)\", but the body (\(bodyBytes) bytes) is kept in a "
+                + "payload file and streamed as enqueued, so no key can be added to it: not sent (put the key in a header "
+                + "for large bodies, or raise OutboxStoreConfiguration.largePayloadThreshold)"
+        }
+    }
+
     /// A request that would leave the configured server.
     struct ForeignURL: Error, CustomStringConvertible {
         var url: String
@@ -138,8 +158,9 @@ public struct HTTPOutboxHandler: OutboxHandler {
     ///
     /// - Throws: if `baseURL` + endpoint would leave the configured scheme,
     ///   host and port, or the key cannot be placed as configured (an
-    ///   invalid header name, a body that is not a JSON object): such a
-    ///   request is never sent.
+    ///   invalid header name, a body that is not a JSON object, a key in the
+    ///   JSON body of a body kept in a payload file: ``KeyInStreamedBody``):
+    ///   such a request is never sent.
     public func request(for delivery: OutboxDelivery, token: String?) throws -> HTTPTransportRequest {
         let base = configuration.baseURL.absoluteString.hasSuffix("/")
             ? String(configuration.baseURL.absoluteString.dropLast()) : configuration.baseURL.absoluteString
@@ -151,6 +172,9 @@ public struct HTTPOutboxHandler: OutboxHandler {
         // a resend after a restart must be the same bytes.
         let placement = configuration.idempotencyKeyPlacement
         let keyHeader = try placement.headerName()
+        if case .jsonBodyMember(let member) = placement, let large = delivery.largePayload {
+            throw KeyInStreamedBody(member: member, bodyBytes: large.count)
+        }
         let body = try placement.body(delivery.payload, key: delivery.idempotencyKey)
         var headers = delivery.headers
             .filter { !Self.reservedHeaders.contains($0.key.lowercased()) && $0.key.lowercased() != keyHeader?.lowercased() }

@@ -75,3 +75,36 @@ struct LargeUploadTests {
         }
     }
 }
+
+/// A key placed in the JSON body cannot be put in a body that is streamed
+/// from its file as enqueued: a typed error that says so, never a request
+/// sent without the key or with another body.
+@Suite("Large payloads and the key-in-body option", .timeLimit(.minutes(1)))
+struct LargePayloadKeyPlacementTests {
+    @Test("a file-backed body with the key in a JSON member: KeyInStreamedBody, the entry quarantined saying why")
+    func keyInBodyRefusesFileBackedBodies() async throws {
+        let root = FileManager.default.temporaryDirectory.appendingPathComponent("outbox-keybody-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: root) }
+        var configuration = quietStoreConfiguration()
+        configuration.largePayloadThreshold = 1024
+        let store = try await LogOutboxStore.open(root: root, partition: "user", configuration: configuration)
+        let json = Array(("{\"caption\":\"" + String(repeating: "x", count: 4000) + "\"}").utf8)
+        let request = OutboxEnqueueRequest(type: "upload", method: "POST", endpoint: "/uploads", payload: json)
+        guard case .enqueued(let entry) = try await store.enqueue(request) else {
+            Issue.record("not enqueued")
+            return
+        }
+        #expect(entry.largePayload != nil)
+        var http = HTTPOutboxHandler.Configuration(baseURL: URL(string: "http://127.0.0.1:9")!)
+        http.idempotencyKeyPlacement = .jsonBodyMember("idempotency_key")
+        let handler = HTTPOutboxHandler(configuration: http)
+        let delivery = OutboxDelivery(entry: entry, endpoint: entry.endpoint, payload: entry.payload, attempt: 1)
+        #expect(throws: HTTPOutboxHandler.KeyInStreamedBody.self) { _ = try handler.request(for: delivery, token: nil) }
+        guard case .permanent(let reason, _) = try await handler.deliver(delivery) else {
+            Issue.record("not refused as permanent")
+            return
+        }
+        #expect(reason.contains("payload file"), "\(reason)")
+        try await store.close()
+    }
+}

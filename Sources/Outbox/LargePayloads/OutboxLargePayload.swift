@@ -39,7 +39,8 @@ public struct OutboxLargePayload: Sendable, Hashable {
 
     /// The whole body, checked.
     public func bytes() async throws(OutboxError) -> [UInt8] {
-        var reader = makeChunkReader(chunkBytes: count)
+        // In chunks into one buffer: the body is held once, plus a chunk.
+        var reader = makeChunkReader()
         var body: [UInt8] = []
         body.reserveCapacity(count)
         while let chunk = try await reader.next() { body += chunk }
