@@ -28,9 +28,9 @@ extension LogOutboxStore {
         var kept: [LogKey: FilePath] = [:]
         var orphans: [String] = []
         for (name, parts) in parsed {
-            // A name that is not one of ours is left alone.
-            guard let parts else { continue }
-            if referenced[parts.entryKey] == parts.fileID {
+            // `payloads/` is the store's: a name that is not of its form
+            // (a file renamed by hand, say) is no entry's either.
+            if let parts, referenced[parts.entryKey] == parts.fileID {
                 kept[parts.entryKey] = payloadFiles.directory.appending(name)
             } else {
                 orphans.append(name)
