@@ -17,9 +17,11 @@ struct InputValidationTests {
         #expect(try await subject.store.summary().total == count, sourceLocation: sourceLocation)
     }
 
+    /// Without payload files (`largePayloadThreshold = nil`): with them, a
+    /// payload this large goes to a file (LargePayloadTests).
     @Test("an enqueue over the 16 MiB record limit is refused with the limit and the size; the store stays usable", arguments: StoreKind.allCases)
     func oversizeEnqueue(kind: StoreKind) async throws {
-        var subject = try await StoreUnderTest.make(kind)
+        var subject = try await StoreUnderTest.make(kind) { $0.largePayloadThreshold = nil }
         try await subject.store.add(request(payload: "before"))
         let payload = String(repeating: "x", count: 16 << 20)
         do {
@@ -105,7 +107,8 @@ struct InputValidationTests {
         "a request with one bad value is refused with a clear error; nothing changes; the store stays usable",
         arguments: BadRequest.all, StoreKind.allCases)
     func badRequest(_ bad: BadRequest, kind: StoreKind) async throws {
-        var subject = try await StoreUnderTest.make(kind)
+        // The record limit holds only without payload files (see oversizeEnqueue).
+        var subject = try await StoreUnderTest.make(kind) { $0.largePayloadThreshold = nil }
         let kept = try await subject.store.add(request(payload: "kept"))
         var refused = request(payload: "refused")
         bad.change(&refused)
