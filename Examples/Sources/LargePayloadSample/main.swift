@@ -12,7 +12,6 @@ struct UploadPhoto: OutboxAction {
 }
 
 let root = FileManager.default.temporaryDirectory.appendingPathComponent("large-payload-sample-\(UUID().uuidString)")
-defer { try? FileManager.default.removeItem(at: root) }
 var configuration = OutboxStoreConfiguration()
 configuration.largePayloadThreshold = 1 << 20          // bodies above 1 MiB go to a file beside the log (the default)
 let store = try await LogOutboxStore.open(root: root, partition: "user-42", configuration: configuration)
@@ -34,6 +33,8 @@ await dispatcher.start()
 // references it, and deleted once the entry has ended.
 let photo = [UInt8](repeating: 0xFF, count: 8 << 20)
 let result = try await dispatcher.enqueue(UploadPhoto(album: "alb-1", jpeg: photo))
-print("delivered as", try await dispatcher.waitUntilDelivered(result.id) ?? "-")
+let serverID = try await dispatcher.waitUntilDelivered(result.id)
+print("delivered as \(serverID ?? "-")")
 await dispatcher.stop()
 try await store.close()
+try? FileManager.default.removeItem(at: root)
