@@ -56,4 +56,49 @@ extension Scheduler {
         blocked[root] = nil
         return affected
     }
+
+    /// Throws unless every dependency of `entry` can still succeed: brought
+    /// back, it would wait forever for a parent that cannot.
+    func checkDependenciesCanSucceed(_ entry: EntryMetadata) throws(OutboxError) {
+        let id = entry.id
+        for parent in entry.dependencies ?? [] where completions[parent] == nil {
+            guard let metadata = entries[parent] else {
+                throw OutboxError(
+                    .invalidTransition, "its dependency \(parent) is gone without having been delivered; discard it instead",
+                    entry: id)
+            }
+            if metadata.status == .dead {
+                throw OutboxError(
+                    .invalidTransition, "its dependency \(parent) is dead: retry that one, which brings this one back", entry: id)
+            }
+            if metadata.sequence > entry.sequence {
+                // It depended on an earlier entry with that id, discarded
+                // since: waiting for a younger one could deadlock its scope.
+                throw OutboxError(
+                    .invalidTransition,
+                    "its dependency \(parent) was discarded and enqueued again after it; discard this one and enqueue it again",
+                    entry: id)
+            }
+        }
+    }
+
+    /// Revives, transitively, the dead dependents of `root` that were
+    /// quarantined because of it (their reason names it). Returns them.
+    mutating func reviveDependents(
+        of root: OutboxEntryID, now: Int64, changes: inout [StoreChange]
+    ) -> [OutboxEntryID] {
+        var revived: [OutboxEntryID] = []
+        var queue = [root]
+        while let parent = queue.popLast() {
+            for child in dependents[parent] ?? [] {
+                guard let dependent = entries[child], dependent.status == .dead,
+                    failures[child]?.message?.hasPrefix("dependencyFailed: \(parent)") == true
+                else { continue }
+                revive(child, now: now, changes: &changes)
+                revived.append(child)
+                queue.append(child)
+            }
+        }
+        return revived
+    }
 }

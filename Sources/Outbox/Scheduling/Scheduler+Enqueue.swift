@@ -25,17 +25,7 @@ extension Scheduler {
         }
         if !spooled { try checkDependencies(request) }
 
-        // Coalescing: replace a pending entry with the same key that nothing depends on.
-        var replaced: EntryMetadata?
-        if let key = request.coalescingKey, let existingKey = strings.lookup(key), let holder = holder(of: existingKey),
-            let candidate = entries[holder], candidate.status == .pending, candidate.attempts == 0,
-            dependents[holder, default: []].isEmpty, !request.dependencies.contains(holder)
-        {
-            // Only a never-attempted entry may be replaced: one that was sent
-            // (and came back pending after a crash) may have reached the
-            // server, and its replacement carries a new idempotency key.
-            replaced = candidate
-        }
+        let replaced = replaceable(by: request)
 
         // Limits, with eviction of the oldest dead entries if allowed. This
         // is the last check that can fail: from here on, nothing throws.
@@ -73,6 +63,38 @@ extension Scheduler {
             createdAt: request.createdAt.milliseconds, storedBytes: UInt32(clamping: storedBytes),
             dependencies: request.dependencies.isEmpty ? nil : request.dependencies)
         entry.version = 1
+        install(entry, request: request, storedBytes: storedBytes, takesReplacedSlot: takesReplacedSlot)
+        changes.append(.newEntry(entry.id))
+        if let reason = failedDependency(of: request, evicted: evicted) {
+            // It could never be sent: quarantined at once, like the
+            // dependents of a parent that dies later (and revived with it).
+            quarantineAtEnqueue(entry.id, reason: reason)
+            changes.append(.state(entry.id))
+        }
+        if let replaced { return (.coalesced(replaced: replaced.id), changes) }
+        return (.enqueued, changes)
+    }
+
+    /// Coalescing: the pending entry with the request's key that a
+    /// coalescing enqueue replaces, if nothing depends on it.
+    private func replaceable(by request: OutboxEnqueueRequest) -> EntryMetadata? {
+        guard let key = request.coalescingKey, let existingKey = strings.lookup(key), let holder = holder(of: existingKey),
+            let candidate = entries[holder], candidate.status == .pending, candidate.attempts == 0,
+            dependents[holder, default: []].isEmpty, !request.dependencies.contains(holder)
+        else { return nil }
+        // Only a never-attempted entry may be replaced: one that was sent
+        // (and came back pending after a crash) may have reached the
+        // server, and its replacement carries a new idempotency key.
+        return candidate
+    }
+
+    /// Records a new entry in every structure: the table, the counts, its
+    /// send queue (unless it took the replaced entry's slot there), the
+    /// unsent heap, its coalescing and app keys, its parents' dependents,
+    /// and the send candidates.
+    private mutating func install(
+        _ entry: EntryMetadata, request: OutboxEnqueueRequest, storedBytes: Int, takesReplacedSlot: Bool
+    ) {
         entries[entry.id] = entry
         adjust(.pending, count: 1, bytes: storedBytes)
         if queue(of: entry) != nil && !takesReplacedSlot { insertIntoScope(entry) }
@@ -86,15 +108,6 @@ extension Scheduler {
             dependents[parent, default: []].append(entry.id)
         }
         consider(entry.id)
-        changes.append(.newEntry(entry.id))
-        if let reason = failedDependency(of: request, evicted: evicted) {
-            // It could never be sent: quarantined at once, like the
-            // dependents of a parent that dies later (and revived with it).
-            quarantineAtEnqueue(entry.id, reason: reason)
-            changes.append(.state(entry.id))
-        }
-        if let replaced { return (.coalesced(replaced: replaced.id), changes) }
-        return (.enqueued, changes)
     }
 
     private mutating func quarantineAtEnqueue(_ id: OutboxEntryID, reason: String) {

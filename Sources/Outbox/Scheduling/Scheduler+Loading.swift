@@ -103,6 +103,14 @@ extension Scheduler {
     /// restarts even when every entry is gone.
     mutating func finishLoading(now: Int64, sequenceFloor: UInt64) -> [StoreChange] {
         nextSequence = max(nextSequence, sequenceFloor)
+        let changes = rebuildOrder(now: now)
+        rebuildHeaps(now: now)
+        return changes
+    }
+
+    /// The scope queues, coalescing keys and dependents, in order; entries
+    /// a crash left in flight come back pending. Returns their new state.
+    private mutating func rebuildOrder(now: Int64) -> [StoreChange] {
         var changes: [StoreChange] = []
         // Only entries in a send queue, with a coalescing key or with
         // dependencies need the order. Sort the (id, sequence) pairs, not
@@ -142,8 +150,12 @@ extension Scheduler {
             }
         }
         for key in keyed.keys { keyed[key]!.sort { entries[$0]!.sequence < entries[$1]!.sequence } }
-        // Every heap built in one pass: due candidates straight into `ready`,
-        // the others into `waiting`, every unsent entry by creation time.
+        return changes
+    }
+
+    /// Every heap built in one pass: due candidates straight into `ready`,
+    /// the others into `waiting`, every unsent entry by creation time.
+    private mutating func rebuildHeaps(now: Int64) {
         var due: [Candidate] = []
         var later: [Timed] = []
         var unsent: [Aged] = []
@@ -162,7 +174,6 @@ extension Scheduler {
         ready = Heap(due)
         waiting = Heap(later)
         unsentByCreation = Heap(unsent)
-        return changes
     }
 
     /// Interns a string for an entry being loaded.

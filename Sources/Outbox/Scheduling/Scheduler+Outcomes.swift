@@ -140,40 +140,10 @@ extension Scheduler {
     mutating func retry(_ id: OutboxEntryID, now: Int64) throws(OutboxError) -> (OutboxCascade, [StoreChange]) {
         let entry = try existing(id)
         guard entry.status == .dead || entry.status == .conflict else { throw transitionError(entry, to: .pending) }
-        // Brought back, it would wait forever for a parent that cannot succeed.
-        for parent in entry.dependencies ?? [] where completions[parent] == nil {
-            guard let metadata = entries[parent] else {
-                throw OutboxError(
-                    .invalidTransition, "its dependency \(parent) is gone without having been delivered; discard it instead",
-                    entry: id)
-            }
-            if metadata.status == .dead {
-                throw OutboxError(
-                    .invalidTransition, "its dependency \(parent) is dead: retry that one, which brings this one back", entry: id)
-            }
-            if metadata.sequence > entry.sequence {
-                // It depended on an earlier entry with that id, discarded
-                // since: waiting for a younger one could deadlock its scope.
-                throw OutboxError(
-                    .invalidTransition,
-                    "its dependency \(parent) was discarded and enqueued again after it; discard this one and enqueue it again",
-                    entry: id)
-            }
-        }
+        try checkDependenciesCanSucceed(entry)
         var changes: [StoreChange] = []
         revive(id, now: now, changes: &changes)
-        var revived: [OutboxEntryID] = []
-        var queue = [id]
-        while let parent = queue.popLast() {
-            for child in dependents[parent] ?? [] {
-                guard let dependent = entries[child], dependent.status == .dead,
-                    failures[child]?.message?.hasPrefix("dependencyFailed: \(parent)") == true
-                else { continue }
-                revive(child, now: now, changes: &changes)
-                revived.append(child)
-                queue.append(child)
-            }
-        }
+        let revived = reviveDependents(of: id, now: now, changes: &changes)
         return (OutboxCascade(dependents: revived), changes)
     }
 
