@@ -148,7 +148,4 @@ extension Scheduler {
         }
         return nil
     }
-
-    /// Whether any candidate is ready now (without popping it).
-    var hasReadyCandidates: Bool { !ready.isEmpty }
 }
