@@ -113,12 +113,7 @@ extension Scheduler {
     mutating func quarantine(
         _ id: OutboxEntryID, reason: String, httpStatus: Int?
     ) throws(OutboxError) -> (OutboxCascade, [StoreChange]) {
-        var entry = try existing(id)
-        guard entry.status.canMove(to: .dead) else { throw transitionError(entry, to: .dead) }
-        leaveScope(entry)
-        setStatus(&entry, .dead)
-        failures[id] = FailureInfo(message: Self.kept(reason), httpStatus: httpStatus)
-        commit(entry)
+        try setAside(id, as: .dead, reason: reason, httpStatus: httpStatus)
         var changes: [StoreChange] = [.state(id)]
         let cascade = cascadeDeath(from: id, reason: "dependencyFailed: \(id) is dead", changes: &changes)
         return (OutboxCascade(dependents: cascade), changes)
@@ -126,13 +121,21 @@ extension Scheduler {
 
     /// Records a conflict left for a person to resolve.
     mutating func conflict(_ id: OutboxEntryID, reason: String, httpStatus: Int?) throws(OutboxError) -> [StoreChange] {
+        try setAside(id, as: .conflict, reason: reason, httpStatus: httpStatus)
+        return [.state(id)]
+    }
+
+    /// Takes an entry out of its scope for a person to decide on (`dead`
+    /// or `conflict`), keeping the reason.
+    private mutating func setAside(
+        _ id: OutboxEntryID, as status: OutboxStatus, reason: String, httpStatus: Int?
+    ) throws(OutboxError) {
         var entry = try existing(id)
-        guard entry.status.canMove(to: .conflict) else { throw transitionError(entry, to: .conflict) }
+        guard entry.status.canMove(to: status) else { throw transitionError(entry, to: status) }
         leaveScope(entry)
-        setStatus(&entry, .conflict)
+        setStatus(&entry, status)
         failures[id] = FailureInfo(message: Self.kept(reason), httpStatus: httpStatus)
         commit(entry)
-        return [.state(id)]
     }
 
     /// Puts a `dead` or `conflict` entry back to `pending` with a fresh
