@@ -524,7 +524,7 @@ struct Scheduler: Sendable {
                     ? "dependencyFailed: \(parent) was evicted (outbox full)"
                     : "dependencyFailed: \(parent) is unknown to this queue (spooled by another process)"
             }
-            if metadata.status == .dead { return "dependencyFailed: \(parent) is dead" }
+            if metadata.status == .quarantined { return "dependencyFailed: \(parent) is dead" }
         }
         return nil
     }
@@ -532,7 +532,7 @@ struct Scheduler: Sendable {
     private mutating func quarantineAtEnqueue(_ id: OutboxEntryID, reason: String) {
         guard var entry = entries[id] else { return }
         leaveScope(entry)
-        setStatus(&entry, .dead)
+        setStatus(&entry, .quarantined)
         failures[id] = FailureInfo(message: reason, httpStatus: nil)
         commit(entry)
     }
@@ -579,7 +579,7 @@ struct Scheduler: Sendable {
         if fits() { return [] }
         var evicted: [OutboxEntryID] = []
         if configuration.fullPolicy == .evictOldestDead {
-            let dead = entries.values.filter { $0.status == .dead }.sorted { $0.sequence < $1.sequence }
+            let dead = entries.values.filter { $0.status == .quarantined }.sorted { $0.sequence < $1.sequence }
             for entry in dead where !fits() {
                 evicted.append(entry.id)
                 count -= 1
@@ -656,7 +656,7 @@ struct Scheduler: Sendable {
         answeredAt: Int64? = nil, outcomeUnknownAt: Int64? = nil
     ) throws(OutboxError) -> (OutboxStatus, OutboxCascade, [StoreChange]) {
         var entry = try existing(id)
-        guard entry.status.canMove(to: .failed) else { throw transitionError(entry, to: .failed) }
+        guard entry.status.canMove(to: .waitingToRetry) else { throw transitionError(entry, to: .waitingToRetry) }
         let firstAnswer = failures[id]?.firstAnsweredAt ?? answeredAt
         let unknownSince = [failures[id]?.outcomeUnknownSince, outcomeUnknownAt].compactMap { $0 }.min()
         if !counted {
@@ -664,15 +664,15 @@ struct Scheduler: Sendable {
         } else if entry.attempts >= entry.maxAttempts {
             let (cascade, changes) = try quarantine(
                 id, reason: "gave up after \(entry.attempts) attempt(s): \(error)", httpStatus: httpStatus)
-            return (.dead, cascade, changes)
+            return (.quarantined, cascade, changes)
         }
-        setStatus(&entry, .failed)
+        setStatus(&entry, .waitingToRetry)
         entry.when = retryAt
         failures[id] = FailureInfo(
             message: Self.kept(error), httpStatus: httpStatus, firstAnsweredAt: firstAnswer, outcomeUnknownSince: unknownSince)
         commit(entry)
         consider(id)
-        return (.failed, OutboxCascade(), [.state(id)])
+        return (.waitingToRetry, OutboxCascade(), [.state(id)])
     }
 
     /// Puts in-flight entries whose lease ended at or before `now` back in
@@ -708,9 +708,9 @@ struct Scheduler: Sendable {
         _ id: OutboxEntryID, reason: String, httpStatus: Int?
     ) throws(OutboxError) -> (OutboxCascade, [StoreChange]) {
         var entry = try existing(id)
-        guard entry.status.canMove(to: .dead) else { throw transitionError(entry, to: .dead) }
+        guard entry.status.canMove(to: .quarantined) else { throw transitionError(entry, to: .quarantined) }
         leaveScope(entry)
-        setStatus(&entry, .dead)
+        setStatus(&entry, .quarantined)
         failures[id] = FailureInfo(message: Self.kept(reason), httpStatus: httpStatus)
         commit(entry)
         var changes: [StoreChange] = [.state(id)]
@@ -733,7 +733,7 @@ struct Scheduler: Sendable {
     /// attempt budget; its dependents quarantined because of it come back too.
     mutating func retry(_ id: OutboxEntryID, now: Int64) throws(OutboxError) -> (OutboxCascade, [StoreChange]) {
         let entry = try existing(id)
-        guard entry.status == .dead || entry.status == .conflict else { throw transitionError(entry, to: .pending) }
+        guard entry.status == .quarantined || entry.status == .conflict else { throw transitionError(entry, to: .pending) }
         // Brought back, it would wait forever for a parent that cannot succeed.
         for parent in entry.dependencies ?? [] where completions[parent] == nil {
             guard let metadata = entries[parent] else {
@@ -741,7 +741,7 @@ struct Scheduler: Sendable {
                     .invalidTransition, "its dependency \(parent) is gone without having been delivered; discard it instead",
                     entry: id)
             }
-            if metadata.status == .dead {
+            if metadata.status == .quarantined {
                 throw OutboxError(
                     .invalidTransition, "its dependency \(parent) is dead: retry that one, which brings this one back", entry: id)
             }
@@ -760,7 +760,7 @@ struct Scheduler: Sendable {
         var queue = [id]
         while let parent = queue.popLast() {
             for child in dependents[parent] ?? [] {
-                guard let dependent = entries[child], dependent.status == .dead,
+                guard let dependent = entries[child], dependent.status == .quarantined,
                     failures[child]?.message?.hasPrefix("dependencyFailed: \(parent)") == true
                 else { continue }
                 revive(child, now: now, changes: &changes)
@@ -877,7 +877,7 @@ struct Scheduler: Sendable {
         if status == .succeeded { forgetKey(of: entry) }
         // A dead entry is never due: its time says when it died, for the
         // retention of dead entries (``removeDead(diedBefore:)``).
-        if status == .dead && entry.status != .dead { entry.when = Date().milliseconds }
+        if status == .quarantined && entry.status != .quarantined { entry.when = Date().milliseconds }
         entry.status = status
     }
 
@@ -964,9 +964,9 @@ struct Scheduler: Sendable {
         var queue = [(root, reason)]
         while let (parent, why) = queue.popLast() {
             for child in dependents[parent] ?? [] {
-                guard var entry = entries[child], entry.status.canMove(to: .dead), entry.status != .inFlight else { continue }
+                guard var entry = entries[child], entry.status.canMove(to: .quarantined), entry.status != .inFlight else { continue }
                 leaveScope(entry)
-                setStatus(&entry, .dead)
+                setStatus(&entry, .quarantined)
                 failures[child] = FailureInfo(message: why, httpStatus: nil)
                 commit(entry)
                 changes.append(.state(child))
