@@ -30,7 +30,7 @@ extension Scheduler {
                     ? "dependencyFailed: \(parent) was evicted (outbox full)"
                     : "dependencyFailed: \(parent) is unknown to this queue (spooled by another process)"
             }
-            if metadata.status == .dead { return "dependencyFailed: \(parent) is dead" }
+            if metadata.status == .quarantined { return "dependencyFailed: \(parent) is dead" }
         }
         return nil
     }
@@ -43,9 +43,9 @@ extension Scheduler {
         var queue = [(root, reason)]
         while let (parent, why) = queue.popLast() {
             for child in dependents[parent] ?? [] {
-                guard var entry = entries[child], entry.status.canMove(to: .dead), entry.status != .inFlight else { continue }
+                guard var entry = entries[child], entry.status.canMove(to: .quarantined), entry.status != .inFlight else { continue }
                 leaveScope(entry)
-                setStatus(&entry, .dead)
+                setStatus(&entry, .quarantined)
                 failures[child] = FailureInfo(message: why, httpStatus: nil)
                 commit(entry)
                 changes.append(.state(child))
@@ -67,7 +67,7 @@ extension Scheduler {
                     .invalidTransition, "its dependency \(parent) is gone without having been delivered; discard it instead",
                     entry: id)
             }
-            if metadata.status == .dead {
+            if metadata.status == .quarantined {
                 throw OutboxError(
                     .invalidTransition, "its dependency \(parent) is dead: retry that one, which brings this one back", entry: id)
             }
@@ -91,7 +91,7 @@ extension Scheduler {
         var queue = [root]
         while let parent = queue.popLast() {
             for child in dependents[parent] ?? [] {
-                guard let dependent = entries[child], dependent.status == .dead,
+                guard let dependent = entries[child], dependent.status == .quarantined,
                     failures[child]?.message?.hasPrefix("dependencyFailed: \(parent)") == true
                 else { continue }
                 revive(child, now: now, changes: &changes)

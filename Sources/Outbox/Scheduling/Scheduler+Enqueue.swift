@@ -113,7 +113,7 @@ extension Scheduler {
     private mutating func quarantineAtEnqueue(_ id: OutboxEntryID, reason: String) {
         guard var entry = entries[id] else { return }
         leaveScope(entry)
-        setStatus(&entry, .dead)
+        setStatus(&entry, .quarantined)
         failures[id] = FailureInfo(message: reason, httpStatus: nil)
         commit(entry)
     }
@@ -136,7 +136,7 @@ extension Scheduler {
         if fits() { return [] }
         var evicted: [OutboxEntryID] = []
         if configuration.fullPolicy == .evictOldestDead {
-            let dead = entries.values.filter { $0.status == .dead }.sorted { $0.sequence < $1.sequence }
+            let dead = entries.values.filter { $0.status == .quarantined }.sorted { $0.sequence < $1.sequence }
             for entry in dead where !fits() {
                 evicted.append(entry.id)
                 count -= 1

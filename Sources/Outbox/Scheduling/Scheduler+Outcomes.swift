@@ -62,7 +62,7 @@ extension Scheduler {
         answeredAt: Int64? = nil, outcomeUnknownAt: Int64? = nil
     ) throws(OutboxError) -> (OutboxStatus, OutboxCascade, [StoreChange]) {
         var entry = try existing(id)
-        guard entry.status.canMove(to: .failed) else { throw transitionError(entry, to: .failed) }
+        guard entry.status.canMove(to: .waitingToRetry) else { throw transitionError(entry, to: .waitingToRetry) }
         let firstAnswer = failures[id]?.firstAnsweredAt ?? answeredAt
         let unknownSince = [failures[id]?.outcomeUnknownSince, outcomeUnknownAt].compactMap { $0 }.min()
         if !counted {
@@ -70,15 +70,15 @@ extension Scheduler {
         } else if entry.attempts >= entry.maxAttempts {
             let (cascade, changes) = try quarantine(
                 id, reason: "gave up after \(entry.attempts) attempt(s): \(error)", httpStatus: httpStatus)
-            return (.dead, cascade, changes)
+            return (.quarantined, cascade, changes)
         }
-        setStatus(&entry, .failed)
+        setStatus(&entry, .waitingToRetry)
         entry.when = retryAt
         failures[id] = FailureInfo(
             message: Self.kept(error), httpStatus: httpStatus, firstAnsweredAt: firstAnswer, outcomeUnknownSince: unknownSince)
         commit(entry)
         consider(id)
-        return (.failed, OutboxCascade(), [.state(id)])
+        return (.waitingToRetry, OutboxCascade(), [.state(id)])
     }
 
     /// Puts in-flight entries whose lease ended at or before `now` back in
@@ -113,7 +113,7 @@ extension Scheduler {
     mutating func quarantine(
         _ id: OutboxEntryID, reason: String, httpStatus: Int?
     ) throws(OutboxError) -> (OutboxCascade, [StoreChange]) {
-        try setAside(id, as: .dead, reason: reason, httpStatus: httpStatus)
+        try setAside(id, as: .quarantined, reason: reason, httpStatus: httpStatus)
         var changes: [StoreChange] = [.state(id)]
         let cascade = cascadeDeath(from: id, reason: "dependencyFailed: \(id) is dead", changes: &changes)
         return (OutboxCascade(dependents: cascade), changes)
@@ -142,7 +142,7 @@ extension Scheduler {
     /// attempt budget; its dependents quarantined because of it come back too.
     mutating func retry(_ id: OutboxEntryID, now: Int64) throws(OutboxError) -> (OutboxCascade, [StoreChange]) {
         let entry = try existing(id)
-        guard entry.status == .dead || entry.status == .conflict else { throw transitionError(entry, to: .pending) }
+        guard entry.status == .quarantined || entry.status == .conflict else { throw transitionError(entry, to: .pending) }
         try checkDependenciesCanSucceed(entry)
         var changes: [StoreChange] = []
         revive(id, now: now, changes: &changes)

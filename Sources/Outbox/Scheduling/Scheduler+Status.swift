@@ -33,7 +33,7 @@ extension Scheduler {
         if status == .succeeded { forgetKey(of: entry) }
         // A dead entry is never due: its time says when it died, for the
         // retention of dead entries (``removeDead(diedBefore:)``).
-        if status == .dead && entry.status != .dead { entry.when = Date().milliseconds }
+        if status == .quarantined && entry.status != .quarantined { entry.when = Date().milliseconds }
         entry.status = status
     }
 
