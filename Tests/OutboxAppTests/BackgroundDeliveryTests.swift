@@ -48,7 +48,7 @@ struct BackgroundDeliveryTests {
         #expect(report.interrupted == 1)
         #expect(try await store.summary().count(.inFlight) == 0)
         let left = try #require(try await store.entry(slow))
-        #expect(left.status == .failed)
+        #expect(left.status == .waitingToRetry)
         #expect(left.outcomeUnknownSince != nil)  // it may have reached the server: resent with the same key
     }
 
@@ -68,7 +68,7 @@ struct BackgroundDeliveryTests {
         let report = await drain.value
         #expect(report.interrupted == 1)
         #expect(try await store.summary().count(.inFlight) == 0)
-        #expect(try await store.entry(slow)?.status == .failed)
+        #expect(try await store.entry(slow)?.status == .waitingToRetry)
     }
 
     @Test("stop() returns promptly while a handler ignores cancellation; a drain(until:) waiting for a retry ends too")

@@ -31,7 +31,7 @@ struct ControlsTests {
         let other = try await app.add(Post(text: "bad other", topic: "c"))
         let junk = try await app.add(Post(text: "bad junk", topic: "d"))
         await app.dispatcher.flush()
-        #expect(try await app.store.summary().count(.dead) == 4)
+        #expect(try await app.store.summary().count(.quarantined) == 4)
         let discarded = try await app.dispatcher.discard { $0.payload == Array("bad junk".utf8) }
         #expect(discarded == [junk])
         let retried = try await app.dispatcher.retryAll()
@@ -47,7 +47,7 @@ struct ControlsTests {
         let ids = [try await app.add(Post(text: "a", topic: "a")), try await app.add(Post(text: "b", topic: "b"))]
         await app.dispatcher.flush()
         await app.dispatcher.flush()  // twice: the backoff grows
-        for id in ids { #expect(try await app.dispatcher.status(of: id)?.status == .failed) }
+        for id in ids { #expect(try await app.dispatcher.status(of: id)?.status == .waitingToRetry) }
         await app.dispatcher.connectivityChanged(isOnline: false)
         await app.server.setAnswer { _, _ in .delivered(serverID: "back") }
         await app.dispatcher.connectivityChanged(isOnline: true)
@@ -82,10 +82,10 @@ struct ControlsTests {
         let events = dispatcher.events()
         let id = try await store.enqueue(OutboxEnqueueRequest(Post(text: "rejected"))).id
         await dispatcher.flush()
-        #expect(try await dispatcher.status(of: id)?.status == .dead)
+        #expect(try await dispatcher.status(of: id)?.status == .quarantined)
         clock.advance(by: .seconds(12 * 3600))
         await dispatcher.flush()
-        #expect(try await dispatcher.status(of: id)?.status == .dead)  // kept for inspection
+        #expect(try await dispatcher.status(of: id)?.status == .quarantined)  // kept for inspection
         clock.advance(by: .seconds(13 * 3600))
         await dispatcher.flush()
         #expect(try await dispatcher.status(of: id) == nil)

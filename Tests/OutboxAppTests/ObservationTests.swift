@@ -17,7 +17,7 @@ struct ObservationTests {
         #expect(try await app.dispatcher.status(of: id)?.status == .pending)
         await app.dispatcher.flush()
         let waiting = try #require(try await app.dispatcher.status(of: id))
-        #expect(waiting.status == .failed)
+        #expect(waiting.status == .waitingToRetry)
         #expect(waiting.nextAttemptAt == app.clock.now().addingTimeInterval(30))
         #expect(waiting.lastHTTPStatus == 500)
         #expect(waiting.attempts == 1)
@@ -48,7 +48,7 @@ struct ObservationTests {
         let statuses = try await seen.value
         #expect(statuses.first == .pending)
         #expect(statuses.last == .succeeded)
-        #expect(statuses.contains(.failed))
+        #expect(statuses.contains(.waitingToRetry))
     }
 
     @Test("waitUntilDelivered returns the server id, or throws the quarantine reason")
@@ -123,8 +123,8 @@ struct ObservationTests {
         #expect(!state.isIdle)  // both are due
         await app.dispatcher.flush()
         state = try await app.dispatcher.queueState()
-        #expect(state.summary.count(.failed) == 1)
-        #expect(state.summary.bytes[.failed] ?? 0 > 0)
+        #expect(state.summary.count(.waitingToRetry) == 1)
+        #expect(state.summary.bytes[.waitingToRetry] ?? 0 > 0)
         #expect(state.summary.nextAttemptAt == app.clock.now().addingTimeInterval(60))
         #expect(state.isIdle)  // the retry is not due yet
         await app.dispatcher.pause()
@@ -163,7 +163,7 @@ struct ObservationTests {
         try await app.dispatcher.waitUntilIdle()
         let state = try await app.dispatcher.queueState()
         #expect(state.isIdle)
-        #expect(state.summary.count(.failed) == 1)
+        #expect(state.summary.count(.waitingToRetry) == 1)
         #expect(state.summary.unsent == 1)
     }
 

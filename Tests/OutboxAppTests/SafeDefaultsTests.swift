@@ -58,7 +58,7 @@ struct SafeDefaultsTests {
             await app.dispatcher.flush()
             clock.advance(by: .seconds(3600))
         }
-        #expect(try await app.status(answered) != .dead)
+        #expect(try await app.status(answered) != .quarantined)
         try await app.pump {
             let first = try await app.delivered(answered)
             let second = try await app.delivered(neverAnswered)
@@ -74,10 +74,10 @@ struct SafeDefaultsTests {
         let start = app.clock.now()
         let id = try await app.add(Post(text: "doomed"))
         let child = try await app.add(Post(text: "child", after: [id]))
-        try await app.pump { try await app.status(id) == .dead }
+        try await app.pump { try await app.status(id) == .quarantined }
         let entry = try #require(try await app.store.entry(id))
         #expect(entry.lastError?.hasPrefix("expired after: HTTP 503") == true)
-        #expect(try await app.status(child) == .dead)
+        #expect(try await app.status(child) == .quarantined)
         #expect(app.clock.now() >= start.addingTimeInterval(7 * Self.day - 3600))
     }
 
@@ -86,7 +86,7 @@ struct SafeDefaultsTests {
         let app = App()
         await app.server.setAnswer { _, _ in .transient(reason: "HTTP 500", httpStatus: 500, retryAfter: nil) }
         let id = try await app.add(Post(text: "poison"))
-        try await app.pump { try await app.status(id) == .dead }
+        try await app.pump { try await app.status(id) == .quarantined }
         #expect(await app.server.deliveries(of: id).count == 10)  // the store's default maxAttempts
         #expect(try await app.store.entry(id)?.lastError?.hasPrefix("gave up after 10") == true)
     }
@@ -138,7 +138,7 @@ struct SafeDefaultsTests {
         await app.dispatcher.flush()
         #expect(await app.server.deliveries.map(\.text) == ["first", "first", "second", "bad", "last"])
         for id in [first, second, last] { #expect(try await app.delivered(id)) }
-        #expect(try await app.status(bad) == .dead)
+        #expect(try await app.status(bad) == .quarantined)
     }
 
     @Test("an unscoped entry waiting for a parent left in conflict holds back no other unscoped write")
@@ -168,7 +168,7 @@ struct SafeDefaultsTests {
         let second = try await app.add(Post(text: "second"))
         await app.dispatcher.flush()
         #expect(try await app.delivered(second))
-        #expect(try await app.status(first) == .failed)
+        #expect(try await app.status(first) == .waitingToRetry)
     }
 
     @Test("the order of unscoped entries survives a reopen of the log store")

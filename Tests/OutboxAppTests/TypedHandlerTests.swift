@@ -40,7 +40,7 @@ struct TypedHandlerTests {
             type: Transfer.type, method: "POST", endpoint: "/transfers", payload: Array("not json".utf8)))
         await dispatcher.flush()
         let failure = try #require(try await dispatcher.status(of: garbage.id))
-        #expect(failure.status == .dead)
+        #expect(failure.status == .quarantined)
         #expect(failure.lastError?.contains("Transfer") == true)
         await dispatcher.stop()
     }

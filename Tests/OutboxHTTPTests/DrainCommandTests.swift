@@ -60,13 +60,13 @@ struct DrainCommandTests {
         #expect(summary["delivered"] as? Int == 0)
         // What is left, and why: the entries go in order (issue 17), so the
         // second waits behind the first, which the server keeps refusing.
-        #expect(summary["left"] as? [String: Int] == ["failed: HTTP 503": 1, "pending: not attempted yet": 1], "\(summary)")
+        #expect(summary["left"] as? [String: Int] == ["waitingToRetry: HTTP 503": 1, "pending: not attempted yet": 1], "\(summary)")
         #expect(summary["nextRetryAt"] is String)
 
         let text = try await OutboxTool.run(
             ["drain", root, "--base-url", "http://127.0.0.1:\(server.port)", "--until-empty", "--timeout", "4"])
         #expect(text.status == 1)
-        #expect(text.stdoutLines.contains { $0.hasPrefix("left: ") && $0.contains("1 × failed: HTTP 503") && $0.contains("; next retry at ") },
+        #expect(text.stdoutLines.contains { $0.hasPrefix("left: ") && $0.contains("1 × waitingToRetry: HTTP 503") && $0.contains("; next retry at ") },
                 "\(text.stdout)")
 
         let bad = try await OutboxTool.run(["drain", root, "--base-url", "ftp://nowhere"])
@@ -105,7 +105,7 @@ struct DrainCommandTests {
         #expect(byRequest["PUT /items/0"]?["status"] as? String == "conflict")
         #expect(byRequest["PUT /items/0"]?["httpStatus"] as? Int == 409)
         #expect((byRequest["PUT /items/0"]?["reason"] as? String)?.contains("changed by someone else") == true)
-        #expect(byRequest["PUT /items/2"]?["status"] as? String == "dead")
+        #expect(byRequest["PUT /items/2"]?["status"] as? String == "quarantined")
         #expect((byRequest["PUT /items/2"]?["reason"] as? String)?.hasPrefix("HTTP 404") == true)
 
         // Nothing left to send, but still not "done": the text says why.
@@ -114,7 +114,7 @@ struct DrainCommandTests {
         let lines = again.stdoutLines.filter { $0.hasPrefix("needs attention: ") }
         #expect(lines.count == 2, "\(again.stdout)")
         #expect(lines.contains { $0.contains("PUT /items/0 (conflict, HTTP 409): HTTP 409: ") }, "\(lines)")
-        #expect(lines.contains { $0.contains("PUT /items/2 (dead, HTTP 404): HTTP 404") }, "\(lines)")
+        #expect(lines.contains { $0.contains("PUT /items/2 (quarantined, HTTP 404): HTTP 404") }, "\(lines)")
     }
 
     @Test("an answer lost after the request was sent: list shows since when the outcome is unknown; past --key-retention the entry is not resent but needs attention (exit 3)")
@@ -159,14 +159,14 @@ struct DrainCommandTests {
         #expect(summary["quarantined"] as? Int == 0)
         let left = try #require(summary["left"] as? [String: Int])
         // In order (issue 17): the first meets the outage, the others wait behind it.
-        #expect(left.filter { $0.key.hasPrefix("failed: not sent: cannot connect to host") }.values.reduce(0, +) == 1, "\(left)")
+        #expect(left.filter { $0.key.hasPrefix("waitingToRetry: not sent: cannot connect to host") }.values.reduce(0, +) == 1, "\(left)")
         #expect(left["pending: not attempted yet"] == 2, "\(left)")
         // Nothing stays in flight, and no attempt was used up.
         let list = try await OutboxTool.run(["list", root, "--user", "eve", "--json"])
         let entries = list.stdoutLines.compactMap(OutboxTool.jsonObject)
         #expect(entries.count == 3)
         #expect(entries.allSatisfy { $0["status"] as? String != "inFlight" && $0["attempts"] as? Int == 0 }, "\(list.stdout)")
-        #expect(entries.filter { $0["status"] as? String == "failed" }.count == 1, "\(list.stdout)")
+        #expect(entries.filter { $0["status"] as? String == "waitingToRetry" }.count == 1, "\(list.stdout)")
         // Refused connections are definite: nothing can have been applied.
         #expect(entries.allSatisfy { $0["outcomeUnknownSince"] is NSNull }, "\(list.stdout)")
     }

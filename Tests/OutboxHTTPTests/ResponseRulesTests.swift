@@ -137,7 +137,7 @@ struct ResponseRulesTests {
         #expect(notSent > 100, "\(notSent) refused attempts in 24 h")
         for id in ids {
             let entry = try #require(try await store.entry(id))
-            #expect(entry.status == .failed)
+            #expect(entry.status == .waitingToRetry)
             #expect(entry.attempts == 0)
             #expect(entry.lastError?.contains("cannot connect") == true)
             // Capped backoff: never more than 5 minutes away.

@@ -67,11 +67,19 @@ struct OutboxCommandTests {
         #expect(text.stdoutLines.count == count)
         #expect(zip(text.stdoutLines, printed).allSatisfy { $0.contains($1.id) && $0.contains("pending") })
 
-        // --status: repeatable, comma-separated.
-        let pending = try await outbox("list", root, "--user", "alice", "--json", "--status", "failed", "--status", "pending")
+        // --status: repeatable, comma-separated; the earlier names still work.
+        let pending = try await outbox("list", root, "--user", "alice", "--json", "--status", "waitingToRetry", "--status", "pending")
         #expect(pending.status == 0)
         #expect(pending.stdoutLines.count == count)
-        let none = try await outbox("list", root, "--user", "alice", "--json", "--status", "dead,conflict,inFlight")
+        let none = try await outbox("list", root, "--user", "alice", "--json", "--status", "quarantined,conflict,inFlight")
+        #expect(none.status == 0)
+        #expect(none.stdout.isEmpty)
+        let formerNames = try await outbox("list", root, "--user", "alice", "--json", "--status", "FAILED,dead")
+        #expect(formerNames.status == 0)
+        #expect(formerNames.stdout.isEmpty)
+        let wrong = try await outbox("list", root, "--user", "alice", "--status", "gone")
+        #expect(wrong.status != 0)
+        #expect(wrong.stderr.contains("waitingToRetry"))
         #expect(none.status == 0)
         #expect(none.stdout.isEmpty)
 
@@ -83,7 +91,7 @@ struct OutboxCommandTests {
         let counts = try #require(summary["counts"] as? [String: Any])
         let bytes = try #require(summary["bytes"] as? [String: Any])
         #expect((counts["pending"] as? NSNumber)?.intValue == count)
-        for status in ["inFlight", "failed", "dead", "conflict", "succeeded"] {
+        for status in ["inFlight", "waitingToRetry", "quarantined", "conflict", "succeeded"] {
             #expect((counts[status] as? NSNumber)?.intValue == 0, "\(status)")
         }
         #expect(((bytes["pending"] as? NSNumber)?.intValue ?? 0) >= count * 300)

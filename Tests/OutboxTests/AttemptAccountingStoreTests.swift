@@ -19,13 +19,13 @@ struct AttemptAccountingStoreTests {
             let (status, _) = try await store.recordFailure(
                 id, error: "not sent: refused", httpStatus: nil, retryAt: now.addingTimeInterval(Double(round) + 1),
                 countsAsAttempt: false, serverAnsweredAt: nil)
-            #expect(status == .failed)
+            #expect(status == .waitingToRetry)
             #expect(try await store.entry(id)?.attempts == 0)
         }
         _ = try await store.claimDue(at: now.addingTimeInterval(10), limit: 1, lease: .seconds(60)) { _ in true }
         let (status, _) = try await store.recordFailure(
             id, error: "HTTP 503", httpStatus: 503, retryAt: now.addingTimeInterval(11), countsAsAttempt: true, serverAnsweredAt: now)
-        #expect(status == .dead)
+        #expect(status == .quarantined)
         try await subject.close()
     }
 

@@ -24,10 +24,10 @@ struct DeliveryRulesTests {
         // Not re-claimed at once: one attempt, due after the 1 s floor.
         #expect(fixture.handler.deliveries(of: zero).count == 1)
         #expect(try await fixture.store.entry(zero)?.nextAttemptAt == start.addingTimeInterval(1))
-        #expect(try await fixture.store.status(zero) == .failed)
+        #expect(try await fixture.store.status(zero) == .waitingToRetry)
         // Capped at an hour, and still alive (not "expired").
         #expect(try await fixture.store.entry(huge)?.nextAttemptAt == start.addingTimeInterval(3600))
-        #expect(try await fixture.store.status(huge) == .failed)
+        #expect(try await fixture.store.status(huge) == .waitingToRetry)
     }
 
     @Test("in-progress polls do not use up attempts: a slow server never gets the entry quarantined")
@@ -57,7 +57,7 @@ struct DeliveryRulesTests {
         #expect(first.interrupted == 1)
         #expect(first.retried == 0)
         let entry = try #require(try await fixture.store.entry(id))
-        #expect(entry.status == .failed)
+        #expect(entry.status == .waitingToRetry)
         #expect(entry.attempts == 0)  // given back: maxAttempts 1 is not used up
         #expect(entry.nextAttemptAt <= start.addingTimeInterval(0.25))
         fixture.clock.advance(by: .seconds(5))  // the cap of the interrupted backoff
@@ -122,7 +122,7 @@ struct DeliveryRulesTests {
         store.failNextCompletion()
         let report = await dispatcher.flush()
         #expect(report.notSent == 1)
-        #expect(try await store.status(child) == .failed)
+        #expect(try await store.status(child) == .waitingToRetry)
         #expect(handler.deliveries(of: child).isEmpty)
         clock.advance(by: .seconds(2))
         await dispatcher.flush()
@@ -178,7 +178,7 @@ struct DeliveryRulesTests {
         #expect(cancelled.withLock { $0 } == 2)
         for id in [first, second] {
             let entry = try #require(try await fixture.store.entry(id))
-            #expect(entry.status == .failed)
+            #expect(entry.status == .waitingToRetry)
             #expect(entry.attempts == 0)
             #expect(entry.lastError?.hasPrefix("interrupted") == true)
         }

@@ -50,7 +50,7 @@ struct DispatcherContractTests {
         let report = await fixture.dispatcher.flush()
         #expect(report.discarded == 1)
         #expect(report.quarantined == 1)
-        #expect(try await fixture.store.status(photo) == .dead)
+        #expect(try await fixture.store.status(photo) == .quarantined)
         await fixture.events.wait { $0.contains { if case .quarantined(photo, let reason) = $0 { reason.contains("dependencyFailed") } else { false } } }
     }
 

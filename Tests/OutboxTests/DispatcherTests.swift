@@ -37,7 +37,7 @@ struct DispatcherTests {
         let first = await fixture.dispatcher.flush()
         #expect(first.retried == 1)
         let afterFirst = try #require(try await fixture.store.entry(id))
-        #expect(afterFirst.status == .failed)
+        #expect(afterFirst.status == .waitingToRetry)
         // Full jitter: within [0, base] for the first retry.
         #expect(afterFirst.nextAttemptAt >= start && afterFirst.nextAttemptAt <= start.addingTimeInterval(1))
         #expect(afterFirst.lastHTTPStatus == 500)
@@ -65,7 +65,7 @@ struct DispatcherTests {
         fixture.clock.advance(by: .seconds(1))
         await fixture.dispatcher.flush()
         let dead = try #require(try await fixture.store.entry(doomed))
-        #expect(dead.status == .dead)
+        #expect(dead.status == .quarantined)
         #expect(dead.lastError?.contains("gave up after 2") == true)
 
         // The server answers (its first answer starts the maximum age) with a
@@ -74,7 +74,7 @@ struct DispatcherTests {
         fixture.handler.script("old", .transient(reason: "busy", httpStatus: 503, retryAfter: .seconds(7200)))
         let old = try await fixture.add("old")
         await fixture.dispatcher.flush()
-        #expect(try await fixture.store.status(old) == .dead)
+        #expect(try await fixture.store.status(old) == .quarantined)
         #expect(try await fixture.store.entry(old)?.lastError?.hasPrefix("expired") == true)
         await fixture.events.wait { events in events.filter { if case .quarantined = $0 { true } else { false } }.count == 2 }
     }
@@ -151,7 +151,7 @@ struct DispatcherTests {
         #expect(try await fixture.store.entry(throwing)?.lastError?.contains("threw") == true)
         #expect(try await fixture.store.entry(hanging)?.lastError?.contains("delivery timeout") == true)
         #expect(try await fixture.store.entry(hanging)?.attempts == 0)
-        #expect(try await fixture.store.status(hanging) == .failed)
+        #expect(try await fixture.store.status(hanging) == .waitingToRetry)
     }
 
     @Test("concurrent flushes never send the same entry twice")

@@ -15,7 +15,7 @@ struct EntryCodecTests {
 
     static func state(httpStatus: Int?, message: String?, firstAnsweredAt: Int64? = nil) -> [UInt8] {
         let metadata = EntryMetadata(
-            id: body.id, sequence: 9, status: .failed, priority: 1, attempts: 2, maxAttempts: 5, scope: 0, type: 0,
+            id: body.id, sequence: 9, status: .waitingToRetry, priority: 1, attempts: 2, maxAttempts: 5, scope: 0, type: 0,
             coalescing: 0, when: 5_000, createdAt: 1_000, storedBytes: 0, dependencies: nil)
         return EntryCodec.encodeState(metadata, failure: FailureInfo(message: message, httpStatus: httpStatus, firstAnsweredAt: firstAnsweredAt))
     }

@@ -138,7 +138,7 @@ struct IdempotencyKeyTests {
         var retried = request(payload: "dead")
         retried.idempotencyKey = "k-dead"
         try await subject.reopen()
-        #expect(try await subject.store.enqueue(retried) == .duplicate(dead.id, status: .dead))
+        #expect(try await subject.store.enqueue(retried) == .duplicate(dead.id, status: .quarantined))
         _ = try await subject.store.discard(dead.id)
         try await subject.reopen()
         guard case .enqueued = try await subject.store.enqueue(retried) else {

@@ -200,7 +200,7 @@ struct InputValidationTests {
         // the refused one itself changed nothing.
         let after = try await subject.store.summary()
         #expect(after.total == before.total)
-        #expect(after.count(.succeeded) == 0 && after.count(.failed) == 0 && after.count(.pending) + after.count(.inFlight) + after.count(.dead) == 1)
+        #expect(after.count(.succeeded) == 0 && after.count(.waitingToRetry) == 0 && after.count(.pending) + after.count(.inFlight) + after.count(.quarantined) == 1)
         try await Self.expectUsable(&subject, holding: 1)
         try await subject.close()
     }

@@ -44,7 +44,7 @@ struct ReferenceOutbox {
 
     /// Pending, failed and in-flight entries keep their place in their scope.
     private func holdsScope(_ entry: Entry) -> Bool {
-        entry.status == .pending || entry.status == .failed || entry.status == .inFlight
+        entry.status == .pending || entry.status == .waitingToRetry || entry.status == .inFlight
     }
 
     /// The entry of its scope that may go next (or no scope at all): the
@@ -74,7 +74,7 @@ struct ReferenceOutbox {
     }
 
     private func mayGo(_ entry: Entry, at now: Date) -> Bool {
-        (entry.status == .pending || entry.status == .failed) && isHead(entry)
+        (entry.status == .pending || entry.status == .waitingToRetry) && isHead(entry)
             && (entry.notBefore.map { $0 <= now } ?? true) && (entry.parent.map { delivered.contains($0) } ?? true)
     }
 
@@ -125,8 +125,8 @@ struct ReferenceOutbox {
             entry.sequence = nextSequence
             nextSequence += 1
         }
-        if let parent, !delivered.contains(parent), entries[parent]?.status == .dead {
-            entry.status = .dead
+        if let parent, !delivered.contains(parent), entries[parent]?.status == .quarantined {
+            entry.status = .quarantined
             entry.reason = "dependencyFailed: \(parent) is dead"
         }
         entries[id] = entry
@@ -166,17 +166,17 @@ struct ReferenceOutbox {
     mutating func fail(_ id: OutboxEntry.ID, retryAt: Date) throws(Failure) -> (OutboxStatus, [OutboxEntry.ID]) {
         var entry = try existing(id)
         guard entry.status == .inFlight else { throw .invalidTransition }
-        if entry.attempts >= entry.maxAttempts { return (.dead, try quarantine(id)) }
-        entry.status = .failed
+        if entry.attempts >= entry.maxAttempts { return (.quarantined, try quarantine(id)) }
+        entry.status = .waitingToRetry
         entry.notBefore = retryAt
         entries[id] = entry
-        return (.failed, [])
+        return (.waitingToRetry, [])
     }
 
     mutating func quarantine(_ id: OutboxEntry.ID) throws(Failure) -> [OutboxEntry.ID] {
         var entry = try existing(id)
-        guard [.pending, .failed, .inFlight, .conflict].contains(entry.status) else { throw .invalidTransition }
-        entry.status = .dead
+        guard [.pending, .waitingToRetry, .inFlight, .conflict].contains(entry.status) else { throw .invalidTransition }
+        entry.status = .quarantined
         entry.reason = "quarantined"
         entries[id] = entry
         leftPending(entry)
@@ -189,8 +189,8 @@ struct ReferenceOutbox {
         var work = [(root, reason)]
         while let (parent, why) = work.popLast() {
             for child in children(of: parent) {
-                guard var entry = entries[child], [.pending, .failed, .conflict].contains(entry.status) else { continue }
-                entry.status = .dead
+                guard var entry = entries[child], [.pending, .waitingToRetry, .conflict].contains(entry.status) else { continue }
+                entry.status = .quarantined
                 entry.reason = why
                 entries[child] = entry
                 leftPending(entry)
@@ -210,10 +210,10 @@ struct ReferenceOutbox {
 
     mutating func retry(_ id: OutboxEntry.ID, at now: Date) throws(Failure) -> [OutboxEntry.ID] {
         let entry = try existing(id)
-        guard entry.status == .dead || entry.status == .conflict else { throw .invalidTransition }
+        guard entry.status == .quarantined || entry.status == .conflict else { throw .invalidTransition }
         // Nothing is brought back to wait forever: a parent that is dead, or
         // gone without having been delivered, could never let it go.
-        if let parent = entry.parent, !delivered.contains(parent), entries[parent].map({ $0.status == .dead }) ?? true {
+        if let parent = entry.parent, !delivered.contains(parent), entries[parent].map({ $0.status == .quarantined }) ?? true {
             throw .invalidTransition
         }
         // Nor to wait for an entry younger than itself (an id discarded and
@@ -226,7 +226,7 @@ struct ReferenceOutbox {
         var work = [id]
         while let parent = work.popLast() {
             for child in children(of: parent) {
-                guard let entry = entries[child], entry.status == .dead,
+                guard let entry = entries[child], entry.status == .quarantined,
                     entry.reason?.hasPrefix("dependencyFailed: \(parent)") == true
                 else { continue }
                 revive(child, at: now)

@@ -144,7 +144,7 @@ struct SchedulingModelTests {
                         return "\(result.status) \(result.cascade.dependents.sorted())"
                     }
                 case .retryDead(let n):
-                    let stopped = reference.entries.values.filter { $0.status == .dead || $0.status == .conflict }
+                    let stopped = reference.entries.values.filter { $0.status == .quarantined || $0.status == .conflict }
                         .map(\.id).sorted()
                     guard !stopped.isEmpty else { continue }
                     let id = stopped[n % stopped.count]
@@ -213,7 +213,7 @@ struct SchedulingModelTests {
             }
         }
         let all = Dictionary(uniqueKeysWithValues: try await store.entries(matching: .all).map { ($0.id, $0) })
-        let stuck = all.values.filter { $0.status == .pending || $0.status == .failed }
+        let stuck = all.values.filter { $0.status == .pending || $0.status == .waitingToRetry }
         // Waiting for a decision: a conflicting dependency; a dependency that
         // waits for one; or an entry of the same scope that does (and so
         // holds the scope). Grown to a fixed point.

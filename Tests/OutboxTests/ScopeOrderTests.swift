@@ -149,7 +149,7 @@ struct ScopeOrderTests {
         // The same id again, now depending on the (dead) child: quarantined at once.
         guard case .enqueued(let again) = try await subject.store.enqueue(request(first, payload: "again", dependencies: [child]))
         else { throw CancellationError() }
-        #expect(again.status == .dead)
+        #expect(again.status == .quarantined)
         try await subject.reopen(now: now)
         // The child depended on the first entry with that id, not this one.
         #expect(try await subject.store.dependents(of: first).isEmpty)

@@ -103,7 +103,7 @@ struct SpoolTests {
         let report = try await owner.ingestSpools()
         #expect(report.quarantined == 1)
         let entry = try #require(try await owner.entry(orphan.id))
-        #expect(entry.status == .dead)
+        #expect(entry.status == .quarantined)
         #expect(entry.lastError?.contains("unknown to this queue") == true)
         try await owner.close()
     }

@@ -8,7 +8,7 @@ import Testing
 @Suite("State record")
 struct StateRecordTests {
     let metadata = EntryMetadata(
-        id: OutboxEntryID(), sequence: 3, status: .failed, priority: 0, attempts: 2, maxAttempts: 10, scope: 0, type: 0,
+        id: OutboxEntryID(), sequence: 3, status: .waitingToRetry, priority: 0, attempts: 2, maxAttempts: 10, scope: 0, type: 0,
         coalescing: 0, when: 1_800_000_000_500, createdAt: 1_800_000_000_000, storedBytes: 0)
 
     @Test("without an unknown outcome the record stays version 1 (firstAnsweredAt trailing, as before); with one it is version 2")
@@ -26,7 +26,7 @@ struct StateRecordTests {
             #expect(v2.first == 2)
             let decoded = try EntryCodec.decodeState(v2)
             #expect(decoded.failure == unknown)
-            #expect(decoded.status == .failed && decoded.attempts == 2 && decoded.when == metadata.when)
+            #expect(decoded.status == .waitingToRetry && decoded.attempts == 2 && decoded.when == metadata.when)
         }
         // Only the unknown outcome, no message: still kept.
         let bare = FailureInfo(outcomeUnknownSince: 1_800_000_000_000)

@@ -100,7 +100,7 @@ struct StoreConformanceTests {
         let cascade = try await subject.store.quarantine(album, reason: "403 forbidden", httpStatus: 403)
         #expect(Set(cascade.dependents) == [photo, caption])
         try await subject.reopen(now: now)
-        #expect(try await subject.store.status(photo) == .dead)
+        #expect(try await subject.store.status(photo) == .quarantined)
         #expect(try await subject.store.entry(caption)?.lastError?.hasPrefix("dependencyFailed") == true)
         #expect(try await subject.store.dueIDs(at: now).isEmpty)
 
@@ -150,18 +150,18 @@ struct StoreConformanceTests {
             _ = try await subject.store.beginAttempt(id, at: now, lease: .seconds(30))
             let outcome = try await subject.store.recordFailure(
                 id, error: "503 unavailable", httpStatus: 503, retryAt: now.addingTimeInterval(10))
-            #expect(outcome.status == (attempt < 3 ? .failed : .dead))
+            #expect(outcome.status == (attempt < 3 ? .waitingToRetry : .quarantined))
             if attempt == 3 { #expect(outcome.cascade.dependents == [child]) }
             #expect(try await subject.store.dueIDs(at: now).isEmpty)
             now = now.addingTimeInterval(10)
             try await subject.reopen(now: now)
         }
         let dead = try #require(try await subject.store.entry(id))
-        #expect(dead.status == .dead)
+        #expect(dead.status == .quarantined)
         #expect(dead.attempts == 3)
         #expect(dead.lastHTTPStatus == 503)
         #expect(dead.lastError?.contains("gave up after 3") == true)
-        #expect(try await subject.store.status(child) == .dead)
+        #expect(try await subject.store.status(child) == .quarantined)
         try await subject.close()
     }
 
@@ -182,7 +182,7 @@ struct StoreConformanceTests {
         #expect(cascade.dependents == [child])
         try await subject.reopen(now: now)
         #expect(try await subject.store.entry(id) == nil)
-        #expect(try await subject.store.status(child) == .dead)
+        #expect(try await subject.store.status(child) == .quarantined)
         #expect(try await subject.store.completion(of: id) == nil)
         try await subject.close()
     }
@@ -325,10 +325,10 @@ struct StoreConformanceTests {
             Issue.record("expected the child to be recorded, got \(result)")
             return
         }
-        #expect(child.status == .dead)
+        #expect(child.status == .quarantined)
         #expect(child.lastError?.hasPrefix("dependencyFailed: \(parent)") == true)
         try await subject.reopen(now: now)
-        #expect(try await subject.store.status(child.id) == .dead)
+        #expect(try await subject.store.status(child.id) == .quarantined)
         #expect(try await subject.store.summary().unsent == 0)  // nothing waits forever
         #expect(try await subject.store.retry(parent, at: now).dependents == [child.id])
         #expect(try await subject.store.status(child.id) == .pending)
@@ -386,11 +386,11 @@ struct StoreConformanceTests {
         try await subject.reopen(now: now)
         let summary = try await subject.store.summary()
         #expect(summary.count(.pending) == 1)
-        #expect(summary.count(.failed) == 1)
-        #expect(summary.count(.dead) == 1)
+        #expect(summary.count(.waitingToRetry) == 1)
+        #expect(summary.count(.quarantined) == 1)
         #expect(summary.unsent == 2)
         #expect(summary.needsAttention == 1)
-        #expect((summary.bytes[.pending] ?? 0) > (summary.bytes[.dead] ?? 0) + 100)
+        #expect((summary.bytes[.pending] ?? 0) > (summary.bytes[.quarantined] ?? 0) + 100)
         try await subject.close()
     }
 
@@ -405,7 +405,7 @@ struct StoreConformanceTests {
         #expect(try await subject.store.entries(matching: .all).map(\.id) == [a, b, c])
         #expect(try await subject.store.entries(matching: OutboxFilter(type: "message")).map(\.id) == [a, c])
         #expect(try await subject.store.entries(matching: OutboxFilter(scope: "chat-2")).map(\.id) == [c])
-        #expect(try await subject.store.entries(matching: OutboxFilter(statuses: [.dead])).map(\.id) == [b])
+        #expect(try await subject.store.entries(matching: OutboxFilter(statuses: [.quarantined])).map(\.id) == [b])
         #expect(try await subject.store.entries(matching: OutboxFilter(limit: 2)).map(\.id) == [a, b])
         #expect(try await subject.store.entries(matching: OutboxFilter(type: "nothing")).isEmpty)
         try await subject.close()

@@ -75,7 +75,7 @@ struct StoreModelTests {
             attempts = entry.attempts
             // A dead entry's time is when each store quarantined it (its own
             // wall clock, for the retention of dead entries): not compared.
-            nextAttemptAt = entry.status == .dead
+            nextAttemptAt = entry.status == .quarantined
                 ? .distantPast : Date(timeIntervalSince1970: (entry.nextAttemptAt.timeIntervalSince1970 * 1000).rounded(.down) / 1000)
             lastError = entry.lastError
             lastHTTPStatus = entry.lastHTTPStatus
@@ -163,7 +163,7 @@ struct StoreModelTests {
                         }
                     }
                 case .retryDead(let n):
-                    let stopped = try await model.entries(matching: OutboxFilter(statuses: [.dead, .conflict])).map(\.id)
+                    let stopped = try await model.entries(matching: OutboxFilter(statuses: [.quarantined, .conflict])).map(\.id)
                     guard !stopped.isEmpty else { continue }
                     let id = stopped[n % stopped.count]
                     try await both { "\(try await $0.retry(id, at: now).dependents.sorted())" }

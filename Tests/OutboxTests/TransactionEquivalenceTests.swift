@@ -135,7 +135,7 @@ struct TransactionEquivalenceTests {
             // (a dead parent) gets a different millisecond in each run.
             let metadata = scheduler.metadata(id).map { metadata in
                 var metadata = metadata
-                if metadata.status == .dead { metadata.when = 0 }
+                if metadata.status == .quarantined { metadata.when = 0 }
                 return metadata
             }
             return "\(id): \(metadata.map { "\($0)" } ?? "-") \(scheduler.failure(id).map { "\($0)" } ?? "")"

@@ -137,7 +137,7 @@ struct UnknownOutcomeTests {
         var polls = 0
         while try await fixture.store.status(id) != .conflict {
             await fixture.dispatcher.flush()
-            guard let entry = try await fixture.store.entry(id), entry.status == .failed else { break }
+            guard let entry = try await fixture.store.entry(id), entry.status == .waitingToRetry else { break }
             polls += 1
             #expect(entry.attempts == 0)
             let delay = entry.nextAttemptAt.timeIntervalSince(fixture.clock.now())

@@ -28,7 +28,7 @@ let liked = try await dispatcher.enqueue(Like(post: "p1"))
 // One row of the UI: this entry's state as it changes, until it is delivered.
 for try await state in dispatcher.updates(of: liked.id) {
     switch state.status {
-    case .failed: print("row: will retry at \(state.nextAttemptAt!): \(state.lastError ?? "")")
+    case .waitingToRetry: print("row: will retry at \(state.nextAttemptAt!): \(state.lastError ?? "")")
     case .succeeded: print("row: sent as \(state.serverID ?? "?")")
     default: print("row: \(state.status)")
     }

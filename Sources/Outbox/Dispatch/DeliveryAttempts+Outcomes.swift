@@ -152,7 +152,7 @@ extension DeliveryAttempts {
         let (newStatus, cascade) = try await store.recordFailure(
             entry.id, error: reason, httpStatus: status, retryAt: retryAt, countsAsAttempt: true,
             serverAnsweredAt: answered)
-        if newStatus == .dead {
+        if newStatus == .quarantined {
             let why = "gave up after \(entry.attempts) attempt(s): \(reason)"
             report.quarantined += 1 + cascade.dependents.count
             metrics.quarantined.increment(by: 1 + cascade.dependents.count)

@@ -21,7 +21,7 @@ extension DeliveryAttempts {
         }
         let (newStatus, cascade) = try await store.recordFailure(
             entry.id, error: reason, httpStatus: status, retryAt: retryAt, countsAsAttempt: false, serverAnsweredAt: now)
-        guard newStatus != .dead else {  // a store that counts it anyway (the protocol's default)
+        guard newStatus != .quarantined else {  // a store that counts it anyway (the protocol's default)
             report.quarantined += 1 + cascade.dependents.count
             metrics.quarantined.increment(by: 1 + cascade.dependents.count)
             publish(.quarantined(entry.id, reason: "gave up after \(entry.attempts) attempt(s): \(reason)"))

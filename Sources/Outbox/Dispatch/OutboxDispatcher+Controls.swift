@@ -13,11 +13,11 @@ extension OutboxDispatcher {
     public func retryAll(
         where predicate: (OutboxEntry) -> Bool = { _ in true }
     ) async throws(OutboxError) -> [OutboxEntry.ID] {
-        let candidates = try await store.entries(matching: OutboxFilter(statuses: [.dead, .conflict])).filter(predicate)
+        let candidates = try await store.entries(matching: OutboxFilter(statuses: [.quarantined, .conflict])).filter(predicate)
         var retried: [OutboxEntry.ID] = []
         for entry in candidates.sorted(by: { $0.sequence < $1.sequence }) {
             // A parent retried earlier may have brought it back already.
-            guard let status = try await store.state(of: entry.id)?.status, status == .dead || status == .conflict else { continue }
+            guard let status = try await store.state(of: entry.id)?.status, status == .quarantined || status == .conflict else { continue }
             do {
                 _ = try await store.retry(entry.id, at: clock.now())
                 retried.append(entry.id)

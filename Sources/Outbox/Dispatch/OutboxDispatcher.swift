@@ -155,7 +155,7 @@ public actor OutboxDispatcher {
         case .enqueued(let entry), .coalesced(let entry, _):
             metrics.enqueued.increment()
             publish(.enqueued(entry))
-            if entry.status == .dead {
+            if entry.status == .quarantined {
                 // Its parent is dead: it is quarantined with it (see Scheduler).
                 metrics.quarantined.increment()
                 publish(.quarantined(entry.id, reason: entry.lastError ?? "dependencyFailed"))
@@ -193,7 +193,7 @@ public actor OutboxDispatcher {
     ///   delivered, or whose dependency cannot be delivered.
     public func retry(_ id: OutboxEntry.ID) async throws(OutboxError) {
         switch try await store.state(of: id)?.status {
-        case .failed?: _ = try await store.bringForward([id], at: clock.now())
+        case .waitingToRetry?: _ = try await store.bringForward([id], at: clock.now())
         case .pending?: break  // due already
         default: _ = try await store.retry(id, at: clock.now())
         }

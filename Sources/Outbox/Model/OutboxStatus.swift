@@ -11,23 +11,35 @@
 ///   │        │  │  │                   (removed, or kept │
 ///   │        │  │  └─ conflict ──► conflict ─────────────┤
 ///   │        │  │        (the app found it applied: ──► succeeded)
-///   │        │  └──── permanent ─► dead ─────────────────┘
+///   │        │  └──── permanent ─► quarantined ──────────┘
 ///   │        ▼
-///   └──── failed  (transient; retried when its time comes, via inFlight)
+///   └──── waitingToRetry  (transient failure; sent again when its time
+///                          comes, via inFlight)
 /// ```
-/// `pending`, `failed`, `conflict` and `dead` entries can also be
-/// quarantined (→ `dead`) or discarded (removed); a crash leaves `inFlight`
-/// entries `pending` again, with the attempt counted.
+/// `pending`, `waitingToRetry`, `conflict` and `quarantined` entries can also
+/// be quarantined (→ `quarantined`) or discarded (removed); a crash leaves
+/// `inFlight` entries `pending` again, with the attempt counted.
+///
+/// ## Renamed statuses
+/// Earlier versions named the two failure statuses `failed` (an attempt failed
+/// and the entry *will* be retried) and `dead` (it will not be). App
+/// developers read `failed` as "gave up", so they are now
+/// ``waitingToRetry`` and ``quarantined``. The old names still compile,
+/// deprecated, and decode: ``init(from:)`` and ``init(name:)`` accept
+/// `"failed"` and `"dead"` from JSON an older version wrote. On disk nothing
+/// changed: the log stores a status as a one-byte code (Docs/FORMAT.md).
 public enum OutboxStatus: String, Sendable, Hashable, CaseIterable, Codable, CustomStringConvertible {
     /// Waiting to be sent (for the first time, or again after a retry).
     case pending
     /// Being sent now: an attempt holds a lease on it.
     case inFlight
-    /// The last attempt failed transiently; the next is scheduled.
-    case failed
-    /// Quarantined: it will not be sent again without a person's decision
-    /// (``OutboxStore/retry(_:at:)`` or ``OutboxStore/discard(_:)``).
-    case dead
+    /// The last attempt failed transiently; the next is scheduled (see
+    /// ``OutboxEntry/nextAttemptAt``). Formerly `failed`.
+    case waitingToRetry
+    /// Given up on: it will not be sent again without a person's decision
+    /// (``OutboxStore/retry(_:at:)`` or ``OutboxStore/discard(_:)``); the
+    /// entry's last error says why. Formerly `dead`.
+    case quarantined
     /// The server reported a conflict that needs a decision.
     case conflict
     /// Delivered. Kept only during the configured audit window.
@@ -35,20 +47,57 @@ public enum OutboxStatus: String, Sendable, Hashable, CaseIterable, Codable, Cus
 
     public var description: String { rawValue }
 
+    /// The old name of ``waitingToRetry``: an attempt failed and the entry
+    /// will be retried.
+    @available(*, deprecated, renamed: "waitingToRetry", message: "`failed` meant \"will retry\"; it is now `waitingToRetry`")
+    public static var failed: OutboxStatus { .waitingToRetry }
+
+    /// The old name of ``quarantined``: the entry will not be sent again
+    /// without a decision.
+    @available(*, deprecated, renamed: "quarantined")
+    public static var dead: OutboxStatus { .quarantined }
+
+    /// The status a name stands for: its ``rawValue``, case-insensitively,
+    /// or one of the earlier names (`failed`, `dead`).
+    public init?(name: some StringProtocol) {
+        let lowered = name.lowercased()
+        if let status = OutboxStatus.allCases.first(where: { $0.rawValue.lowercased() == lowered }) {
+            self = status
+        } else if let status = Self.formerNames[lowered] {
+            self = status
+        } else {
+            return nil
+        }
+    }
+
+    /// Decodes a status's name, accepting the names used before 0.3 so JSON
+    /// an older version wrote still reads.
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.singleValueContainer()
+        let name = try container.decode(String.self)
+        guard let status = OutboxStatus(rawValue: name) ?? Self.formerNames[name] else {
+            throw DecodingError.dataCorruptedError(
+                in: container, debugDescription: "\"\(name)\" is not an outbox status")
+        }
+        self = status
+    }
+
+    private static let formerNames: [String: OutboxStatus] = ["failed": .waitingToRetry, "dead": .quarantined]
+
     /// Whether the dispatcher may start an attempt on an entry in this status.
-    public var isSendable: Bool { self == .pending || self == .failed }
+    public var isSendable: Bool { self == .pending || self == .waitingToRetry }
 
     /// Whether the entry still occupies its place in its scope's order.
-    var holdsScope: Bool { self == .pending || self == .failed || self == .inFlight }
+    var holdsScope: Bool { self == .pending || self == .waitingToRetry || self == .inFlight }
 
     /// The statuses an entry may move to from this one.
     public var allowedTransitions: Set<OutboxStatus> {
         switch self {
-        case .pending: [.inFlight, .dead]
-        case .failed: [.inFlight, .dead]
-        case .inFlight: [.succeeded, .failed, .dead, .conflict, .pending]
-        case .dead: [.pending]
-        case .conflict: [.pending, .dead, .succeeded]
+        case .pending: [.inFlight, .quarantined]
+        case .waitingToRetry: [.inFlight, .quarantined]
+        case .inFlight: [.succeeded, .waitingToRetry, .quarantined, .conflict, .pending]
+        case .quarantined: [.pending]
+        case .conflict: [.pending, .quarantined, .succeeded]
         case .succeeded: []
         }
     }
@@ -59,8 +108,8 @@ public enum OutboxStatus: String, Sendable, Hashable, CaseIterable, Codable, Cus
         switch self {
         case .pending: 0
         case .inFlight: 1
-        case .failed: 2
-        case .dead: 3
+        case .waitingToRetry: 2
+        case .quarantined: 3
         case .conflict: 4
         case .succeeded: 5
         }
@@ -70,8 +119,8 @@ public enum OutboxStatus: String, Sendable, Hashable, CaseIterable, Codable, Cus
         switch code {
         case 0: self = .pending
         case 1: self = .inFlight
-        case 2: self = .failed
-        case 3: self = .dead
+        case 2: self = .waitingToRetry
+        case 3: self = .quarantined
         case 4: self = .conflict
         case 5: self = .succeeded
         default: return nil

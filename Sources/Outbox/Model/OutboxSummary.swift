@@ -30,9 +30,9 @@ public struct OutboxSummary: Sendable, Hashable, Codable {
     }
 
     /// Entries not yet delivered and not quarantined: pending, in flight or failed.
-    public var unsent: Int { count(.pending) + count(.inFlight) + count(.failed) }
+    public var unsent: Int { count(.pending) + count(.inFlight) + count(.waitingToRetry) }
     /// Entries that need a person: dead or in conflict.
-    public var needsAttention: Int { count(.dead) + count(.conflict) }
+    public var needsAttention: Int { count(.quarantined) + count(.conflict) }
     /// All entries held.
     public var total: Int { counts.values.reduce(0, +) }
     public var totalBytes: Int { bytes.values.reduce(0, +) }

@@ -50,11 +50,11 @@ extension OutboxDispatcher {
             known = true
             switch state.status {
             case .succeeded: return state.serverID
-            case .dead:
+            case .quarantined:
                 throw OutboxDeliveryFailure(id: id, kind: .quarantined, reason: state.lastError, httpStatus: state.lastHTTPStatus)
             case .conflict:
                 throw OutboxDeliveryFailure(id: id, kind: .conflict, reason: state.lastError, httpStatus: state.lastHTTPStatus)
-            case .pending, .inFlight, .failed: break
+            case .pending, .inFlight, .waitingToRetry: break
             }
             guard await changes.next() != nil else { throw CancellationError() }
         }
@@ -110,7 +110,7 @@ extension OutboxDispatcher {
     ///   store error.
     public nonisolated func waitForPendingWrites() async throws -> OutboxPendingWrites {
         let changes = feed.subscribe()
-        var remaining = Set(try await store.ids(matching: OutboxFilter(statuses: [.pending, .inFlight, .failed])))
+        var remaining = Set(try await store.ids(matching: OutboxFilter(statuses: [.pending, .inFlight, .waitingToRetry])))
         var result = OutboxPendingWrites()
         var check = remaining  // an entry may have settled between the read and now
         while true {
@@ -135,9 +135,9 @@ extension OutboxDispatcher {
         }
         switch state.status {
         case .succeeded: return .success(id)
-        case .dead: return .failure(OutboxDeliveryFailure(id: id, kind: .quarantined, reason: state.lastError, httpStatus: state.lastHTTPStatus))
+        case .quarantined: return .failure(OutboxDeliveryFailure(id: id, kind: .quarantined, reason: state.lastError, httpStatus: state.lastHTTPStatus))
         case .conflict: return .failure(OutboxDeliveryFailure(id: id, kind: .conflict, reason: state.lastError, httpStatus: state.lastHTTPStatus))
-        case .pending, .inFlight, .failed: return nil
+        case .pending, .inFlight, .waitingToRetry: return nil
         }
     }
 

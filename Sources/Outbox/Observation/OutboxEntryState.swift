@@ -38,7 +38,7 @@ public struct OutboxEntryState: Sendable, Hashable {
     public init(_ entry: OutboxEntry) {
         self.init(
             id: entry.id, status: entry.status, attempts: entry.attempts, maxAttempts: entry.maxAttempts,
-            nextAttemptAt: entry.status == .failed ? entry.nextAttemptAt : nil, lastError: entry.lastError,
+            nextAttemptAt: entry.status == .waitingToRetry ? entry.nextAttemptAt : nil, lastError: entry.lastError,
             lastHTTPStatus: entry.lastHTTPStatus, serverID: entry.serverID)
     }
 

@@ -86,7 +86,7 @@ extension EntryCodecFuzzing {
             [3] + (try EntryCodec.encode(body, sealer: PayloadSealer(key: key))),
         ]
         let metadata = EntryMetadata(
-            id: id, sequence: 42, status: .failed, priority: 5, attempts: 3, maxAttempts: 10, scope: 0, type: 0, coalescing: 0,
+            id: id, sequence: 42, status: .waitingToRetry, priority: 5, attempts: 3, maxAttempts: 10, scope: 0, type: 0, coalescing: 0,
             when: 1_767_225_660_000, createdAt: 1_767_225_600_000, storedBytes: 0, dependencies: nil)
         seeds.append([1] + EntryCodec.encodeState(metadata, failure: nil))
         seeds.append([1] + EntryCodec.encodeState(metadata, failure: FailureInfo(message: "503 Service Unavailable", httpStatus: 503)))

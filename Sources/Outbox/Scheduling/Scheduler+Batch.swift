@@ -208,7 +208,7 @@ struct BatchPreview {
             guard scheduler.completion(parent) == nil else { return false }
             if let batch = added[parent] { return batch.dead }
             guard let entry = scheduler.metadata(parent), !removed.contains(parent) else { return true }
-            return entry.status == .dead
+            return entry.status == .quarantined
         }
     }
 }

@@ -8,10 +8,10 @@ extension Scheduler {
     /// back online does for entries that backed off while offline. `ids`
     /// `nil`: every such entry. Returns the entries brought forward.
     mutating func bringForward(_ ids: [OutboxEntryID]?, now: Int64) -> (ids: [OutboxEntryID], changes: [StoreChange]) {
-        let candidates = ids ?? entries.values.filter { $0.status == .failed }.map(\.id)
+        let candidates = ids ?? entries.values.filter { $0.status == .waitingToRetry }.map(\.id)
         var moved: [OutboxEntryID] = []
         for id in candidates {
-            guard var entry = entries[id], entry.status == .failed, entry.when > now else { continue }
+            guard var entry = entries[id], entry.status == .waitingToRetry, entry.when > now else { continue }
             entry.when = now
             commit(entry)
             consider(id)
@@ -24,7 +24,7 @@ extension Scheduler {
     /// 1970); their dependents, dead with them, follow once they too are
     /// past it. Returns the entries removed.
     mutating func removeDead(diedBefore cutoff: Int64) -> (ids: [OutboxEntryID], changes: [StoreChange]) {
-        let expired = entries.values.filter { $0.status == .dead && $0.when <= cutoff }.sorted { $0.sequence < $1.sequence }
+        let expired = entries.values.filter { $0.status == .quarantined && $0.when <= cutoff }.sorted { $0.sequence < $1.sequence }
         var removed: [OutboxEntryID] = []
         var changes: [StoreChange] = []
         for entry in expired where entries[entry.id] != nil {

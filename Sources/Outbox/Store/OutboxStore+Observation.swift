@@ -44,7 +44,7 @@ extension StoreCore {
         try read { scheduler in
             if let metadata = scheduler.metadata(id) {
                 let failure = scheduler.failure(id)
-                let waiting = metadata.status == .failed && metadata.when != EntryMetadata.immediately
+                let waiting = metadata.status == .waitingToRetry && metadata.when != EntryMetadata.immediately
                 return OutboxEntryState(
                     id: id, status: metadata.status, attempts: Int(metadata.attempts), maxAttempts: Int(metadata.maxAttempts),
                     nextAttemptAt: waiting ? Date(milliseconds: metadata.when) : nil, lastError: failure?.message,

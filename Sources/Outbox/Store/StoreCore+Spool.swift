@@ -60,7 +60,7 @@ extension StoreCore {
                 // Until the batch is durable, a claim of it waits (as for an enqueue).
                 state.unconfirmed[request.id] = acknowledgement
                 if case .duplicate = outcome { return (.duplicate, acknowledgement) }
-                return (state.scheduler.metadata(request.id)?.status == .dead ? .quarantined : .enqueued, acknowledgement)
+                return (state.scheduler.metadata(request.id)?.status == .quarantined ? .quarantined : .enqueued, acknowledgement)
             } catch {
                 state.failure = error
                 throw error

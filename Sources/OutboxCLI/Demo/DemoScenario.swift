@@ -160,7 +160,7 @@ struct DemoScenario {
             await life.stopDispatcher()
             do {
                 remaining = try await life.store.summary().unsent
-                dead = try await life.store.entries(matching: OutboxFilter(statuses: [.dead]))
+                dead = try await life.store.entries(matching: OutboxFilter(statuses: [.quarantined]))
                 try await life.store.close()
             } catch {
                 try? await life.store.close()

@@ -91,7 +91,7 @@ struct OutboxDrain: AsyncParsableCommand {
         var left: [String: Int] = [:]
         /// When the next remaining entry is due, if one is waiting for its time.
         var nextRetryAt: String?
-        /// Each entry needing attention (`conflict` or `dead`): what it is and why.
+        /// Each entry needing attention (`conflict` or `quarantined`): what it is and why.
         var attention: [Attention] = []
         var seconds = 0.0
     }
@@ -171,9 +171,9 @@ struct OutboxDrain: AsyncParsableCommand {
         if untilEmpty && result.remaining > 0 { throw ExitCode(1) }
     }
 
-    /// Every entry left in `conflict` or `dead`, with its request and reason.
+    /// Every entry left in `conflict` or `quarantined`, with its request and reason.
     static func needingAttention(_ store: LogOutboxStore) async throws -> [Attention] {
-        try await store.entries(matching: OutboxFilter(statuses: [.conflict, .dead])).map { entry in
+        try await store.entries(matching: OutboxFilter(statuses: [.conflict, .quarantined])).map { entry in
             Attention(
                 id: "\(entry.id)", status: "\(entry.status)", request: "\(entry.method) \(entry.endpoint)",
                 httpStatus: entry.lastHTTPStatus, reason: oneLine(entry.lastError ?? "no reason recorded"))
@@ -185,7 +185,7 @@ struct OutboxDrain: AsyncParsableCommand {
     static func whatIsLeft(_ store: LogOutboxStore) async throws -> (reasons: [String: Int], next: String?) {
         var reasons: [String: Int] = [:]
         var next: Date?
-        let unsent = try await store.entries(matching: OutboxFilter(statuses: [.pending, .failed, .inFlight]))
+        let unsent = try await store.entries(matching: OutboxFilter(statuses: [.pending, .waitingToRetry, .inFlight]))
         for entry in unsent {
             let reason: String
             if let error = entry.lastError {
@@ -196,7 +196,7 @@ struct OutboxDrain: AsyncParsableCommand {
                 reason = "\(entry.status): not attempted yet"
             }
             reasons[reason, default: 0] += 1
-            if entry.status == .failed { next = min(next ?? entry.nextAttemptAt, entry.nextAttemptAt) }
+            if entry.status == .waitingToRetry { next = min(next ?? entry.nextAttemptAt, entry.nextAttemptAt) }
         }
         return (reasons, next.map { ISO8601DateFormatter().string(from: $0) })
     }

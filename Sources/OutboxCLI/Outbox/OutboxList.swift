@@ -28,7 +28,7 @@ struct OutboxList: AsyncParsableCommand {
 
     @Option(
         help: ArgumentHelp(
-            "Only entries in these statuses: pending, inFlight, failed, dead, conflict, succeeded.",
+            "Only entries in these statuses: pending, inFlight, waitingToRetry, quarantined, conflict, succeeded (the earlier names failed and dead still work).",
             discussion: "Repeat the option or separate statuses with commas.",
             valueName: "status"))
     var status: [String] = []
@@ -65,8 +65,7 @@ struct OutboxList: AsyncParsableCommand {
         for value in values {
             for name in value.split(separator: ",", omittingEmptySubsequences: false) {
                 let name = name.trimmingCharacters(in: .whitespaces)
-                guard let status = OutboxStatus.allCases.first(where: { $0.rawValue.lowercased() == name.lowercased() })
-                else {
+                guard let status = OutboxStatus(name: name) else {
                     let known = OutboxStatus.allCases.map(\.rawValue).joined(separator: ", ")
                     throw ValidationError("unknown status \"\(name)\" in --status: expected one of \(known)")
                 }
@@ -81,7 +80,7 @@ struct OutboxList: AsyncParsableCommand {
         var line = "\(entry.sequence)  \(entry.status.rawValue.padding(toLength: 9, withPad: " ", startingAt: 0))"
         line += "  \(entry.attempts)/\(entry.maxAttempts)  \(entry.method) \(entry.endpoint)  \(entry.type)"
         line += "  scope=\(entry.scope ?? "-")  \(entry.id)"
-        if entry.status == .failed || entry.status == .inFlight {
+        if entry.status == .waitingToRetry || entry.status == .inFlight {
             line += "  next \(OutboxEntryJSON.date(entry.nextAttemptAt))"
         }
         if let status = entry.lastHTTPStatus { line += "  http \(status)" }

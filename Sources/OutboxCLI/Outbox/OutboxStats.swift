@@ -8,8 +8,8 @@ struct OutboxStats: AsyncParsableCommand {
         commandName: "stats",
         abstract: "Print a user's entry counts and bytes by status, and the users present under DIR.",
         discussion: """
-            Counts and stored bytes for every status, then unsent (pending, inFlight, failed), \
-            needsAttention (dead, conflict) and total. With --json, one object: "directory", \
+            Counts and stored bytes for every status, then unsent (pending, inFlight, waitingToRetry), \
+            needsAttention (quarantined, conflict) and total. With --json, one object: "directory", \
             "user", "partitions" (every user with a queue under DIR), "counts" and "bytes" \
             (by status, every status present), "unsent", "needsAttention", "total", "totalBytes". \
             A user without a queue has all counts 0. \

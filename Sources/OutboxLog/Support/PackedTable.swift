@@ -21,49 +21,32 @@
 /// a checkpoint costs the caller one page copy for each page it later
 /// changes, not a copy of the whole table. ``denseElements`` hands out such a
 /// copy without the slot table.
-///
-/// Its operations are `@inlinable`: the store's scheduler uses the table from
-/// another module, where an unspecialized generic table spent 7 % of a
-/// `written` enqueue's CPU instantiating generic metadata (Docs/BENCHMARKS.md).
 package struct PackedTable<Key: Hashable & Sendable, Value: Sendable>: Sendable {
-        package struct Element: Sendable {
+    package struct Element: Sendable {
         package var key: Key
         package var value: Value
-
-        @inlinable
-        package init(key: Key, value: Value) {
-            self.key = key
-            self.value = value
-        }
     }
 
-    @inlinable static var pageShift: Int { 12 }
-    @inlinable static var pageSize: Int { 1 << pageShift }
+    static var pageShift: Int { 12 }
+    static var pageSize: Int { 1 << pageShift }
 
-    @usableFromInline var dense = DenseElements()
+    private var dense = DenseElements()
     /// `(position + 1) << 32 | hash`; 0 is an empty slot.
-    @usableFromInline var slots: [UInt64] = []
-    @usableFromInline var storedCount = 0
+    private var slots: [UInt64] = []
+    package private(set) var count = 0
 
-    @inlinable package var count: Int { storedCount }
-
-    @inlinable
     package init() {}
 
-    @inlinable
     package init(minimumCapacity: Int) {
         reserveCapacity(minimumCapacity)
     }
 
-    @inlinable
     package var isEmpty: Bool { count == 0 }
 
     /// How many elements fit before the slot table grows.
-    @inlinable
     package var capacity: Int { slots.count * 4 / 5 }
 
     /// Makes room for `minimumCapacity` elements without growing again.
-    @inlinable
     package mutating func reserveCapacity(_ minimumCapacity: Int) {
         let needed = minimumCapacity + minimumCapacity / 4 + 1
         if needed > slots.count { resize(to: needed) }
@@ -71,7 +54,6 @@ package struct PackedTable<Key: Hashable & Sendable, Value: Sendable>: Sendable 
 
     // MARK: Lookup
 
-    @inlinable
     package subscript(key: Key) -> Value? {
         get {
             guard let (_, position) = find(key, hash: Self.hash(key)) else { return nil }
@@ -82,11 +64,9 @@ package struct PackedTable<Key: Hashable & Sendable, Value: Sendable>: Sendable 
         }
     }
 
-    @inlinable
     package func contains(_ key: Key) -> Bool { find(key, hash: Self.hash(key)) != nil }
 
     /// Sets `key`'s value; returns the value it replaced, if any.
-    @inlinable
     @discardableResult
     package mutating func updateValue(_ value: Value, forKey key: Key) -> Value? {
         let hash = Self.hash(key)
@@ -101,7 +81,6 @@ package struct PackedTable<Key: Hashable & Sendable, Value: Sendable>: Sendable 
     }
 
     /// Changes `key`'s value in place; `nil` (and no call) if it has none.
-    @inlinable
     @discardableResult
     package mutating func modifyValue<Result>(forKey key: Key, _ body: (inout Value) -> Result) -> Result? {
         guard let (_, position) = find(key, hash: Self.hash(key)) else { return nil }
@@ -109,28 +88,25 @@ package struct PackedTable<Key: Hashable & Sendable, Value: Sendable>: Sendable 
     }
 
     /// Removes `key`; returns its value, if it had one.
-    @inlinable
     @discardableResult
     package mutating func removeValue(forKey key: Key) -> Value? {
         guard let (slot, position) = find(key, hash: Self.hash(key)) else { return nil }
         let value = dense[position].value
         dense.free(position)
-        storedCount -= 1
+        count -= 1
         removeSlot(at: slot)
         return value
     }
 
-    @inlinable
     package mutating func removeAll() {
         dense = DenseElements()
         slots = []
-        storedCount = 0
+        count = 0
     }
 
     // MARK: Iteration
 
     /// Every key, in no particular order.
-    @inlinable
     package var keys: [Key] {
         var result: [Key] = []
         result.reserveCapacity(count)
@@ -139,7 +115,6 @@ package struct PackedTable<Key: Hashable & Sendable, Value: Sendable>: Sendable 
     }
 
     /// Every value, in no particular order.
-    @inlinable
     package var values: [Value] {
         var result: [Value] = []
         result.reserveCapacity(count)
@@ -148,32 +123,27 @@ package struct PackedTable<Key: Hashable & Sendable, Value: Sendable>: Sendable 
     }
 
     /// Calls `body` with every element, in no particular order.
-    @inlinable
     package func forEach(_ body: (Element) throws -> Void) rethrows {
         try dense.forEach(body)
     }
 
     /// The elements without the slot table: a copy that shares the pages
     /// (see the type's documentation), for writing a checkpoint from.
-    @inlinable
     package var denseElements: DenseElements { dense }
 
     // MARK: Internals
 
-    @inlinable
-    static func hash(_ key: Key) -> UInt32 {
+    private static func hash(_ key: Key) -> UInt32 {
         UInt32(truncatingIfNeeded: key._rawHashValue(seed: PackedTableSeed.value))
     }
 
     /// The slot a hash starts probing at: `hash × slots / 2³²` (no modulo,
     /// and any table size works).
-    @inlinable
-    func home(_ hash: UInt32) -> Int {
+    private func home(_ hash: UInt32) -> Int {
         Int((UInt64(hash) &* UInt64(slots.count)) >> 32)
     }
 
-    @inlinable
-    func find(_ key: Key, hash: UInt32) -> (slot: Int, position: Int)? {
+    private func find(_ key: Key, hash: UInt32) -> (slot: Int, position: Int)? {
         guard !slots.isEmpty else { return nil }
         var slot = home(hash)
         while true {
@@ -188,16 +158,14 @@ package struct PackedTable<Key: Hashable & Sendable, Value: Sendable>: Sendable 
         }
     }
 
-    @inlinable
-    mutating func insertNew(_ element: Element, hash: UInt32) {
+    private mutating func insertNew(_ element: Element, hash: UInt32) {
         if (count + 1) * 5 > slots.count * 4 { resize(to: max(16, slots.count + slots.count / 2)) }
         let position = dense.insert(element)
         placeSlot(UInt64(position + 1) << 32 | UInt64(hash))
-        storedCount += 1
+        count += 1
     }
 
-    @inlinable
-    mutating func placeSlot(_ entry: UInt64) {
+    private mutating func placeSlot(_ entry: UInt64) {
         var slot = home(UInt32(truncatingIfNeeded: entry))
         while slots[slot] != 0 {
             slot += 1
@@ -208,8 +176,7 @@ package struct PackedTable<Key: Hashable & Sendable, Value: Sendable>: Sendable 
 
     /// Empties `slot` and shifts back the slots after it that probing would
     /// no longer reach (linear probing's deletion without tombstones).
-    @inlinable
-    mutating func removeSlot(at slot: Int) {
+    private mutating func removeSlot(at slot: Int) {
         var hole = slot
         var next = slot
         slots[hole] = 0
@@ -230,8 +197,7 @@ package struct PackedTable<Key: Hashable & Sendable, Value: Sendable>: Sendable 
         }
     }
 
-    @inlinable
-    mutating func resize(to size: Int) {
+    private mutating func resize(to size: Int) {
         let old = slots
         slots = [UInt64](repeating: 0, count: max(size, 16))
         for entry in old where entry != 0 { placeSlot(entry) }
@@ -242,28 +208,24 @@ extension PackedTable {
     /// The dense storage: elements in pages of ``PackedTable/pageSize``, a bit
     /// per position saying whether it holds an element, and the positions
     /// freed by removals, reused first.
-        package struct DenseElements: Sendable {
-        @usableFromInline var pages: [[Element]] = []
-        @usableFromInline var occupied: [UInt64] = []
-        @usableFromInline var freed: [UInt32] = []
+    package struct DenseElements: Sendable {
+        private var pages: [[Element]] = []
+        private var occupied: [UInt64] = []
+        private var freed: [UInt32] = []
         /// Positions handed out so far (the free ones included).
-        @usableFromInline var used = 0
+        private var used = 0
 
-        @inlinable
         package init() {}
 
-        @inlinable
         subscript(position: Int) -> Element {
             pages[position >> PackedTable.pageShift][position & (PackedTable.pageSize - 1)]
         }
 
-        @inlinable
         mutating func withElement<Result>(at position: Int, _ body: (inout Element) -> Result) -> Result {
             body(&pages[position >> PackedTable.pageShift][position & (PackedTable.pageSize - 1)])
         }
 
         /// Stores `element` in a freed position if there is one, else at the end.
-        @inlinable
         mutating func insert(_ element: Element) -> Int {
             if let position = freed.popLast().map(Int.init) {
                 pages[position >> PackedTable.pageShift][position & (PackedTable.pageSize - 1)] = element
@@ -285,14 +247,12 @@ extension PackedTable {
 
         /// Marks `position` free. The element stays in its page until the
         /// position is reused (an element holding heap memory keeps it that long).
-        @inlinable
         mutating func free(_ position: Int) {
             occupied[position >> 6] &= ~(1 << UInt64(position & 63))
             freed.append(UInt32(position))
         }
 
         /// Calls `body` with every element held, in position order.
-        @inlinable
         package func forEach(_ body: (Element) throws -> Void) rethrows {
             for (word, bits) in occupied.enumerated() where bits != 0 {
                 var remaining = bits
@@ -308,7 +268,6 @@ extension PackedTable {
 
 /// The seed of every ``PackedTable``'s hashes: drawn once per process from
 /// the system's random source, never stored.
-@usableFromInline
 enum PackedTableSeed {
-    @usableFromInline static let value = Int.random(in: .min ... .max)
+    static let value = Int.random(in: .min ... .max)
 }
