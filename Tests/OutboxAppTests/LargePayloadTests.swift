@@ -205,7 +205,7 @@ struct LargePayloadTests {
             #expect(failure.kind == .quarantined)
             #expect(failure.reason?.contains("missing") == true, "\(failure)")
         }
-        #expect(try await store.entry(lost)?.status == .dead)
+        #expect(try await store.entry(lost)?.status == .quarantined)
         #expect(await sent.bodies == [photoBytes(10_000, seed: 7)])
         await dispatcher.stop()
         try await store.close()
@@ -259,7 +259,7 @@ struct LargePayloadTests {
             #expect(failure.kind == .quarantined)
             #expect(failure.reason?.contains("damaged payload") == true, "\(damage): \(failure)")
         }
-        #expect(try await store.entry(victim)?.status == .dead)
+        #expect(try await store.entry(victim)?.status == .quarantined)
         #expect(await !sent.bodies.contains(photoBytes(200_000, seed: 8)))
         // Whatever was handed out is exactly an enqueued body.
         for body in await sent.bodies { #expect(body == photoBytes(200_000, seed: 9)) }

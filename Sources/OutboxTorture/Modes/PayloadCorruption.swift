@@ -92,7 +92,7 @@ enum PayloadCorruption {
             defer { Task { try? await store.close() } }
             if let sent = wrong.withLock({ $0.first }) { return violation("\(damage.rawValue): a wrong body was sent: \(sent)") }
             let entry = try await store.entry(victim)
-            guard entry?.status == .dead, entry?.lastError?.contains("payload") == true else {
+            guard entry?.status == .quarantined, entry?.lastError?.contains("payload") == true else {
                 return violation("\(damage.rawValue): the damaged entry is \(entry.map { "\($0.status): \($0.lastError ?? "")" } ?? "gone")")
             }
             for id in ids where id != victim {
