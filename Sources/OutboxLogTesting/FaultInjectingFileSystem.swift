@@ -20,8 +20,9 @@ import SystemPackage
 /// the simulated file system.
 ///
 /// Path filters on descriptor operations see the path the descriptor was
-/// opened with *through this wrapper*; descriptors opened elsewhere have an
-/// unknown path and match only ``PathFilter/any``.
+/// opened with *through this wrapper*, updated by renames made through it;
+/// descriptors opened elsewhere have an unknown path and match only
+/// ``PathFilter/any``.
 public final class FaultInjectingFileSystem: FileSystem, Sendable {
     /// The file system calls are forwarded to.
     public let base: any FileSystem
@@ -110,6 +111,11 @@ public final class FaultInjectingFileSystem: FileSystem, Sendable {
     public func rename(_ source: FilePath, to destination: FilePath) throws(Errno) {
         try check(.rename, [source, destination])
         try base.rename(source, to: destination)
+        openPaths.withLock { paths in
+            for (number, path) in paths {
+                if let moved = path.renamed(from: source, to: destination) { paths[number] = moved }
+            }
+        }
     }
 
     public func removeFile(_ path: FilePath) throws(Errno) {

@@ -4,7 +4,8 @@ import SystemPackage
 /// ``FaultInjector/callCount(of:paths:)`` counts.
 ///
 /// Operations on a descriptor (`read`, `write`, `synchronize`, …) are matched
-/// against the path the descriptor was opened with. A `rename` matches if
+/// against the file's current path: the one it was opened with, or the one
+/// a later rename gave it (or a directory above it). A `rename` matches if
 /// either its source or its destination matches. A call whose path is
 /// unknown (a descriptor that was never opened or is already closed) only
 /// matches ``any``.

@@ -36,8 +36,8 @@ struct IdempotencyKeyTests {
         configuration.log.fileSystem = disk
         let store = try await LogOutboxStore.open(root: "/data/outbox", partition: "p", configuration: configuration)
         let id = OutboxEntry.ID()
-        try await store.add(request(payload: "earlier"))  // the segment exists: the next sync is the entry's
-        _ = disk.faults.install(.nthCall(1, of: .synchronize))
+        try await store.add(request(payload: "earlier"))  // the segment exists: its next sync is the entry's (a background checkpoint syncs another file)
+        _ = disk.faults.install(.nthCall(1, of: .synchronize, paths: .suffix(".seg")))
         await expectOutboxError(.storage) { try await store.enqueue(request(id, payload: "pay 10")) }
         disk.faults.removeAllRules()
         disk.simulatePowerLoss(.dropUnsynced, seed: 1)
@@ -61,8 +61,8 @@ struct IdempotencyKeyTests {
         configuration.log.fileSystem = disk
         let store = try await LogOutboxStore.open(root: "/data/outbox", partition: "p", configuration: configuration)
         let id = OutboxEntry.ID()
-        try await store.add(request(payload: "earlier"))  // the segment exists: the next sync is the entry's
-        _ = disk.faults.install(.nthCall(1, of: .synchronize))
+        try await store.add(request(payload: "earlier"))  // the segment exists: its next sync is the entry's (a background checkpoint syncs another file)
+        _ = disk.faults.install(.nthCall(1, of: .synchronize, paths: .suffix(".seg")))
         await expectOutboxError(.storage) { try await store.enqueue(request(id, payload: "pay 10")) }
         // Killed: the kernel still has the written record, and the next open keeps it.
         disk.faults.removeAllRules()

@@ -81,8 +81,9 @@ struct LogAppend: AsyncParsableCommand {
 
     /// Adds a hint to a "not found" failure.
     private static func suggestingCreate(_ failure: CommandFailure) -> CommandFailure {
-        guard failure.message.hasPrefix("\(OutboxLogError.Code.notFound):") else { return failure }
-        return CommandFailure(failure.message + "; pass --create to start a new log", exitCode: failure.exitCode)
+        guard failure.openingError?.code == .notFound else { return failure }
+        return CommandFailure(
+            failure.message + "; pass --create to start a new log", exitCode: failure.exitCode, openingError: failure.openingError)
     }
 
     /// The key of record `index`.

@@ -82,5 +82,8 @@ extension SimulatedState {
             directories[sourceParent]!.perform(.unlink(name: sourceName))
             directories[destinationParent]!.perform(.link(name: destinationName, node: node))
         }
+        for (number, open) in descriptors {
+            if let moved = open.path.renamed(from: source, to: destination) { descriptors[number]!.path = moved }
+        }
     }
 }

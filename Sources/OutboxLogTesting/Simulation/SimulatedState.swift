@@ -3,8 +3,9 @@ import SystemPackage
 /// An open file description (there is no `dup`, so one per descriptor).
 struct OpenFile: Sendable {
     let node: NodeID
-    /// The path it was opened with, for fault-rule path filters and reports.
-    let path: FilePath
+    /// The path it was opened with, kept current across renames of the file
+    /// or a directory above it, for fault-rule path filters and reports.
+    var path: FilePath
     let writable: Bool
 }
 

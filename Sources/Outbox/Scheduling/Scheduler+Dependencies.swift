@@ -1,0 +1,104 @@
+/// The dependency graph: entries that wait for other entries (`local:`
+/// references) to be delivered, parked until they are, and quarantined
+/// with them (`dependencyFailed`) when they cannot be.
+extension Scheduler {
+    /// The first dependency that has not succeeded yet, if any.
+    func unmetDependency(_ entry: EntryMetadata) -> OutboxEntryID? {
+        for parent in entry.dependencies ?? [] where completions[parent] == nil { return parent }
+        return nil
+    }
+
+    func checkDependencies(_ request: OutboxEnqueueRequest) throws(OutboxError) {
+        for parent in request.dependencies where entries[parent] == nil && completions[parent] == nil {
+            throw OutboxError(.unknownDependency, "depends on \(parent), which this partition does not know", entry: request.id)
+        }
+    }
+
+    /// Whether the place `sequence` lies behind every dependency of `request`
+    /// that is still an entry (an older place would wait for a younger one).
+    func isBehindDependencies(_ sequence: UInt64, of request: OutboxEnqueueRequest) -> Bool {
+        request.dependencies.allSatisfy { parent in entries[parent].map { $0.sequence < sequence } ?? true }
+    }
+
+    /// Why a new entry can never be sent because of a dependency, if so:
+    /// a parent that is dead, or one that was evicted to make room for it.
+    func failedDependency(of request: OutboxEnqueueRequest, evicted: [OutboxEntryID]) -> String? {
+        for parent in request.dependencies where completions[parent] == nil {
+            guard let metadata = entries[parent] else {
+                // Only a spooled entry gets here with a parent never seen (see enqueue).
+                return evicted.contains(parent)
+                    ? "dependencyFailed: \(parent) was evicted (outbox full)"
+                    : "dependencyFailed: \(parent) is unknown to this queue (spooled by another process)"
+            }
+            if metadata.status == .dead { return "dependencyFailed: \(parent) is dead" }
+        }
+        return nil
+    }
+
+    /// Quarantines every live entry that depends, directly or not, on `root`.
+    mutating func cascadeDeath(
+        from root: OutboxEntryID, reason: String, changes: inout [StoreChange]
+    ) -> [OutboxEntryID] {
+        var affected: [OutboxEntryID] = []
+        var queue = [(root, reason)]
+        while let (parent, why) = queue.popLast() {
+            for child in dependents[parent] ?? [] {
+                guard var entry = entries[child], entry.status.canMove(to: .dead), entry.status != .inFlight else { continue }
+                leaveScope(entry)
+                setStatus(&entry, .dead)
+                failures[child] = FailureInfo(message: why, httpStatus: nil)
+                commit(entry)
+                changes.append(.state(child))
+                affected.append(child)
+                queue.append((child, "dependencyFailed: \(child) is dead"))
+            }
+        }
+        blocked[root] = nil
+        return affected
+    }
+
+    /// Throws unless every dependency of `entry` can still succeed: brought
+    /// back, it would wait forever for a parent that cannot.
+    func checkDependenciesCanSucceed(_ entry: EntryMetadata) throws(OutboxError) {
+        let id = entry.id
+        for parent in entry.dependencies ?? [] where completions[parent] == nil {
+            guard let metadata = entries[parent] else {
+                throw OutboxError(
+                    .invalidTransition, "its dependency \(parent) is gone without having been delivered; discard it instead",
+                    entry: id)
+            }
+            if metadata.status == .dead {
+                throw OutboxError(
+                    .invalidTransition, "its dependency \(parent) is dead: retry that one, which brings this one back", entry: id)
+            }
+            if metadata.sequence > entry.sequence {
+                // It depended on an earlier entry with that id, discarded
+                // since: waiting for a younger one could deadlock its scope.
+                throw OutboxError(
+                    .invalidTransition,
+                    "its dependency \(parent) was discarded and enqueued again after it; discard this one and enqueue it again",
+                    entry: id)
+            }
+        }
+    }
+
+    /// Revives, transitively, the dead dependents of `root` that were
+    /// quarantined because of it (their reason names it). Returns them.
+    mutating func reviveDependents(
+        of root: OutboxEntryID, now: Int64, changes: inout [StoreChange]
+    ) -> [OutboxEntryID] {
+        var revived: [OutboxEntryID] = []
+        var queue = [root]
+        while let parent = queue.popLast() {
+            for child in dependents[parent] ?? [] {
+                guard let dependent = entries[child], dependent.status == .dead,
+                    failures[child]?.message?.hasPrefix("dependencyFailed: \(parent)") == true
+                else { continue }
+                revive(child, now: now, changes: &changes)
+                revived.append(child)
+                queue.append(child)
+            }
+        }
+        return revived
+    }
+}

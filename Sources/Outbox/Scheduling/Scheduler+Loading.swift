@@ -1,0 +1,181 @@
+import HeapModule
+
+/// Loading: rebuilding the scheduler from what a store read back (its log,
+/// or a checkpoint plus the log written after it), and what a checkpoint keeps.
+extension Scheduler {
+    // MARK: - Loading
+
+    /// Adds an entry read back from storage.
+    ///
+    /// - Parameter unchanged: no state change was ever recorded for it since
+    ///   its enqueue. Only such an entry may still be replaced by coalescing
+    ///   (the same rule as at run time, where any status change ends it).
+    mutating func load(_ metadata: EntryMetadata, failure: FailureInfo?, unchanged: Bool, appKey: String? = nil) {
+        entries[metadata.id] = metadata
+        if let appKey { holdKey(appKey, for: metadata.id) }
+        if let failure { failures[metadata.id] = failure }
+        if unchanged && metadata.coalescing != 0 && metadata.status == .pending { pristine.insert(metadata.id) }
+        adjust(metadata.status, count: 1, bytes: Int(metadata.storedBytes))
+        nextSequence = max(nextSequence, metadata.sequence + 1)
+    }
+
+    /// Adds a completion read back from storage.
+    mutating func loadCompletion(_ id: OutboxEntryID, _ completion: Completion) {
+        completions[id] = completion
+        if let key = completion.idempotencyKey { holdKey(key, for: id) }
+    }
+
+    // MARK: - Checkpoints
+
+    /// What a store checkpoint keeps: what ``load(_:failure:unchanged:appKey:)``
+    /// and ``loadCompletion(_:_:)`` were given, as they stand now. Taken
+    /// under the store's lock; the tables are shared, not copied (a page or
+    /// dictionary the scheduler then changes is copied once).
+    struct CheckpointContent: Sendable {
+        var entries: EntryTable
+        var failures: [OutboxEntryID: FailureInfo]
+        var completions: [OutboxEntryID: Completion]
+        var strings: StringInterner
+        /// Entries whose status never changed since their enqueue, among
+        /// those with a coalescing key (on disk: no state record).
+        var pristine: Set<OutboxEntryID>
+        var appKeys: [OutboxEntryID: String]
+        var nextSequence: UInt64
+    }
+
+    var checkpointContent: CheckpointContent {
+        CheckpointContent(
+            entries: entries, failures: failures, completions: completions, strings: strings, pristine: pristine,
+            appKeys: appKeys, nextSequence: nextSequence)
+    }
+
+    mutating func reserveEntries(_ count: Int) { entries.reserveCapacity(count) }
+
+    /// Starts a load from a checkpoint: its names (entries then refer to
+    /// them by their ids) and its next sequence number.
+    mutating func restore(strings restored: StringInterner, nextSequence restoredNext: UInt64) {
+        strings = restored
+        nextSequence = max(nextSequence, restoredNext)
+    }
+
+    /// Forgets an entry loaded from a checkpoint whose records changed
+    /// after it: the reverse of ``load(_:failure:unchanged:appKey:)``.
+    mutating func unload(_ id: OutboxEntryID) {
+        guard let metadata = entries[id] else { return }
+        entries[id] = nil
+        failures[id] = nil
+        pristine.remove(id)
+        releaseKey(of: id)
+        adjust(metadata.status, count: -1, bytes: Int(metadata.storedBytes))
+        strings.release(metadata.scope)
+        strings.release(metadata.type)
+        strings.release(metadata.coalescing)
+    }
+
+    /// Forgets a completion loaded from a checkpoint that is gone since.
+    mutating func unloadCompletion(_ id: OutboxEntryID) {
+        guard completions.removeValue(forKey: id) != nil, entries[id] == nil else { return }
+        releaseKey(of: id)
+    }
+
+    /// Adds, once loading is over, an entry admitted while the store was
+    /// still loading: it has no app key, coalescing key or dependency, and
+    /// its sequence number is above every loaded one, so it goes where
+    /// ``enqueue(_:storedBytes:now:)`` would have put it.
+    mutating func admitLoaded(_ metadata: EntryMetadata, scope: String?, type: String) {
+        guard entries[metadata.id] == nil, completions[metadata.id] == nil else { return }
+        var entry = metadata
+        entry.scope = strings.retain(scope)
+        entry.type = strings.retain(type)
+        entry.coalescing = 0
+        entry.version = 1
+        entries[entry.id] = entry
+        adjust(entry.status, count: 1, bytes: Int(entry.storedBytes))
+        nextSequence = max(nextSequence, entry.sequence + 1)
+        insertIntoScope(entry)
+        noteUnsent(entry)
+        consider(entry.id)
+    }
+
+    /// Rebuilds the send order after loading; entries a crash left in flight
+    /// come back pending with their attempt counted. Returns their new state
+    /// to persist. `sequenceFloor` keeps sequence numbers increasing across
+    /// restarts even when every entry is gone.
+    mutating func finishLoading(now: Int64, sequenceFloor: UInt64) -> [StoreChange] {
+        nextSequence = max(nextSequence, sequenceFloor)
+        let changes = rebuildOrder(now: now)
+        rebuildHeaps(now: now)
+        return changes
+    }
+
+    /// The scope queues, coalescing keys and dependents, in order; entries
+    /// a crash left in flight come back pending. Returns their new state.
+    private mutating func rebuildOrder(now: Int64) -> [StoreChange] {
+        var changes: [StoreChange] = []
+        // Only entries in a send queue, with a coalescing key or with
+        // dependencies need the order. Sort the (id, sequence) pairs, not
+        // ids through table lookups: loads insert in sequence order, and the
+        // sort is linear on input in order. An attempted head comes first
+        // in its queue, wherever its sequence falls (an older entry may have
+        // been retried behind it).
+        var order: [(OutboxEntryID, UInt64, Bool)] = []
+        var inFlight: [(OutboxEntryID, UInt64)] = []
+        order.reserveCapacity(entries.count)
+        entries.forEach { entry in
+            if entry.status == .inFlight { inFlight.append((entry.id, entry.sequence)) }
+            if queue(of: entry) != nil || entry.coalescing != 0 || entry.dependencies != nil {
+                order.append((entry.id, entry.sequence, entry.attempts > 0 && entry.status.holdsScope))
+            }
+        }
+        order.sort { $0.2 != $1.2 ? $0.2 : $0.1 < $1.1 }
+        inFlight.sort { $0.1 < $1.1 }
+        for (id, _) in inFlight {
+            // Cut short by the crash: the request may have been applied.
+            var entry = entries[id]!
+            markOutcomeUnknown(id, since: entry.when)
+            setStatus(&entry, .pending)
+            entry.when = now
+            entries[id] = entry
+            changes.append(.state(id))
+        }
+        for (id, _, _) in order {
+            let entry = entries[id]!
+            if entry.status.holdsScope, let queue = queue(of: entry) { scopes[queue, default: []].append(id) }
+            if entry.coalescing != 0 && entry.status != .succeeded { keyed[entry.coalescing, default: []].append(id) }
+            // Only younger entries depend on a live one (as at run time): an
+            // older entry naming the same id depended on an earlier entry with
+            // that id, discarded since.
+            for parent in entry.dependencies ?? [] where (entries[parent]?.sequence ?? .max) < entry.sequence {
+                dependents[parent, default: []].append(id)
+            }
+        }
+        for key in keyed.keys { keyed[key]!.sort { entries[$0]!.sequence < entries[$1]!.sequence } }
+        return changes
+    }
+
+    /// Every heap built in one pass: due candidates straight into `ready`,
+    /// the others into `waiting`, every unsent entry by creation time.
+    private mutating func rebuildHeaps(now: Int64) {
+        var due: [Candidate] = []
+        var later: [Timed] = []
+        var unsent: [Aged] = []
+        unsent.reserveCapacity(entries.count)
+        entries.forEach { entry in
+            if entry.status.holdsScope {
+                unsent.append(Aged(createdAt: entry.createdAt, sequence: entry.sequence, id: entry.id))
+            }
+            guard entry.status.isSendable, isHead(entry) else { return }
+            if entry.when <= now {
+                due.append(Candidate(sequence: entry.sequence, id: entry.id, version: entry.version, priority: entry.priority))
+            } else {
+                later.append(Timed(when: entry.when, sequence: entry.sequence, id: entry.id, version: entry.version))
+            }
+        }
+        ready = Heap(due)
+        waiting = Heap(later)
+        unsentByCreation = Heap(unsent)
+    }
+
+    /// Interns a string for an entry being loaded.
+    mutating func intern(_ name: String?) -> UInt32 { strings.retain(name) }
+}

@@ -1,0 +1,165 @@
+import Foundation
+
+/// Attempts and their outcomes: the status transitions of an entry after it
+/// is claimed (success, failure, quarantine, conflict) and the person's way
+/// back (retry).
+extension Scheduler {
+    /// Starts an attempt: the entry goes in flight with a lease until
+    /// `leaseUntil`, and the attempt is counted.
+    mutating func beginAttempt(_ id: OutboxEntryID, now: Int64, leaseUntil: Int64) throws(OutboxError) -> [StoreChange] {
+        var entry = try existing(id)
+        guard entry.status.isSendable else { throw transitionError(entry, to: .inFlight) }
+        guard isHead(entry) else {
+            throw OutboxError(.invalidTransition, "an earlier entry of its scope is still unfinished", entry: id)
+        }
+        if let parent = unmetDependency(entry) {
+            throw OutboxError(.invalidTransition, "waiting for dependency \(parent)", entry: id)
+        }
+        guard entry.when <= now else {
+            throw OutboxError(.invalidTransition, "not due until \(Date(milliseconds: entry.when))", entry: id)
+        }
+        setStatus(&entry, .inFlight)
+        entry.attempts &+= 1
+        entry.when = leaseUntil
+        commit(entry)
+        return [.state(id)]
+    }
+
+    /// Records delivery: the entry is removed (or kept as `succeeded` for the
+    /// audit window) and its completion stored, with the server's id.
+    mutating func succeed(_ id: OutboxEntryID, serverID: String?, now: Int64) throws(OutboxError) -> [StoreChange] {
+        var entry = try existing(id)
+        guard entry.status.canMove(to: .succeeded) else { throw transitionError(entry, to: .succeeded) }
+        completions[id] = Completion(serverID: serverID, syncedAt: now, idempotencyKey: appKeys[id])
+        failures[id] = nil
+        let waitingChildren = blocked.removeValue(forKey: id) ?? []
+        var changes: [StoreChange] = []
+        if configuration.succeededRetention != nil {
+            leaveScope(entry)
+            setStatus(&entry, .succeeded)
+            entry.when = now
+            commit(entry)
+            changes.append(.state(id))
+        } else {
+            _ = removeEntry(id, cascadeReason: nil)
+            changes.append(.remove(id))
+        }
+        changes.append(.completion(id))
+        // Children waiting on it may go now.
+        for child in waitingChildren { consider(child) }
+        dependents[id] = nil
+        return changes
+    }
+
+    /// Records a transient failure: retried at `retryAt`, unless the entry
+    /// has used all its attempts, in which case it is quarantined. An
+    /// attempt that is not `counted` is given back (it never quarantines);
+    /// `answeredAt` is when the server answered it, if it did.
+    /// `outcomeUnknownAt` says the attempt's outcome is unknown (sent, answer
+    /// lost) and when it was made; the earliest such time is kept.
+    mutating func fail(
+        _ id: OutboxEntryID, error: String, httpStatus: Int?, retryAt: Int64, counted: Bool = true,
+        answeredAt: Int64? = nil, outcomeUnknownAt: Int64? = nil
+    ) throws(OutboxError) -> (OutboxStatus, OutboxCascade, [StoreChange]) {
+        var entry = try existing(id)
+        guard entry.status.canMove(to: .failed) else { throw transitionError(entry, to: .failed) }
+        let firstAnswer = failures[id]?.firstAnsweredAt ?? answeredAt
+        let unknownSince = [failures[id]?.outcomeUnknownSince, outcomeUnknownAt].compactMap { $0 }.min()
+        if !counted {
+            entry.attempts = entry.attempts > 0 ? entry.attempts - 1 : 0
+        } else if entry.attempts >= entry.maxAttempts {
+            let (cascade, changes) = try quarantine(
+                id, reason: "gave up after \(entry.attempts) attempt(s): \(error)", httpStatus: httpStatus)
+            return (.dead, cascade, changes)
+        }
+        setStatus(&entry, .failed)
+        entry.when = retryAt
+        failures[id] = FailureInfo(
+            message: Self.kept(error), httpStatus: httpStatus, firstAnsweredAt: firstAnswer, outcomeUnknownSince: unknownSince)
+        commit(entry)
+        consider(id)
+        return (.failed, OutboxCascade(), [.state(id)])
+    }
+
+    /// Puts in-flight entries whose lease ended at or before `now` back in
+    /// the queue: pending, due at once, the attempt counted. Returns them.
+    mutating func reclaimExpiredLeases(now: Int64) -> [OutboxEntryID] {
+        let expired = entries.values.filter { $0.status == .inFlight && $0.when <= now }.map(\.id)
+        for id in expired {
+            guard var entry = entries[id] else { continue }
+            let leaseEnd = entry.when
+            setStatus(&entry, .pending)
+            entry.when = now
+            failures[id] = FailureInfo(
+                message: "the attempt's lease expired without an outcome", httpStatus: nil,
+                firstAnsweredAt: failures[id]?.firstAnsweredAt,
+                outcomeUnknownSince: min(failures[id]?.outcomeUnknownSince ?? leaseEnd, leaseEnd))
+            commit(entry)
+            consider(id)
+        }
+        return expired
+    }
+
+    /// Notes that an attempt of `id` made at `since` (ms) has an unknown
+    /// outcome, keeping the earliest such time.
+    mutating func markOutcomeUnknown(_ id: OutboxEntryID, since: Int64) {
+        var failure = failures[id] ?? FailureInfo()
+        failure.outcomeUnknownSince = min(failure.outcomeUnknownSince ?? since, since)
+        failures[id] = failure
+    }
+
+    /// Quarantines an entry (`dead`) and, transitively, every entry that
+    /// depends on it (reason `dependencyFailed`).
+    mutating func quarantine(
+        _ id: OutboxEntryID, reason: String, httpStatus: Int?
+    ) throws(OutboxError) -> (OutboxCascade, [StoreChange]) {
+        try setAside(id, as: .dead, reason: reason, httpStatus: httpStatus)
+        var changes: [StoreChange] = [.state(id)]
+        let cascade = cascadeDeath(from: id, reason: "dependencyFailed: \(id) is dead", changes: &changes)
+        return (OutboxCascade(dependents: cascade), changes)
+    }
+
+    /// Records a conflict left for a person to resolve.
+    mutating func conflict(_ id: OutboxEntryID, reason: String, httpStatus: Int?) throws(OutboxError) -> [StoreChange] {
+        try setAside(id, as: .conflict, reason: reason, httpStatus: httpStatus)
+        return [.state(id)]
+    }
+
+    /// Takes an entry out of its scope for a person to decide on (`dead`
+    /// or `conflict`), keeping the reason.
+    private mutating func setAside(
+        _ id: OutboxEntryID, as status: OutboxStatus, reason: String, httpStatus: Int?
+    ) throws(OutboxError) {
+        var entry = try existing(id)
+        guard entry.status.canMove(to: status) else { throw transitionError(entry, to: status) }
+        leaveScope(entry)
+        setStatus(&entry, status)
+        failures[id] = FailureInfo(message: Self.kept(reason), httpStatus: httpStatus)
+        commit(entry)
+    }
+
+    /// Puts a `dead` or `conflict` entry back to `pending` with a fresh
+    /// attempt budget; its dependents quarantined because of it come back too.
+    mutating func retry(_ id: OutboxEntryID, now: Int64) throws(OutboxError) -> (OutboxCascade, [StoreChange]) {
+        let entry = try existing(id)
+        guard entry.status == .dead || entry.status == .conflict else { throw transitionError(entry, to: .pending) }
+        try checkDependenciesCanSucceed(entry)
+        var changes: [StoreChange] = []
+        revive(id, now: now, changes: &changes)
+        let revived = reviveDependents(of: id, now: now, changes: &changes)
+        return (OutboxCascade(dependents: revived), changes)
+    }
+
+    mutating func revive(_ id: OutboxEntryID, now: Int64, changes: inout [StoreChange]) {
+        guard var entry = entries[id] else { return }
+        setStatus(&entry, .pending)
+        entry.attempts = 0
+        entry.when = now
+        failures[id] = nil
+        commit(entry)
+        insertIntoScope(entries[id]!)
+        noteUnsent(entries[id]!)
+        consider(id)
+        changes.append(.state(id))
+    }
+}
