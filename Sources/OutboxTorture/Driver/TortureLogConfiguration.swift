@@ -21,6 +21,14 @@ public enum TortureLogConfiguration {
     /// the modes keep covering plain appends too.
     public static func preallocates(cycle: Int) -> Bool { cycle % 2 == 1 }
 
+    /// Whether the simulated modes (powerloss, iofault) preallocate too.
+    /// Off: with it on, their cycles no longer make the same calls in the
+    /// same order on every run (ScheduleReplayTests: the count of `close`
+    /// calls differs between two runs of a preallocated cycle, 3 runs in 4;
+    /// not yet explained), and a violation must replay from its command.
+    /// A 120 s `--mode all` run with it on found no violation (RELIABILITY.md).
+    static let simulatedModesPreallocate = false
+
     /// - Parameter preallocated: zero-fill the active segment ahead of its
     ///   records (``preallocation``).
     /// - Parameter deterministic: buffered appends wait for the next step

@@ -93,7 +93,8 @@ enum IOFaultTorture {
         // The workload, with a fault armed.
         let operations = TortureWorkload(seed: seed, stream: 0x494F_0000_0000 | UInt64(cycle) << 4 | 1, count: 150)
             .operations()
-        let preallocated = TortureLogConfiguration.preallocates(cycle: cycle)
+        let preallocated =
+            TortureLogConfiguration.simulatedModesPreallocate && TortureLogConfiguration.preallocates(cycle: cycle)
         let plan = IOFaultPlan.drawForWorkload(&random, preallocated: preallocated)
         let wrapper = CrashingFileSystem(base: disk, crashAt: nil)
         let log: OutboxLog

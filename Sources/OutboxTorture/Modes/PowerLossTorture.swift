@@ -58,7 +58,8 @@ enum PowerLossTorture {
                     at: directory,
                     configuration: TortureLogConfiguration.make(
                         fileSystem: wrapper, deterministic: true,
-                        preallocated: TortureLogConfiguration.preallocates(cycle: cycle)))
+                        preallocated: TortureLogConfiguration.simulatedModesPreallocate
+                            && TortureLogConfiguration.preallocates(cycle: cycle)))
                 await log?.waitForBackgroundCompaction()
             } catch where wrapper.hasCrashed {
                 report.detail(.powerloss, "died during open")
