@@ -167,7 +167,16 @@ def analyze(data, header, name):
     if leading["stop"] is None:
         return result
     cut, frame = leading["stop"]
-    damage = {"cut": cut, "frame": frame, "later": [], "watermark": 0, "highest": None, "skipped": []}
+    damage = {"cut": cut, "frame": frame, "later": [], "watermark": 0, "highest": None, "skipped": [],
+              "zero_tail": False}
+    if cut == frame and not any(data[frame:]):
+        # Zeros from a frame boundary to the end of the file: space allocated
+        # ahead and never written (FORMAT.md). Clean in the newest appended
+        # segment; damage in any other.
+        damage["zero_tail"] = True
+        damage["skipped"].append((name, frame, len(data) - frame))
+        result["damage"] = damage
+        return result
     previous = leading["last"]
     while True:
         nxt = resynchronize(data, header, frame, previous)
@@ -295,6 +304,8 @@ def read_log(directory, salvage=True):
         if header["cover_end"] is not None:
             highest = max(highest, header["cover_end"] - 1)
         damaged = False
+        if damage is not None and damage["zero_tail"] and newest and header["cover_end"] is None:
+            damage = None  # the newest segment's space allocated ahead
         if damage is not None:
             first_lost = (leading["last"] if leading["last"] is not None else header["base"] - 1) + 1
             unsynced = not damage["later"] or damage["watermark"] < first_lost

@@ -13,7 +13,7 @@ struct VectorCase: Sendable {
 /// bytes as Docs/FORMAT.md lays them out; "resealed" means the CRC was made
 /// valid again, so only the rule under test can catch the change.
 enum VectorCases {
-    static var all: [VectorCase] { clean + compaction + tornTails + frames + headers + batches + chain }
+    static var all: [VectorCase] { clean + compaction + tornTails + allocatedAhead + frames + headers + batches + chain }
 
     // MARK: Helpers
 
@@ -190,6 +190,29 @@ enum VectorCases {
             var files = states.outputsWritten
             files["COMPACTION"] = VectorBytes.intent(inputs: [], outputs: [], version: 2)
             return files
+        },
+    ]
+
+    // MARK: Space allocated ahead
+
+    static let allocatedAhead: [VectorCase] = [
+        VectorCase(name: "allocated-ahead-zeros", summary: "the newest segment ends in zeros after its last record (space allocated ahead, never written): clean") {
+            let files = try await standard()
+            return patched(files, segments(files)[0]) { $0 += [UInt8](repeating: 0, count: 3000) }
+        },
+        VectorCase(name: "allocated-ahead-after-torn-frame", summary: "a record cut short, then zeros to the end of the file: a torn tail, cut at the record") {
+            let files = try await standard()
+            return patched(files, segments(files)[0]) { bytes in
+                bytes = Array(bytes[..<(offset(of: "tail-2", in: bytes) + 31)]) + [UInt8](repeating: 0, count: 2000)
+            }
+        },
+        VectorCase(name: "allocated-ahead-zeros-then-garbage", summary: "zeros after the last record, then a non-zero byte: not space allocated ahead, a torn tail") {
+            let files = try await standard()
+            return patched(files, segments(files)[0]) { $0 += [UInt8](repeating: 0, count: 2000) + [0x5A] }
+        },
+        VectorCase(name: "allocated-ahead-in-sealed-segment", summary: "zeros after the records of a segment that is not the newest: damage (the writer trims them before sealing)") {
+            let files = try await multi()
+            return patched(files, segments(files)[1]) { $0 += [UInt8](repeating: 0, count: 512) }
         },
     ]
 

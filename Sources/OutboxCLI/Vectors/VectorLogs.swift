@@ -14,6 +14,9 @@ enum VectorLogs {
         var configuration = OutboxLog.Configuration()
         configuration.segmentSize = segmentSize
         configuration.automaticCompactionRatio = nil
+        // No space allocated ahead: the bytes must not depend on when the
+        // writer was idle (the allocated-ahead cases add zeros themselves).
+        configuration.preallocation = 0
         configuration.logger = Logger(label: "outbox.vectors", factory: { _ in SwiftLogNoOpLogHandler() })
         return configuration
     }

@@ -72,6 +72,17 @@ extension OutboxLog {
         /// this is admitted once nothing else waits. Default 32 MiB.
         public var maximumPendingBytes: Int = 32 << 20
 
+        /// How far ahead of its last record the writer zero-fills the active
+        /// segment (at most up to ``segmentSize``), so that a `durable`
+        /// append overwrites allocated bytes and its sync has no file size to
+        /// commit. The zeros never reach a sealed segment (they are cut off
+        /// first), recovery reads them as space allocated ahead and never
+        /// written (Docs/FORMAT.md, "Space allocated ahead"), and a zero-fill
+        /// that fails (a full disk) only stops allocating ahead in that
+        /// segment. `0` (the default) disables it; Docs/BENCHMARKS.md has
+        /// what it measured.
+        public var preallocation: Int = 0
+
         /// Whether a caller waiting for `written` may write in place: when no
         /// write is in progress and nothing is queued for the writer thread,
         /// the caller hands its already-encoded bytes (at most
@@ -147,6 +158,7 @@ extension OutboxLog {
             try require(readerThreads >= 1 && readerThreads <= 64, "readerThreads must be in 1...64")
             try require(indexCheckpointInterval >= 4096, "indexCheckpointInterval must be at least 4 KiB")
             try require(readsInPlaceUpTo >= 0, "readsInPlaceUpTo must not be negative")
+            try require(preallocation >= 0, "preallocation must not be negative")
         }
     }
 }

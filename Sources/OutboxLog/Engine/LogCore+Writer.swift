@@ -35,6 +35,7 @@ extension LogCore {
     private func writerLoop(handoff: Locked<SegmentFile?>) {
         var target = handoff.withLock { $0.take() }
         var pacing = GroupPacing()
+        var allocated = AllocatedAhead()
         while true {
             gatherDurableWaiters(&pacing)
             guard var work = nextWork(lingering: pacing.linger) else {
@@ -43,7 +44,7 @@ extension LogCore {
             }
             let syncStarted = work.sync ? ContinuousClock.now : nil
             let groupSize = work.sync ? state.withLock { Self.durableWaiters(in: $0) } : 0
-            let outcome = perform(work, target: &target)
+            let outcome = perform(work, target: &target, allocated: &allocated)
             if let syncStarted { pacing.record(group: groupSize, took: syncStarted.duration(to: .now)) }
             let spares = Self.emptiedBuffers(&work)
             var finished: [(UnsafeContinuation<Result<Void, OutboxLogError>, Never>, Result<Void, OutboxLogError>)] = []
@@ -320,7 +321,9 @@ extension LogCore {
     }
 
     /// Does the I/O of one work item, without the lock.
-    private func perform(_ work: Work, target: inout SegmentFile?) -> Result<Done, OutboxLogError> {
+    private func perform(
+        _ work: Work, target: inout SegmentFile?, allocated: inout AllocatedAhead
+    ) -> Result<Done, OutboxLogError> {
         var done = Done()
         var writtenThrough = work.writtenBefore
         do throws(OutboxLogError) {
@@ -331,6 +334,9 @@ extension LogCore {
                     // one exists, so only the newest segment can ever have a
                     // torn tail.
                     if let previous = target {
+                        // Space allocated ahead and never written goes before
+                        // the seal: only the newest segment may end in zeros.
+                        try trimAllocatedAhead(previous, writtenUpTo: done.writtenSizes[previous.id], allocated)
                         try sync(previous)
                         done.syncedThrough = writtenThrough
                     }
@@ -353,6 +359,15 @@ extension LogCore {
                     done.writtenSizes[segment] = offset + Int64(data.count)
                     writtenThrough = lastSequence
                 }
+            }
+            if work.stopping, let file = target {
+                // A clean close leaves no zeros after the records either. If
+                // the cut fails, the segment stays the newest, where zeros
+                // after the records are space allocated ahead: no harm.
+                try? trimAllocatedAhead(file, writtenUpTo: done.writtenSizes[file.id], allocated)
+            } else if let file = target, let dataEnd = done.writtenSizes[file.id] {
+                // Before the sync, so that it carries the zeros too.
+                allocateAhead(in: file, dataEnd: dataEnd, &allocated)
             }
             if work.sync {
                 if let file = target { try sync(file) }

@@ -43,6 +43,10 @@ struct SegmentChain {
         var newestUnprovenFrom: Int64?
         /// The newest (appended) segment's valid records from its start.
         var newestLeadingRun: SegmentScanner.Run?
+        /// Where the newest (appended) segment's records end when only zero
+        /// bytes follow them: space allocated ahead and never written
+        /// (Docs/FORMAT.md): not damage, not a torn tail.
+        var newestZeroTailFrom: Int64?
         /// How many records no watermark vouches for are only markers (a
         /// clean close's, say), which carry no data and may simply be cut;
         /// `nil` if some of them hold data.
@@ -126,7 +130,11 @@ struct SegmentChain {
             }
             let isNewest = position == ordered.count - 1
             let analysis = scanned.analysis
-            let isTornTail = analysis.damage.map { damage in
+            // Only the newest appended segment may end in space allocated
+            // ahead; anywhere else zero bytes after the records are damage.
+            let isZeroTail = isNewest && header.coverEnd == nil && analysis.damage?.isZeroTail == true
+            if isZeroTail { scan.newestZeroTailFrom = analysis.damage?.offset }
+            let isTornTail = !isZeroTail && analysis.damage.map { damage in
                 // Damage is a torn tail only if no later record vouches that
                 // the damaged bytes had been synced: then it is rot.
                 let firstLost = analysis.firstLostSequence(base: header.baseSequence)
@@ -139,7 +147,7 @@ struct SegmentChain {
                 candidate, header, scanned, isNewest: isNewest, includingLaterRecords: !isTornTail, into: &scan,
                 inventory: inventory, report: &report)
             var segmentDamaged = false
-            if let damage = analysis.damage {
+            if let damage = analysis.damage, !isZeroTail {
                 if isTornTail {
                     scan.tornTail = TornTail(candidate: candidate, analysis: analysis, id: file.id)
                 } else {

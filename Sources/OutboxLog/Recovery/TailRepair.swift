@@ -50,10 +50,15 @@ struct TailRepair {
                 try cut(torn, at: damage.offset, unprovenFrom: scan.newestUnprovenFrom, scan: &scan, outcome: &outcome)
                 logger.warning("cut a torn tail", metadata: metadata)
             }
+        } else if configuration.readOnly, let newest = scan.files.last, let zeroTail = scan.newestZeroTailFrom {
+            // Records end where the space allocated ahead begins.
+            outcome.readableEnds[newest.id] = zeroTail
         } else if let newest = scan.files.last, newest.header.coverEnd == nil, !configuration.readOnly,
             let candidate = scan.candidates[newest.id]
         {
-            var end = candidate.size
+            // Space allocated ahead and never written is cut too; the
+            // writer allocates ahead again.
+            var end = scan.newestZeroTailFrom ?? candidate.size
             let descriptor: FileDescriptor
             if scan.newestUnprovenFrom != nil, scan.newestUnprovenMarkers == nil {
                 descriptor = try replacement.replace(

@@ -24,6 +24,12 @@ struct SegmentAnalysis {
         var highestSequenceAfter: UInt64?
         /// The damaged byte ranges.
         var skipped: [RecoveryReport.SkippedRange] = []
+        /// Every byte from the damage to the end of the file is zero, and
+        /// the damage begins at a frame boundary (no batch open): space the
+        /// writer allocated ahead and never wrote (Docs/FORMAT.md, "Space
+        /// allocated ahead"). Only the newest appended segment may end so;
+        /// in any other it is damage like any other.
+        var isZeroTail = false
     }
 
     /// The first sequence number the damage may have destroyed.
@@ -43,6 +49,15 @@ struct SegmentAnalysis {
         guard let stop = leading.stop else { return SegmentAnalysis(leading: leading, damage: nil) }
 
         var damage = Damage(offset: stop.offset, frameOffset: stop.frame, reason: stop.reason)
+        if stop.offset == stop.frame, try scanner.isZero(from: stop.frame) {
+            damage.isZeroTail = true
+            damage.reason = "zero bytes from here to the end of the file"
+            damage.skipped = [
+                RecoveryReport.SkippedRange(
+                    file: file, offset: stop.frame, bytes: scanner.fileSize - stop.frame, reason: damage.reason)
+            ]
+            return SegmentAnalysis(leading: leading, damage: damage)
+        }
         var current = stop
         var previous = leading.lastSequence
         while true {

@@ -172,6 +172,28 @@ final class SegmentScanner {
         return "sequence \(sequence) after \(previous)"
     }
 
+    /// Whether every byte from `offset` to the end of the file is zero.
+    func isZero(from offset: Int64) throws(OutboxLogError) -> Bool {
+        var position = offset
+        while position < fileSize {
+            let count = Int(min(Int64(64 << 10), fileSize - position))
+            let window = try reader.window(at: position, count: count)
+            guard window.count == count else { return false }
+            // A word at a time: a segment's unwritten end is megabytes.
+            var index = 0
+            while index + 8 <= count {
+                if window.loadUnaligned(fromByteOffset: index, as: UInt64.self) != 0 { return false }
+                index += 8
+            }
+            while index < count {
+                if window[index] != 0 { return false }
+                index += 1
+            }
+            position += Int64(count)
+        }
+        return true
+    }
+
     /// The offset of the next frame after `offset` that verifies and whose
     /// sequence number is greater than `previous`, or `nil` if none does.
     func resynchronize(after offset: Int64, previous: UInt64?) throws(OutboxLogError) -> Int64? {

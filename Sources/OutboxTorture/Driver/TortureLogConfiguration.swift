@@ -11,13 +11,33 @@ public enum TortureLogConfiguration {
     /// Small segments: a few dozen records each, so workloads roll often.
     public static let segmentSize = 8192
 
+    /// How far ahead the writer zero-fills the active segment in the cycles
+    /// that preallocate (``preallocates(cycle:)``): half a segment, so a
+    /// short workload zero-fills often, cuts the zeros at every roll, and
+    /// kills, power losses and I/O faults meet the zeros at every stage.
+    public static let preallocation = segmentSize / 2
+
+    /// Whether a cycle runs with preallocated segments: every other one, so
+    /// the modes keep covering plain appends too.
+    public static func preallocates(cycle: Int) -> Bool { cycle % 2 == 1 }
+
+    /// Whether the simulated modes (powerloss, iofault) preallocate too.
+    /// Off: with it on, their cycles no longer make the same calls in the
+    /// same order on every run (ScheduleReplayTests: the count of `close`
+    /// calls differs between two runs of a preallocated cycle, 3 runs in 4;
+    /// not yet explained), and a violation must replay from its command.
+    /// A 120 s `--mode all` run with it on found no violation (RELIABILITY.md).
+    static let simulatedModesPreallocate = false
+
+    /// - Parameter preallocated: zero-fill the active segment ahead of its
+    ///   records (``preallocation``).
     /// - Parameter deterministic: buffered appends wait for the next step
     ///   that writes (never for a size threshold reached on the writer's
     ///   own time), so the simulated modes make the same file-system calls
     ///   in the same order on every run; see ``OperationRunner/runSettled(_:on:)``.
     public static func make(
         fileSystem: any FileSystem = PosixFileSystem(), recovery: OutboxLog.Configuration.RecoveryMode = .strict,
-        deterministic: Bool = false
+        deterministic: Bool = false, preallocated: Bool = false
     ) -> OutboxLog.Configuration {
         var configuration = OutboxLog.Configuration()
         configuration.segmentSize = segmentSize
@@ -28,6 +48,7 @@ public enum TortureLogConfiguration {
         configuration.readerThreads = 1
         configuration.fileSystem = fileSystem
         configuration.recoveryMode = recovery
+        configuration.preallocation = preallocated ? preallocation : 0
         configuration.logger = Logger(label: "outbox.torture", factory: { _ in SwiftLogNoOpLogHandler() })
         configuration.indexCheckpoints = true
         configuration.indexCheckpointInterval = 8 * segmentSize

@@ -39,8 +39,13 @@ struct IOFaultPlan: Sendable, CustomStringConvertible {
     var partial: Bool
 
     /// Faults for the workload: the append path and compaction.
-    static func drawForWorkload(_ random: inout SplitMix64) -> IOFaultPlan {
-        let targets: [Target] = [.write, .write, .synchronize, .synchronize, .rename, .synchronizeDirectory, .create, .removeFile]
+    /// With preallocated segments, writes include the zero-fills ahead of
+    /// the records (ENOSPC there is the case to cover) and truncates the
+    /// cut of the zeros before a segment is sealed.
+    static func drawForWorkload(_ random: inout SplitMix64, preallocated: Bool = false) -> IOFaultPlan {
+        let targets: [Target] =
+            [.write, .write, .synchronize, .synchronize, .rename, .synchronizeDirectory, .create, .removeFile]
+            + (preallocated ? [.write, .truncate] : [])
         return draw(targets[random.next(below: targets.count)], callLimit: 40, &random)
     }
 

@@ -93,12 +93,15 @@ enum IOFaultTorture {
         // The workload, with a fault armed.
         let operations = TortureWorkload(seed: seed, stream: 0x494F_0000_0000 | UInt64(cycle) << 4 | 1, count: 150)
             .operations()
-        let plan = IOFaultPlan.drawForWorkload(&random)
+        let preallocated =
+            TortureLogConfiguration.simulatedModesPreallocate && TortureLogConfiguration.preallocates(cycle: cycle)
+        let plan = IOFaultPlan.drawForWorkload(&random, preallocated: preallocated)
         let wrapper = CrashingFileSystem(base: disk, crashAt: nil)
         let log: OutboxLog
         do {
             log = try await OutboxLog.open(
-                at: directory, configuration: TortureLogConfiguration.make(fileSystem: wrapper, deterministic: true))
+                at: directory,
+                configuration: TortureLogConfiguration.make(fileSystem: wrapper, deterministic: true, preallocated: preallocated))
         } catch {
             violation("the open before the workload failed: \(error)")
             return disk
@@ -120,6 +123,13 @@ enum IOFaultTorture {
         report.count(.iofault) { $0.acknowledged += acknowledged }
         let injected = disk.faults.injectedFaults.prefix(3).map(\.description).joined(separator: "; ")
         let context = "\(plan), \(acknowledged) acknowledged" + (injected.isEmpty ? ", no fault fired" : " (\(injected))")
+        if preallocated {
+            report.detail(.iofault, "cycles with preallocated segments")
+            if failure == nil, plan.target == .write, !disk.faults.injectedFaults.isEmpty {
+                // A zero-fill ahead that fails lets the appends go on.
+                report.detail(.iofault, "write faults that failed no step (a zero-fill ahead, or a background compaction)")
+            }
+        }
         if let (step, error) = failure {
             report.detail(.iofault, "steps failed")
             if error.code != .io && error.code != .poisoned {

@@ -39,7 +39,10 @@ public enum LogWorker {
         let operations = job.workload.operations()
         let log: OutboxLog
         do {
-            log = try await OutboxLog.open(at: job.directory, configuration: TortureLogConfiguration.make())
+            // The kill loop's stream ends with the cycle number.
+            let preallocated = TortureLogConfiguration.preallocates(cycle: Int(job.stream & 0xFFFF))
+            log = try await OutboxLog.open(
+                at: job.directory, configuration: TortureLogConfiguration.make(preallocated: preallocated))
         } catch {
             WorkerLine.openFailed(code: WorkerLine.word(error.code), message: error.description).send()
             return Status.openFailed

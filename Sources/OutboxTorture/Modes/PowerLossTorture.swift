@@ -55,7 +55,11 @@ enum PowerLossTorture {
             var log: OutboxLog?
             do {
                 log = try await OutboxLog.open(
-                    at: directory, configuration: TortureLogConfiguration.make(fileSystem: wrapper, deterministic: true))
+                    at: directory,
+                    configuration: TortureLogConfiguration.make(
+                        fileSystem: wrapper, deterministic: true,
+                        preallocated: TortureLogConfiguration.simulatedModesPreallocate
+                            && TortureLogConfiguration.preallocates(cycle: cycle)))
                 await log?.waitForBackgroundCompaction()
             } catch where wrapper.hasCrashed {
                 report.detail(.powerloss, "died during open")
