@@ -57,7 +57,7 @@ public enum OutboxStatus: String, Sendable, Hashable, CaseIterable, Codable, Cus
     @available(*, deprecated, renamed: "quarantined")
     public static var dead: OutboxStatus { .quarantined }
 
-    /// The status a name stands for: its ``rawValue``, case-insensitively,
+    /// The status a name stands for: its `rawValue`, case-insensitively,
     /// or one of the earlier names (`failed`, `dead`).
     public init?(name: some StringProtocol) {
         let lowered = name.lowercased()
