@@ -27,15 +27,20 @@ enum Operation: Sendable {
 enum Contenders {
     /// `LogOutboxStore` with the default configuration, except that the
     /// enqueue and the outcomes use `durability` (the attempt start stays
-    /// `written`).
+    /// `written`) and, when `preallocation` is not 0, segments are
+    /// zero-filled that many bytes ahead (off by default; Docs/FORMAT.md,
+    /// "Space allocated ahead"). Only the default configuration is judged
+    /// against the goals (`isOurs`).
     static func ours(
-        _ name: String, durability: Durability, producers: Int, operation: Operation, payload: [UInt8]
+        _ name: String, durability: Durability, producers: Int, operation: Operation, payload: [UInt8],
+        preallocation: Int = 0
     ) -> Contender {
-        Contender(name: name, isOurs: true) {
+        Contender(name: name, isOurs: preallocation == 0) {
             let directory = try TemporaryDirectory(prefix: "outbox-compare-ours")
+            var configuration = Workload.storeConfiguration(enqueue: durability, attempt: .written, outcome: durability)
+            configuration.log.preallocation = preallocation
             let store = try await LogOutboxStore.open(
-                root: directory.filePath, partition: Workload.partition,
-                configuration: Workload.storeConfiguration(enqueue: durability, attempt: .written, outcome: durability))
+                root: directory.filePath, partition: Workload.partition, configuration: configuration)
             return Session(
                 run: { seconds in
                     try await runTimed(producers: producers, seconds: seconds) { _, _ in

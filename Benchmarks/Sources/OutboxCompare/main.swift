@@ -208,6 +208,9 @@ if options.sections.contains("compare") {
             "Durable enqueues from one producer, each awaited before the next; a fresh queue every round. Two raw limits: appending to a growing file, and overwriting a file allocated ahead (`posix_fallocate`: no size change for the sync to journal).",
             [
                 Contenders.ours("ours (LogOutboxStore)", durability: .durable, producers: 1, operation: .enqueue, payload: payload),
+                Contenders.ours(
+                    "ours, segments zero-filled 1 MiB ahead (preallocation, off by default)", durability: .durable,
+                    producers: 1, operation: .enqueue, payload: payload, preallocation: 1 << 20),
                 Contenders.sqlite("SQLite FULL (GRDB async)", synchronous: .full, producers: 1, operation: .enqueue, payload: payload),
                 Contenders.sqliteBlocking("SQLite FULL (GRDB blocking, own thread)", synchronous: .full, operation: .enqueue, payload: payload),
                 Contenders.raw("raw write+fdatasync loop", recordSize: recordBytes, sync: true),
