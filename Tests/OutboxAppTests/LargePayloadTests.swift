@@ -124,6 +124,35 @@ struct LargePayloadTests {
         try await store.close()
     }
 
+    @Test("re-keying a queue re-seals its payload files: the new key reads the same body, the old files are gone")
+    func rekeyCarriesPayloadFiles() async throws {
+        let root = Self.temporaryRoot()
+        defer { try? FileManager.default.removeItem(at: root) }
+        let oldKey = Array(repeating: UInt8(7), count: 32), newKey = Array(repeating: UInt8(9), count: 32)
+        let configuration = try Self.configuration(key: oldKey)
+        let photo = Array(String(repeating: "rekeyed photo caption ", count: 20_000).utf8)
+        var store = try await LogOutboxStore.open(root: root, partition: "user", configuration: configuration)
+        let id = try await store.enqueue(OutboxEnqueueRequest(UploadPhoto(bytes: photo))).id
+        try await store.close()
+        let before = try payloadFiles(root)
+        #expect(before.count == 1)
+
+        try await LogOutboxStore.rekey(root: root, partition: "user", configuration: configuration, newKey: newKey)
+        let renewed = try Self.configuration(key: newKey)
+        store = try await LogOutboxStore.open(root: root, partition: "user", configuration: renewed)
+        let large = try #require(try await store.entry(id)?.largePayload)
+        #expect(try await large.bytes() == photo)
+        let after = try payloadFiles(root)
+        #expect(after.count == 1)
+        let sealed = try Data(contentsOf: try queueDirectory(root).appendingPathComponent("payloads/\(after[0])"))
+        #expect(sealed.range(of: Data("rekeyed photo".utf8)) == nil)
+        try await store.close()
+        // The old key opens nothing any more.
+        await #expect(throws: OutboxError.self) {
+            _ = try await LogOutboxStore.open(root: root, partition: "user", configuration: configuration)
+        }
+    }
+
     @Test("a file leaves with its entry: discarded, replaced by coalescing, refused, a duplicate — and purge takes the rest")
     func filesEndWithTheirEntries() async throws {
         let root = Self.temporaryRoot()
