@@ -32,6 +32,10 @@ public final class AsyncHTTPClientTransport: HTTPTransport {
     }
 
     private let client: HTTPClient
+    private let streamsRunning = Locked(0)
+
+    /// Bodies being streamed from their files right now.
+    package var bodyStreamsRunning: Int { streamsRunning.withLock { $0 } }
 
     /// A transport with its own connection pool. Call ``shutdown()`` before
     /// dropping it (``shared`` needs none).
@@ -57,11 +61,12 @@ public final class AsyncHTTPClientTransport: HTTPTransport {
     public func send(_ request: HTTPTransportRequest, timeout: Duration) async -> HTTPTransportResult {
         var headers = HTTPHeaders()
         for (name, value) in request.headers { headers.add(name: name, value: value) }
+        let streamed = request.streamedBody.map { StreamedRequestBody(file: $0, running: streamsRunning) }
         let prepared: HTTPClient.Request
         do {
             let body: HTTPClient.Body?
-            if let file = request.streamedBody {
-                body = Self.streaming(file)
+            if let streamed {
+                body = streamed.body
             } else {
                 body = request.body.isEmpty && !Self.sendsEmptyBody(request.method) ? nil : .bytes(request.body)
             }
@@ -70,9 +75,16 @@ public final class AsyncHTTPClientTransport: HTTPTransport {
         } catch {
             return .failure(HTTPTransportFailure(stage: .notSent, kind: .invalidRequest, detail: "\(error)"))
         }
+        let result = await execute(prepared, timeout: timeout)
+        // Nothing of the request outlives it: a file body's pump stops here.
+        await streamed?.finish()
+        return result
+    }
+
+    private func execute(_ request: HTTPClient.Request, timeout: Duration) async -> HTTPTransportResult {
         let nanoseconds = timeout.components.seconds * 1_000_000_000 + timeout.components.attoseconds / 1_000_000_000
         let recorder = ResponseRecorder()
-        let task = client.execute(request: prepared, delegate: recorder, deadline: .now() + .nanoseconds(max(1, nanoseconds)))
+        let task = client.execute(request: request, delegate: recorder, deadline: .now() + .nanoseconds(max(1, nanoseconds)))
         do {
             let response = try await withTaskCancellationHandler {
                 try await task.futureResult.get()
@@ -82,24 +94,6 @@ public final class AsyncHTTPClientTransport: HTTPTransport {
             return .response(status: response.status, headers: response.headers, body: response.body)
         } catch {
             return .failure(Self.failure(error, sent: recorder.requestSent))
-        }
-    }
-
-    /// A body streamed from its file with a `Content-Length`: chunks are
-    /// read (and checked) off the event loop and the cooperative pool, one
-    /// written before the next is read. If the file turns out damaged the
-    /// stream fails before its last byte, so the request is never complete
-    /// (the server sees fewer bytes than announced) and is reported not sent.
-    static func streaming(_ file: OutboxLargePayload) -> HTTPClient.Body {
-        .stream(contentLength: Int64(file.count)) { writer in
-            let promise = HTTPClient.defaultEventLoopGroup.any().makePromise(of: Void.self)
-            promise.completeWithTask {
-                var reader = file.makeChunkReader(chunkBytes: 256 << 10)
-                while let chunk = try await reader.next() {
-                    try await writer.write(.byteBuffer(ByteBuffer(bytes: chunk))).get()
-                }
-            }
-            return promise.futureResult
         }
     }
 

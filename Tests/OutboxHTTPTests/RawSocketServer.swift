@@ -38,6 +38,10 @@ final class RawSocketServer: Sendable {
         /// Answer 201, then close the connection a moment later, while it is
         /// idle in the client's pool (no `Connection: close`).
         case answerThenCloseIdle
+        /// Read the head, never a byte of the body: the client's socket
+        /// buffers fill and its body stream is held back. Reset after
+        /// `resetAfter`, or held until the server stops if `nil`.
+        case stallInBody(resetAfter: Duration?)
     }
 
     /// One request as it arrived.
@@ -125,6 +129,11 @@ final class RawSocketServer: Sendable {
             if behaviour == .refuseBeforeBody {
                 write(connection, "HTTP/1.1 503 Service Unavailable\r\nConnection: close\r\nContent-Length: 0\r\n\r\n")
             }
+            if case .stallInBody(let resetAfter) = behaviour {
+                state.withLock { $0.captures.append(capture) }
+                stall(connection, resetAfter: resetAfter)
+                return
+            }
             guard readBody(connection, length: length, into: &buffer) else {
                 close(connection)
                 return
@@ -156,21 +165,38 @@ final class RawSocketServer: Sendable {
                 close(connection)
                 return
             case .reset:
-                var abort = linger(l_onoff: 1, l_linger: 0)
-                setsockopt(connection, SOL_SOCKET, SO_LINGER, &abort, socklen_t(MemoryLayout<linger>.size))
-                close(connection)
+                reset(connection)
                 return
             case .halfOpen, .slowHeaders:
                 if behaviour == .slowHeaders { write(connection, "HTTP/1.1 201 Created\r\nContent-Type: appl") }
-                let held = state.withLock { state -> Bool in
-                    if state.stopped { return false }
-                    state.held.append(connection)
-                    return true
-                }
-                if !held { close(connection) }
+                hold(connection)
                 return
+            case .stallInBody:
+                return  // answered above, before the body
             }
         }
+    }
+
+    /// Keeps `connection` open, unread, until the server stops.
+    private func hold(_ connection: Int32) {
+        let held = state.withLock { state -> Bool in
+            if state.stopped { return false }
+            state.held.append(connection)
+            return true
+        }
+        if !held { close(connection) }
+    }
+
+    private func stall(_ connection: Int32, resetAfter: Duration?) {
+        guard let resetAfter else { return hold(connection) }
+        Thread.sleep(forTimeInterval: Double(resetAfter.components.seconds) + Double(resetAfter.components.attoseconds) / 1e18)
+        reset(connection)
+    }
+
+    private func reset(_ connection: Int32) {
+        var abort = linger(l_onoff: 1, l_linger: 0)
+        setsockopt(connection, SOL_SOCKET, SO_LINGER, &abort, socklen_t(MemoryLayout<linger>.size))
+        close(connection)
     }
 
     /// Reads until a blank line ends the head; its end offset, or nil at EOF.

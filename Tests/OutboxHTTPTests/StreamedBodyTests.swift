@@ -1,0 +1,56 @@
+import Foundation
+import Outbox
+import OutboxHTTP
+import Testing
+
+/// A body streamed from its payload file stops with its request. The server
+/// here reads the head and never the body, so the client's socket buffers
+/// fill and async-http-client holds the stream back (its write future waits
+/// for the connection to drain); then the request fails — by the client's
+/// deadline or by the server resetting the connection. async-http-client
+/// 1.37 drops that held-back write future without completing it, so a
+/// stream that only waited on it would wait forever: one task and its
+/// buffers leaked per failed upload (what LeakSanitizer found in the
+/// payload torture's app). `send` returns only once the stream has stopped.
+@Suite("Streamed request bodies", .serialized, .timeLimit(.minutes(2)))
+struct StreamedBodyTests {
+    static let bodyBytes = 32 << 20  // well past loopback's socket buffers
+
+    @Test(
+        "a request that fails while its file body is held back leaves no stream running",
+        arguments: [
+            RawSocketServer.Behaviour.stallInBody(resetAfter: nil),  // the client's deadline ends it
+            .stallInBody(resetAfter: .milliseconds(1500)),  // the server resets it
+        ])
+    func failedRequestStopsItsStream(_ behaviour: RawSocketServer.Behaviour) async throws {
+        let server = try RawSocketServer { _, _ in behaviour }
+        defer { server.stop() }
+        let root = FileManager.default.temporaryDirectory.appendingPathComponent("outbox-stream-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: root) }
+        var configuration = OutboxStoreConfiguration()
+        configuration.largePayloadThreshold = 4096
+        let store = try await LogOutboxStore.open(root: root, partition: "user", configuration: configuration)
+        let body = (0..<Self.bodyBytes).map { UInt8(truncatingIfNeeded: $0 &* 31) }
+        let result = try await store.enqueue(
+            OutboxEnqueueRequest(type: "upload", method: "POST", endpoint: "/uploads", payload: body))
+        guard case .enqueued(let entry) = result, let file = entry.largePayload else {
+            Issue.record("the body was not kept in a file: \(result)")
+            return
+        }
+        let transport = AsyncHTTPClientTransport(configuration: .init())
+        let request = HTTPTransportRequest(
+            method: "POST", url: server.baseURL.appendingPathComponent("uploads"), headers: [], body: [],
+            streamedBody: file)
+        let timeout: Duration = behaviour == .stallInBody(resetAfter: nil) ? .seconds(3) : .seconds(60)
+        let outcome = await transport.send(request, timeout: timeout)
+        guard case .failure(let failure) = outcome else {
+            Issue.record("a request whose body the server never read was answered: \(outcome)")
+            return
+        }
+        #expect(failure.stage == .notSent, "the body was never all written")
+        #expect(server.captures.count == 1, "one request head reached the server")
+        #expect(transport.bodyStreamsRunning == 0, "the stream reading the file outlived its request")
+        try await transport.shutdown()
+        try await store.close()
+    }
+}
