@@ -335,6 +335,36 @@ struct StoreConformanceTests {
         try await subject.close()
     }
 
+    @Test(
+        "an entry with two dead parents comes back only once neither is dead: retrying one names the other as its reason",
+        arguments: StoreKind.allCases)
+    func twoDeadParents(kind: StoreKind) async throws {
+        var subject = try await StoreUnderTest.make(kind)
+        let now = Date()
+        let first = try await subject.store.add(request(payload: "album"))
+        let second = try await subject.store.add(request(payload: "tag"))
+        let child = try await subject.store.add(request(payload: "photo", dependencies: [first, second]))
+        for parent in [first, second] {
+            _ = try await subject.store.beginAttempt(parent, at: now, lease: .seconds(30))
+            _ = try await subject.store.quarantine(parent, reason: "422", httpStatus: 422)
+        }
+        #expect(try await subject.store.entry(child)?.lastError?.hasPrefix("dependencyFailed: \(first)") == true)
+
+        // Its reason named the first; the second is still dead: brought
+        // back now it would wait, pending, for a parent that cannot succeed.
+        #expect(try await subject.store.retry(first, at: now).dependents.isEmpty)
+        #expect(try await subject.store.status(child) == .quarantined)
+        #expect(try await subject.store.entry(child)?.lastError?.hasPrefix("dependencyFailed: \(second)") == true)
+        try await subject.reopen(now: now)
+        #expect(try await subject.store.status(child) == .quarantined)
+        #expect(try await subject.store.entry(child)?.lastError?.hasPrefix("dependencyFailed: \(second)") == true)
+        #expect(try await subject.store.summary().unsent == 1)  // the first, retried; nothing waits forever
+
+        #expect(try await subject.store.retry(second, at: now).dependents == [child])
+        #expect(try await subject.store.status(child) == .pending)
+        try await subject.close()
+    }
+
     @Test("capacity limits refuse new entries; the eviction policy drops the oldest dead ones, never pending ones", arguments: StoreKind.allCases)
     func capacity(kind: StoreKind) async throws {
         var subject = try await StoreUnderTest.make(kind) { $0.maximumEntries = 3 }

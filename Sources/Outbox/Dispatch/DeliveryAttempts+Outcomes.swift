@@ -184,7 +184,7 @@ extension DeliveryAttempts {
             metrics.quarantined.increment(by: cascade.dependents.count)
             publish(.discarded(entry.id, reason: "server wins: \(reason)"))
             for dependent in cascade.dependents {
-                publish(.quarantined(dependent, reason: "dependencyFailed: \(entry.id) was discarded (server wins)"))
+                publish(.quarantined(dependent, reason: DependencyFailure.discardedServerWins(entry.id).reason))
             }
         case .clientWins:
             // Resend what was sent: the same remapped endpoint and payload.
@@ -251,6 +251,6 @@ extension DeliveryAttempts {
     }
 
     func publishCascade(_ cascade: OutboxCascade, parent: OutboxEntry.ID) {
-        for dependent in cascade.dependents { publish(.quarantined(dependent, reason: "dependencyFailed: \(parent) is dead")) }
+        for dependent in cascade.dependents { publish(.quarantined(dependent, reason: DependencyFailure.dead(parent).reason)) }
     }
 }

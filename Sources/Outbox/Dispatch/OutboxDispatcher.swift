@@ -226,7 +226,7 @@ public actor OutboxDispatcher {
     public func discard(_ id: OutboxEntry.ID) async throws(OutboxError) {
         let cascade = try await store.discard(id)
         publish(.discarded(id, reason: "discarded by the app"))
-        for dependent in cascade.dependents { publish(.quarantined(dependent, reason: "dependencyFailed: \(id) was discarded")) }
+        for dependent in cascade.dependents { publish(.quarantined(dependent, reason: DependencyFailure.discarded(id).reason)) }
     }
 
     // MARK: - Triggers

@@ -27,10 +27,10 @@ extension Scheduler {
             guard let metadata = entries[parent] else {
                 // Only a spooled entry gets here with a parent never seen (see enqueue).
                 return evicted.contains(parent)
-                    ? "dependencyFailed: \(parent) was evicted (outbox full)"
-                    : "dependencyFailed: \(parent) is unknown to this queue (spooled by another process)"
+                    ? DependencyFailure.evicted(parent).reason
+                    : DependencyFailure.unknownToQueue(parent).reason
             }
-            if metadata.status == .quarantined { return "dependencyFailed: \(parent) is dead" }
+            if metadata.status == .quarantined { return DependencyFailure.dead(parent).reason }
         }
         return nil
     }
@@ -50,7 +50,7 @@ extension Scheduler {
                 commit(entry)
                 changes.append(.state(child))
                 affected.append(child)
-                queue.append((child, "dependencyFailed: \(child) is dead"))
+                queue.append((child, DependencyFailure.dead(child).reason))
             }
         }
         blocked[root] = nil
@@ -84,6 +84,11 @@ extension Scheduler {
 
     /// Revives, transitively, the dead dependents of `root` that were
     /// quarantined because of it (their reason names it). Returns them.
+    ///
+    /// A dependent with another parent that still cannot succeed stays
+    /// quarantined — brought back, it would wait as pending for that parent
+    /// forever — and its reason now names that parent, so retrying it is
+    /// what brings the dependent back.
     mutating func reviveDependents(
         of root: OutboxEntryID, now: Int64, changes: inout [StoreChange]
     ) -> [OutboxEntryID] {
@@ -92,13 +97,30 @@ extension Scheduler {
         while let parent = queue.popLast() {
             for child in dependents[parent] ?? [] {
                 guard let dependent = entries[child], dependent.status == .quarantined,
-                    failures[child]?.message?.hasPrefix("dependencyFailed: \(parent)") == true
+                    let cause = failures[child]?.message.flatMap(DependencyFailure.init(reason:)), cause.parent == parent
                 else { continue }
+                if let blocking = blockingDependency(of: dependent) {
+                    failures[child]?.message = blocking.reason
+                    changes.append(.state(child))
+                    continue
+                }
                 revive(child, now: now, changes: &changes)
                 revived.append(child)
                 queue.append(child)
             }
         }
         return revived
+    }
+
+    /// A dependency of `entry` that can never succeed now, if any: one
+    /// that is quarantined, or gone without having been delivered (an entry
+    /// enqueued again under its id after it counts as gone: `entry` must not
+    /// wait for a younger one).
+    func blockingDependency(of entry: EntryMetadata) -> DependencyFailure? {
+        for parent in entry.dependencies ?? [] where completions[parent] == nil {
+            guard let metadata = entries[parent], metadata.sequence < entry.sequence else { return .gone(parent) }
+            if metadata.status == .quarantined { return .dead(parent) }
+        }
+        return nil
     }
 }

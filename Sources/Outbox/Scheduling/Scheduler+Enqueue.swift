@@ -38,7 +38,7 @@ extension Scheduler {
 
         var changes: [StoreChange] = []
         for id in evicted {
-            changes += removeEntry(id, cascadeReason: "dependencyFailed: \(id) was evicted (outbox full)")
+            changes += removeEntry(id, cascadeReason: DependencyFailure.evicted(id).reason)
             changes.append(.remove(id))
         }
         // A replacement keeps the replaced entry's place in the order — in its

@@ -115,7 +115,7 @@ extension Scheduler {
     ) throws(OutboxError) -> (OutboxCascade, [StoreChange]) {
         try setAside(id, as: .quarantined, reason: reason, httpStatus: httpStatus)
         var changes: [StoreChange] = [.state(id)]
-        let cascade = cascadeDeath(from: id, reason: "dependencyFailed: \(id) is dead", changes: &changes)
+        let cascade = cascadeDeath(from: id, reason: DependencyFailure.dead(id).reason, changes: &changes)
         return (OutboxCascade(dependents: cascade), changes)
     }
 

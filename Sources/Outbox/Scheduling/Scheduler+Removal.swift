@@ -8,7 +8,7 @@ extension Scheduler {
             throw OutboxError(.invalidTransition, "cannot discard an entry while it is being sent", entry: id)
         }
         var changes: [StoreChange] = []
-        let cascade = removeEntry(id, cascadeReason: "dependencyFailed: \(id) was discarded", collecting: &changes)
+        let cascade = removeEntry(id, cascadeReason: DependencyFailure.discarded(id).reason, collecting: &changes)
         changes.insert(.remove(id), at: 0)
         return (OutboxCascade(dependents: cascade), changes)
     }
