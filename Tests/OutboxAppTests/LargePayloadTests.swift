@@ -328,6 +328,32 @@ struct LargePayloadTests {
         }
     }
 
+    @Test("a body kept in a file cannot carry a local: reference (it would be sent unreplaced): refused, nothing written, in both stores")
+    func localReferencesStayInline() async throws {
+        let root = Self.temporaryRoot()
+        defer { try? FileManager.default.removeItem(at: root) }
+        let logStore = try await LogOutboxStore.open(root: root, partition: "user", configuration: try Self.configuration())
+        let memoryStore = InMemoryOutboxStore(partition: "user", configuration: try Self.configuration())
+        for store in [logStore, memoryStore] as [any OutboxStore] {
+            let album = try await store.enqueue(OutboxEnqueueRequest(type: "album", method: "POST", endpoint: "/albums")).id
+            let filler = String(repeating: "x", count: 8192)
+            let json = #"{"album":"\#(album.localReference)","notes":"\#(filler)"}"#
+            let request = OutboxEnqueueRequest(
+                type: "caption", method: "POST", endpoint: "/captions", payload: Array(json.utf8), dependencies: [album])
+            let refusal = await #expect(throws: OutboxError.self, "\(type(of: store))") { try await store.enqueue(request) }
+            #expect(refusal?.code == .invalidArgument)
+            #expect(refusal?.description.contains(album.localReference) == true, "\(String(describing: refusal))")
+            #expect(refusal?.description.contains("largePayloadThreshold") == true, "\(String(describing: refusal))")
+            #expect(try await store.summary().unsent == 1, "only the album")
+            // Text that merely mentions one is not a reference, and is accepted.
+            let mention = #"{"notes":"see \#(album.localReference) \#(filler)"}"#
+            _ = try await store.enqueue(
+                OutboxEnqueueRequest(type: "note", method: "POST", endpoint: "/notes", payload: Array(mention.utf8)))
+        }
+        #expect(try payloadFiles(root).count == 1, "the note's file only")
+        try await logStore.close()
+    }
+
     static func quietDispatcher() -> OutboxDispatcherConfiguration {
         var configuration = OutboxDispatcherConfiguration()
         configuration.logger = quietLogger()

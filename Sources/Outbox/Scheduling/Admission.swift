@@ -56,9 +56,24 @@ enum Admission {
                         + "(OutboxStoreConfiguration.maximumPayloadBytes); nothing was written",
                     entry: request.id)
             }
+            try noReferences(inFileBody: request)
             return
         }
         try payloadSize(request, limit: configuration.log.maximumRecordSize)
+    }
+
+    /// A body kept in a payload file is streamed as it was enqueued, so a
+    /// `local:` reference in it would reach the server unreplaced: refused
+    /// (the same rule in both stores, though the in-memory one keeps the body).
+    static func noReferences(inFileBody request: OutboxEnqueueRequest) throws(OutboxError) {
+        let inBody = LocalReferenceRemapper.references(endpoint: "", payload: request.payload)
+        guard let first = inBody.min() else { return }
+        throw reject(
+            "its payload (\(request.payload.count) bytes) is above OutboxStoreConfiguration.largePayloadThreshold, so it "
+                + "is kept in a file and sent as enqueued, and it holds \(first.localReference), which would reach the "
+                + "server unreplaced: put the reference in the endpoint, or raise largePayloadThreshold so the body "
+                + "stays in the record; nothing was written",
+            entry: request.id)
     }
 
     /// The payload must fit a record of `limit` bytes: for a payload kept
