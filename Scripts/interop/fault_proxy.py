@@ -14,7 +14,10 @@ a connection of its own pairing; with probability `rate` it meets a fault:
 - rst-after-apply: the whole answer is read from upstream (the write was
   applied); the client gets a TCP reset and nothing else.
 
-`mix` draws one of the three for each faulted request. Decisions come from a
+`mix` draws one of the three for each faulted request. An upstream
+connection the server closed while idle is replaced before the next request;
+one it closes as a request arrives leaves the client without an answer, and
+is counted as an `upstream-closed` fault (never drawn). Decisions come from a
 seeded random generator, so a run can be repeated. Loopback only.
 
 Besides the faults, the report says what the client could see of them and
@@ -151,6 +154,11 @@ class FaultProxy:
                 body, _ = await read_body(client_reader, head, is_response=False)
                 self.requests += 1
                 fault = self.draw()
+                if upstream is not None and upstream[0].at_eof():
+                    # The server closed the idle connection (uvicorn after 5 s
+                    # of keep-alive): a proxy opens another, as nginx would.
+                    upstream[1].close()
+                    upstream = None
                 if upstream is None:
                     upstream = await asyncio.open_connection("127.0.0.1", self.upstream_port, limit=1 << 20)
                 up_reader, up_writer = upstream
@@ -171,6 +179,10 @@ class FaultProxy:
                 else:
                     answer_head = await read_head(up_reader)
                 if not answer_head:
+                    # The client sees its connection closed without an answer:
+                    # a fault it can see, counted as one (the server closing
+                    # as the request arrived; not drawn).
+                    self.note("upstream-closed", head)
                     raise ProxyClosed("upstream closed without an answer")
                 answer_body, closes = await read_body(up_reader, answer_head, is_response=True, request_method=method)
                 if fault == "rst-after-apply":

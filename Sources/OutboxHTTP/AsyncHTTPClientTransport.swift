@@ -22,8 +22,11 @@ public final class AsyncHTTPClientTransport: HTTPTransport {
 
     public struct Configuration: Sendable, Hashable {
         /// Connections idle this long are closed by the client. Default 20 s:
-        /// shorter than the common server idle timeouts (30–75 s), so the
-        /// client, not the server, usually ends an idle connection.
+        /// shorter than nginx's and most load balancers' (60–75 s), though
+        /// some servers close sooner (uvicorn and Node.js after 5 s). A
+        /// connection the server closed while idle is dropped from the pool
+        /// when its close arrives; one closed just as a request goes out on
+        /// it is an interrupted attempt, resent with the same key.
         public var idleTimeout: Duration = .seconds(20)
         /// At most this many connections per host. Default 8.
         public var connectionsPerHost = 8
