@@ -120,4 +120,34 @@ struct ThirdPartyMiddlewareTests {
             #expect(record.faults[fault, default: 0] > 0, "\(middleware): no \(fault) in \(record.faults)")
         }
     }
+
+    @Test("a keep-alive connection idle past uvicorn's keep-alive (5 s) still gets its answer through the proxy: the harness itself adds no fault")
+    func idleKeepAliveThroughTheProxy() async throws {
+        let server = try await InteropServer(.asgiIdempotencyHeader, rate: 0)
+        let transport = AsyncHTTPClientTransport(configuration: .init())  // keeps idle connections 20 s
+        func post(_ key: String) async -> HTTPTransportResult {
+            await transport.send(
+                HTTPTransportRequest(
+                    method: "POST", url: server.baseURL.appendingPathComponent("messages"),
+                    headers: [("Content-Type", "application/json"), ("Idempotency-Key", key)],
+                    body: Array(#"{"text":"idle"}"#.utf8)),
+                timeout: .seconds(10))
+        }
+        let first = await post("idle-1")
+        // Not a timing assertion: the idle time is the condition under test.
+        try await Task.sleep(for: .milliseconds(6500))
+        let second = await post("idle-2")
+        let record = try await server.report()
+        await server.stop()
+        try await transport.shutdown()
+        for (name, result) in [("first", first), ("after the idle gap", second)] {
+            guard case .response(let status, _, _) = result else {
+                Issue.record("\(name): no answer: \(result); proxy \(record.faults)")
+                continue
+            }
+            #expect(status == 201, "\(name)")
+        }
+        #expect(record.totalFaults == 0, "\(record.faults)")
+        #expect(record.applied.count == 2)
+    }
 }
