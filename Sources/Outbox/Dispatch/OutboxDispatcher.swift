@@ -36,7 +36,7 @@ public actor OutboxDispatcher {
     /// the dispatcher then refuses to work.
     let configurationError: OutboxError?
     let clock: any OutboxClock
-    private let broadcaster: EventBroadcaster
+    let broadcaster: EventBroadcaster
     /// Where observers learn that entries or the dispatcher's own state
     /// changed: the store's feed, or (for a store without one) the
     /// dispatcher's, fed with its events.
@@ -47,22 +47,26 @@ public actor OutboxDispatcher {
 
     /// The running drain, if any: flushes join it, enqueues and flushes wake it.
     var running: (task: Task<OutboxFlushReport, Never>, wakeup: Wakeup)?
-    private var drainAgain = false
+    var drainAgain = false
     var paused = false { didSet { control.switches.withLock { [paused] in $0.paused = paused } } }
     var online = true { didSet { control.switches.withLock { [online] in $0.online = online } } }
     var lifecycle = Lifecycle.idle {
         didSet { control.switches.withLock { [stopped = lifecycle == .stopped] in $0.stopped = stopped } }
     }
     /// While ``drain(until:)`` runs: no attempt starts after this.
-    private var claimDeadline: Date? {
+    var claimDeadline: Date? {
         didSet { control.switches.withLock { [claimDeadline] in $0.claimDeadline = claimDeadline } }
     }
     /// The switches above, for the drain loop, which runs off the actor.
     let control = DrainControl()
     var timer: (task: Task<Void, Never>, deadline: Date)?
-    private var monitorTask: Task<Void, Never>?
-    private var lastPrune: Date?
+    var monitorTask: Task<Void, Never>?
+    var lastPrune: Date?
     var lastLeaseCheck: Date?
+    /// What every drain did while ``drain(until:)`` runs.
+    var deadlineReport: OutboxFlushReport?
+    /// ``drain(until:)`` callers waiting for the next due time.
+    var sleepers: [Wakeup] = []
 
     enum Lifecycle {
         /// Never started: every enqueue flushes in the background.
@@ -72,7 +76,7 @@ public actor OutboxDispatcher {
         case stopped
     }
 
-    private let metrics: DispatcherMetrics
+    let metrics: DispatcherMetrics
 
     /// - Parameters:
     ///   - store: the queue to drain.
@@ -227,301 +231,6 @@ public actor OutboxDispatcher {
         let cascade = try await store.discard(id)
         publish(.discarded(id, reason: "discarded by the app"))
         for dependent in cascade.dependents { publish(.quarantined(dependent, reason: DependencyFailure.discarded(id).reason)) }
-    }
-
-    // MARK: - Triggers
-
-    /// Flushes now (the cold-start trigger) and follows `connectivity`.
-    /// After ``stop()``, starts again (and sends what was recorded meanwhile).
-    ///
-    /// With a monitor, the cold-start flush waits for its first answer (the
-    /// current state), so nothing is attempted while the device is offline.
-    public func start(connectivity: (any ConnectivityMonitor)? = nil) {
-        guard lifecycle != .started else { return }
-        lifecycle = .started
-        defer { feed.publishQueueChange() }
-        guard let connectivity else {
-            online = true
-            poke()
-            return
-        }
-        online = false  // until the monitor says otherwise
-        monitorTask = Task { [weak self] in
-            var first = true
-            for await isOnline in connectivity.updates() {
-                if first {
-                    first = false
-                    await self?.coldStart(isOnline: isOnline)
-                } else {
-                    await self?.connectivityChanged(isOnline: isOnline)
-                }
-            }
-        }
-    }
-
-    private func coldStart(isOnline: Bool) {
-        online = isOnline
-        feed.publishQueueChange()
-        if isOnline { Task { await self.backOnline() } }
-    }
-
-    /// Stops: no new attempt starts, running attempts are cancelled (each
-    /// is recorded as interrupted and resent later with the same key), the
-    /// timer and the connectivity subscription end, and so does every event
-    /// stream. Returns once the running drain has recorded its attempts, or
-    /// at once if the calling task is cancelled. ``start(connectivity:)``
-    /// starts again.
-    public func stop() async {
-        lifecycle = .stopped
-        monitorTask?.cancel()
-        monitorTask = nil
-        timer?.task.cancel()
-        timer = nil
-        for sleeper in sleepers { sleeper.signal() }  // a drain(until:) waiting for a retry time ends
-        if let running {
-            running.task.cancel()
-            _ = await valueUnlessCancelled(of: running.task)
-        }
-        broadcaster.finish()
-        feed.publishQueueChange()
-    }
-
-    /// Connectivity changed: offline stops new attempts; online flushes.
-    public func connectivityChanged(isOnline: Bool) {
-        guard online != isOnline else { return }
-        online = isOnline
-        feed.publishQueueChange()
-        logger.debug("connectivity changed", metadata: ["online": "\(isOnline)"])
-        if isOnline { Task { await self.backOnline() } }
-    }
-
-    /// The app came to the foreground: a good time to retry.
-    public func appDidBecomeActive() { poke() }
-
-    /// Stops starting attempts (running ones finish) until ``resume()`` —
-    /// whatever else happens meanwhile: enqueues, retry times, the network
-    /// coming back, ``flush()``, ``drain(until:)`` and a ``stop()``/``start(connectivity:)``
-    /// cycle all leave it paused. Enqueues are still recorded. ``isPaused``
-    /// tells; ``queueUpdates()`` shows it.
-    public func pause() {
-        paused = true
-        feed.publishQueueChange()
-    }
-
-    /// Resumes after ``pause()``: flushes, and the retry timer runs again.
-    public func resume() {
-        paused = false
-        feed.publishQueueChange()
-        poke()
-    }
-
-    // MARK: - Flushing
-
-    /// Sends everything that is due, until nothing is; returns what it did.
-    /// Concurrent callers join the running drain instead of starting another
-    /// (and wake it, so it claims what became due). If the calling task is
-    /// cancelled, returns at once with what is known (an empty report when it
-    /// joined a drain): the drain goes on for the dispatcher's other triggers.
-    @discardableResult
-    public func flush() async -> OutboxFlushReport {
-        if let refused = refusedForConfiguration() { return refused }
-        return await valueUnlessCancelled(of: drainTask()) ?? OutboxFlushReport()
-    }
-
-    /// Sends what is due and keeps going — waiting for retries to come due,
-    /// sending what is enqueued meanwhile — until nothing is left unsent or
-    /// the deadline comes: for a background task (`BGProcessingTask`, an
-    /// Android-style worker) that has until `deadline`.
-    ///
-    /// It returns **before** the deadline: no attempt starts, and running
-    /// attempts are cancelled (recorded as interrupted, resent later with the
-    /// same key), ``OutboxDispatcherConfiguration/deadlineMargin`` before it —
-    /// the margin is the time left to record their outcomes. If the calling
-    /// task is cancelled (a background task's expiration handler), it does
-    /// the same at once. Either way nothing is left in flight: every attempt
-    /// it waited on has recorded its outcome when it returns. A handler that
-    /// ignores cancellation is not waited for (its entry's next attempt
-    /// waits for it instead).
-    ///
-    /// Entries that cannot be sent before the deadline (a retry due later,
-    /// a dependency not delivered) stay queued; ``summary()``,
-    /// ``queueState()`` and ``OutboxStore/entries(matching:)`` tell what is
-    /// left and why. It also returns early when nothing left can come due by
-    /// itself, and after ``stop()``.
-    @discardableResult
-    public func drain(until deadline: Date) async -> OutboxFlushReport {
-        if let refused = refusedForConfiguration() { return refused }
-        // The margin, but never more than a quarter of the time given: a
-        // short drain (`outbox drain --timeout 1`) still sends.
-        let given = max(0, deadline.timeIntervalSince(clock.now()))
-        let cutoff = deadline.addingTimeInterval(-min(OutboxBackoff.seconds(configuration.deadlineMargin), given / 4))
-        claimDeadline = cutoff
-        // Every drain until then counts, whoever started it (a timer, an enqueue).
-        deadlineReport = OutboxFlushReport()
-        defer {
-            claimDeadline = nil
-            deadlineReport = nil
-        }
-        // At the cutoff, the running attempts are interrupted.
-        let clock = self.clock
-        let alarm = Task { [weak self] in
-            do { try await clock.sleep(until: cutoff) } catch { return }
-            await self?.interruptRunningDrain()
-        }
-        defer { alarm.cancel() }
-        await withTaskCancellationHandler {
-            await drainUntilDeadline(cutoff)
-        } onCancel: {
-            Task { await self.interruptRunningDrain() }
-        }
-        // Wait (even when cancelled: it is interrupted, so it ends promptly)
-        // for the drain this call took part in, so nothing stays in flight.
-        if let running, Task.isCancelled || clock.now() >= cutoff {
-            running.task.cancel()
-            _ = await running.task.value
-        }
-        return deadlineReport ?? OutboxFlushReport()
-    }
-
-    private func drainUntilDeadline(_ cutoff: Date) async {
-        while !Task.isCancelled && lifecycle != .stopped {
-            guard await valueUnlessCancelled(of: drainTask()) != nil else { break }
-            let now = clock.now()
-            guard now < cutoff, let unsent = try? await store.summary().unsent, unsent > 0 else { break }
-            guard let due = try? await store.nextDueDate() else {
-                // In flight: a drain another caller started (the retry
-                // timer, an enqueue) holds it; its outcome decides what
-                // comes next.
-                if let running {
-                    _ = await valueUnlessCancelled(of: running.task)
-                    continue
-                }
-                // Nothing will come due by itself (what is left waits for a
-                // dependency that needs a person, say): waiting cannot help.
-                break
-            }
-            // Wait for the next retry (or the cutoff), woken early by an
-            // enqueue or a flush: they start a drain of their own.
-            let next = min(due, cutoff)
-            if lifecycle == .stopped { break }  // stop() woke the sleepers before this one
-            if next > now {
-                if let running { _ = await valueUnlessCancelled(of: running.task) } else { await sleep(until: next) }
-            }
-            if clock.now() >= cutoff { break }
-        }
-    }
-
-    /// Cancels the running drain's attempts (each is recorded as
-    /// interrupted); the dispatcher's triggers start a new drain later.
-    private func interruptRunningDrain() {
-        running?.task.cancel()
-        for sleeper in sleepers { sleeper.signal() }
-    }
-
-    /// What every drain did while ``drain(until:)`` runs.
-    private var deadlineReport: OutboxFlushReport?
-
-    /// A report of the configuration error, when there is one: a dispatcher
-    /// with an unusable configuration sends nothing.
-    private func refusedForConfiguration() -> OutboxFlushReport? {
-        guard let configurationError else { return nil }
-        var report = OutboxFlushReport()
-        report.errors.append("\(configurationError)")
-        return report
-    }
-
-    /// A flush in the background that nobody waits for (every enqueue,
-    /// retry, resume…): wakes the running drain, or starts one. No task
-    /// of its own.
-    private func poke() {
-        guard configurationError == nil else { return }
-        _ = drainTask()
-    }
-
-    /// The running drain, or a new one.
-    private func drainTask() -> Task<OutboxFlushReport, Never> {
-        if let running {
-            drainAgain = true
-            running.wakeup.signal()
-            return running.task
-        }
-        let wakeup = Wakeup()
-        let task = Task { await self.drainUntilQuiet(wakeup: wakeup) }
-        running = (task, wakeup)
-        feed.publishQueueChange()
-        return task
-    }
-
-    /// Sleeps on the dispatcher's clock until `date`, the calling task's
-    /// cancellation, or a drain started meanwhile (an enqueue, a flush).
-    private func sleep(until date: Date) async {
-        let wakeup = Wakeup()
-        sleepers.append(wakeup)
-        let clock = self.clock
-        let alarm = Task {
-            try? await clock.sleep(until: date)
-            wakeup.signal()
-        }
-        await wakeup.wait()
-        alarm.cancel()
-        sleepers.removeAll { $0 === wakeup }
-    }
-
-    /// ``drain(until:)`` callers waiting for the next due time.
-    private var sleepers: [Wakeup] = []
-
-    private func drainUntilQuiet(wakeup: Wakeup) async -> OutboxFlushReport {
-        var report = OutboxFlushReport()
-        repeat {
-            drainAgain = false
-            await reclaimExpiredLeases()
-            report.add(await drainPass(wakeup: wakeup))
-        } while drainAgain && mayClaim
-        // No await between the last check and this: a flush that arrives
-        // later starts a new drain rather than joining a finished one.
-        running = nil
-        deadlineReport?.add(report)
-        for sleeper in sleepers { sleeper.signal() }
-        await pruneIfDue()
-        await scheduleTimer()
-        feed.publishQueueChange()
-        return report
-    }
-
-    /// Whether a drain may start attempts now.
-    var mayClaim: Bool {
-        !paused && online && lifecycle != .stopped && !Task.isCancelled
-            && claimDeadline.map { clock.now() < $0 } ?? true
-    }
-
-    /// Drops succeeded entries past their audit window and stale mappings,
-    /// at most once per `pruneInterval`.
-    private func pruneIfDue() async {
-        let now = clock.now()
-        if let lastPrune, now < lastPrune.adding(configuration.pruneInterval) { return }
-        lastPrune = now
-        await removeExpiredDead(at: now)
-        do { try await store.prune(at: now) } catch {
-            publish(.storeFailed(nil, error: error))
-            logger.error("cannot prune the outbox", metadata: ["error": "\(error)"])
-        }
-    }
-
-    private func scheduleTimer() async {
-        guard !paused, online, lifecycle != .stopped, let next = try? await store.nextDueDate() else { return }
-        if let timer, timer.deadline <= next { return }
-        timer?.task.cancel()
-        let clock = self.clock
-        let task = Task { [weak self] in
-            do { try await clock.sleep(until: next) } catch { return }
-            await self?.timerFired()
-        }
-        timer = (task, next)
-    }
-
-    private func timerFired() async {
-        timer = nil
-        await flush()
     }
 
     nonisolated func publish(_ event: @autoclosure () -> OutboxEvent) { broadcaster.publish(event()) }
