@@ -64,11 +64,21 @@ final class RawSocketServer: Sendable {
         ([], [], 0, false, 0))
 
     /// - Parameter port: 0 for any free port.
-    init(port: Int = 0, script: @escaping @Sendable (_ capture: Capture, _ earlierOnPath: Int) -> Behaviour) throws {
+    /// - Parameter receiveBuffer: the accepted sockets' `SO_RCVBUF`, if set:
+    ///   small, so that a body the server does not read fills the
+    ///   connection after a few megabytes (the client's send buffer).
+    init(
+        port: Int = 0, receiveBuffer: Int32? = nil,
+        script: @escaping @Sendable (_ capture: Capture, _ earlierOnPath: Int) -> Behaviour
+    ) throws {
         self.script = script
         let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         var reuse: Int32 = 1
         setsockopt(listener, SOL_SOCKET, SO_REUSEADDR, &reuse, socklen_t(MemoryLayout<Int32>.size))
+        if var receiveBuffer {
+            // Set on the listener, before listen(2): accepted sockets inherit it.
+            setsockopt(listener, SOL_SOCKET, SO_RCVBUF, &receiveBuffer, socklen_t(MemoryLayout<Int32>.size))
+        }
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
         address.sin_addr.s_addr = inet_addr("127.0.0.1")
