@@ -49,8 +49,8 @@ final class StreamedRequestBody: Sendable {
         .stream(contentLength: Int64(file.count)) { writer in self.start(writer) }
     }
 
-    /// Ends the body: a write still waiting fails, later ones are refused,
-    /// and this returns once every pump started for the request has stopped.
+    /// Ends the body: a write still waiting fails, later writes and pumps
+    /// are refused, and this returns once every pump started has stopped.
     func finish() async {
         let (waiting, pumps) = state.withLock { state in
             state.ended = true
@@ -61,19 +61,30 @@ final class StreamedRequestBody: Sendable {
         for pump in pumps { await pump.value }
     }
 
+    /// Starts a pump, unless the request already has its outcome: a server
+    /// may answer (a replay, a refusal) before async-http-client asks for
+    /// the body, and a pump started then would outlive the request.
     private func start(_ writer: HTTPClient.Body.StreamWriter) -> EventLoopFuture<Void> {
-        let promise = HTTPClient.defaultEventLoopGroup.any().makePromise(of: Void.self)
-        running.withLock { $0 += 1 }
-        let pump = Task {
-            defer { running.withLock { $0 -= 1 } }
-            do {
-                try await self.pump(into: writer)
-                promise.succeed()
-            } catch {
-                promise.fail(error)
-            }
+        let loop = HTTPClient.defaultEventLoopGroup.any()
+        let promise = loop.makePromise(of: Void.self)
+        // Checked and recorded under one lock, so finish() either refuses
+        // this pump or waits for it.
+        let started = state.withLock { state -> Bool in
+            guard !state.ended else { return false }
+            running.withLock { $0 += 1 }
+            state.pumps.append(
+                Task {
+                    defer { running.withLock { $0 -= 1 } }
+                    do {
+                        try await self.pump(into: writer)
+                        promise.succeed()
+                    } catch {
+                        promise.fail(error)
+                    }
+                })
+            return true
         }
-        state.withLock { $0.pumps.append(pump) }
+        if !started { promise.fail(RequestEnded()) }
         return promise.futureResult
     }
 

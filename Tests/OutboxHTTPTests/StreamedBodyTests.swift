@@ -43,7 +43,7 @@ struct StreamedBodyTests {
         let request = HTTPTransportRequest(
             method: "POST", url: server.baseURL.appendingPathComponent("uploads"), headers: [], body: [],
             streamedBody: file)
-        let timeout: Duration = behaviour == .stallInBody(resetAfter: nil) ? .seconds(3) : .seconds(60)
+        let timeout: Duration = behaviour == .stallInBody(resetAfter: nil) ? .seconds(10) : .seconds(60)
         let outcome = await transport.send(request, timeout: timeout)
         guard case .failure(let failure) = outcome else {
             Issue.record("a request whose body the server never read was answered: \(outcome)")
