@@ -104,7 +104,11 @@ final class StreamedRequestBody: Sendable {
                 return state.writes
             }
             guard let number else { return continuation.resume(throwing: RequestEnded()) }
-            writer.write(part).whenComplete { result in
+            // Weakly: a held-back write's future that async-http-client drops
+            // is kept forever by SwiftNIO (its promises are unleakable), and
+            // with it this closure; it must not keep the body and its pump too.
+            writer.write(part).whenComplete { [weak self] result in
+                guard let self else { return }
                 let waiting = self.state.withLock { state -> CheckedContinuation<Void, any Error>? in
                     guard let pending = state.pending, pending.number == number else { return nil }
                     state.pending = nil
