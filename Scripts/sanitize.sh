@@ -29,7 +29,7 @@
 # process (the tests' child processes included), a fuzz finding, a torture
 # violation. The only suppressions are Scripts/sanitizers/tsan.supp (one
 # runtime false positive, with its reproduction) and lsan.supp (leaks in
-# Foundation and libcurl); neither names a frame of this project.
+# Foundation, libcurl and async-http-client); neither names a frame of this project.
 #
 # The two sanitized builds keep their own scratch paths (.build-tsan,
 # .build-asan), so a second run only rebuilds what changed. After the TSan
