@@ -162,8 +162,14 @@ class FaultProxy:
                 if upstream is None:
                     upstream = await asyncio.open_connection("127.0.0.1", self.upstream_port, limit=1 << 20)
                 up_reader, up_writer = upstream
-                up_writer.write(head + body)
-                await up_writer.drain()
+                try:
+                    up_writer.write(head + body)
+                    await up_writer.drain()
+                except (ConnectionError, OSError):
+                    # Reset by the server (not a FIN, which at_eof saw):
+                    # the client is left without an answer, a fault it sees.
+                    self.note("upstream-closed", head)
+                    return
                 method = head.split(b" ", 1)[0]
                 if fault == "close-before-answer":
                     first = asyncio.ensure_future(up_reader.read(1))
@@ -177,7 +183,10 @@ class FaultProxy:
                     rest_head = await read_head(up_reader)
                     answer_head = first.result() + (rest_head or b"")
                 else:
-                    answer_head = await read_head(up_reader)
+                    try:
+                        answer_head = await read_head(up_reader)
+                    except (ConnectionError, OSError):
+                        answer_head = None
                 if not answer_head:
                     # The client sees its connection closed without an answer:
                     # a fault it can see, counted as one (the server closing

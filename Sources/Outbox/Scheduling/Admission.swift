@@ -42,7 +42,9 @@ enum Admission {
     }
 
     /// The payload alone cannot exceed the record limit (checked before the
-    /// entry is encoded, so a huge payload costs no copy); the encoded record
+    /// entry is encoded, so a huge payload costs no copy; one that goes to a
+    /// file and may be JSON is scanned for references, see
+    /// ``noReferences(inFileBody:)``); the encoded record
     /// is checked by ``recordSize(_:limit:entry:)``. A payload that goes to a
     /// file (above `largePayloadThreshold`) has the file's limit instead.
     static func payloadSize(_ request: OutboxEnqueueRequest, configuration: OutboxStoreConfiguration) throws(OutboxError) {
@@ -65,7 +67,13 @@ enum Admission {
     /// A body kept in a payload file is streamed as it was enqueued, so a
     /// `local:` reference in it would reach the server unreplaced: refused
     /// (the same rule in both stores, though the in-memory one keeps the body).
+    ///
+    /// References are string values of a JSON body (``LocalReferenceRemapper``),
+    /// so a body that cannot be a JSON object, array or string — a photo, any
+    /// binary — is passed by looking at its first bytes, never parsed or
+    /// copied. A large JSON body is parsed once here, as its delivery would.
     static func noReferences(inFileBody request: OutboxEnqueueRequest) throws(OutboxError) {
+        guard mayBeJSONWithStrings(request.payload) else { return }
         let inBody = LocalReferenceRemapper.references(endpoint: "", payload: request.payload)
         guard let first = inBody.min() else { return }
         throw reject(
@@ -74,6 +82,15 @@ enum Admission {
                 + "server unreplaced: put the reference in the endpoint, or raise largePayloadThreshold so the body "
                 + "stays in the record; nothing was written",
             entry: request.id)
+    }
+
+    /// Whether `payload`, after an optional byte-order mark and whitespace,
+    /// starts like a JSON object, array or string.
+    static func mayBeJSONWithStrings(_ payload: [UInt8]) -> Bool {
+        var index = payload.starts(with: [0xEF, 0xBB, 0xBF]) ? 3 : 0
+        while index < payload.count, [0x20, 0x09, 0x0A, 0x0D].contains(payload[index]) { index += 1 }
+        guard index < payload.count else { return false }
+        return [UInt8(ascii: "{"), UInt8(ascii: "["), UInt8(ascii: "\"")].contains(payload[index])
     }
 
     /// The payload must fit a record of `limit` bytes: for a payload kept
