@@ -42,6 +42,10 @@ final class RawSocketServer: Sendable {
         /// buffers fill and its body stream is held back. Reset after
         /// `resetAfter`, or held until the server stops if `nil`.
         case stallInBody(resetAfter: Duration?)
+        /// Answer 413 (with `Connection: close`) as soon as the head is in,
+        /// never reading the body, then hold the connection open unread (a
+        /// server refusing an upload too large for it, the body still coming).
+        case refuseTooLargeUnread
     }
 
     /// One request as it arrived.
@@ -139,6 +143,13 @@ final class RawSocketServer: Sendable {
             if behaviour == .refuseBeforeBody {
                 write(connection, "HTTP/1.1 503 Service Unavailable\r\nConnection: close\r\nContent-Length: 0\r\n\r\n")
             }
+            if behaviour == .refuseTooLargeUnread {
+                state.withLock { $0.captures.append(capture) }
+                let body = #"{"error":"payload too large"}"#
+                write(connection, "HTTP/1.1 413 Payload Too Large\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: \(body.utf8.count)\r\n\r\n\(body)")
+                hold(connection)
+                return
+            }
             if case .stallInBody(let resetAfter) = behaviour {
                 state.withLock { $0.captures.append(capture) }
                 stall(connection, resetAfter: resetAfter)
@@ -181,7 +192,7 @@ final class RawSocketServer: Sendable {
                 if behaviour == .slowHeaders { write(connection, "HTTP/1.1 201 Created\r\nContent-Type: appl") }
                 hold(connection)
                 return
-            case .stallInBody:
+            case .stallInBody, .refuseTooLargeUnread:
                 return  // answered above, before the body
             }
         }

@@ -55,4 +55,36 @@ struct StreamedBodyTests {
         try await transport.shutdown()
         try await store.close()
     }
+
+    @Test("a server that refuses the upload before reading its body: its 413 is the answer, not a timeout")
+    func earlyRefusalIsTheAnswer() async throws {
+        let server = try RawSocketServer(receiveBuffer: 16 << 10) { _, _ in .refuseTooLargeUnread }
+        defer { server.stop() }
+        let root = FileManager.default.temporaryDirectory.appendingPathComponent("outbox-stream-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: root) }
+        var configuration = OutboxStoreConfiguration()
+        configuration.largePayloadThreshold = 4096
+        let store = try await LogOutboxStore.open(root: root, partition: "user", configuration: configuration)
+        let body = [UInt8](repeating: UInt8(ascii: "b"), count: Self.bodyBytes)
+        let result = try await store.enqueue(
+            OutboxEnqueueRequest(type: "upload", method: "POST", endpoint: "/uploads", payload: body))
+        guard case .enqueued(let entry) = result, let file = entry.largePayload else {
+            Issue.record("the body was not kept in a file: \(result)")
+            return
+        }
+        let transport = AsyncHTTPClientTransport(configuration: .init())
+        let request = HTTPTransportRequest(
+            method: "POST", url: server.baseURL.appendingPathComponent("uploads"), headers: [], body: [], streamedBody: file)
+        let outcome = await transport.send(request, timeout: .seconds(10))
+        guard case .response(let status, _, _) = outcome else {
+            Issue.record("the server's 413 was lost: \(outcome)")
+            try await transport.shutdown()
+            try await store.close()
+            return
+        }
+        #expect(status == 413)
+        #expect(transport.bodyStreamsRunning == 0)
+        try await transport.shutdown()
+        try await store.close()
+    }
 }
