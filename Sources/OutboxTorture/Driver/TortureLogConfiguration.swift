@@ -26,14 +26,19 @@ public enum TortureLogConfiguration {
     /// same order on every run (ScheduleReplayTests: the count of `close`
     /// calls differs between two runs of a preallocated cycle, 3 runs in 4;
     /// not yet explained), and a violation must replay from its command.
-    /// Narrowed since: over powerloss cycles 0–9 and iofault cycles 0–11,
-    /// the runs that differ open the same number of files and differ in
-    /// `close` (70 against 64, 68 against 59), sometimes with one more
-    /// zero-fill `write`, `size` and `truncate`; with preallocation off the
-    /// same cycles replay exactly, run after run. So a descriptor's close
-    /// (or a zero-fill) happens before the simulated crash in one run and
-    /// after it in the other: something other than the writer's turn-taking
-    /// decides when, which is where to look next.
+    /// Cause, found since (by experiment, not yet fixed): the writer
+    /// zero-fills only after a work item in which *it* wrote records
+    /// (`allocateAhead` in `LogCore+Writer`), but a `written` append may be
+    /// written in place by its caller when the writer is idle
+    /// (`writesInPlace`), and which of the two writes it depends on timing.
+    /// The record bytes are the same either way; whether zeros follow them
+    /// is not. With `writesInPlace = false` for preallocated deterministic
+    /// cycles, powerloss cycles 0–9 and iofault cycles 0–11 replayed exactly
+    /// in 3 runs of 3 (every run differed before). The fix to make: decide
+    /// the zero-fill from the segment's written size at each writer step,
+    /// whoever wrote the bytes, so in-place writers get zeros ahead too.
+    /// (Close counts also differ, but `close` is not in the fingerprint:
+    /// the dead log closes in the background, `OutboxLog.deinit`.)
     /// A 120 s `--mode all` run with it on found no violation (RELIABILITY.md).
     static let simulatedModesPreallocate = false
 
