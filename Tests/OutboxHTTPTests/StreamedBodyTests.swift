@@ -18,6 +18,26 @@ struct StreamedBodyTests {
     /// grows it to 4 MiB) plus the server's receive buffer, kept small.
     static let bodyBytes = 12 << 20
 
+    /// A store at `root` holding one upload of ``bodyBytes`` kept in a payload file.
+    static func storeWithFileBody(at root: URL) async throws -> (LogOutboxStore, OutboxLargePayload) {
+        var configuration = OutboxStoreConfiguration()
+        configuration.largePayloadThreshold = 4096
+        let store = try await LogOutboxStore.open(root: root, partition: "user", configuration: configuration)
+        let body = [UInt8](repeating: UInt8(ascii: "b"), count: bodyBytes)
+        let result = try await store.enqueue(
+            OutboxEnqueueRequest(type: "upload", method: "POST", endpoint: "/uploads", payload: body))
+        guard case .enqueued(let entry) = result else { throw StoreSetupFailed(detail: "not enqueued: \(result)") }
+        let file = try #require(entry.largePayload, "the body was not kept in a file")
+        return (store, file)
+    }
+
+    struct StoreSetupFailed: Error { var detail: String }
+
+    static func upload(_ file: OutboxLargePayload, to server: RawSocketServer) -> HTTPTransportRequest {
+        HTTPTransportRequest(
+            method: "POST", url: server.baseURL.appendingPathComponent("uploads"), headers: [], body: [], streamedBody: file)
+    }
+
     @Test(
         "a request that fails while its file body is held back leaves no stream running",
         arguments: [
@@ -29,20 +49,9 @@ struct StreamedBodyTests {
         defer { server.stop() }
         let root = FileManager.default.temporaryDirectory.appendingPathComponent("outbox-stream-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: root) }
-        var configuration = OutboxStoreConfiguration()
-        configuration.largePayloadThreshold = 4096
-        let store = try await LogOutboxStore.open(root: root, partition: "user", configuration: configuration)
-        let body = [UInt8](repeating: UInt8(ascii: "b"), count: Self.bodyBytes)
-        let result = try await store.enqueue(
-            OutboxEnqueueRequest(type: "upload", method: "POST", endpoint: "/uploads", payload: body))
-        guard case .enqueued(let entry) = result, let file = entry.largePayload else {
-            Issue.record("the body was not kept in a file: \(result)")
-            return
-        }
+        let (store, file) = try await Self.storeWithFileBody(at: root)
         let transport = AsyncHTTPClientTransport(configuration: .init())
-        let request = HTTPTransportRequest(
-            method: "POST", url: server.baseURL.appendingPathComponent("uploads"), headers: [], body: [],
-            streamedBody: file)
+        let request = Self.upload(file, to: server)
         let timeout: Duration = behaviour == .stallInBody(resetAfter: nil) ? .seconds(10) : .seconds(60)
         let outcome = await transport.send(request, timeout: timeout)
         guard case .failure(let failure) = outcome else {
@@ -62,19 +71,9 @@ struct StreamedBodyTests {
         defer { server.stop() }
         let root = FileManager.default.temporaryDirectory.appendingPathComponent("outbox-stream-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: root) }
-        var configuration = OutboxStoreConfiguration()
-        configuration.largePayloadThreshold = 4096
-        let store = try await LogOutboxStore.open(root: root, partition: "user", configuration: configuration)
-        let body = [UInt8](repeating: UInt8(ascii: "b"), count: Self.bodyBytes)
-        let result = try await store.enqueue(
-            OutboxEnqueueRequest(type: "upload", method: "POST", endpoint: "/uploads", payload: body))
-        guard case .enqueued(let entry) = result, let file = entry.largePayload else {
-            Issue.record("the body was not kept in a file: \(result)")
-            return
-        }
+        let (store, file) = try await Self.storeWithFileBody(at: root)
         let transport = AsyncHTTPClientTransport(configuration: .init())
-        let request = HTTPTransportRequest(
-            method: "POST", url: server.baseURL.appendingPathComponent("uploads"), headers: [], body: [], streamedBody: file)
+        let request = Self.upload(file, to: server)
         let outcome = await transport.send(request, timeout: .seconds(10))
         guard case .response(let status, _, _) = outcome else {
             Issue.record("the server's 413 was lost: \(outcome)")
