@@ -185,6 +185,38 @@ struct PreallocationTests {
         try await reopened.close()
     }
 
+    @Test("a failed directory sync while rolling to a new segment loses no record of the sealed one: the strict open accepts the log")
+    func failedRollKeepsTheSealedRecords() async throws {
+        let disk = SimulatedFileSystem(directories: ["/data"])
+        let log = try await OutboxLog.open(at: simulatedLogDirectory, configuration: Self.configuration(disk, segmentSize: 4096))
+        // The first directory sync after the open creates the first
+        // segment; the second is the roll's, when the new segment is
+        // already renamed into place.
+        disk.faults.install(.nthCall(2, of: .synchronizeDirectory))
+        // Buffered appends, then one durable: the writer gets the sealed
+        // segment's last records and the roll in one piece of work.
+        var acknowledged: [Int] = []
+        for i in 0..<60 {
+            do {
+                try await log.put(LogKey("k\(i)"), .pattern(100, seed: i), durability: i % 20 == 19 ? .durable : .buffered)
+                if i % 20 == 19 { acknowledged += (i - 19)...i }
+            } catch {
+                #expect(error.code == .io)
+                break
+            }
+        }
+        #expect(acknowledged.count < 60, "the roll met the failed directory sync")
+        _ = try? await log.close()
+        disk.faults.removeAllRules()
+
+        // Nothing lost on disk: the sealed segment still ends where the new
+        // one begins, so the strict open accepts the log.
+        let reopened = try await OutboxLog.open(at: simulatedLogDirectory, configuration: Self.configuration(disk, segmentSize: 4096))
+        #expect(reopened.recoveryReport.skipped.isEmpty)
+        for i in acknowledged { #expect(try await reopened.get(LogKey("k\(i)"))?.value == .pattern(100, seed: i)) }
+        try await reopened.close()
+    }
+
     @Test(
         "a kill or a power loss with preallocation on loses no acknowledged record",
         arguments: [PowerLossMode?.none] + PowerLossMode.allCases.map(Optional.some))

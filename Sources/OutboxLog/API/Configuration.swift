@@ -82,13 +82,9 @@ extension OutboxLog {
         /// segment. `0` (the default) disables it; Docs/BENCHMARKS.md has
         /// what it measured.
         ///
-        /// - Important: Not yet safe to turn on. With it on, a failing
-        ///   `fsync` (injected by libfiu in the torture suite's iofault mode)
-        ///   can leave a log that a strict open refuses: a gap between the
-        ///   last record of one segment and the first of the next (6 of 15
-        ///   runs of `outbox torture --mode iofault --seed
-        ///   8688632661279105930 --cycles 256`, 0 of 15 with it off).
-        ///   Docs/RELIABILITY.md, "Known open violation".
+        /// - Note: Off by default until a quiet side-by-side run shows that
+        ///   it pays (Docs/BENCHMARKS.md). The torture suite runs every other
+        ///   cycle of every mode with it on.
         public var preallocation: Int = 0
 
         /// Whether a caller waiting for `written` may write in place: when no

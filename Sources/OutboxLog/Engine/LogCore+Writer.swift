@@ -20,6 +20,9 @@ extension LogCore {
         var writtenBefore: UInt64 = 0
         var sync = false
         var stopping = false
+        /// The log is poisoned: an earlier work failed, and what it wrote
+        /// was never published to the state.
+        var afterFailure = false
     }
 
     func startWriter() {
@@ -249,7 +252,7 @@ extension LogCore {
     private func chooseWork(_ state: inout LogState) -> Work? {
         let stopping = state.stopRequested
         if case .poisoned = state.phase {
-            if stopping { return Work(stopping: true) }
+            if stopping { return Work(stopping: true, afterFailure: true) }
             state.writerSleeping = true
             return nil
         }
@@ -364,7 +367,18 @@ extension LogCore {
                 // A clean close leaves no zeros after the records either. If
                 // the cut fails, the segment stays the newest, where zeros
                 // after the records are space allocated ahead: no harm.
-                try? trimAllocatedAhead(file, writtenUpTo: done.writtenSizes[file.id], allocated)
+                //
+                // Not after a failure: the failed work's writes were never
+                // published, so the state's written size may end before
+                // records that are on disk — and a roll that failed after
+                // renaming the next segment into place has sealed this one
+                // with them (cut them, and the next segment starts after a
+                // gap). Zeros left here are harmless: this segment was the
+                // newest one zero-filled, and a sealed one was cut before
+                // its seal.
+                if !work.afterFailure {
+                    try? trimAllocatedAhead(file, writtenUpTo: done.writtenSizes[file.id], allocated)
+                }
             } else if let file = target, let dataEnd = done.writtenSizes[file.id] {
                 // Before the sync, so that it carries the zeros too.
                 allocateAhead(in: file, dataEnd: dataEnd, &allocated)
