@@ -21,26 +21,18 @@ public enum TortureLogConfiguration {
     /// the modes keep covering plain appends too.
     public static func preallocates(cycle: Int) -> Bool { cycle % 2 == 1 }
 
-    /// Whether the simulated modes (powerloss, iofault) preallocate too.
-    /// Off: with it on, their cycles no longer make the same calls in the
-    /// same order on every run (ScheduleReplayTests: the count of `close`
-    /// calls differs between two runs of a preallocated cycle, 3 runs in 4;
-    /// not yet explained), and a violation must replay from its command.
-    /// Cause, found since (by experiment, not yet fixed): the writer
-    /// zero-fills only after a work item in which *it* wrote records
-    /// (`allocateAhead` in `LogCore+Writer`), but a `written` append may be
-    /// written in place by its caller when the writer is idle
-    /// (`writesInPlace`), and which of the two writes it depends on timing.
-    /// The record bytes are the same either way; whether zeros follow them
-    /// is not. With `writesInPlace = false` for preallocated deterministic
-    /// cycles, powerloss cycles 0–9 and iofault cycles 0–11 replayed exactly
-    /// in 3 runs of 3 (every run differed before). The fix to make: decide
-    /// the zero-fill from the segment's written size at each writer step,
-    /// whoever wrote the bytes, so in-place writers get zeros ahead too.
-    /// (Close counts also differ, but `close` is not in the fingerprint:
-    /// the dead log closes in the background, `OutboxLog.deinit`.)
-    /// A 120 s `--mode all` run with it on found no violation (RELIABILITY.md).
-    static let simulatedModesPreallocate = false
+    /// Whether the simulated modes (powerloss, iofault) preallocate too, in
+    /// the cycles ``preallocates(cycle:)`` picks. They do, with writes in
+    /// place off (see ``make(fileSystem:recovery:deterministic:preallocated:)``):
+    /// the writer zero-fills only after a work item in which *it* wrote
+    /// records (`allocateAhead`), and with writes in place on, whether a
+    /// `written` append is written by its caller or by the writer depends
+    /// on timing — the record bytes are the same, whether zeros follow them
+    /// is not, so a cycle would not replay (ScheduleReplayTests failed 3
+    /// runs in 4). Writes in place beside preallocation are covered by the
+    /// modes with real processes (kill, iofault's libfiu runs), which do not
+    /// need to replay.
+    static let simulatedModesPreallocate = true
 
     /// - Parameter preallocated: zero-fill the active segment ahead of its
     ///   records (``preallocation``).
@@ -73,6 +65,9 @@ public enum TortureLogConfiguration {
         if deterministic {
             configuration.bufferedFlushThreshold = configuration.maximumPendingBytes
             configuration.indexCheckpointInterval = .max
+            // Zero-filling follows the writer's own writes; who writes a
+            // `written` append depends on timing (``simulatedModesPreallocate``).
+            if preallocated { configuration.writesInPlace = false }
         }
         return configuration
     }
