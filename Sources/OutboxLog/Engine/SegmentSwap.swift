@@ -20,9 +20,16 @@ struct SegmentSwap {
     let fileSystem: any FileSystem
 
     func remove(_ path: FilePath) throws(OutboxLogError) {
-        do { try fileSystem.removeFile(path) } catch where error == .noSuchFileOrDirectory {} catch {
+        do { try fileSystem.removeFile(path) } catch where error == .noSuchFileOrDirectory && !exists(path) {} catch {
             throw .io("cannot remove", error, file: path)
         }
+    }
+
+    /// Whether `path` is there, to tell an `ENOENT` that means "done before
+    /// a crash" from one that is an error. Unknown (the check failed) counts
+    /// as there: the caller then fails rather than assume.
+    private func exists(_ path: FilePath) -> Bool {
+        do { return try fileSystem.itemKind(at: path) != nil } catch { return true }
     }
 
     /// Rolls a committed swap forward: inputs deleted (or moved aside),
@@ -48,9 +55,12 @@ struct SegmentSwap {
             let pending = layout.compactingSegmentFile(base: output.base)
             do {
                 try fileSystem.rename(pending, to: layout.segmentFile(base: output.base))
-            } catch where error == .noSuchFileOrDirectory {
+            } catch where error == .noSuchFileOrDirectory && !exists(pending) {
                 // Renamed before the crash.
             } catch {
+                // ENOENT with the output still there is a failure like any
+                // other: taking it for "renamed" would remove the intent
+                // with the output under its pending name and its input gone.
                 throw .io("cannot rename compaction output into place", error, file: pending)
             }
         }
@@ -76,7 +86,7 @@ struct SegmentSwap {
             }
             try fileSystem.rename(path, to: target)
             try fileSystem.synchronizeDirectory(damagedDirectory)
-        } catch where error == .noSuchFileOrDirectory {
+        } catch where error == .noSuchFileOrDirectory && !exists(path) {
             // Moved before a crash.
         } catch {
             throw .io("cannot move damaged file aside", error, file: path)
