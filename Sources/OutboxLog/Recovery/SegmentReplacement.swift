@@ -88,7 +88,9 @@ struct SegmentReplacement {
         expected: SegmentScanner.Run, source: FilePath
     ) throws(OutboxLogError) {
         let reader = ChunkedFileReader(fileSystem: fileSystem, descriptor: descriptor, path: path, fileSize: size)
-        let sameHeader = (try? SegmentHeader.decode(try reader.window(at: 0, count: SegmentHeader.size)).get()) == header
+        // A failed read is an I/O error, never "the records changed".
+        let headerBytes = try reader.window(at: 0, count: SegmentHeader.size)
+        let sameHeader = (try? SegmentHeader.decode(headerBytes).get()) == header
         let run = try SegmentScanner(reader: reader, header: header).scanRun(
             from: Int64(SegmentHeader.size), previous: nil, resumingAfterDamage: false, visit: { _ in })
         guard sameHeader, run.stop == nil, run.end == size, run.records == expected.records,

@@ -106,7 +106,11 @@ struct TailRepair {
             cut = unproven
         }
         // Every record before the cut was vouched for: cutting is enough.
-        try? fileSystem.close(try openSynced(torn.candidate.path, cuttingAt: cut))
+        // A failed cut fails the open (only the close may fail unheard:
+        // `try?` around both once swallowed the cut's error, and the open
+        // sealed the torn bytes behind a new segment).
+        let descriptor = try openSynced(torn.candidate.path, cuttingAt: cut)
+        try? fileSystem.close(descriptor)
     }
 
     /// The newest segment, opened for writing, cut at `cut` if given, and
