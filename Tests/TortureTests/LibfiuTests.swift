@@ -39,4 +39,36 @@ struct LibfiuTests {
         #expect(counts.acknowledged > 0)
         #expect((counts.details["libfiu: poisoned logs refused the next append"] ?? 0) > 0, "\(report.text)")
     }
+
+    /// A hung worker whose every thread waits inside libfiu (the stacks of
+    /// a real hang, trimmed) is libfiu's deadlock; one thread anywhere else
+    /// makes it a hang of ours, reported as a violation.
+    @Test("a hang is put down to libfiu only when every thread is blocked inside it")
+    func libfiuDeadlockIsRecognised() throws {
+        let inLibfiu = """
+            [New LWP 13806]
+            Thread 3 (Thread 0x7f91 (LWP 13807) "-qos.overcommit"):
+            #5  ___dlsym (handle=<optimized out>, name=<optimized out>) at ./dlfcn/dlsym.c:68
+            #10 0x00007f91968b99ca in fiu_fail () from /lib/libfiu.so.0
+            #11 0x00007f9197483692 in open () from /usr/lib/fiu/fiu_posix_preload.so
+            Thread 1 (Thread 0x7f91 (LWP 13799) "outbox"):
+            #6  0x00007f91968b99ca in fiu_fail () from /lib/libfiu.so.0
+            #7  0x00007f919747a122 in malloc () from /usr/lib/fiu/fiu_posix_preload.so
+            """
+        let oneThreadOfOurs = inLibfiu + """
+
+            Thread 4 (Thread 0x7f92 (LWP 13808) "outbox-writer"):
+            #0  __futex_abstimed_wait_common () at ./nptl/futex-internal.c:57
+            #1  OutboxLog.LogCore.writerLoop
+            """
+        let directory = FileManager.default.temporaryDirectory.path + "/outbox-stacks-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let first = directory + "/a.stacks", second = directory + "/b.stacks"
+        try inLibfiu.write(toFile: first, atomically: true, encoding: .utf8)
+        try oneThreadOfOurs.write(toFile: second, atomically: true, encoding: .utf8)
+        #expect(LibfiuTorture.deadlockedInLibfiu(stacks: FilePath(first)))
+        #expect(!LibfiuTorture.deadlockedInLibfiu(stacks: FilePath(second)))
+        #expect(!LibfiuTorture.deadlockedInLibfiu(stacks: FilePath(directory + "/missing.stacks")))
+    }
 }
