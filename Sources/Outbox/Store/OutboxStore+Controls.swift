@@ -21,21 +21,3 @@ extension StoreCore {
         }
     }
 }
-
-extension InMemoryOutboxStore {
-    public func bringForward(_ ids: [OutboxEntry.ID]?, at now: Date) async throws(OutboxError) -> [OutboxEntry.ID] {
-        try await core.bringForward(ids, at: now)
-    }
-    public func removeDead(diedBefore cutoff: Date) async throws(OutboxError) -> [OutboxEntry.ID] {
-        try await core.removeDead(diedBefore: cutoff)
-    }
-}
-
-extension LogOutboxStore {
-    public func bringForward(_ ids: [OutboxEntry.ID]?, at now: Date) async throws(OutboxError) -> [OutboxEntry.ID] {
-        try await core.bringForward(ids, at: now)
-    }
-    public func removeDead(diedBefore cutoff: Date) async throws(OutboxError) -> [OutboxEntry.ID] {
-        try await core.removeDead(diedBefore: cutoff)
-    }
-}

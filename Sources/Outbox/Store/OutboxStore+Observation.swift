@@ -71,23 +71,3 @@ extension StoreCore {
         }
     }
 }
-
-extension InMemoryOutboxStore {
-    public func state(of id: OutboxEntry.ID) async throws(OutboxError) -> OutboxEntryState? { try core.state(of: id) }
-    public func ids(matching filter: OutboxFilter) async throws(OutboxError) -> [OutboxEntry.ID] {
-        try core.ids(matching: filter)
-    }
-    public var changeFeed: OutboxChangeFeed? { core.feed }
-}
-
-extension LogOutboxStore {
-    public func state(of id: OutboxEntry.ID) async throws(OutboxError) -> OutboxEntryState? {
-        await core.waitUntilLoaded()
-        return try core.state(of: id)
-    }
-    public func ids(matching filter: OutboxFilter) async throws(OutboxError) -> [OutboxEntry.ID] {
-        await core.waitUntilLoaded()
-        return try core.ids(matching: filter)
-    }
-    public var changeFeed: OutboxChangeFeed? { core.feed }
-}

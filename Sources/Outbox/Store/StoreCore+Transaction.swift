@@ -117,15 +117,3 @@ extension OutboxStore {
         return [try await enqueue(request)]
     }
 }
-
-extension InMemoryOutboxStore {
-    public func enqueue(_ requests: [OutboxEnqueueRequest]) async throws(OutboxError) -> [OutboxEnqueueResult] {
-        try await core.enqueue(requests)
-    }
-}
-
-extension LogOutboxStore {
-    public func enqueue(_ requests: [OutboxEnqueueRequest]) async throws(OutboxError) -> [OutboxEnqueueResult] {
-        try await core.enqueue(requests)
-    }
-}
