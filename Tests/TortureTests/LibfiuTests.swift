@@ -61,6 +61,11 @@ struct LibfiuTests {
             #0  __futex_abstimed_wait_common () at ./nptl/futex-internal.c:57
             #1  OutboxLog.LogCore.writerLoop
             """
+        // gdb lists the newest thread first, with no header before it.
+        let oursFirst = """
+            Thread 4 (Thread 0x7f92 (LWP 13808) "outbox-writer"):
+            #0  __futex_abstimed_wait_common () at ./nptl/futex-internal.c:57
+            """ + "\n" + inLibfiu.split(separator: "\n").dropFirst().joined(separator: "\n")
         let directory = FileManager.default.temporaryDirectory.path + "/outbox-stacks-\(UUID().uuidString)"
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: directory) }
@@ -69,6 +74,9 @@ struct LibfiuTests {
         try oneThreadOfOurs.write(toFile: second, atomically: true, encoding: .utf8)
         #expect(LibfiuTorture.deadlockedInLibfiu(stacks: FilePath(first)))
         #expect(!LibfiuTorture.deadlockedInLibfiu(stacks: FilePath(second)))
+        let third = directory + "/c.stacks"
+        try oursFirst.write(toFile: third, atomically: true, encoding: .utf8)
+        #expect(!LibfiuTorture.deadlockedInLibfiu(stacks: FilePath(third)))
         #expect(!LibfiuTorture.deadlockedInLibfiu(stacks: FilePath(directory + "/missing.stacks")))
     }
 }

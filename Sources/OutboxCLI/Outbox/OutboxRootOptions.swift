@@ -54,8 +54,14 @@ struct OutboxRootOptions: ParsableArguments {
         var configuration = OutboxStoreConfiguration()
         configuration.log.logger = logger(level: .warning)
         configuration.log.createIfMissing = create
-        if let keyFile, let key = try? Self.readKey(keyFile, option: "--key-file") {
-            try? configuration.setEncryptionKey(key)
+        if let keyFile {
+            do {
+                try configuration.setEncryptionKey(try Self.readKey(keyFile, option: "--key-file"))
+            } catch {
+                // validate() read it; gone since: never create a queue
+                // without the key the user gave (opening then fails).
+                configuration.log.createIfMissing = false
+            }
         }
         return configuration
     }

@@ -73,6 +73,9 @@ struct SegmentSwap {
     func moveAside(_ path: FilePath) throws(OutboxLogError) {
         let damagedDirectory = layout.damagedDirectory
         do {
+            // Moved before a crash. (Checked first, not taken from an
+            // ENOENT: that could come from the sync after the rename too.)
+            guard try fileSystem.itemKind(at: path) != nil else { return }
             if try fileSystem.itemKind(at: damagedDirectory) == nil {
                 try fileSystem.createDirectory(damagedDirectory)
                 try fileSystem.synchronizeDirectory(layout.directory)
@@ -86,8 +89,6 @@ struct SegmentSwap {
             }
             try fileSystem.rename(path, to: target)
             try fileSystem.synchronizeDirectory(damagedDirectory)
-        } catch where error == .noSuchFileOrDirectory && !exists(path) {
-            // Moved before a crash.
         } catch {
             throw .io("cannot move damaged file aside", error, file: path)
         }

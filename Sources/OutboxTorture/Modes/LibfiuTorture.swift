@@ -165,7 +165,16 @@ struct LibfiuTorture {
     /// Any thread elsewhere makes it a hang of ours.
     static func deadlockedInLibfiu(stacks path: FilePath) -> Bool {
         guard let text = try? String(contentsOfFile: path.string, encoding: .utf8) else { return false }
-        let threads = text.components(separatedBy: "\nThread ").dropFirst()
+        // One block per thread, from its `Thread N (…)` line (gdb's header
+        // lines, if any, before the first are not a thread).
+        var threads: [String] = []
+        for line in text.split(separator: "\n", omittingEmptySubsequences: false) {
+            if line.hasPrefix("Thread ") {
+                threads.append(String(line))
+            } else if !threads.isEmpty {
+                threads[threads.count - 1] += "\n" + line
+            }
+        }
         return !threads.isEmpty && threads.allSatisfy { $0.contains("fiu_fail") }
     }
 }
