@@ -33,6 +33,7 @@ struct Options {
     var crashBefore: String?
     var crashFlushBacklog: Int?
     var crashWorkloads: Set<String> = ["enqueue", "flush", "restart"]
+    var crashPreallocation = 0
 
     static let usage = """
         usage: outbox-compare [--quick] [--output DIRECTORY] [--only SECTION,...]
@@ -55,6 +56,8 @@ struct Options {
           --crash-seed N        the kill moments' seed (default 23)
           --crash-flush-backlog N  entries pending when the flush starts (default 10000)
           --crash-workloads LIST   enqueue, flush, restart (default all three)
+          --crash-preallocation BYTES  our killed workers zero-fill their active segment
+                                this far ahead (OutboxLog.Configuration.preallocation; default 0)
           --crash-before FILE   an earlier run's benchmark-crash.json: the chart draws its
                                 restart rows too, dashed (before and after a change)
 
@@ -106,6 +109,11 @@ struct Options {
             case "--crash-seed":
                 guard let value = iterator.next().flatMap(UInt64.init) else { fail("--crash-seed needs a number") }
                 options.crashSeed = value
+            case "--crash-preallocation":
+                guard let value = iterator.next().flatMap(Int.init), value >= 0 else {
+                    fail("--crash-preallocation needs a byte count")
+                }
+                options.crashPreallocation = value
             case "-h", "--help":
                 print(usage)
                 exit(0)
@@ -286,7 +294,10 @@ if options.sections.contains("crash") {
         seconds: options.crashSeconds ?? (quick ? 6 : 20), seed: options.crashSeed, killAfter: 0.3...2.0,
         backlogs: options.crashBacklogs ?? (quick ? [10_000, 100_000] : [10_000, 100_000, 1_000_000]),
         restarts: options.crashRestarts ?? (quick ? 3 : 5),
-        flushBacklog: options.crashFlushBacklog ?? (quick ? 2_000 : 10_000), workloads: options.crashWorkloads)
+        flushBacklog: options.crashFlushBacklog ?? (quick ? 2_000 : 10_000), workloads: options.crashWorkloads,
+        preallocation: options.crashPreallocation)
+    // The killed workers are this binary, spawned with this environment.
+    setenv(CrashSettings.preallocationVariable, "\(settings.preallocation ?? 0)", 1)
     // Read first: a missing or unreadable file should stop the run before it starts.
     let before = try options.crashBefore.map { path in
         try JSONDecoder().decode(CrashReport.self, from: Data(contentsOf: URL(fileURLWithPath: path)))

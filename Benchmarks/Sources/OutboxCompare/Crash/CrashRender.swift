@@ -7,7 +7,7 @@ func renderCrashMarkdown(_ results: [CrashResult], settings: CrashSettings, comm
     text += "Measured \(date) with `\(command)`; load average \(load).\n\n"
     text += "Each worker is this benchmark binary run again by itself, killed with SIGKILL at a seeded random moment "
     text += "\(settings.killAfter.lowerBound)–\(settings.killAfter.upperBound) s after its spawn (seed \(settings.seed)) and restarted at once, "
-    text += "for \(settings.seconds) s of wall time per contender and workload. Ours: `LogOutboxStore`, enqueues and outcomes `durable` "
+    text += "for \(settings.seconds) s of wall time per contender and workload. Ours: `LogOutboxStore`\((settings.preallocation ?? 0) > 0 ? " with \((settings.preallocation ?? 0) >> 10) KiB of segment zero-filled ahead (`preallocation`)" : ""), enqueues and outcomes `durable` "
     text += "(attempt start `written`), `OutboxDispatcher` with default settings and `HTTPOutboxHandler`. SQLite: GRDB, WAL, `synchronous=FULL`, "
     text += "the seeds' table, one transaction per enqueue, per claim of up to 64 rows and per acknowledgement, 4 deliveries at a time "
     text += "over the same HTTP transport. The server is the loopback reference server (Idempotency-Key middleware, keys in memory). "

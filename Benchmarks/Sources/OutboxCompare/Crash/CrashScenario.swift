@@ -60,6 +60,13 @@ struct CrashSettings: Codable, Sendable {
     var flushBacklog: Int
     /// Which workloads run: enqueue, flush, restart.
     var workloads: Set<String>
+    /// How far ahead our killed workers zero-fill their active segment
+    /// (`OutboxLog.Configuration.preallocation`); 0: not at all. Optional
+    /// so that reports written before it existed still decode.
+    var preallocation: Int? = 0
+
+    /// Hands ``preallocation`` to the worker processes.
+    static let preallocationVariable = "OUTBOX_COMPARE_CRASH_PREALLOCATION"
 }
 
 enum CrashContender: String, CaseIterable, Sendable {

@@ -91,9 +91,10 @@ private struct OursWorker {
     let root: String
 
     func open() async throws -> LogOutboxStore {
-        let store = try await LogOutboxStore.open(
-            root: .init(root), partition: Workload.partition,
-            configuration: Workload.storeConfiguration(enqueue: .durable, attempt: .written, outcome: .durable))
+        var configuration = Workload.storeConfiguration(enqueue: .durable, attempt: .written, outcome: .durable)
+        configuration.log.preallocation =
+            ProcessInfo.processInfo.environment[CrashSettings.preallocationVariable].flatMap(Int.init) ?? 0
+        let store = try await LogOutboxStore.open(root: .init(root), partition: Workload.partition, configuration: configuration)
         CrashWorker.emit("O")
         return store
     }
