@@ -107,7 +107,7 @@ extension LogOutboxStore {
 
     /// Moves in now what other processes spooled for this queue: every
     /// spool whose writer is done with it (or was killed). The open does
-    /// this too, and ``claimDue(at:limit:lease:accepting:)`` does it first
+    /// this too, and ``OutboxStore/claimDue(at:limit:lease:accepting:)`` does it first
     /// once a writer has poked; an app that keeps its queue open watches
     /// with ``watchSpools(pollInterval:onIngested:)``.
     ///
