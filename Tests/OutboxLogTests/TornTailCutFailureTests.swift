@@ -21,19 +21,9 @@ struct TornTailCutFailureTests {
         try await first.close()
         let log = try await OutboxLog.open(at: simulatedLogDirectory, configuration: simulatedConfiguration(disk, segmentSize: 1 << 20))
         try await log.sync()
-        // The next append is torn: a prefix of its bytes reaches the file.
-        disk.faults.install(.diskFull(atWrite: 1, persistent: false))
-        await #expect(throws: OutboxLogError.self) { try await log.put("torn", .pattern(300, seed: 9), durability: .durable) }
-        disk.simulateProcessCrash()
-        _ = try? await log.close()
-        disk.faults.removeAllRules()
+        await Self.tearNextAppendThenKill(log, disk)
 
-        disk.faults.install(.nthCall(1, of: .truncate))
-        let error = await #expect(throws: OutboxLogError.self) {
-            let reopened = try await OutboxLog.open(at: simulatedLogDirectory, configuration: simulatedConfiguration(disk, segmentSize: 1 << 20))
-            try? await reopened.close()
-        }
-        #expect(error?.code == .io, "\(String(describing: error))")
+        await Self.expectOpenFailsWithIO(disk, .nthCall(1, of: .truncate))
         #expect(disk.faults.injectedFaults.last?.operation == .truncate, "the cut was attempted: \(disk.faults.injectedFaults)")
         disk.faults.removeAllRules()
 
@@ -54,23 +44,34 @@ struct TornTailCutFailureTests {
         for i in 0..<5 { try await log.put(LogKey("k\(i)"), .pattern(100, seed: i), durability: .durable) }
         // Torn, and no marker after the records: recovery copies them to a
         // replacement segment and reads the copy back before it takes over.
-        disk.faults.install(.diskFull(atWrite: 1, persistent: false))
-        await #expect(throws: OutboxLogError.self) { try await log.put("torn", .pattern(300, seed: 9), durability: .durable) }
-        disk.simulateProcessCrash()
-        _ = try? await log.close()
-        disk.faults.removeAllRules()
+        await Self.tearNextAppendThenKill(log, disk)
 
-        disk.faults.install(.nthCall(1, of: .read, paths: .suffix(".seg.tmp")))
-        let error = await #expect(throws: OutboxLogError.self) {
-            let reopened = try await OutboxLog.open(at: simulatedLogDirectory, configuration: simulatedConfiguration(disk, segmentSize: 1 << 20))
-            try? await reopened.close()
-        }
-        #expect(error?.code == .io, "\(String(describing: error))")
+        await Self.expectOpenFailsWithIO(disk, .nthCall(1, of: .read, paths: .suffix(".seg.tmp")))
         #expect(disk.faults.injectedFaults.last?.operation == .read, "\(disk.faults.injectedFaults)")
         disk.faults.removeAllRules()
 
         let reopened = try await OutboxLog.open(at: simulatedLogDirectory, configuration: simulatedConfiguration(disk, segmentSize: 1 << 20))
         for i in 0..<5 { #expect(try await reopened.get(LogKey("k\(i)"))?.value == .pattern(100, seed: i)) }
         try await reopened.close()
+    }
+
+    /// The next append is torn (a prefix of its bytes reaches the file),
+    /// then the process dies.
+    static func tearNextAppendThenKill(_ log: OutboxLog, _ disk: SimulatedFileSystem) async {
+        disk.faults.install(.diskFull(atWrite: 1, persistent: false))
+        await #expect(throws: OutboxLogError.self) { try await log.put("torn", .pattern(300, seed: 9), durability: .durable) }
+        disk.simulateProcessCrash()
+        _ = try? await log.close()
+        disk.faults.removeAllRules()
+    }
+
+    /// With `rule` installed, the open must fail with `.io`.
+    static func expectOpenFailsWithIO(_ disk: SimulatedFileSystem, _ rule: FaultRule) async {
+        disk.faults.install(rule)
+        let error = await #expect(throws: OutboxLogError.self) {
+            let reopened = try await OutboxLog.open(at: simulatedLogDirectory, configuration: simulatedConfiguration(disk, segmentSize: 1 << 20))
+            try? await reopened.close()
+        }
+        #expect(error?.code == .io, "\(String(describing: error))")
     }
 }
