@@ -160,7 +160,7 @@ struct TransactionEquivalenceTests {
         return lines.joined(separator: "\n")
     }
 
-    static func describe(_ results: [(Scheduler.EnqueueOutcome, [StoreChange])]) -> String {
+    static func describe(_ results: [(Scheduler.EnqueueOutcome, StoreChanges)]) -> String {
         results.map { "\($0.0) \($0.1)" }.joined(separator: "; ")
     }
 
@@ -175,7 +175,7 @@ struct TransactionEquivalenceTests {
             var modelResult: Result<String, OutboxError>
             do throws(OutboxError) {
                 var trial = model
-                var results: [(Scheduler.EnqueueOutcome, [StoreChange])] = []
+                var results: [(Scheduler.EnqueueOutcome, StoreChanges)] = []
                 for (request, size) in zip(batch, sizes) { results.append(try trial.enqueue(request, storedBytes: size, now: Self.now)) }
                 model = trial
                 modelResult = .success(Self.describe(results))

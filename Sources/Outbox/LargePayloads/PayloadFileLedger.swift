@@ -31,7 +31,7 @@ final class PayloadFileLedger: Sendable {
 
     /// The files of the entries that `writes` delete (their tombstones),
     /// forgotten here; empty in the common case, without a look at `writes`.
-    func ended(by writes: [LogWrite]) -> [FilePath] {
+    func ended(by writes: some Sequence<LogWrite>) -> [FilePath] {
         state.withLock { state in
             guard !state.files.isEmpty else { return [] }
             return writes.compactMap { write in

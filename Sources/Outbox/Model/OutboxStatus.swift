@@ -91,18 +91,23 @@ public enum OutboxStatus: String, Sendable, Hashable, CaseIterable, Codable, Cus
     var holdsScope: Bool { self == .pending || self == .waitingToRetry || self == .inFlight }
 
     /// The statuses an entry may move to from this one.
-    public var allowedTransitions: Set<OutboxStatus> {
-        switch self {
-        case .pending: [.inFlight, .quarantined]
-        case .waitingToRetry: [.inFlight, .quarantined]
-        case .inFlight: [.succeeded, .waitingToRetry, .quarantined, .conflict, .pending]
-        case .quarantined: [.pending]
-        case .conflict: [.pending, .quarantined, .succeeded]
-        case .succeeded: []
+    public var allowedTransitions: Set<OutboxStatus> { Set(Self.allCases.filter(canMove(to:))) }
+
+    /// Whether an entry may move from this status to `next`: a switch, not
+    /// a look-up in ``allowedTransitions``, because every outcome asks and
+    /// a set built per call is an allocation on the hot path.
+    func canMove(to next: OutboxStatus) -> Bool {
+        switch (self, next) {
+        case (.pending, .inFlight), (.pending, .quarantined): true
+        case (.waitingToRetry, .inFlight), (.waitingToRetry, .quarantined): true
+        case (.inFlight, .succeeded), (.inFlight, .waitingToRetry), (.inFlight, .quarantined), (.inFlight, .conflict),
+            (.inFlight, .pending):
+            true
+        case (.quarantined, .pending): true
+        case (.conflict, .pending), (.conflict, .quarantined), (.conflict, .succeeded): true
+        default: false
         }
     }
-
-    func canMove(to next: OutboxStatus) -> Bool { allowedTransitions.contains(next) }
 
     var code: UInt8 {
         switch self {

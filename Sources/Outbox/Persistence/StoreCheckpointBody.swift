@@ -47,7 +47,7 @@ enum StoreCheckpointBody {
             if appKey != nil { flags |= hasAppKey }
             if failure != nil { flags |= hasFailure }
             if format.isSealed { flags |= hasLogKey }
-            writer.raw(entry.id.bytes)
+            writer.uuid(entry.id.uuid)
             writer.integer(entry.sequence)
             writer.integer(entry.when)
             writer.integer(entry.createdAt)
@@ -62,7 +62,7 @@ enum StoreCheckpointBody {
             writer.integer(flags)
             if flags & hasDependencies != 0 {
                 writer.integer(UInt16(entry.dependencies!.count))
-                for dependency in entry.dependencies! { writer.raw(dependency.bytes) }
+                for dependency in entry.dependencies! { writer.uuid(dependency.uuid) }
             }
             if let appKey { writer.string(appKey) }
             if let failure { encode(failure, into: &writer) }
@@ -73,7 +73,7 @@ enum StoreCheckpointBody {
             var flags: UInt8 = completion.serverID != nil ? hasServerID : 0
             if completion.idempotencyKey != nil { flags |= hasAppKey }
             if format.isSealed { flags |= hasLogKey }
-            writer.raw(id.bytes)
+            writer.uuid(id.uuid)
             writer.integer(completion.syncedAt)
             writer.integer(flags)
             if let serverID = completion.serverID { writer.string(serverID) }

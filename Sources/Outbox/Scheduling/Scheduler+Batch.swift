@@ -22,17 +22,17 @@
 extension Scheduler {
     mutating func enqueueAll(
         _ requests: [OutboxEnqueueRequest], storedBytes: [Int], now: Int64
-    ) throws(BatchFailure) -> [(EnqueueOutcome, [StoreChange])] {
+    ) throws(BatchFailure) -> [(EnqueueOutcome, StoreChanges)] {
         if try needsEviction(requests, storedBytes: storedBytes) {
             var trial = self
-            var results: [(EnqueueOutcome, [StoreChange])] = []
+            var results: [(EnqueueOutcome, StoreChanges)] = []
             for (request, bytes) in zip(requests, storedBytes) {
                 do { results.append(try trial.enqueue(request, storedBytes: bytes, now: now)) } catch { throw .refused(error) }
             }
             self = trial
             return results
         }
-        var results: [(EnqueueOutcome, [StoreChange])] = []
+        var results: [(EnqueueOutcome, StoreChanges)] = []
         results.reserveCapacity(requests.count)
         for (request, bytes) in zip(requests, storedBytes) {
             // The preview admitted every request: a refusal here would be a

@@ -7,7 +7,7 @@ extension Scheduler {
     /// due at `now`, keeping their attempts: "send now", and what coming
     /// back online does for entries that backed off while offline. `ids`
     /// `nil`: every such entry. Returns the entries brought forward.
-    mutating func bringForward(_ ids: [OutboxEntryID]?, now: Int64) -> (ids: [OutboxEntryID], changes: [StoreChange]) {
+    mutating func bringForward(_ ids: [OutboxEntryID]?, now: Int64) -> (ids: [OutboxEntryID], changes: StoreChanges) {
         let candidates = ids ?? entries.values.filter { $0.status == .waitingToRetry }.map(\.id)
         var moved: [OutboxEntryID] = []
         for id in candidates {
@@ -17,16 +17,16 @@ extension Scheduler {
             consider(id)
             moved.append(id)
         }
-        return (moved, moved.map { .state($0) })
+        return (moved, StoreChanges(moved.lazy.map { .state($0) }))
     }
 
     /// Removes the dead entries that died at or before `cutoff` (ms since
     /// 1970); their dependents, dead with them, follow once they too are
     /// past it. Returns the entries removed.
-    mutating func removeDead(diedBefore cutoff: Int64) -> (ids: [OutboxEntryID], changes: [StoreChange]) {
+    mutating func removeDead(diedBefore cutoff: Int64) -> (ids: [OutboxEntryID], changes: StoreChanges) {
         let expired = entries.values.filter { $0.status == .quarantined && $0.when <= cutoff }.sorted { $0.sequence < $1.sequence }
         var removed: [OutboxEntryID] = []
-        var changes: [StoreChange] = []
+        var changes: StoreChanges = []
         for entry in expired where entries[entry.id] != nil {
             removeEntry(entry.id, cascadeReason: DependencyFailure.removed(entry.id).reason, collecting: &changes)
             changes.append(.remove(entry.id))

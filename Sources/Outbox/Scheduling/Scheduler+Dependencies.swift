@@ -37,7 +37,7 @@ extension Scheduler {
 
     /// Quarantines every live entry that depends, directly or not, on `root`.
     mutating func cascadeDeath(
-        from root: OutboxEntryID, reason: String, changes: inout [StoreChange]
+        from root: OutboxEntryID, reason: String, changes: inout StoreChanges
     ) -> [OutboxEntryID] {
         var affected: [OutboxEntryID] = []
         var queue = [(root, reason)]
@@ -90,7 +90,7 @@ extension Scheduler {
     /// forever — and its reason now names that parent, so retrying it is
     /// what brings the dependent back.
     mutating func reviveDependents(
-        of root: OutboxEntryID, now: Int64, changes: inout [StoreChange]
+        of root: OutboxEntryID, now: Int64, changes: inout StoreChanges
     ) -> [OutboxEntryID] {
         var revived: [OutboxEntryID] = []
         var queue = [root]

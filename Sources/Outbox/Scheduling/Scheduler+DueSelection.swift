@@ -60,7 +60,7 @@ extension Scheduler {
     /// and are returned as `unaccepted` (id, type).
     mutating func claim(
         now: Int64, limit: Int, leaseUntil: Int64, accepts: (String) -> Bool
-    ) -> (claimed: [OutboxEntryID], unaccepted: [(OutboxEntryID, String)], changes: [StoreChange]) {
+    ) -> (claimed: [OutboxEntryID], unaccepted: [(OutboxEntryID, String)], changes: StoreChanges) {
         var verdicts: [UInt32: Bool] = [:]
         let names = strings  // a copy: `pick` mutates self while this runs
         let picked = pick(now: now, limit: limit) { type in
@@ -69,7 +69,7 @@ extension Scheduler {
             verdicts[type] = verdict
             return verdict
         }
-        var changes: [StoreChange] = []
+        var changes: StoreChanges = []
         changes.reserveCapacity(picked.accepted.count)
         for candidate in picked.accepted {
             // `pick` checked status, scope head, time and dependencies.

@@ -18,7 +18,7 @@ extension Scheduler {
     /// quarantined at once instead, with the reason.
     mutating func enqueue(
         _ request: OutboxEnqueueRequest, storedBytes: Int, now: Int64, spooled: Bool = false
-    ) throws(OutboxError) -> (EnqueueOutcome, [StoreChange]) {
+    ) throws(OutboxError) -> (EnqueueOutcome, StoreChanges) {
         if let existing = duplicate(of: request.id) { return (existing, []) }
         if let key = request.idempotencyKey, let holder = keyHolders[key], let existing = duplicate(of: holder) {
             return (existing, [])
@@ -36,7 +36,7 @@ extension Scheduler {
         let type = strings.retain(request.type)
         let coalescingKey = strings.retain(request.coalescingKey)
 
-        var changes: [StoreChange] = []
+        var changes: StoreChanges = []
         for id in evicted {
             changes += removeEntry(id, cascadeReason: DependencyFailure.evicted(id).reason)
             changes.append(.remove(id))

@@ -101,7 +101,7 @@ extension Scheduler {
     /// come back pending with their attempt counted. Returns their new state
     /// to persist. `sequenceFloor` keeps sequence numbers increasing across
     /// restarts even when every entry is gone.
-    mutating func finishLoading(now: Int64, sequenceFloor: UInt64) -> [StoreChange] {
+    mutating func finishLoading(now: Int64, sequenceFloor: UInt64) -> StoreChanges {
         nextSequence = max(nextSequence, sequenceFloor)
         let changes = rebuildOrder(now: now)
         rebuildHeaps(now: now)
@@ -110,8 +110,8 @@ extension Scheduler {
 
     /// The scope queues, coalescing keys and dependents, in order; entries
     /// a crash left in flight come back pending. Returns their new state.
-    private mutating func rebuildOrder(now: Int64) -> [StoreChange] {
-        var changes: [StoreChange] = []
+    private mutating func rebuildOrder(now: Int64) -> StoreChanges {
+        var changes: StoreChanges = []
         // Only entries in a send queue, with a coalescing key or with
         // dependencies need the order. Sort the (id, sequence) pairs, not
         // ids through table lookups: loads insert in sequence order, and the

@@ -6,7 +6,7 @@ import Foundation
 extension Scheduler {
     /// Starts an attempt: the entry goes in flight with a lease until
     /// `leaseUntil`, and the attempt is counted.
-    mutating func beginAttempt(_ id: OutboxEntryID, now: Int64, leaseUntil: Int64) throws(OutboxError) -> [StoreChange] {
+    mutating func beginAttempt(_ id: OutboxEntryID, now: Int64, leaseUntil: Int64) throws(OutboxError) -> StoreChanges {
         var entry = try existing(id)
         guard entry.status.isSendable else { throw transitionError(entry, to: .inFlight) }
         guard isHead(entry) else {
@@ -22,18 +22,18 @@ extension Scheduler {
         entry.attempts &+= 1
         entry.when = leaseUntil
         commit(entry)
-        return [.state(id)]
+        return StoreChanges(.state(id))
     }
 
     /// Records delivery: the entry is removed (or kept as `succeeded` for the
     /// audit window) and its completion stored, with the server's id.
-    mutating func succeed(_ id: OutboxEntryID, serverID: String?, now: Int64) throws(OutboxError) -> [StoreChange] {
+    mutating func succeed(_ id: OutboxEntryID, serverID: String?, now: Int64) throws(OutboxError) -> StoreChanges {
         var entry = try existing(id)
         guard entry.status.canMove(to: .succeeded) else { throw transitionError(entry, to: .succeeded) }
         completions[id] = Completion(serverID: serverID, syncedAt: now, idempotencyKey: appKeys[id])
         failures[id] = nil
         let waitingChildren = blocked.removeValue(forKey: id) ?? []
-        var changes: [StoreChange] = []
+        var changes: StoreChanges = []
         if configuration.succeededRetention != nil {
             leaveScope(entry)
             setStatus(&entry, .succeeded)
@@ -60,7 +60,7 @@ extension Scheduler {
     mutating func fail(
         _ id: OutboxEntryID, error: String, httpStatus: Int?, retryAt: Int64, counted: Bool = true,
         answeredAt: Int64? = nil, outcomeUnknownAt: Int64? = nil
-    ) throws(OutboxError) -> (OutboxStatus, OutboxCascade, [StoreChange]) {
+    ) throws(OutboxError) -> (OutboxStatus, OutboxCascade, StoreChanges) {
         var entry = try existing(id)
         guard entry.status.canMove(to: .waitingToRetry) else { throw transitionError(entry, to: .waitingToRetry) }
         let firstAnswer = failures[id]?.firstAnsweredAt ?? answeredAt
@@ -78,7 +78,7 @@ extension Scheduler {
             message: Self.kept(error), httpStatus: httpStatus, firstAnsweredAt: firstAnswer, outcomeUnknownSince: unknownSince)
         commit(entry)
         consider(id)
-        return (.waitingToRetry, OutboxCascade(), [.state(id)])
+        return (.waitingToRetry, OutboxCascade(), StoreChanges(.state(id)))
     }
 
     /// Puts in-flight entries whose lease ended at or before `now` back in
@@ -112,17 +112,17 @@ extension Scheduler {
     /// depends on it (reason `dependencyFailed`).
     mutating func quarantine(
         _ id: OutboxEntryID, reason: String, httpStatus: Int?
-    ) throws(OutboxError) -> (OutboxCascade, [StoreChange]) {
+    ) throws(OutboxError) -> (OutboxCascade, StoreChanges) {
         try setAside(id, as: .quarantined, reason: reason, httpStatus: httpStatus)
-        var changes: [StoreChange] = [.state(id)]
+        var changes = StoreChanges(.state(id))
         let cascade = cascadeDeath(from: id, reason: DependencyFailure.dead(id).reason, changes: &changes)
         return (OutboxCascade(dependents: cascade), changes)
     }
 
     /// Records a conflict left for a person to resolve.
-    mutating func conflict(_ id: OutboxEntryID, reason: String, httpStatus: Int?) throws(OutboxError) -> [StoreChange] {
+    mutating func conflict(_ id: OutboxEntryID, reason: String, httpStatus: Int?) throws(OutboxError) -> StoreChanges {
         try setAside(id, as: .conflict, reason: reason, httpStatus: httpStatus)
-        return [.state(id)]
+        return StoreChanges(.state(id))
     }
 
     /// Takes an entry out of its scope for a person to decide on (`dead`
@@ -140,17 +140,17 @@ extension Scheduler {
 
     /// Puts a `dead` or `conflict` entry back to `pending` with a fresh
     /// attempt budget; its dependents quarantined because of it come back too.
-    mutating func retry(_ id: OutboxEntryID, now: Int64) throws(OutboxError) -> (OutboxCascade, [StoreChange]) {
+    mutating func retry(_ id: OutboxEntryID, now: Int64) throws(OutboxError) -> (OutboxCascade, StoreChanges) {
         let entry = try existing(id)
         guard entry.status == .quarantined || entry.status == .conflict else { throw transitionError(entry, to: .pending) }
         try checkDependenciesCanSucceed(entry)
-        var changes: [StoreChange] = []
+        var changes: StoreChanges = []
         revive(id, now: now, changes: &changes)
         let revived = reviveDependents(of: id, now: now, changes: &changes)
         return (OutboxCascade(dependents: revived), changes)
     }
 
-    mutating func revive(_ id: OutboxEntryID, now: Int64, changes: inout [StoreChange]) {
+    mutating func revive(_ id: OutboxEntryID, now: Int64, changes: inout StoreChanges) {
         guard var entry = entries[id] else { return }
         setStatus(&entry, .pending)
         entry.attempts = 0

@@ -2,20 +2,21 @@
 /// past their retention, replaced or evicted.
 extension Scheduler {
     /// Removes an entry that is not in flight; its dependents are quarantined.
-    mutating func discard(_ id: OutboxEntryID) throws(OutboxError) -> (OutboxCascade, [StoreChange]) {
+    mutating func discard(_ id: OutboxEntryID) throws(OutboxError) -> (OutboxCascade, StoreChanges) {
         let entry = try existing(id)
         guard entry.status != .inFlight else {
             throw OutboxError(.invalidTransition, "cannot discard an entry while it is being sent", entry: id)
         }
-        var changes: [StoreChange] = []
+        var changes: StoreChanges = []
         let cascade = removeEntry(id, cascadeReason: DependencyFailure.discarded(id).reason, collecting: &changes)
         changes.insert(.remove(id), at: 0)
         return (OutboxCascade(dependents: cascade), changes)
     }
 
     /// Removes every entry and completion.
-    mutating func clear() -> [StoreChange] {
-        let changes = entries.keys.map { StoreChange.remove($0) } + completions.keys.map { StoreChange.removeCompletion($0) }
+    mutating func clear() -> StoreChanges {
+        let changes = StoreChanges(
+            entries.keys.map { StoreChange.remove($0) } + completions.keys.map { StoreChange.removeCompletion($0) })
         for id in Array(entries.keys) { _ = removeEntry(id, cascadeReason: nil) }
         completions.removeAll()
         keyHolders.removeAll()
@@ -28,8 +29,8 @@ extension Scheduler {
 
     /// Drops succeeded entries past the audit window, and completions past
     /// the mapping retention that no entry depends on.
-    mutating func prune(now: Int64) -> [StoreChange] {
-        var changes: [StoreChange] = []
+    mutating func prune(now: Int64) -> StoreChanges {
+        var changes: StoreChanges = []
         if let retention = configuration.succeededRetention {
             for entry in entries.values where entry.status == .succeeded && entry.when + retention.milliseconds <= now {
                 _ = removeEntry(entry.id, cascadeReason: nil)
@@ -48,8 +49,8 @@ extension Scheduler {
 
     mutating func removeEntry(
         _ id: OutboxEntryID, cascadeReason: String?, keepScopeSlotFor replacement: OutboxEntryID? = nil
-    ) -> [StoreChange] {
-        var changes: [StoreChange] = []
+    ) -> StoreChanges {
+        var changes: StoreChanges = []
         _ = removeEntry(id, cascadeReason: cascadeReason, keepScopeSlotFor: replacement, collecting: &changes)
         return changes
     }
@@ -59,7 +60,7 @@ extension Scheduler {
     @discardableResult
     mutating func removeEntry(
         _ id: OutboxEntryID, cascadeReason: String?, keepScopeSlotFor replacement: OutboxEntryID? = nil,
-        collecting changes: inout [StoreChange]
+        collecting changes: inout StoreChanges
     ) -> [OutboxEntryID] {
         guard let entry = entries[id] else { return [] }
         var cascade: [OutboxEntryID] = []

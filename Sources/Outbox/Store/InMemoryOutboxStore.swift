@@ -24,10 +24,9 @@ private final class MemoryBackend: StoreBackend {
     }
 
     func reserveRoom(bytes: Int) async throws(OutboxError) -> StoreRoom { .unbounded }
-    func reserveRoomNow(bytes: Int) -> StoreRoom? { .unbounded }
 
     func submit(
-        _ changes: [StoreChange], newBodies: [PreparedBody], scheduler: Scheduler, room: StoreRoom
+        _ changes: StoreChanges, newBodies: NewBodies, scheduler: Scheduler, room: StoreRoom
     ) throws(OutboxError) -> StoreAcknowledgement {
         bodies.withLock { bodies in
             for change in changes {

@@ -60,26 +60,38 @@ final class LogBackend: StoreBackend {
         ledger.recorded(payloadFiles.path(of: file, id: id), key: format.entryKey(id))
     }
 
-    func reserveRoomNow(bytes: Int) -> StoreRoom? {
-        log.reserveRoomNow(bytes: bytes).map { StoreRoom(reservation: $0) }
+    func takeRoomNow(bytes: Int) -> StoreRoom? {
+        log.takeRoomNow(bytes: bytes) ? .taken(bytes: bytes) : nil
+    }
+
+    /// A reservation gives its room back when it is released; room taken
+    /// is given back here.
+    func releaseRoom(_ room: StoreRoom) {
+        if case .taken(let bytes) = room { log.releaseRoom(bytes: bytes) }
     }
 
     func reserveRoom(bytes: Int) async throws(OutboxError) -> StoreRoom {
-        do { return StoreRoom(reservation: try await log.reserveRoom(bytes: bytes)) } catch { throw .storage(error) }
+        do { return .reserved(try await log.reserveRoom(bytes: bytes)) } catch { throw .storage(error) }
     }
 
     func submit(
-        _ changes: [StoreChange], newBodies: [PreparedBody], scheduler: Scheduler, room: StoreRoom
+        _ changes: StoreChanges, newBodies: NewBodies, scheduler: Scheduler, room: StoreRoom
     ) throws(OutboxError) -> StoreAcknowledgement {
-        try submit(try writes(for: changes, newBodies: newBodies, scheduler: scheduler), room: room)
+        let writes: LogWriteBatch
+        do throws(OutboxError) {
+            writes = try self.writes(for: changes, newBodies: newBodies, scheduler: scheduler)
+        } catch {
+            releaseRoom(room)
+            throw error
+        }
+        return try submit(writes, room: room)
     }
 
     /// The log records of `changes`, in order.
     func writes(
-        for changes: [StoreChange], newBodies: [PreparedBody], scheduler: Scheduler
-    ) throws(OutboxError) -> [LogWrite] {
-        var writes: [LogWrite] = []
-        writes.reserveCapacity(changes.count)
+        for changes: StoreChanges, newBodies: NewBodies, scheduler: Scheduler
+    ) throws(OutboxError) -> LogWriteBatch {
+        var writes = LogWriteBatch()
         for change in changes {
             switch change {
             case .newEntry(let id):
@@ -109,9 +121,12 @@ final class LogBackend: StoreBackend {
     }
 
     func submitNewBody(_ body: PreparedBody, sequence: UInt64, room: StoreRoom) throws(OutboxError) -> StoreAcknowledgement {
-        guard let encoded = body.encoded else { return .immediate }
+        guard let encoded = body.encoded else {
+            releaseRoom(room)
+            return .immediate
+        }
         if let file = body.body.payloadFile { record(file, of: body.body.id) }
-        return try submit([bodyWrite(encoded, id: body.body.id, sequence: sequence)], room: room)
+        return try submit(LogWriteBatch(bodyWrite(encoded, id: body.body.id, sequence: sequence)), room: room)
     }
 
     /// The value record of a new entry's body, its sequence number patched in.
@@ -123,15 +138,19 @@ final class LogBackend: StoreBackend {
         return write
     }
 
-    /// Hands `writes` to the log as one batch, in the room reserved for them.
-    func submit(_ writes: [LogWrite], room: StoreRoom) throws(OutboxError) -> StoreAcknowledgement {
-        guard !writes.isEmpty else { return .immediate }
+    /// Hands `writes` to the log as one batch, in the room reserved or
+    /// taken for them (used up whatever the outcome).
+    func submit(_ writes: LogWriteBatch, room: StoreRoom) throws(OutboxError) -> StoreAcknowledgement {
+        guard !writes.isEmpty else {
+            releaseRoom(room)
+            return .immediate
+        }
         let ticket: LogTicket
         do throws(OutboxLogError) {
-            if let reservation = room.reservation {
-                ticket = try log.submit(writes, using: reservation)
-            } else {
-                ticket = try log.submit(writes)
+            switch room {
+            case .reserved(let reservation): ticket = try log.submit(writes, using: reservation)
+            case .taken(let bytes): ticket = try log.submit(writes, inRoomTaken: bytes)
+            case .unbounded: ticket = try log.submit(writes)
             }
         } catch { throw .storage(error) }
         ledger.remove(ledger.ended(by: writes), after: ticket, from: payloadFiles)

@@ -15,19 +15,6 @@ extension OutboxStore {
     public var changeFeed: OutboxChangeFeed? { nil }
 }
 
-extension StoreAcknowledgement {
-    /// This acknowledgement, announcing the entries `changes` touched on
-    /// `feed` once it has been waited for (every wait announces: the
-    /// observers re-read, so a second announcement costs them one read).
-    func announcing(_ changes: [StoreChange], to feed: OutboxChangeFeed) -> StoreAcknowledgement {
-        let ids = changes.compactMap(\.entryID)
-        return StoreAcknowledgement { durability throws(OutboxError) in
-            try await wait(durability)
-            feed.publish(ids)
-        }
-    }
-}
-
 extension StoreChange {
     /// The entry a change touches (a pruned completion touches none that is observed).
     var entryID: OutboxEntryID? {

@@ -13,16 +13,24 @@ protocol StoreBackend: Sendable {
     /// refuse it for being full: it waits here instead.
     func reserveRoom(bytes: Int) async throws(OutboxError) -> StoreRoom
 
-    /// ``reserveRoom(bytes:)`` if the room is there now (the common case),
-    /// without suspending; `nil` if it must be waited for (or storage
-    /// refuses: the waiting call says why). The default is `nil`.
-    func reserveRoomNow(bytes: Int) -> StoreRoom?
+    /// Called under the store's lock, just before a change: takes room for
+    /// about `bytes` if it is there now (the common case), without waiting;
+    /// `nil` if it must be waited for with ``reserveRoom(bytes:)`` (or
+    /// storage refuses: the waiting call says why). What it returns is
+    /// handed to ``submit(_:newBodies:scheduler:room:)`` or to
+    /// ``releaseRoom(_:)`` before the lock is released. The default: no
+    /// bound, `.unbounded`.
+    func takeRoomNow(bytes: Int) -> StoreRoom?
+
+    /// Gives back room that no change used (the change failed, or changed
+    /// nothing).
+    func releaseRoom(_ room: StoreRoom)
 
     /// Called under the store's lock, in order: hands `changes` to storage
     /// without waiting, in the room reserved for them. The returned
     /// acknowledgement is awaited after the lock is released.
     func submit(
-        _ changes: [StoreChange], newBodies: [PreparedBody], scheduler: Scheduler, room: StoreRoom
+        _ changes: StoreChanges, newBodies: NewBodies, scheduler: Scheduler, room: StoreRoom
     ) throws(OutboxError) -> StoreAcknowledgement
 
     /// Called under the store's lock while it is still loading
@@ -53,7 +61,9 @@ extension StoreBackend {
         throw OutboxError(.invalidArgument, "this store does not admit entries while it loads")
     }
 
-    func reserveRoomNow(bytes: Int) -> StoreRoom? { nil }
+    func takeRoomNow(bytes: Int) -> StoreRoom? { .unbounded }
+
+    func releaseRoom(_ room: StoreRoom) {}
 }
 
 /// A body ready to store: the value, and its encoding if the backend needs one.
@@ -64,52 +74,89 @@ struct PreparedBody: Sendable {
     var storedBytes: Int
 }
 
-/// Room in storage reserved for one change (see
-/// ``StoreBackend/reserveRoom(bytes:)``); storage without a bound has none.
-struct StoreRoom: Sendable {
-    var reservation: LogRoomReservation?
-
-    static let unbounded = StoreRoom(reservation: nil)
+/// Room in storage for one change.
+enum StoreRoom: Sendable {
+    /// Storage without a bound needs none.
+    case unbounded
+    /// Reserved before the store's lock, when it had to be waited for
+    /// (``StoreBackend/reserveRoom(bytes:)``).
+    case reserved(LogRoomReservation)
+    /// Taken under the store's lock, just before the change, because it
+    /// was there (``StoreBackend/takeRoomNow(bytes:)``): the common case,
+    /// with nothing to allocate. The store submits it or gives it back
+    /// before it releases its lock.
+    case taken(bytes: Int)
 }
 
-/// Waits until submitted changes reach a durability level.
+/// Waits until submitted changes reach a durability level, and then tells
+/// the change feed, if one was attached (``announcing(_:to:)``).
+///
+/// A value without closures or copies: a store makes one per change, so
+/// what it holds is the log's ticket and the change list it already has.
 struct StoreAcknowledgement: Sendable {
     private enum Kind {
         case immediate
-        /// The log's ticket for the batch: waiting on it needs no closure
-        /// (an allocation per change).
+        /// The log's ticket for the batch.
         case ticket(LogTicket)
+        /// A backend's own wait (tests script durability with one).
         case custom(@Sendable (Durability) async throws(OutboxError) -> Void)
     }
 
-    private let kind: Kind
+    /// The entries to announce on `feed` once the changes reached the
+    /// durability waited for.
+    private struct Announcement {
+        var changes: StoreChanges
+        var feed: OutboxChangeFeed
+    }
 
-    init(wait: @escaping @Sendable (Durability) async throws(OutboxError) -> Void) { kind = .custom(wait) }
+    private let kind: Kind
+    private var announcement: Announcement?
 
     init(ticket: LogTicket) { kind = .ticket(ticket) }
+
+    init(wait: @escaping @Sendable (Durability) async throws(OutboxError) -> Void) { kind = .custom(wait) }
 
     private init(kind: Kind) { self.kind = kind }
 
     static let immediate = StoreAcknowledgement(kind: .immediate)
+
+    /// This acknowledgement, announcing the entries `changes` touched on
+    /// `feed` once it has been waited for (every wait announces: the
+    /// observers re-read, so a second announcement costs them one read).
+    func announcing(_ changes: StoreChanges, to feed: OutboxChangeFeed) -> StoreAcknowledgement {
+        var announced = self
+        announced.announcement = Announcement(changes: changes, feed: feed)
+        return announced
+    }
 
     /// Brings the changes to `durability` now if that needs no waiting
     /// (already there, or a write in place); `false` if the caller must
     /// await ``wait(_:)``.
     func reachedWithoutWaiting(_ durability: Durability) throws(OutboxError) -> Bool {
         switch kind {
-        case .immediate: return true
+        case .immediate: break
         case .ticket(let ticket):
-            do throws(OutboxLogError) { return try ticket.reachedWithoutWaiting(durability) } catch { throw .storage(error) }
+            let reached: Bool
+            do throws(OutboxLogError) { reached = try ticket.reachedWithoutWaiting(durability) } catch { throw .storage(error) }
+            guard reached else { return false }
         case .custom: return false
         }
+        announce()
+        return true
     }
 
     func wait(_ durability: Durability) async throws(OutboxError) {
         switch kind {
-        case .immediate: return
+        case .immediate: break
         case .ticket(let ticket):
             do throws(OutboxLogError) { try await ticket.wait(for: durability) } catch { throw .storage(error) }
         case .custom(let wait): try await wait(durability)
         }
+        announce()
+    }
+
+    private func announce() {
+        guard let announcement else { return }
+        announcement.feed.publish(announcement.changes.lazy.compactMap(\.entryID))
     }
 }

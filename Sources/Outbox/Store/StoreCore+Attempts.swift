@@ -9,9 +9,7 @@ extension StoreCore {
         let start = try Admission.milliseconds(now, "now")
         let leaseUntil = start + (try Admission.milliseconds(lease, "the lease"))
         var durability = configuration.attemptDurability
-        var room = try roomNow()
-        if room == nil { room = try await reserveRoom() }
-        let ((claimed, unaccepted), acknowledgement) = try submit(room: room!) { scheduler in
+        let ((claimed, unaccepted), acknowledgement) = try await submit { scheduler in
             let result = scheduler.claim(now: start, limit: max(0, limit), leaseUntil: leaseUntil, accepts: accepting)
             return ((result.claimed, result.unaccepted), result.changes)
         } whileLocked: { state, result, _ in
@@ -53,9 +51,7 @@ extension StoreCore {
         let start = try Admission.milliseconds(now, "now")
         let leaseUntil = start + (try Admission.milliseconds(lease, "the lease"))
         var durability = configuration.attemptDurability
-        var room = try roomNow()
-        if room == nil { room = try await reserveRoom() }
-        let (_, acknowledgement) = try submit(room: room!) { scheduler throws(OutboxError) in
+        let (_, acknowledgement) = try await submit { scheduler throws(OutboxError) in
             ((), try scheduler.beginAttempt(id, now: start, leaseUntil: leaseUntil))
         } whileLocked: { state, _, _ in
             durability = self.durability(forSending: CollectionOfOne(id), state)
@@ -89,7 +85,7 @@ extension StoreCore {
         guard !admitted.isEmpty else { return refused }
         // One batch of log records for all of them, one wait.
         return try await perform(configuration.successDurability) { scheduler throws(OutboxError) in
-            var changes: [StoreChange] = []
+            var changes: StoreChanges = []
             changes.reserveCapacity(admitted.count * 3)
             for success in admitted {
                 do throws(OutboxError) {
@@ -120,7 +116,7 @@ extension StoreCore {
     func reclaimExpiredLeases(at now: Date) async throws(OutboxError) -> [OutboxEntryID] {
         try await perform(configuration.attemptDurability) { scheduler in
             let reclaimed = scheduler.reclaimExpiredLeases(now: now.milliseconds)
-            return (reclaimed, reclaimed.map { .state($0) })
+            return (reclaimed, StoreChanges(reclaimed.lazy.map { .state($0) }))
         }
     }
 

@@ -42,11 +42,8 @@ extension StoreCore {
         // The new entry is built from the body in hand: reading it back would
         // wait for the write and cost a read per enqueue.
         var original: StoreAcknowledgement?
-        let bodies = [prepared]
-        var room = reserved
-        if room == nil { room = try roomNow(for: bodies) }
-        if room == nil { room = try await reserveRoom(for: bodies) }
-        let ((outcome, entry), acknowledgement) = try submit(newBodies: bodies, room: room!) { scheduler throws(OutboxError) in
+        let ((outcome, entry), acknowledgement) = try await submit(newBodies: .one(prepared), reservedRoom: reserved) {
+            scheduler throws(OutboxError) in
             let (outcome, changes) = try scheduler.enqueue(request, storedBytes: prepared.storedBytes, now: now)
             var entry: OutboxEntry?
             if let metadata = scheduler.metadata(request.id), !changes.isEmpty {
@@ -83,6 +80,6 @@ extension StoreCore {
     ) throws(OutboxError) -> PreparedBody {
         try Self.prepareBody(
             request, partition: partition, configuration: configuration, now: now, payloadFile: payloadFile,
-            prepare: backend.prepare)
+            prepare: { body throws(OutboxError) in try backend.prepare(body) })  // a closure, not `backend.prepare`: no context to allocate
     }
 }

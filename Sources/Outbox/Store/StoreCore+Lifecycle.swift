@@ -12,7 +12,7 @@ extension StoreCore {
     }
 
     /// Persists changes made while loading (crash-left leases reset).
-    func persistLoadingChanges(_ changes: [StoreChange]) async throws(OutboxError) {
+    func persistLoadingChanges(_ changes: StoreChanges) async throws(OutboxError) {
         guard !changes.isEmpty else { return }
         try await perform(configuration.attemptDurability) { _ in ((), changes) }
     }

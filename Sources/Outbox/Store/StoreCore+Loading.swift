@@ -57,7 +57,7 @@ extension StoreCore {
                 }
                 if Task.isCancelled { throw OutboxError(.closed, "the store was closed while it loaded") }
                 let sequenceFloor = max(floor ?? 0, log.statistics.nextSequence)
-                let (loaded, changes) = try await offThePool { [scheduler] () throws(OutboxError) -> (Scheduler, [StoreChange]) in
+                let (loaded, changes) = try await offThePool { [scheduler] () throws(OutboxError) -> (Scheduler, StoreChanges) in
                     var scheduler = scheduler
                     let changes = scheduler.finishLoading(now: openedAt, sequenceFloor: sequenceFloor)
                     return (scheduler, changes)
@@ -127,7 +127,7 @@ extension StoreCore {
     /// it, the loading's changes (entries a crash left in flight, back to
     /// pending) are handed to storage, and every waiting call goes on.
     /// Then waits for those changes like ``persistLoadingChanges(_:)``.
-    func completeLoad(_ loaded: Scheduler, changes: [StoreChange]) async {
+    func completeLoad(_ loaded: Scheduler, changes: StoreChanges) async {
         let outcome = await installLoaded(loaded, changes: changes)
         switch outcome {
         case .failure(let error): fail(error)
@@ -139,7 +139,7 @@ extension StoreCore {
         }
     }
 
-    private func installLoaded(_ loaded: Scheduler, changes: [StoreChange]) async
+    private func installLoaded(_ loaded: Scheduler, changes: StoreChanges) async
         -> Result<StoreAcknowledgement?, OutboxError>
     {
         let room: StoreRoom
@@ -158,7 +158,7 @@ extension StoreCore {
             var outcome: Result<StoreAcknowledgement?, OutboxError> = .success(nil)
             if state.failure == nil, !changes.isEmpty {
                 do throws(OutboxError) {
-                    outcome = .success(try backend.submit(changes, newBodies: [], scheduler: state.scheduler, room: room))
+                    outcome = .success(try backend.submit(changes, newBodies: .none, scheduler: state.scheduler, room: room))
                 } catch {
                     state.failure = error
                     outcome = .failure(error)

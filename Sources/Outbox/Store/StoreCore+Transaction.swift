@@ -58,10 +58,10 @@ extension StoreCore {
     ) async throws(OutboxError) -> ([(Scheduler.EnqueueOutcome, OutboxEntry?)], StoreAcknowledgement?, [StoreAcknowledgement]) {
         var originals: [StoreAcknowledgement] = []
         var inconsistency: OutboxError?
-        let room = try await reserveRoom(for: prepared)
-        let (outcomes, acknowledgement) = try submit(newBodies: prepared, room: room) {
-            scheduler throws(OutboxError) -> ([(Scheduler.EnqueueOutcome, OutboxEntry?)], [StoreChange]) in
-            let results: [(Scheduler.EnqueueOutcome, [StoreChange])]
+        let room = try await reserveRoom(for: .many(prepared))
+        let (outcomes, acknowledgement) = try submit(newBodies: .many(prepared), room: room) {
+            scheduler throws(OutboxError) -> ([(Scheduler.EnqueueOutcome, OutboxEntry?)], StoreChanges) in
+            let results: [(Scheduler.EnqueueOutcome, StoreChanges)]
             do throws(Scheduler.BatchFailure) {
                 results = try scheduler.enqueueAll(requests, storedBytes: prepared.map(\.storedBytes), now: now)
             } catch {
@@ -83,7 +83,7 @@ extension StoreCore {
                 }
                 outcomes.append((outcome, entry))
             }
-            return (outcomes, results.flatMap(\.1))
+            return (outcomes, StoreChanges(results.lazy.flatMap(\.1)))
         } whileLocked: { state, outcomes, acknowledgement in
             for (request, outcome) in zip(requests, outcomes) where outcome.1 != nil {
                 state.unconfirmed[request.id] = acknowledgement

@@ -92,12 +92,9 @@ final class StoreCore: Sendable {
     /// `durability`.
     func perform<Result>(
         _ durability: Durability, newBody: PreparedBody? = nil,
-        _ change: (inout Scheduler) throws(OutboxError) -> (Result, [StoreChange])
+        _ change: (inout Scheduler) throws(OutboxError) -> (Result, StoreChanges)
     ) async throws(OutboxError) -> Result {
-        let bodies = newBody.map { [$0] } ?? []
-        var room = try roomNow(for: bodies)
-        if room == nil { room = try await reserveRoom(for: bodies) }
-        let (result, acknowledgement) = try submit(newBodies: bodies, room: room!, change)
+        let (result, acknowledgement) = try await submit(newBodies: newBody.map(NewBodies.one) ?? .none, change)
         if try !reachedWithoutWaiting(acknowledgement, durability) { try await wait(for: acknowledgement, durability) }
         return result
     }
@@ -107,18 +104,73 @@ final class StoreCore: Sendable {
     /// the lock, `whileLocked` then sees the result and the acknowledgement
     /// if changes were handed over, and `unchanged` the result if there were
     /// none.
+    ///
+    /// Room in storage for the change is taken under the lock, just before
+    /// it, when storage has it now: the common case, with no suspension and
+    /// nothing allocated. Otherwise (storage is behind, or the store is
+    /// still loading) it is waited for outside the lock first, and the
+    /// change runs then: storage never refuses a change already made in
+    /// memory because too much waits to be written. (`reservedRoom`: room
+    /// the caller reserved already.)
     func submit<Result>(
-        newBodies: [PreparedBody] = [], room: StoreRoom, _ change: (inout Scheduler) throws(OutboxError) -> (Result, [StoreChange]),
+        newBodies: NewBodies = .none, reservedRoom: StoreRoom? = nil,
+        _ change: (inout Scheduler) throws(OutboxError) -> (Result, StoreChanges),
+        whileLocked: (inout State, Result, StoreAcknowledgement) -> Void = { _, _, _ in },
+        unchanged: (inout State, Result) -> Void = { _, _ in }
+    ) async throws(OutboxError) -> (Result, StoreAcknowledgement?) {
+        if let done = try submit(
+            newBodies: newBodies, roomIfAny: reservedRoom, change, whileLocked: whileLocked, unchanged: unchanged)
+        {
+            return done
+        }
+        let room = try await reserveRoom(for: newBodies)
+        return try submit(newBodies: newBodies, room: room, change, whileLocked: whileLocked, unchanged: unchanged)
+    }
+
+    /// ``submit(newBodies:_:whileLocked:unchanged:)`` in `room`, reserved
+    /// before the call.
+    func submit<Result>(
+        newBodies: NewBodies = .none, room: StoreRoom, _ change: (inout Scheduler) throws(OutboxError) -> (Result, StoreChanges),
         whileLocked: (inout State, Result, StoreAcknowledgement) -> Void = { _, _, _ in },
         unchanged: (inout State, Result) -> Void = { _, _ in }
     ) throws(OutboxError) -> (Result, StoreAcknowledgement?) {
+        guard let done = try submit(newBodies: newBodies, roomIfAny: room, change, whileLocked: whileLocked, unchanged: unchanged)
+        else { throw OutboxError(.invalidArgument, "internal error: a change in reserved room found none") }
+        return done
+    }
+
+    /// Both: in `roomIfAny`, or (`nil`) in room taken under the lock if
+    /// storage has it now; `nil`, with nothing changed, if it has not.
+    private func submit<Result>(
+        newBodies: NewBodies, roomIfAny: StoreRoom?, _ change: (inout Scheduler) throws(OutboxError) -> (Result, StoreChanges),
+        whileLocked: (inout State, Result, StoreAcknowledgement) -> Void,
+        unchanged: (inout State, Result) -> Void
+    ) throws(OutboxError) -> (Result, StoreAcknowledgement?)? {
         var checkpointDue = false
         defer { if checkpointDue { startCheckpoint() } }
-        return try state.withLock { state throws(OutboxError) -> (Result, StoreAcknowledgement?) in
+        return try state.withLock { state throws(OutboxError) -> (Result, StoreAcknowledgement?)? in
             try check(state)
-            try checkLoaded(state)
-            let (result, changes) = try change(&state.scheduler)
+            let room: StoreRoom
+            if let roomIfAny {
+                room = roomIfAny
+            } else {
+                guard state.loading == nil, let taken = backend.takeRoomNow(bytes: Self.roomBytes(for: newBodies)) else {
+                    return nil
+                }
+                room = taken
+            }
+            // From here on the room is handed to storage or given back, on every path.
+            let result: Result
+            let changes: StoreChanges
+            do throws(OutboxError) {
+                try checkLoaded(state)
+                (result, changes) = try change(&state.scheduler)
+            } catch {
+                backend.releaseRoom(room)
+                throw error
+            }
             guard !changes.isEmpty else {
+                backend.releaseRoom(room)
                 unchanged(&state, result)
                 return (result, nil)
             }
@@ -137,30 +189,15 @@ final class StoreCore: Sendable {
         }
     }
 
-    /// Before ``submit(newBodies:room:_:whileLocked:unchanged:)``, outside the
-    /// lock: waits for room in storage for a change (the new body and a few
-    /// state records), so storage never refuses a change already made in
-    /// memory because too much waits to be written.
-    func reserveRoom(for newBodies: [PreparedBody] = []) async throws(OutboxError) -> StoreRoom {
+    /// Outside the lock, when ``submit(newBodies:_:whileLocked:unchanged:)``
+    /// found no room now: waits until the store is loaded and storage has
+    /// room for a change (the new body and a few state records).
+    func reserveRoom(for newBodies: NewBodies = .none) async throws(OutboxError) -> StoreRoom {
         await waitUntilLoaded()
-        if let room = try roomNow(for: newBodies) { return room }
         return try await backend.reserveRoom(bytes: Self.roomBytes(for: newBodies))
     }
 
-    /// ``reserveRoom(for:)`` when the room is there now — the common case —
-    /// without an `await` (callers call this first: no async frame, no
-    /// suspension); `nil` if it must be waited for, or while the store is
-    /// still loading (``reserveRoom(for:)`` waits for the load first).
-    func roomNow(for newBodies: [PreparedBody] = []) throws(OutboxError) -> StoreRoom? {
-        let loaded = try state.withLock { state throws(OutboxError) -> Bool in
-            try check(state)
-            return state.loading == nil
-        }
-        guard loaded else { return nil }
-        return backend.reserveRoomNow(bytes: Self.roomBytes(for: newBodies))
-    }
-
-    private static func roomBytes(for newBodies: [PreparedBody]) -> Int {
+    private static func roomBytes(for newBodies: NewBodies) -> Int {
         newBodies.reduce(0) { $0 + ($1.encoded?.count ?? 0) } + roomForStateRecords
     }
 

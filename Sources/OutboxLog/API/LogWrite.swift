@@ -89,6 +89,11 @@ public struct LogStatistics: Sendable, Hashable {
     public var durableSequence: UInt64
     /// Bytes appended but not yet written.
     public var pendingBytes: Int
+    /// Room reserved for batches not submitted yet (``OutboxLog/waitForRoom(bytes:)``
+    /// reserves none; the outbox store's changes do, for an instant each):
+    /// it counts against ``Configuration/maximumPendingBytes`` like
+    /// pending bytes. 0 whenever no change is in progress.
+    public var reservedBytes: Int = 0
     /// Group commits (syncs) performed since open.
     public var syncs: Int
     /// Compactions finished since open.

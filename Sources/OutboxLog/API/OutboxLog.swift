@@ -148,6 +148,37 @@ public final class OutboxLog: Sendable {
         LogTicket(core: core, sequence: try core.submit(writes, reservation: reservation))
     }
 
+    /// Takes room for a batch of `bytes` bytes if it is there now, with no
+    /// reservation object: `false` (nothing taken) if the caller must wait
+    /// for it with ``reserveRoom(bytes:)``. The caller must hand the room to
+    /// ``submit(_:inRoomTaken:)`` or give it back with
+    /// ``releaseRoom(bytes:)``, on every path: the outbox store takes it and
+    /// uses it under its own lock, with nothing in between that can wait.
+    package func takeRoomNow(bytes: Int) -> Bool {
+        bytes >= 0 && core.reserveRoomNow(bytes)
+    }
+
+    /// Gives back room taken by ``takeRoomNow(bytes:)`` and not used.
+    package func releaseRoom(bytes: Int) { core.releaseRoom(bytes) }
+
+    /// Like ``submit(_:using:)``, in room taken by ``takeRoomNow(bytes:)``
+    /// (`bytes` of it), which is used up whatever the outcome.
+    package func submit(_ writes: LogWriteBatch, inRoomTaken bytes: Int) throws(OutboxLogError) -> LogTicket {
+        LogTicket(core: core, sequence: try core.submit(writes, roomTaken: bytes))
+    }
+
+    /// ``submit(_:using:)`` of a batch built without an array.
+    package func submit(_ writes: LogWriteBatch, using reservation: LogRoomReservation) throws(OutboxLogError)
+        -> LogTicket
+    {
+        LogTicket(core: core, sequence: try core.submit(writes, reservation: reservation))
+    }
+
+    /// ``submit(_:)`` of a batch built without an array.
+    package func submit(_ writes: LogWriteBatch) throws(OutboxLogError) -> LogTicket {
+        LogTicket(core: core, sequence: try core.submit(writes))
+    }
+
     /// Waits until room for a batch of `bytes` bytes is reserved, first come
     /// first served, for one ``submit(_:using:)``.
     package func reserveRoom(bytes: Int) async throws(OutboxLogError) -> LogRoomReservation {

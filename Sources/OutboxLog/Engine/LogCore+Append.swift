@@ -73,13 +73,14 @@ extension LogCore {
     /// the room is used up whatever the outcome (see
     /// `LogCore+BackPressure.swift`).
     func submit<Writes: RandomAccessCollection<LogWrite>>(
-        _ writes: Writes, reservation: LogRoomReservation? = nil
+        _ writes: Writes, reservation: LogRoomReservation? = nil, roomTaken: Int? = nil
     ) throws(OutboxLogError) -> UInt64 {
         let bytes: Int
         do throws(OutboxLogError) {
             bytes = try validate(writes)
         } catch {
             if let reservation, state.withLock({ reservation.take(for: self, &$0) }) { releaseRoom(reservation.bytes) }
+            if let roomTaken { releaseRoom(roomTaken) }
             throw error
         }
         // An annotation is checked against the index: wait until it is whole.
@@ -92,6 +93,8 @@ extension LogCore {
                         throw OutboxLogError(.invalidArgument, "the room reservation was used already, or is for another log")
                     }
                     state.reservedBytes -= reservation.bytes
+                } else if let roomTaken {
+                    state.reservedBytes -= roomTaken
                 } else {
                     if let error = state.isAcceptingWrites { throw error }
                     guard state.admits(bytes, maximum: maximum) else {
@@ -105,7 +108,7 @@ extension LogCore {
                 return (sequence, state.writeIsDue(configuration) && state.claimWriterWakeup())
             }
             // Room reserved and not filled goes to whoever waits for it.
-            return (outcome, reservation == nil ? [] : state.grantRoom(maximum: maximum))
+            return (outcome, reservation == nil && roomTaken == nil ? [] : state.grantRoom(maximum: maximum))
         }
         for waiter in granted { waiter.continuation.resume(returning: .success(())) }
         let (sequence, wake) = try outcome.get()

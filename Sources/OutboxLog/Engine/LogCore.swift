@@ -300,7 +300,8 @@ final class LogCore: Sendable {
                 deadBytes: total - live - Int64(state.order.count * SegmentHeader.size),
                 liveKeys: state.index.entries.count, nextSequence: state.nextSequence,
                 writtenSequence: state.writtenSequence, durableSequence: state.durableSequence,
-                pendingBytes: state.pendingBytes, syncs: state.syncs, compactions: state.compactions)
+                pendingBytes: state.pendingBytes, reservedBytes: state.reservedBytes, syncs: state.syncs,
+                compactions: state.compactions)
         }
     }
 }
