@@ -40,7 +40,7 @@ final class ScriptedBackend: StoreBackend {
     func reserveRoom(bytes: Int) async throws(OutboxError) -> StoreRoom { .unbounded }
 
     func submit(
-        _ changes: StoreChanges, newBodies: NewBodies, scheduler: Scheduler, room: StoreRoom
+        _ changes: StoreChanges, newBodies: [PreparedBody], scheduler: Scheduler, room: StoreRoom
     ) throws(OutboxError) -> StoreAcknowledgement {
         let batch = try state.withLock { state throws(OutboxError) -> Int in
             if let failure = state.failure { throw failure }

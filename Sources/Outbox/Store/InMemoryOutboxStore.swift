@@ -26,7 +26,7 @@ private final class MemoryBackend: StoreBackend {
     func reserveRoom(bytes: Int) async throws(OutboxError) -> StoreRoom { .unbounded }
 
     func submit(
-        _ changes: StoreChanges, newBodies: NewBodies, scheduler: Scheduler, room: StoreRoom
+        _ changes: StoreChanges, newBodies: [PreparedBody], scheduler: Scheduler, room: StoreRoom
     ) throws(OutboxError) -> StoreAcknowledgement {
         bodies.withLock { bodies in
             for change in changes {

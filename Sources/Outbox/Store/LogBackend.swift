@@ -75,9 +75,9 @@ final class LogBackend: StoreBackend {
     }
 
     func submit(
-        _ changes: StoreChanges, newBodies: NewBodies, scheduler: Scheduler, room: StoreRoom
+        _ changes: StoreChanges, newBodies: [PreparedBody], scheduler: Scheduler, room: StoreRoom
     ) throws(OutboxError) -> StoreAcknowledgement {
-        let writes: LogWriteBatch
+        let writes: [LogWrite]
         do throws(OutboxError) {
             writes = try self.writes(for: changes, newBodies: newBodies, scheduler: scheduler)
         } catch {
@@ -89,9 +89,10 @@ final class LogBackend: StoreBackend {
 
     /// The log records of `changes`, in order.
     func writes(
-        for changes: StoreChanges, newBodies: NewBodies, scheduler: Scheduler
-    ) throws(OutboxError) -> LogWriteBatch {
-        var writes = LogWriteBatch()
+        for changes: StoreChanges, newBodies: [PreparedBody], scheduler: Scheduler
+    ) throws(OutboxError) -> [LogWrite] {
+        var writes: [LogWrite] = []
+        writes.reserveCapacity(changes.count)
         for change in changes {
             switch change {
             case .newEntry(let id):
@@ -126,7 +127,7 @@ final class LogBackend: StoreBackend {
             return .immediate
         }
         if let file = body.body.payloadFile { record(file, of: body.body.id) }
-        return try submit(LogWriteBatch(bodyWrite(encoded, id: body.body.id, sequence: sequence)), room: room)
+        return try submit([bodyWrite(encoded, id: body.body.id, sequence: sequence)], room: room)
     }
 
     /// The value record of a new entry's body, its sequence number patched in.
@@ -140,7 +141,7 @@ final class LogBackend: StoreBackend {
 
     /// Hands `writes` to the log as one batch, in the room reserved or
     /// taken for them (used up whatever the outcome).
-    func submit(_ writes: LogWriteBatch, room: StoreRoom) throws(OutboxError) -> StoreAcknowledgement {
+    func submit(_ writes: [LogWrite], room: StoreRoom) throws(OutboxError) -> StoreAcknowledgement {
         guard !writes.isEmpty else {
             releaseRoom(room)
             return .immediate

@@ -30,7 +30,7 @@ protocol StoreBackend: Sendable {
     /// without waiting, in the room reserved for them. The returned
     /// acknowledgement is awaited after the lock is released.
     func submit(
-        _ changes: StoreChanges, newBodies: NewBodies, scheduler: Scheduler, room: StoreRoom
+        _ changes: StoreChanges, newBodies: [PreparedBody], scheduler: Scheduler, room: StoreRoom
     ) throws(OutboxError) -> StoreAcknowledgement
 
     /// Called under the store's lock while it is still loading

@@ -42,7 +42,7 @@ extension StoreCore {
         // The new entry is built from the body in hand: reading it back would
         // wait for the write and cost a read per enqueue.
         var original: StoreAcknowledgement?
-        let ((outcome, entry), acknowledgement) = try await submit(newBodies: .one(prepared), reservedRoom: reserved) {
+        let ((outcome, entry), acknowledgement) = try await submit(newBodies: [prepared], reservedRoom: reserved) {
             scheduler throws(OutboxError) in
             let (outcome, changes) = try scheduler.enqueue(request, storedBytes: prepared.storedBytes, now: now)
             var entry: OutboxEntry?

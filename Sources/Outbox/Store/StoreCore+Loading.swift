@@ -158,7 +158,7 @@ extension StoreCore {
             var outcome: Result<StoreAcknowledgement?, OutboxError> = .success(nil)
             if state.failure == nil, !changes.isEmpty {
                 do throws(OutboxError) {
-                    outcome = .success(try backend.submit(changes, newBodies: .none, scheduler: state.scheduler, room: room))
+                    outcome = .success(try backend.submit(changes, newBodies: [], scheduler: state.scheduler, room: room))
                 } catch {
                     state.failure = error
                     outcome = .failure(error)

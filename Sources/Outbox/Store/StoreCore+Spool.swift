@@ -47,14 +47,14 @@ extension StoreCore {
         let request = spooled.request
         let prepared = PreparedBody(body: spooled.body, encoded: spooled.stored, storedBytes: spooled.stored.count)
         let now = Date().milliseconds
-        let room = try await reserveRoom(for: .one(prepared))
+        let room = try await reserveRoom(for: [prepared])
         let mark = SpoolMark.write(spooled.spool, through: spooled.sequence)
         return try state.withLock { state throws(OutboxError) -> (IngestOutcome, StoreAcknowledgement) in
             try check(state)
             let (outcome, changes) = try state.scheduler.enqueue(
                 request, storedBytes: prepared.storedBytes, now: now, spooled: true)
             do throws(OutboxError) {
-                var writes = try backend.writes(for: changes, newBodies: .one(prepared), scheduler: state.scheduler)
+                var writes = try backend.writes(for: changes, newBodies: [prepared], scheduler: state.scheduler)
                 writes.append(mark)
                 let acknowledgement = try backend.submit(writes, room: room)
                 if changes.isEmpty { return (.duplicate, acknowledgement) }

@@ -58,8 +58,8 @@ extension StoreCore {
     ) async throws(OutboxError) -> ([(Scheduler.EnqueueOutcome, OutboxEntry?)], StoreAcknowledgement?, [StoreAcknowledgement]) {
         var originals: [StoreAcknowledgement] = []
         var inconsistency: OutboxError?
-        let room = try await reserveRoom(for: .many(prepared))
-        let (outcomes, acknowledgement) = try submit(newBodies: .many(prepared), room: room) {
+        let room = try await reserveRoom(for: prepared)
+        let (outcomes, acknowledgement) = try submit(newBodies: prepared, room: room) {
             scheduler throws(OutboxError) -> ([(Scheduler.EnqueueOutcome, OutboxEntry?)], StoreChanges) in
             let results: [(Scheduler.EnqueueOutcome, StoreChanges)]
             do throws(Scheduler.BatchFailure) {

@@ -94,7 +94,7 @@ final class StoreCore: Sendable {
         _ durability: Durability, newBody: PreparedBody? = nil,
         _ change: (inout Scheduler) throws(OutboxError) -> (Result, StoreChanges)
     ) async throws(OutboxError) -> Result {
-        let (result, acknowledgement) = try await submit(newBodies: newBody.map(NewBodies.one) ?? .none, change)
+        let (result, acknowledgement) = try await submit(newBodies: newBody.map { [$0] } ?? [], change)
         if try !reachedWithoutWaiting(acknowledgement, durability) { try await wait(for: acknowledgement, durability) }
         return result
     }
@@ -113,7 +113,7 @@ final class StoreCore: Sendable {
     /// memory because too much waits to be written. (`reservedRoom`: room
     /// the caller reserved already.)
     func submit<Result>(
-        newBodies: NewBodies = .none, reservedRoom: StoreRoom? = nil,
+        newBodies: [PreparedBody] = [], reservedRoom: StoreRoom? = nil,
         _ change: (inout Scheduler) throws(OutboxError) -> (Result, StoreChanges),
         whileLocked: (inout State, Result, StoreAcknowledgement) -> Void = { _, _, _ in },
         unchanged: (inout State, Result) -> Void = { _, _ in }
@@ -130,7 +130,7 @@ final class StoreCore: Sendable {
     /// ``submit(newBodies:_:whileLocked:unchanged:)`` in `room`, reserved
     /// before the call.
     func submit<Result>(
-        newBodies: NewBodies = .none, room: StoreRoom, _ change: (inout Scheduler) throws(OutboxError) -> (Result, StoreChanges),
+        newBodies: [PreparedBody] = [], room: StoreRoom, _ change: (inout Scheduler) throws(OutboxError) -> (Result, StoreChanges),
         whileLocked: (inout State, Result, StoreAcknowledgement) -> Void = { _, _, _ in },
         unchanged: (inout State, Result) -> Void = { _, _ in }
     ) throws(OutboxError) -> (Result, StoreAcknowledgement?) {
@@ -142,7 +142,7 @@ final class StoreCore: Sendable {
     /// Both: in `roomIfAny`, or (`nil`) in room taken under the lock if
     /// storage has it now; `nil`, with nothing changed, if it has not.
     private func submit<Result>(
-        newBodies: NewBodies, roomIfAny: StoreRoom?, _ change: (inout Scheduler) throws(OutboxError) -> (Result, StoreChanges),
+        newBodies: [PreparedBody], roomIfAny: StoreRoom?, _ change: (inout Scheduler) throws(OutboxError) -> (Result, StoreChanges),
         whileLocked: (inout State, Result, StoreAcknowledgement) -> Void,
         unchanged: (inout State, Result) -> Void
     ) throws(OutboxError) -> (Result, StoreAcknowledgement?)? {
@@ -192,12 +192,12 @@ final class StoreCore: Sendable {
     /// Outside the lock, when ``submit(newBodies:_:whileLocked:unchanged:)``
     /// found no room now: waits until the store is loaded and storage has
     /// room for a change (the new body and a few state records).
-    func reserveRoom(for newBodies: NewBodies = .none) async throws(OutboxError) -> StoreRoom {
+    func reserveRoom(for newBodies: [PreparedBody] = []) async throws(OutboxError) -> StoreRoom {
         await waitUntilLoaded()
         return try await backend.reserveRoom(bytes: Self.roomBytes(for: newBodies))
     }
 
-    private static func roomBytes(for newBodies: NewBodies) -> Int {
+    private static func roomBytes(for newBodies: [PreparedBody]) -> Int {
         newBodies.reduce(0) { $0 + ($1.encoded?.count ?? 0) } + roomForStateRecords
     }
 

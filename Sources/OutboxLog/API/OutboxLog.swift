@@ -163,20 +163,8 @@ public final class OutboxLog: Sendable {
 
     /// Like ``submit(_:using:)``, in room taken by ``takeRoomNow(bytes:)``
     /// (`bytes` of it), which is used up whatever the outcome.
-    package func submit(_ writes: LogWriteBatch, inRoomTaken bytes: Int) throws(OutboxLogError) -> LogTicket {
+    package func submit(_ writes: [LogWrite], inRoomTaken bytes: Int) throws(OutboxLogError) -> LogTicket {
         LogTicket(core: core, sequence: try core.submit(writes, roomTaken: bytes))
-    }
-
-    /// ``submit(_:using:)`` of a batch built without an array.
-    package func submit(_ writes: LogWriteBatch, using reservation: LogRoomReservation) throws(OutboxLogError)
-        -> LogTicket
-    {
-        LogTicket(core: core, sequence: try core.submit(writes, reservation: reservation))
-    }
-
-    /// ``submit(_:)`` of a batch built without an array.
-    package func submit(_ writes: LogWriteBatch) throws(OutboxLogError) -> LogTicket {
-        LogTicket(core: core, sequence: try core.submit(writes))
     }
 
     /// Waits until room for a batch of `bytes` bytes is reserved, first come
