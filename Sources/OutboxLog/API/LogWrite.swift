@@ -91,7 +91,7 @@ public struct LogStatistics: Sendable, Hashable {
     public var pendingBytes: Int
     /// Room reserved for batches not submitted yet (``OutboxLog/waitForRoom(bytes:)``
     /// reserves none; the outbox store's changes do, for an instant each):
-    /// it counts against ``Configuration/maximumPendingBytes`` like
+    /// it counts against ``OutboxLog/Configuration/maximumPendingBytes`` like
     /// pending bytes. 0 whenever no change is in progress.
     public var reservedBytes: Int = 0
     /// Group commits (syncs) performed since open.
