@@ -13,11 +13,6 @@ struct StoreChanges: RandomAccessCollection, RangeReplaceableCollection, Express
 
     init(_ change: StoreChange) { first = change }
 
-    init(_ first: StoreChange, _ second: StoreChange) {
-        self.first = first
-        self.second = second
-    }
-
     init(arrayLiteral changes: StoreChange...) { append(contentsOf: changes) }
 
     var startIndex: Int { 0 }

@@ -175,14 +175,6 @@ public final class OutboxLog: Sendable {
         return LogRoomReservation(core: core, bytes: bytes)
     }
 
-    /// Reserves room for a batch of `bytes` bytes if it is there now,
-    /// without waiting: `nil` if the caller must wait for it with
-    /// ``reserveRoom(bytes:)``.
-    package func reserveRoomNow(bytes: Int) -> LogRoomReservation? {
-        guard bytes >= 0, core.reserveRoomNow(bytes) else { return nil }
-        return LogRoomReservation(core: core, bytes: bytes)
-    }
-
     /// Waits until a batch of `bytes` bytes would be admitted under
     /// ``Configuration/maximumPendingBytes`` now: the writer has written
     /// enough, and no append that waited earlier is still waiting. Another
