@@ -1,7 +1,7 @@
 import PropertyBased
 import Testing
 
-import OutboxLog
+@_spi(OutboxInternals) import OutboxLog
 
 /// The packed table against a `Dictionary`: random insertions, updates,
 /// in-place changes and removals (the last exercise the slot shifting and

@@ -1,4 +1,4 @@
-import OutboxLog
+@_spi(OutboxInternals) import OutboxLog
 
 /// The scheduler's entries by id, packed: 72 bytes an entry (the 16-byte id
 /// and ``PackedEntry``) in a ``PackedTable``, plus 10–15 bytes of its slot
@@ -22,12 +22,19 @@ struct EntryTable: Sendable {
                 if table.removeValue(forKey: id)?.hasDependencies == true { dependencies[id] = nil }
                 return
             }
-            let packed = PackedEntry(newValue)
-            if let replaced = table.updateValue(packed, forKey: id), replaced.hasDependencies, !packed.hasDependencies {
-                dependencies[id] = nil
-            }
-            if packed.hasDependencies { dependencies[id] = newValue.dependencies }
+            set(newValue)
         }
+    }
+
+    /// Stores `metadata` under its id; returns whether the id was new (one
+    /// probe of the table, where a look-up and then a store take two).
+    @discardableResult
+    mutating func set(_ metadata: EntryMetadata) -> Bool {
+        let packed = PackedEntry(metadata)
+        let replaced = table.updateValue(packed, forKey: metadata.id)
+        if let replaced, replaced.hasDependencies, !packed.hasDependencies { dependencies[metadata.id] = nil }
+        if packed.hasDependencies { dependencies[metadata.id] = metadata.dependencies }
+        return replaced == nil
     }
 
     func contains(_ id: OutboxEntryID) -> Bool { table.contains(id) }

@@ -21,40 +21,56 @@
 /// a checkpoint costs the caller one page copy for each page it later
 /// changes, not a copy of the whole table. ``denseElements`` hands out such a
 /// copy without the slot table.
-package struct PackedTable<Key: Hashable & Sendable, Value: Sendable>: Sendable {
-    package struct Element: Sendable {
-        package var key: Key
-        package var value: Value
+///
+/// Public under an SPI, and every operation `@inlinable`, so that another
+/// module's use (the outbox scheduler's entry table) is specialized for its
+/// key and value types: Swift 6.3 does not specialize `@inlinable package`
+/// generics across modules, and unspecialized every access looked its
+/// element types' metadata up at run time (Docs/BENCHMARKS.md,
+/// "Generic tables across modules"). Not API: nothing outside this
+/// package should import the SPI.
+@_spi(OutboxInternals) public struct PackedTable<Key: Hashable & Sendable, Value: Sendable>: Sendable {
+    public struct Element: Sendable {
+        public var key: Key
+        public var value: Value
+
+        @inlinable public init(key: Key, value: Value) {
+            self.key = key
+            self.value = value
+        }
     }
 
-    static var pageShift: Int { 12 }
-    static var pageSize: Int { 1 << pageShift }
+    @inlinable static var pageShift: Int { 12 }
+    @inlinable static var pageSize: Int { 1 << pageShift }
 
-    private var dense = DenseElements()
+    @usableFromInline var dense = DenseElements()
     /// `(position + 1) << 32 | hash`; 0 is an empty slot.
-    private var slots: [UInt64] = []
-    package private(set) var count = 0
+    @usableFromInline var slots: [UInt64] = []
+    /// ``count``'s storage, settable by the inlinable operations.
+    @usableFromInline var storedCount = 0
 
-    package init() {}
+    @inlinable public var count: Int { storedCount }
 
-    package init(minimumCapacity: Int) {
+    @inlinable public init() {}
+
+    @inlinable public init(minimumCapacity: Int) {
         reserveCapacity(minimumCapacity)
     }
 
-    package var isEmpty: Bool { count == 0 }
+    @inlinable public var isEmpty: Bool { count == 0 }
 
     /// How many elements fit before the slot table grows.
-    package var capacity: Int { slots.count * 4 / 5 }
+    @inlinable public var capacity: Int { slots.count * 4 / 5 }
 
     /// Makes room for `minimumCapacity` elements without growing again.
-    package mutating func reserveCapacity(_ minimumCapacity: Int) {
+    @inlinable public mutating func reserveCapacity(_ minimumCapacity: Int) {
         let needed = minimumCapacity + minimumCapacity / 4 + 1
         if needed > slots.count { resize(to: needed) }
     }
 
     // MARK: Lookup
 
-    package subscript(key: Key) -> Value? {
+    @inlinable public subscript(key: Key) -> Value? {
         get {
             guard let (_, position) = find(key, hash: Self.hash(key)) else { return nil }
             return dense[position].value
@@ -64,11 +80,11 @@ package struct PackedTable<Key: Hashable & Sendable, Value: Sendable>: Sendable 
         }
     }
 
-    package func contains(_ key: Key) -> Bool { find(key, hash: Self.hash(key)) != nil }
+    @inlinable public func contains(_ key: Key) -> Bool { find(key, hash: Self.hash(key)) != nil }
 
     /// Sets `key`'s value; returns the value it replaced, if any.
     @discardableResult
-    package mutating func updateValue(_ value: Value, forKey key: Key) -> Value? {
+    @inlinable public mutating func updateValue(_ value: Value, forKey key: Key) -> Value? {
         let hash = Self.hash(key)
         if let (_, position) = find(key, hash: hash) {
             return dense.withElement(at: position) { element in
@@ -82,32 +98,32 @@ package struct PackedTable<Key: Hashable & Sendable, Value: Sendable>: Sendable 
 
     /// Changes `key`'s value in place; `nil` (and no call) if it has none.
     @discardableResult
-    package mutating func modifyValue<Result>(forKey key: Key, _ body: (inout Value) -> Result) -> Result? {
+    @inlinable public mutating func modifyValue<Result>(forKey key: Key, _ body: (inout Value) -> Result) -> Result? {
         guard let (_, position) = find(key, hash: Self.hash(key)) else { return nil }
         return dense.withElement(at: position) { body(&$0.value) }
     }
 
     /// Removes `key`; returns its value, if it had one.
     @discardableResult
-    package mutating func removeValue(forKey key: Key) -> Value? {
+    @inlinable public mutating func removeValue(forKey key: Key) -> Value? {
         guard let (slot, position) = find(key, hash: Self.hash(key)) else { return nil }
         let value = dense[position].value
         dense.free(position)
-        count -= 1
+        storedCount -= 1
         removeSlot(at: slot)
         return value
     }
 
-    package mutating func removeAll() {
+    @inlinable public mutating func removeAll() {
         dense = DenseElements()
         slots = []
-        count = 0
+        storedCount = 0
     }
 
     // MARK: Iteration
 
     /// Every key, in no particular order.
-    package var keys: [Key] {
+    public var keys: [Key] {
         var result: [Key] = []
         result.reserveCapacity(count)
         dense.forEach { result.append($0.key) }
@@ -115,7 +131,7 @@ package struct PackedTable<Key: Hashable & Sendable, Value: Sendable>: Sendable 
     }
 
     /// Every value, in no particular order.
-    package var values: [Value] {
+    public var values: [Value] {
         var result: [Value] = []
         result.reserveCapacity(count)
         dense.forEach { result.append($0.value) }
@@ -123,27 +139,27 @@ package struct PackedTable<Key: Hashable & Sendable, Value: Sendable>: Sendable 
     }
 
     /// Calls `body` with every element, in no particular order.
-    package func forEach(_ body: (Element) throws -> Void) rethrows {
+    @inlinable public func forEach(_ body: (Element) throws -> Void) rethrows {
         try dense.forEach(body)
     }
 
     /// The elements without the slot table: a copy that shares the pages
     /// (see the type's documentation), for writing a checkpoint from.
-    package var denseElements: DenseElements { dense }
+    @inlinable public var denseElements: DenseElements { dense }
 
     // MARK: Internals
 
-    private static func hash(_ key: Key) -> UInt32 {
+    @inlinable static func hash(_ key: Key) -> UInt32 {
         UInt32(truncatingIfNeeded: key._rawHashValue(seed: PackedTableSeed.value))
     }
 
     /// The slot a hash starts probing at: `hash × slots / 2³²` (no modulo,
     /// and any table size works).
-    private func home(_ hash: UInt32) -> Int {
+    @inlinable func home(_ hash: UInt32) -> Int {
         Int((UInt64(hash) &* UInt64(slots.count)) >> 32)
     }
 
-    private func find(_ key: Key, hash: UInt32) -> (slot: Int, position: Int)? {
+    @inlinable func find(_ key: Key, hash: UInt32) -> (slot: Int, position: Int)? {
         guard !slots.isEmpty else { return nil }
         var slot = home(hash)
         while true {
@@ -158,14 +174,14 @@ package struct PackedTable<Key: Hashable & Sendable, Value: Sendable>: Sendable 
         }
     }
 
-    private mutating func insertNew(_ element: Element, hash: UInt32) {
+    @inlinable mutating func insertNew(_ element: Element, hash: UInt32) {
         if (count + 1) * 5 > slots.count * 4 { resize(to: max(16, slots.count + slots.count / 2)) }
         let position = dense.insert(element)
         placeSlot(UInt64(position + 1) << 32 | UInt64(hash))
-        count += 1
+        storedCount += 1
     }
 
-    private mutating func placeSlot(_ entry: UInt64) {
+    @inlinable mutating func placeSlot(_ entry: UInt64) {
         var slot = home(UInt32(truncatingIfNeeded: entry))
         while slots[slot] != 0 {
             slot += 1
@@ -176,7 +192,7 @@ package struct PackedTable<Key: Hashable & Sendable, Value: Sendable>: Sendable 
 
     /// Empties `slot` and shifts back the slots after it that probing would
     /// no longer reach (linear probing's deletion without tombstones).
-    private mutating func removeSlot(at slot: Int) {
+    @inlinable mutating func removeSlot(at slot: Int) {
         var hole = slot
         var next = slot
         slots[hole] = 0
@@ -197,7 +213,7 @@ package struct PackedTable<Key: Hashable & Sendable, Value: Sendable>: Sendable 
         }
     }
 
-    private mutating func resize(to size: Int) {
+    @inlinable mutating func resize(to size: Int) {
         let old = slots
         slots = [UInt64](repeating: 0, count: max(size, 16))
         for entry in old where entry != 0 { placeSlot(entry) }
@@ -208,25 +224,25 @@ extension PackedTable {
     /// The dense storage: elements in pages of ``PackedTable/pageSize``, a bit
     /// per position saying whether it holds an element, and the positions
     /// freed by removals, reused first.
-    package struct DenseElements: Sendable {
-        private var pages: [[Element]] = []
-        private var occupied: [UInt64] = []
-        private var freed: [UInt32] = []
+    public struct DenseElements: Sendable {
+        @usableFromInline var pages: [[Element]] = []
+        @usableFromInline var occupied: [UInt64] = []
+        @usableFromInline var freed: [UInt32] = []
         /// Positions handed out so far (the free ones included).
-        private var used = 0
+        @usableFromInline var used = 0
 
-        package init() {}
+        @inlinable public init() {}
 
-        subscript(position: Int) -> Element {
+        @inlinable subscript(position: Int) -> Element {
             pages[position >> PackedTable.pageShift][position & (PackedTable.pageSize - 1)]
         }
 
-        mutating func withElement<Result>(at position: Int, _ body: (inout Element) -> Result) -> Result {
+        @inlinable mutating func withElement<Result>(at position: Int, _ body: (inout Element) -> Result) -> Result {
             body(&pages[position >> PackedTable.pageShift][position & (PackedTable.pageSize - 1)])
         }
 
         /// Stores `element` in a freed position if there is one, else at the end.
-        mutating func insert(_ element: Element) -> Int {
+        @inlinable mutating func insert(_ element: Element) -> Int {
             if let position = freed.popLast().map(Int.init) {
                 pages[position >> PackedTable.pageShift][position & (PackedTable.pageSize - 1)] = element
                 occupied[position >> 6] |= 1 << UInt64(position & 63)
@@ -247,13 +263,13 @@ extension PackedTable {
 
         /// Marks `position` free. The element stays in its page until the
         /// position is reused (an element holding heap memory keeps it that long).
-        mutating func free(_ position: Int) {
+        @inlinable mutating func free(_ position: Int) {
             occupied[position >> 6] &= ~(1 << UInt64(position & 63))
             freed.append(UInt32(position))
         }
 
         /// Calls `body` with every element held, in position order.
-        package func forEach(_ body: (Element) throws -> Void) rethrows {
+        @inlinable public func forEach(_ body: (Element) throws -> Void) rethrows {
             for (word, bits) in occupied.enumerated() where bits != 0 {
                 var remaining = bits
                 while remaining != 0 {
@@ -268,6 +284,6 @@ extension PackedTable {
 
 /// The seed of every ``PackedTable``'s hashes: drawn once per process from
 /// the system's random source, never stored.
-enum PackedTableSeed {
-    static let value = Int.random(in: .min ... .max)
+@usableFromInline enum PackedTableSeed {
+    @usableFromInline static let value = Int.random(in: .min ... .max)
 }
