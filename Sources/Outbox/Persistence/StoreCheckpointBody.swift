@@ -165,14 +165,16 @@ enum StoreCheckpointBody {
                 let key = try reader.raw(16)
                 if collectLogKeys { logKeys.entries[Array(key)] = id }
             }
-            guard scheduler.metadata(id) == nil else { throw Failure(reason: "entry \(id) appears twice") }
             // Names are set once every entry is in (loading does not read them).
-            scheduler.load(
+            let isNew = scheduler.load(
                 EntryMetadata(
                     id: id, sequence: sequence, status: status, priority: priority, attempts: attempts,
                     maxAttempts: maxAttempts, scope: scope, type: type, coalescing: coalescing, when: when,
                     createdAt: createdAt, storedBytes: storedBytes, dependencies: dependencies),
                 failure: failure, unchanged: flags & unchanged != 0, appKey: appKey)
+            // A repeated id rejects the checkpoint; the scheduler it went
+            // into is then discarded, so the overwrite above does no harm.
+            guard isNew else { throw Failure(reason: "entry \(id) appears twice") }
         }
         scheduler.restore(strings: StringInterner(restoring: names, references: references), nextSequence: nextSequence)
         let completionCount = Int(try reader.integer(UInt64.self))

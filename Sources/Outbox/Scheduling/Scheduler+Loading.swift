@@ -10,13 +10,17 @@ extension Scheduler {
     /// - Parameter unchanged: no state change was ever recorded for it since
     ///   its enqueue. Only such an entry may still be replaced by coalescing
     ///   (the same rule as at run time, where any status change ends it).
-    mutating func load(_ metadata: EntryMetadata, failure: FailureInfo?, unchanged: Bool, appKey: String? = nil) {
-        entries[metadata.id] = metadata
+    ///
+    /// - Returns: whether the id was new (a checkpoint lists each entry once).
+    @discardableResult
+    mutating func load(_ metadata: EntryMetadata, failure: FailureInfo?, unchanged: Bool, appKey: String? = nil) -> Bool {
+        let isNew = entries.set(metadata)
         if let appKey { holdKey(appKey, for: metadata.id) }
         if let failure { failures[metadata.id] = failure }
         if unchanged && metadata.coalescing != 0 && metadata.status == .pending { pristine.insert(metadata.id) }
         adjust(metadata.status, count: 1, bytes: Int(metadata.storedBytes))
         nextSequence = max(nextSequence, metadata.sequence + 1)
+        return isNew
     }
 
     /// Adds a completion read back from storage.
@@ -108,26 +112,53 @@ extension Scheduler {
         return changes
     }
 
+    /// One loaded entry as the order's rebuild needs it, taken in one pass
+    /// over the table so the rebuild looks nothing up per entry.
+    private struct Placed {
+        var id: OutboxEntryID
+        var sequence: UInt64
+        /// Its send queue (``queue(ofScope:hasDependencies:)``), 0 if none
+        /// (scope ids count up from 1).
+        var queue: UInt32
+        /// An attempted head: first in its queue, wherever its sequence falls.
+        var leads: Bool
+        /// It has a coalescing key or dependencies.
+        var linked: Bool
+
+        /// Queue order: an attempted head first (an older entry may have
+        /// been retried behind it), then by sequence.
+        static func inQueueOrder(_ a: Placed, _ b: Placed) -> Bool {
+            a.leads != b.leads ? a.leads : a.sequence < b.sequence
+        }
+    }
+
     /// The scope queues, coalescing keys and dependents, in order; entries
     /// a crash left in flight come back pending. Returns their new state.
+    ///
+    /// At a million entries this is most of a load, so it reads the table
+    /// once, keeps what it needs in a flat array, and never calls a method
+    /// of `self` from inside the table's iteration (the compiler copies the
+    /// whole scheduler for each such call).
     private mutating func rebuildOrder(now: Int64) -> StoreChanges {
         var changes: StoreChanges = []
-        // Only entries in a send queue, with a coalescing key or with
-        // dependencies need the order. Sort the (id, sequence) pairs, not
-        // ids through table lookups: loads insert in sequence order, and the
-        // sort is linear on input in order. An attempted head comes first
-        // in its queue, wherever its sequence falls (an older entry may have
-        // been retried behind it).
-        var order: [(OutboxEntryID, UInt64, Bool)] = []
+        let inOrder = configuration.unscopedDelivery == .inOrder
+        var placed: [Placed] = []
         var inFlight: [(OutboxEntryID, UInt64)] = []
-        order.reserveCapacity(entries.count)
+        placed.reserveCapacity(entries.count)
         entries.forEach { entry in
             if entry.status == .inFlight { inFlight.append((entry.id, entry.sequence)) }
-            if queue(of: entry) != nil || entry.coalescing != 0 || entry.dependencies != nil {
-                order.append((entry.id, entry.sequence, entry.attempts > 0 && entry.status.holdsScope))
-            }
+            let hasDependencies = !(entry.dependencies?.isEmpty ?? true)
+            let queue = entry.status.holdsScope
+                ? Self.queue(ofScope: entry.scope, hasDependencies: hasDependencies, unscopedInOrder: inOrder) ?? 0 : 0
+            let linked = entry.coalescing != 0 || hasDependencies
+            guard queue != 0 || linked else { return }
+            placed.append(
+                Placed(
+                    id: entry.id, sequence: entry.sequence, queue: queue,
+                    leads: entry.attempts > 0 && entry.status.holdsScope, linked: linked))
         }
-        order.sort { $0.2 != $1.2 ? $0.2 : $0.1 < $1.1 }
+        // Loads insert in sequence order, and the sort is linear on input in order.
+        placed.sort(by: Placed.inQueueOrder)
         inFlight.sort { $0.1 < $1.1 }
         for (id, _) in inFlight {
             // Cut short by the crash: the request may have been applied.
@@ -138,38 +169,69 @@ extension Scheduler {
             entries[id] = entry
             changes.append(.state(id))
         }
-        for (id, _, _) in order {
-            let entry = entries[id]!
-            if entry.status.holdsScope, let queue = queue(of: entry) { scopes[queue, default: []].append(id) }
-            if entry.coalescing != 0 && entry.status != .succeeded { keyed[entry.coalescing, default: []].append(id) }
-            // Only younger entries depend on a live one (as at run time): an
-            // older entry naming the same id depended on an earlier entry with
-            // that id, discarded since.
-            for parent in entry.dependencies ?? [] where (entries[parent]?.sequence ?? .max) < entry.sequence {
-                dependents[parent, default: []].append(id)
-            }
-        }
+        fillQueues(from: placed)
+        for item in placed where item.linked { link(entries[item.id]!) }
         for key in keyed.keys { keyed[key]!.sort { entries[$0]!.sequence < entries[$1]!.sequence } }
         return changes
     }
 
+    /// Appends the placed entries to their queues, in `placed`'s order: a
+    /// run of entries of the same queue (all of them, when nothing is scoped)
+    /// costs one look-up of the queue, not one per entry.
+    private mutating func fillQueues(from placed: [Placed]) {
+        var run: [OutboxEntryID] = []
+        var runQueue: UInt32 = 0
+        for item in placed where item.queue != 0 {
+            if item.queue != runQueue {
+                if !run.isEmpty { scopes[runQueue, default: []].append(contentsOf: run) }
+                run.removeAll(keepingCapacity: true)
+                runQueue = item.queue
+            }
+            run.append(item.id)
+        }
+        if !run.isEmpty { scopes[runQueue, default: []].append(contentsOf: run) }
+    }
+
+    /// Lists a loaded entry under its coalescing key and under the live
+    /// parents it depends on.
+    private mutating func link(_ entry: EntryMetadata) {
+        if entry.coalescing != 0 && entry.status != .succeeded { keyed[entry.coalescing, default: []].append(entry.id) }
+        // Only younger entries depend on a live one (as at run time): an
+        // older entry naming the same id depended on an earlier entry with
+        // that id, discarded since.
+        for parent in entry.dependencies ?? [] where (entries[parent]?.sequence ?? .max) < entry.sequence {
+            dependents[parent, default: []].append(entry.id)
+        }
+    }
+
     /// Every heap built in one pass: due candidates straight into `ready`,
-    /// the others into `waiting`, every unsent entry by creation time.
+    /// the others into `waiting`, every unsent entry by creation time. An
+    /// entry in a queue is a candidate only as its queue's head, so heads are
+    /// taken from the queues rather than looked up per entry.
     private mutating func rebuildHeaps(now: Int64) {
         var due: [Candidate] = []
         var later: [Timed] = []
         var unsent: [Aged] = []
-        unsent.reserveCapacity(entries.count)
-        entries.forEach { entry in
-            if entry.status.holdsScope {
-                unsent.append(Aged(createdAt: entry.createdAt, sequence: entry.sequence, id: entry.id))
-            }
-            guard entry.status.isSendable, isHead(entry) else { return }
+        func addCandidate(_ entry: EntryMetadata) {
+            guard entry.status.isSendable else { return }
             if entry.when <= now {
                 due.append(Candidate(sequence: entry.sequence, id: entry.id, version: entry.version, priority: entry.priority))
             } else {
                 later.append(Timed(when: entry.when, sequence: entry.sequence, id: entry.id, version: entry.version))
             }
+        }
+        let inOrder = configuration.unscopedDelivery == .inOrder
+        unsent.reserveCapacity(entries.count)
+        entries.forEach { entry in
+            if entry.status.holdsScope {
+                unsent.append(Aged(createdAt: entry.createdAt, sequence: entry.sequence, id: entry.id))
+            }
+            let inQueue = Self.queue(
+                ofScope: entry.scope, hasDependencies: !(entry.dependencies?.isEmpty ?? true), unscopedInOrder: inOrder) != nil
+            if !inQueue { addCandidate(entry) }
+        }
+        for queue in scopes.values {
+            if let head = queue.first, let entry = entries[head] { addCandidate(entry) }
         }
         ready = Heap(due)
         waiting = Heap(later)

@@ -20,8 +20,15 @@ extension Scheduler {
     }
 
     func queue(ofScope scope: UInt32, hasDependencies: Bool) -> UInt32? {
+        Self.queue(
+            ofScope: scope, hasDependencies: hasDependencies, unscopedInOrder: configuration.unscopedDelivery == .inOrder)
+    }
+
+    /// ``queue(ofScope:hasDependencies:)`` without `self`, for loops over
+    /// the entry table (a method call there copies the whole scheduler).
+    static func queue(ofScope scope: UInt32, hasDependencies: Bool, unscopedInOrder: Bool) -> UInt32? {
         if scope != 0 { return scope }
-        return configuration.unscopedDelivery == .inOrder && !hasDependencies ? Self.unscopedQueue : nil
+        return unscopedInOrder && !hasDependencies ? unscopedQueue : nil
     }
 
     /// The key of the unscoped entries' queue: never an interned scope's id
