@@ -117,8 +117,8 @@ extension Scheduler {
     private struct Placed {
         var id: OutboxEntryID
         var sequence: UInt64
-        /// Its send queue (``queue(ofScope:hasDependencies:)``), 0 if none
-        /// (scope ids count up from 1).
+        /// The send queue it holds a place in (``queue(ofScope:hasDependencies:)``),
+        /// 0 if none: it goes on its own, or is finished (scope ids count up from 1).
         var queue: UInt32
         /// An attempted head: first in its queue, wherever its sequence falls.
         var leads: Bool
