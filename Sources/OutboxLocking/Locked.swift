@@ -29,7 +29,8 @@ import Musl
 /// `@inlinable package` generic in another module, and every lock taken in
 /// the store and the engine went through the generic function (703 call
 /// sites in the benchmark binary). `OutboxLocking` is not a product of the
-/// package, so this is not API.
+/// package and not documented API; SwiftPM would let an app import it as a
+/// module of a product's dependencies, but nothing promises it stays.
 public final class Locked<Value>: @unchecked Sendable {
     #if canImport(os)
     @usableFromInline let lock: UnsafeMutablePointer<os_unfair_lock_s>

@@ -111,8 +111,10 @@ enum StoreCheckpointBody {
         var description: String { reason }
     }
 
-    /// Loads the body into `scheduler` (fresh); returns the sealed queue's
-    /// log keys (empty for a plain one, whose keys are the ids).
+    /// Loads the body into `scheduler`, which must be fresh and is to be
+    /// discarded if this throws: a rejected body may have loaded part of
+    /// itself first (a repeated id is found by storing it). Returns the
+    /// sealed queue's log keys (empty for a plain one, whose keys are the ids).
     static func decode(
         _ body: [UInt8], into scheduler: inout Scheduler, nextSequence: UInt64, collectLogKeys: Bool
     ) throws(Failure) -> LogKeys {
