@@ -7,10 +7,11 @@ import OutboxLocking
 ///
 /// An id minted here from 122 random bits was never stored by anyone (a
 /// collision is as likely as two random version-4 UUIDs colliding, which
-/// the store's derived idempotency keys already rely on) — until its first
-/// enqueue, which takes it out (``take(_:)``), whether that enqueue
-/// succeeds or not: a second enqueue of the same id, after a reopen in this
-/// process say, is looked up like any other. Ids read back from disk, parsed
+/// the store's derived idempotency keys already rely on) — until it first
+/// leaves this process, in an enqueue, a transaction or a spool written for
+/// a queue another process holds, which takes it out (``take(_:)``),
+/// whether that write succeeds or not: a second enqueue of the same id,
+/// after a reopen in this process say, is looked up like any other. Ids read back from disk, parsed
 /// from text or built from a UUID the app chose never pass through here.
 ///
 /// Bounded: only the most recent ``capacity`` ids minted are kept; an older

@@ -47,6 +47,11 @@ extension LogOutboxStore {
     ) async throws(OutboxError) -> OutboxSharedEnqueueResult {
         guard !partition.isEmpty else { throw OutboxError(.invalidArgument, "the partition (user) name is empty") }
         try Admission.check(configuration)
+        // An id leaves this process here, on either path: once it may be in
+        // a spool, no later enqueue of it may be admitted without the queue
+        // (``FreshEntryIDs``), or a reopened store still loading would take
+        // the same write a second time.
+        for request in requests { _ = FreshEntryIDs.take(request.id) }
         let format = RecordFormat(partition: partition, key: configuration.encryptionKey)
         let now = Date().milliseconds
         // Every request is checked before anything is written, on either path.
