@@ -29,36 +29,6 @@ struct PayloadFileReference: Sendable, Hashable {
 
     static let encodedSize = 1 + 16 + 8 + 4 + 32
 
-    static func hex(_ bytes: some Sequence<UInt8>) -> String {
-        let digits = Array("0123456789abcdef")
-        var text = ""
-        for byte in bytes {
-            text.append(digits[Int(byte >> 4)])
-            text.append(digits[Int(byte & 15)])
-        }
-        return text
-    }
-
-    /// The bytes of lowercase hex `text`; `nil` if it is not that.
-    static func bytes(hex text: Substring) -> [UInt8]? {
-        let utf8 = Array(text.utf8)
-        guard utf8.count % 2 == 0 else { return nil }
-        func nibble(_ c: UInt8) -> UInt8? {
-            switch c {
-            case UInt8(ascii: "0")...UInt8(ascii: "9"): c - UInt8(ascii: "0")
-            case UInt8(ascii: "a")...UInt8(ascii: "f"): c - UInt8(ascii: "a") + 10
-            default: nil
-            }
-        }
-        var bytes: [UInt8] = []
-        bytes.reserveCapacity(utf8.count / 2)
-        for index in stride(from: 0, to: utf8.count, by: 2) {
-            guard let high = nibble(utf8[index]), let low = nibble(utf8[index + 1]) else { return nil }
-            bytes.append(high << 4 | low)
-        }
-        return bytes
-    }
-
     /// How many sealed chunks the payload takes (0 for a plain file).
     var chunkCount: Int {
         guard layout == .sealed, chunkSize > 0 else { return 0 }

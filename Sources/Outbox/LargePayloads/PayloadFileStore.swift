@@ -49,14 +49,14 @@ final class PayloadFileStore: Sendable {
 
     /// `<entry key without its prefix, hex>-<file id, hex>`.
     static func fileName(entryKey: LogKey, fileID: [UInt8]) -> String {
-        PayloadFileReference.hex(entryKey.bytes.dropFirst()) + "-" + PayloadFileReference.hex(fileID)
+        LowercaseHex.encode(entryKey.bytes.dropFirst()) + "-" + LowercaseHex.encode(fileID)
     }
 
     /// The entry key and file id a file name holds; `nil` for another name.
     static func parse(_ name: String) -> (entryKey: LogKey, fileID: [UInt8])? {
         let parts = name.split(separator: "-", omittingEmptySubsequences: false)
-        guard parts.count == 2, let key = PayloadFileReference.bytes(hex: parts[0]), key.count == 16,
-            let fileID = PayloadFileReference.bytes(hex: parts[1]), fileID.count == 16
+        guard parts.count == 2, let key = LowercaseHex.decode(parts[0], count: 16),
+            let fileID = LowercaseHex.decode(parts[1], count: 16)
         else { return nil }
         return (LogKey([RecordFormat.entryPrefix] + key), fileID)
     }

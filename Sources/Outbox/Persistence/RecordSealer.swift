@@ -26,6 +26,8 @@ struct RecordSealer: Sendable {
         case checkpoint = 5
         /// A chunk of a payload file (``PayloadFileCipher``).
         case payloadChunk = 6
+        /// A spooled record the queue set aside (``SetAsideRecords``).
+        case setAside = 7
     }
 
     /// The app's key as given: what older stores sealed their sensitive

@@ -14,9 +14,15 @@ public struct OutboxSpoolProblem: Sendable, Hashable, CustomStringConvertible {
         /// A record does not decode: the entries before it were moved in,
         /// it and the rest stay in the spool.
         case damagedRecord
-        /// The queue refused an entry (full, usually): it and the rest of
-        /// its spool stay, in order, for a later look.
+        /// The queue refused an entry for now (it is full): it and the rest
+        /// of its spool stay, in order, for a later look.
         case refused
+        /// The queue can never take an entry as it was spooled (too large
+        /// for its limits, a value no enqueue accepts): its record is kept,
+        /// byte for byte as the writer stored it (sealed if the queue is),
+        /// in the file ``OutboxSpoolProblem/path`` names, under the spools'
+        /// `refused/` directory; the rest of its spool moves in.
+        case setAside
         /// Moved in, but the spool could not be closed or deleted: kept, and
         /// its entries are not moved in again (the queue's mark covers them).
         case notDeleted
@@ -24,7 +30,8 @@ public struct OutboxSpoolProblem: Sendable, Hashable, CustomStringConvertible {
 
     /// What is affected.
     public var kind: Kind
-    /// The spool's directory (or the spools' directory, for ``Kind/listing``).
+    /// The spool's directory (the spools' directory for ``Kind/listing``,
+    /// the file the record was kept in for ``Kind/setAside``).
     public var path: FilePath
     /// The spool log's sequence number of the record concerned, when one is.
     public var record: UInt64?

@@ -8,6 +8,10 @@ public struct OutboxSpoolReport: Sendable, Hashable, CustomStringConvertible {
     /// Spooled entries recorded dead at once: a dependency the queue does
     /// not know (enqueued in no process, or delivered and forgotten).
     public var quarantined = 0
+    /// Spooled entries the queue can never take as they were written (too
+    /// large for its limits, or a value no enqueue accepts): each kept in a
+    /// file of its own and reported in ``problems`` (``OutboxSpoolProblem/Kind/setAside``).
+    public var setAside = 0
     /// Spools emptied and deleted.
     public var spoolsDeleted = 0
     /// Spools still locked by their writer: moved in at a later look.
@@ -21,7 +25,8 @@ public struct OutboxSpoolReport: Sendable, Hashable, CustomStringConvertible {
     public init() {}
 
     public var description: String {
-        "ingested \(ingested), duplicates \(duplicates), quarantined \(quarantined), spools deleted \(spoolsDeleted), "
+        "ingested \(ingested), duplicates \(duplicates), quarantined \(quarantined), set aside \(setAside), "
+            + "spools deleted \(spoolsDeleted), "
             + "busy \(spoolsBusy), left \(left)" + (problems.isEmpty ? "" : "; " + problems.map(\.description).joined(separator: "; "))
     }
 }

@@ -22,6 +22,8 @@ final class SpoolIngestor: Sendable {
     let configuration: OutboxLog.Configuration
     let core: StoreCore
     let queue: OutboxLog
+    /// Where entries this queue can never take are kept.
+    let setAsideRecords: SetAsideRecords
     private let gate = SerialGate()
     /// A writer poked since the last look began (read before each claim).
     private let poked = Locked(false)
@@ -31,6 +33,7 @@ final class SpoolIngestor: Sendable {
         core: StoreCore, queue: OutboxLog
     ) {
         self.spools = spools
+        self.setAsideRecords = SetAsideRecords(queue: queue.directory, format: format, fileSystem: configuration.fileSystem)
         self.format = format
         self.key = key
         self.configuration = configuration
@@ -116,6 +119,12 @@ final class SpoolIngestor: Sendable {
         var last: StoreAcknowledgement?
         var moved: [OutboxEntryID] = []
         var stopped: Set<SpoolID> = []
+        func stop(at index: Int, _ entry: SpooledEntry, _ error: OutboxError) {
+            report.problems.append(
+                OutboxSpoolProblem(.refused, path: SpoolLayout.path(spools, entry.spool), record: entry.sequence, error: error))
+            report.left += order.stop(index)
+            stopped.insert(entry.spool)
+        }
         while let next = order.next() {
             let (index, entry) = next
             do throws(OutboxError) {
@@ -129,19 +138,46 @@ final class SpoolIngestor: Sendable {
                 }
                 if outcome != .duplicate { moved.append(entry.body.id) }
                 opened[index].marked = true
+            } catch where Self.neverTaken(error) {
+                // This queue can never take it as it was spooled: kept aside,
+                // byte for byte, and the rest of its spool moves in.
+                let kept: FilePath
+                do throws(OutboxError) { kept = try await setAside(entry) } catch {
+                    stop(at: index, entry, error)  // it could not be kept: it stays in its spool
+                    continue
+                }
+                last = try await core.skip(entry)
+                order.consume(index)
+                opened[index].marked = true
+                report.setAside += 1
+                report.problems.append(OutboxSpoolProblem(.setAside, path: kept, record: entry.sequence, error: error))
             } catch where error.code != .storage && error.code != .closed {
-                // The queue is full (or refuses this entry): keep it and
-                // what follows it in its spool, in order, for a later look.
-                report.problems.append(
-                    OutboxSpoolProblem(.refused, path: SpoolLayout.path(spools, entry.spool), record: entry.sequence, error: error))
-                report.left += order.stop(index)
-                stopped.insert(entry.spool)
+                // The queue is full: keep it and what follows it in its
+                // spool, in order, for a later look.
+                stop(at: index, entry, error)
             }
         }
         // The log keeps a prefix of its batches: the last one durable, all are.
         try await core.wait(for: last, .durable)
         core.confirmIngested(moved)
         return stopped
+    }
+
+    /// Whether `error` refuses an entry for good, whatever the queue holds
+    /// (as opposed to `.full`, which a later look may get past).
+    private static func neverTaken(_ error: OutboxError) -> Bool {
+        [.invalidArgument, .tooLarge, .corruptEntry].contains(error.code)
+    }
+
+    /// Keeps `entry`'s record in the queue's set-aside records; returns
+    /// where. Blocking work, off the pool.
+    private func setAside(_ entry: SpooledEntry) async throws(OutboxError) -> FilePath {
+        let records = setAsideRecords
+        return try await offThePool { () throws(OutboxError) -> FilePath in
+            try records.keep(
+                entry.stored, key: records.format.entryKey(entry.body.id),
+                name: SetAsideRecords.name(spool: entry.spool, record: entry.sequence))
+        }
     }
 
     /// Deletes every spool moved in entirely, then the queue's mark for it.

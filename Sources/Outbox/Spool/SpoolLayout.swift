@@ -115,22 +115,13 @@ struct SpoolID: Hashable, Sendable, CustomStringConvertible {
 
     init(bytes: [UInt8]) { self.bytes = bytes }
 
+    /// The spool named by `hex`, if it is 32 lowercase hex digits.
     init?(hex: String) {
-        guard hex.utf8.count == 32 else { return nil }
-        var bytes: [UInt8] = []
-        var index = hex.startIndex
-        while index < hex.endIndex {
-            let next = hex.index(index, offsetBy: 2)
-            guard let byte = UInt8(hex[index..<next], radix: 16), hex[index..<next].allSatisfy(\.isHexDigit),
-                hex[index..<next].lowercased() == hex[index..<next]
-            else { return nil }
-            bytes.append(byte)
-            index = next
-        }
+        guard let bytes = LowercaseHex.decode(hex, count: 16) else { return nil }
         self.bytes = bytes
     }
 
-    var hex: String { bytes.map { $0 < 16 ? "0" + String($0, radix: 16) : String($0, radix: 16) }.joined() }
+    var hex: String { LowercaseHex.encode(bytes) }
     var description: String { SpoolLayout.spoolPrefix + hex }
 }
 

@@ -1,11 +1,11 @@
 import Foundation
 
 extension StoreCore {
-    /// What an enqueue does before the store's lock, shared by a direct
-    /// enqueue and a spooled one (`LogOutboxStore.enqueue(_:root:partition:configuration:)`):
-    /// checks `request` (``Admission``), and builds and encodes (and, with
-    /// a key, seals) its body through `prepare`, with sequence 0 (the queue
-    /// patches in its own under its lock).
+    /// What a spooled enqueue (`LogOutboxStore.enqueue(_:root:partition:configuration:)`)
+    /// does before anything is written: checks `request` (``Admission``),
+    /// builds and encodes (and, with a key, seals) its body through
+    /// `prepare`, with sequence 0 (the queue patches in its own under its
+    /// lock), and checks that the whole record fits the spool's log.
     ///
     /// - Throws: ``OutboxError`` `.invalidArgument` or `.tooLarge`; nothing
     ///   is written.
@@ -15,7 +15,13 @@ extension StoreCore {
     ) throws(OutboxError) -> PreparedBody {
         try Admission.check(request)
         try Admission.payloadSize(request, limit: configuration.log.maximumRecordSize)
-        return try prepareBody(request, partition: partition, configuration: configuration, now: now, prepare: prepare)
+        let prepared = try prepareBody(request, partition: partition, configuration: configuration, now: now, prepare: prepare)
+        // A spool has no payload files: the whole record goes to its log,
+        // whatever the threshold, and must fit it.
+        try Admission.recordSize(
+            LogBackend.frameSize(ofBody: prepared.encoded?.count ?? prepared.storedBytes),
+            limit: configuration.log.maximumRecordSize, entry: request.id)
+        return prepared
     }
 
     /// The body of an admitted `request`, encoded through `prepare` with

@@ -36,7 +36,7 @@ enum PartitionDirectory {
 
     /// The directory name of `partition`'s queue under `naming`.
     static func name(_ partition: String, naming: KeyedNaming) -> String {
-        prefix + naming.digest("swift-outbox partition directory", partition.utf8).map(hex).joined()
+        prefix + LowercaseHex.encode(naming.digest("swift-outbox partition directory", partition.utf8))
     }
 
     static func path(root: FilePath, name: String) -> FilePath { partitionsDirectory(root).appending(name) }
@@ -44,11 +44,6 @@ enum PartitionDirectory {
     /// Where the queue of `partition` lived before issue 15.
     static func legacyPath(root: FilePath, partition: String) -> FilePath {
         partitionsDirectory(root).appending(legacyName(partition))
-    }
-
-    private static func hex(_ byte: UInt8) -> String {
-        let digits = String(byte, radix: 16)
-        return digits.count == 1 ? "0" + digits : digits
     }
 
     // MARK: Naming keys

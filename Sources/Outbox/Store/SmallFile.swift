@@ -10,8 +10,9 @@ enum SmallFile {
     /// Larger files are not ours: refused rather than read.
     static let maximumSize = 4096
 
-    /// The file's bytes, or `nil` if it does not exist.
-    static func read(_ path: FilePath, fileSystem: any FileSystem) throws(OutboxError) -> [UInt8]? {
+    /// The file's bytes, or `nil` if it does not exist; a file over
+    /// `limit` bytes is refused unread.
+    static func read(_ path: FilePath, fileSystem: any FileSystem, limit: Int = maximumSize) throws(OutboxError) -> [UInt8]? {
         let descriptor: FileDescriptor
         do { descriptor = try fileSystem.openFile(path, mode: .readOnly) } catch {
             if error == .noSuchFileOrDirectory { return nil }
@@ -20,7 +21,7 @@ enum SmallFile {
         defer { try? fileSystem.close(descriptor) }
         do {
             let size = try fileSystem.size(of: descriptor)
-            guard size <= maximumSize else {
+            guard size <= limit else {
                 throw OutboxError(.corruptEntry, "\(path): \(size) bytes, more than a \(path.lastComponent?.string ?? "") file holds")
             }
             var bytes = [UInt8](repeating: 0, count: Int(size))

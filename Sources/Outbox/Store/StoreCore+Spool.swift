@@ -32,36 +32,88 @@ extension StoreCore {
         case quarantined
     }
 
-    /// Moves one spooled entry in: the scheduler admits it as an enqueue
-    /// would (duplicates, coalescing, scopes, limits), and its records go
-    /// to the log in **one batch with the spool's mark** (``SpoolMark``)
-    /// — for a duplicate, the mark alone. Returns without waiting; the
-    /// acknowledgement covers the batch.
+    /// Moves one spooled entry in: it is admitted as a direct enqueue would
+    /// be — its values checked (``Admission``), its size judged by this
+    /// queue's limits, its payload moved into a payload file if it is above
+    /// this queue's threshold — then the scheduler admits it (duplicates,
+    /// coalescing, scopes, limits), and its records go to the log in **one
+    /// batch with the spool's mark** (``SpoolMark``) — for a duplicate, the
+    /// mark alone. Returns without waiting; the acknowledgement covers the
+    /// batch.
     ///
     /// - Throws: ``OutboxError`` `.full` (nothing written: the entry stays
-    ///   in its spool), or a storage error (the store is then closed).
+    ///   in its spool); `.invalidArgument`, `.tooLarge` or `.corruptEntry`
+    ///   for an entry this queue can never take as it was spooled (nothing
+    ///   written: ``skip(_:)`` moves the mark past it once it is set
+    ///   aside); or a storage error (the store is then closed).
     func ingest(_ spooled: SpooledEntry) async throws(OutboxError) -> (IngestOutcome, StoreAcknowledgement) {
         guard let backend = backend as? LogBackend else {
             throw OutboxError(.invalidArgument, "only a log-backed store takes spooled entries")
         }
         let request = spooled.request
-        let prepared = PreparedBody(body: spooled.body, encoded: spooled.stored, storedBytes: spooled.stored.count)
         let now = Date().milliseconds
-        let room = try await reserveRoom(for: [prepared])
+        let prepared = try await admit(spooled, now: now)
         let mark = SpoolMark.write(spooled.spool, through: spooled.sequence)
-        return try state.withLock { state throws(OutboxError) -> (IngestOutcome, StoreAcknowledgement) in
+        let result: (IngestOutcome, StoreAcknowledgement)
+        do throws(OutboxError) {
+            let room = try await reserveRoom(for: [prepared])
+            result = try state.withLock { state throws(OutboxError) -> (IngestOutcome, StoreAcknowledgement) in
+                try check(state)
+                let (outcome, changes) = try state.scheduler.enqueue(
+                    request, storedBytes: prepared.storedBytes, now: now, spooled: true)
+                do throws(OutboxError) {
+                    var writes = try backend.writes(for: changes, newBodies: [prepared], scheduler: state.scheduler)
+                    writes.append(mark)
+                    let acknowledgement = try backend.submit(writes, room: room)
+                    if changes.isEmpty { return (.duplicate, acknowledgement) }
+                    // Until the batch is durable, a claim of it waits (as for an enqueue).
+                    state.unconfirmed[request.id] = acknowledgement
+                    if case .duplicate = outcome { return (.duplicate, acknowledgement) }
+                    return (state.scheduler.metadata(request.id)?.status == .quarantined ? .quarantined : .enqueued, acknowledgement)
+                } catch {
+                    state.failure = error
+                    throw error
+                }
+            }
+        } catch {
+            await discardFiles(of: [prepared], after: error)
+            throw error
+        }
+        if result.0 == .duplicate { await discardUnrecordedFiles(of: [prepared]) }
+        return result
+    }
+
+    /// The spooled entry as this queue stores it, admitted as a direct
+    /// enqueue is: the writer's limits and checks are not this queue's,
+    /// and its bytes are hostile until checked.
+    private func admit(_ spooled: SpooledEntry, now: Int64) async throws(OutboxError) -> PreparedBody {
+        let request = spooled.request
+        guard spooled.body.payloadFile == nil else {
+            // A writer never writes payload files: this one names a file of the queue's.
+            throw OutboxError(.corruptEntry, "a spooled entry that names a payload file", entry: request.id)
+        }
+        try Admission.check(request)
+        try Admission.payloadSize(request, configuration: configuration)
+        if Admission.goesToFile(request.payload.count, configuration) {
+            return try await prepareBodyStoringPayload(request, now: now)
+        }
+        try Admission.recordSize(
+            LogBackend.frameSize(ofBody: spooled.stored.count), limit: configuration.log.maximumRecordSize, entry: request.id)
+        return PreparedBody(body: spooled.body, encoded: spooled.stored, storedBytes: spooled.stored.count)
+    }
+
+    /// Moves the spool's mark past `spooled`, which this queue can never
+    /// take and which has been set aside (``SetAsideRecords``): the mark
+    /// alone, in a batch of its own. Returns without waiting.
+    func skip(_ spooled: SpooledEntry) async throws(OutboxError) -> StoreAcknowledgement {
+        guard let backend = backend as? LogBackend else {
+            throw OutboxError(.invalidArgument, "only a log-backed store takes spooled entries")
+        }
+        let room = try await reserveRoom(for: [])
+        return try state.withLock { state throws(OutboxError) -> StoreAcknowledgement in
             try check(state)
-            let (outcome, changes) = try state.scheduler.enqueue(
-                request, storedBytes: prepared.storedBytes, now: now, spooled: true)
             do throws(OutboxError) {
-                var writes = try backend.writes(for: changes, newBodies: [prepared], scheduler: state.scheduler)
-                writes.append(mark)
-                let acknowledgement = try backend.submit(writes, room: room)
-                if changes.isEmpty { return (.duplicate, acknowledgement) }
-                // Until the batch is durable, a claim of it waits (as for an enqueue).
-                state.unconfirmed[request.id] = acknowledgement
-                if case .duplicate = outcome { return (.duplicate, acknowledgement) }
-                return (state.scheduler.metadata(request.id)?.status == .quarantined ? .quarantined : .enqueued, acknowledgement)
+                return try backend.submit([SpoolMark.write(spooled.spool, through: spooled.sequence)], room: room)
             } catch {
                 state.failure = error
                 throw error
