@@ -162,7 +162,7 @@ struct SpoolAdmissionTests {
             bodies, format: format, spools: SpoolLayout.directory(ofQueue: owner.log.directory), configuration: configuration)
         let report = try await owner.ingestSpools()
         #expect(report.ingested == 2 && report.setAside == 1, "\(report)")
-        #expect(report.problems.first?.error.code == .invalidArgument, "\(report)")
+        #expect(report.problems.first?.error.code == .corruptEntry, "\(report)")
         #expect(try await owner.entry(bodies[1].body.id) == nil)
         try await owner.close()
     }

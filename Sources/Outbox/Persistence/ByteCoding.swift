@@ -35,10 +35,17 @@ struct ByteWriter {
     }
 }
 
-/// Reads what ``ByteWriter`` wrote; every read is bounds-checked and fails
-/// with a clear reason instead of trapping.
+/// Reads what ``ByteWriter`` wrote, from bytes that are hostile until
+/// read: every read is bounds-checked once and fails with the offset and a
+/// reason instead of trapping, and a count read from the bytes is checked
+/// against what is left before anything is allocated for it
+/// (``count(_:eachAtLeast:)``). The one reader of the store's binary forms
+/// (entry records, checkpoints, payload file references).
 struct ByteReader {
-    struct Failure: Error { var reason: String }
+    struct Failure: Error, CustomStringConvertible {
+        var reason: String
+        var description: String { reason }
+    }
 
     private let bytes: [UInt8]
     private(set) var offset = 0
@@ -46,31 +53,55 @@ struct ByteReader {
     init(_ bytes: [UInt8]) { self.bytes = bytes }
 
     var isAtEnd: Bool { offset == bytes.count }
+    /// Bytes not read yet.
+    var remaining: Int { bytes.count - offset }
 
     mutating func integer<T: FixedWidthInteger>(_: T.Type = T.self) throws(Failure) -> T {
         let size = MemoryLayout<T>.size
-        guard offset + size <= bytes.count else { throw Failure(reason: "truncated at byte \(offset)") }
-        var value = T.zero
-        withUnsafeMutableBytes(of: &value) { target in
-            for index in 0..<size { target[index] = bytes[offset + index] }
-        }
-        offset += size
-        return T(littleEndian: value)
+        guard remaining >= size else { throw Failure(reason: "truncated at byte \(offset)") }
+        defer { offset += size }
+        return bytes.withUnsafeBytes { T(littleEndian: $0.loadUnaligned(fromByteOffset: offset, as: T.self)) }
     }
 
-    mutating func raw(_ count: Int) throws(Failure) -> [UInt8] {
-        guard count >= 0, offset + count <= bytes.count else { throw Failure(reason: "truncated at byte \(offset)") }
-        defer { offset += count }
-        return Array(bytes[offset..<(offset + count)])
+    /// A count of items that follow, each taking at least `minimum` bytes:
+    /// refused unless that many could fit in what is left (so a forged
+    /// count of 2^63 costs nothing and traps nowhere).
+    mutating func count<T: FixedWidthInteger & UnsignedInteger>(_: T.Type, eachAtLeast minimum: Int) throws(Failure) -> Int {
+        let at = offset
+        let value = try integer(T.self)
+        guard let count = Int(exactly: value), count <= remaining / max(minimum, 1) else {
+            throw Failure(reason: "a count of \(value) at byte \(at), more than the \(remaining) bytes left can hold")
+        }
+        return count
     }
+
+    /// A date in ms since 1970, within ``EntryMetadata/dateLimits``.
+    mutating func date(_ what: String) throws(Failure) -> Int64 {
+        let at = offset
+        let value = try integer(Int64.self)
+        guard EntryMetadata.dateLimits.contains(value) else {
+            throw Failure(reason: "\(what) of \(value) ms at byte \(at) is not a time any store writes")
+        }
+        return value
+    }
+
+    /// The next `count` bytes, without copying them.
+    mutating func slice(_ count: Int) throws(Failure) -> ArraySlice<UInt8> {
+        guard count >= 0, remaining >= count else { throw Failure(reason: "truncated at byte \(offset)") }
+        defer { offset += count }
+        return bytes[offset..<(offset + count)]
+    }
+
+    mutating func raw(_ count: Int) throws(Failure) -> [UInt8] { Array(try slice(count)) }
 
     mutating func data() throws(Failure) -> [UInt8] {
         try raw(Int(try integer(UInt32.self)))
     }
 
     mutating func string() throws(Failure) -> String {
-        let raw = try data()
-        guard let text = String(checkedUTF8: raw) else { throw Failure(reason: "invalid UTF-8") }
+        let at = offset
+        let raw = try slice(Int(try integer(UInt32.self)))
+        guard let text = String(checkedUTF8: raw) else { throw Failure(reason: "invalid UTF-8 at byte \(at)") }
         return text
     }
 

@@ -133,17 +133,21 @@ enum EntryCodec {
             guard version == Self.version else { throw ByteReader.Failure(reason: "unknown entry version \(version)") }
             let flags = try reader.integer(UInt8.self)
             guard flags & ~(sealedFlag | appKeyFlag | payloadFileFlag) == 0 else { throw ByteReader.Failure(reason: "unknown entry flags \(flags)") }
-            let id = OutboxEntryID(bytes: try reader.raw(16))
+            let id = OutboxEntryID(bytes: try reader.slice(16))
             let sequence = try reader.integer(UInt64.self)
-            let createdAt = try reader.integer(Int64.self)
+            guard sequence <= EntryMetadata.sequenceLimit else {
+                throw ByteReader.Failure(reason: "sequence number \(sequence) is beyond any a store reaches")
+            }
+            let createdAt = try reader.date("the creation date")
             let priority = try reader.integer(Int16.self)
             let maxAttempts = try reader.integer(UInt16.self)
+            guard maxAttempts >= 1 else { throw ByteReader.Failure(reason: "maxAttempts is 0") }
             let type = try reader.string()
             let scope = try reader.optionalString()
             let coalescingKey = try reader.optionalString()
             let partition = try reader.string()
             var dependencies: [OutboxEntryID] = []
-            for _ in 0..<(try reader.integer(UInt16.self)) { dependencies.append(OutboxEntryID(bytes: try reader.raw(16))) }
+            for _ in 0..<(try reader.count(UInt16.self, eachAtLeast: 16)) { dependencies.append(OutboxEntryID(bytes: try reader.slice(16))) }
             let idempotencyKey = try reader.string()
             let method = try reader.string()
             let payloadFile = flags & payloadFileFlag != 0 ? try PayloadFileReference.decode(from: &reader) : nil
@@ -236,7 +240,7 @@ enum EntryCodec {
             let code = try reader.integer(UInt8.self)
             guard let status = OutboxStatus(code: code) else { throw ByteReader.Failure(reason: "unknown status \(code)") }
             let attempts = try reader.integer(UInt16.self)
-            let when = try reader.integer(Int64.self)
+            let when = try reader.date("the next attempt's time")
             let httpStatus = try reader.integer(Int32.self)
             guard httpStatus >= -1 else { throw ByteReader.Failure(reason: "HTTP status \(httpStatus)") }
             let message = try reader.optionalString()
@@ -248,12 +252,12 @@ enum EntryCodec {
             if stateVersion == unknownOutcomeStateVersion {
                 switch try reader.integer(UInt8.self) {
                 case 0: break
-                case 1: firstAnsweredAt = try reader.integer(Int64.self)
+                case 1: firstAnsweredAt = try reader.date("the first answer's time")
                 case let flag: throw ByteReader.Failure(reason: "presence flag \(flag) for firstAnsweredAt")
                 }
-                outcomeUnknownSince = try reader.integer(Int64.self)
+                outcomeUnknownSince = try reader.date("the unknown outcome's time")
             } else if !reader.isAtEnd {
-                firstAnsweredAt = try reader.integer(Int64.self)
+                firstAnsweredAt = try reader.date("the first answer's time")
             }
             try reader.expectEnd()
             let failure =
@@ -287,7 +291,7 @@ enum EntryCodec {
             guard version == 1 || version == completionVersion else {
                 throw ByteReader.Failure(reason: "unknown completion version \(version)")
             }
-            let syncedAt = try reader.integer(Int64.self)
+            let syncedAt = try reader.date("the delivery time")
             let serverID = try reader.optionalString()
             let key = version >= 2 ? try reader.optionalString() : nil
             // Version 2 is written only to keep a key.

@@ -12,27 +12,35 @@ import SystemPackage
 /// ```
 /// header (in the clear):
 ///   8  magic "OBXSCHD\n"
-///   2  version (1)
+///   2  version (2)
 ///   2  flags: bit 0 = the body is sealed (AES-GCM under the queue's key)
 ///   4  header size H
 ///   8  next entry sequence number
 ///   8  body size in bytes, as stored
 ///   4  CRC-32 of the stored body
 ///   …  log position (``LogPosition``: u64 sequence, u32 n, n × (u64 base, u64 salt))
-///   …  sealed only: u32 length and an AES-GCM box of nothing, the key check
+///   …  sealed only: u32 length and an AES-GCM box of nothing, the key
+///      check, authenticating every header byte before its length field
 ///   4  CRC-32 of the header before it
-/// body, plain (``StoreCheckpointBody``) or one AES-GCM box of it
+/// body, plain (``StoreCheckpointBody``) or one AES-GCM box of it, bound
+/// to the position
 /// ```
 ///
 /// With encryption on, everything the app wrote (ids, types, scopes, keys,
 /// errors, server ids) is inside the sealed body; the header holds only
 /// what the log's own files show anyway (sequence numbers, segment bases
-/// and salts, sizes). The key check box lets a reopen prove the key before
-/// anything is read or written, without waiting for the log's index.
+/// and salts, sizes). The key check box lets a reopen prove the key — and
+/// that nobody changed a header value, the next sequence number included —
+/// before anything is read or written, without waiting for the log's index.
+///
+/// A checkpoint is only a shortcut (``Trust``): one that cannot be
+/// authenticated where a key is configured, a sealed one where none is, or
+/// one whose values no store writes is not used; the open then reads every
+/// entry, and the log's own key check decides about the key.
 struct StoreCheckpoint: Sendable {
     static let fileName = "SCHEDULE"
     static let magic: [UInt8] = Array("OBXSCHD\n".utf8)
-    static let version: UInt16 = 1
+    static let version: UInt16 = 2
     static let sealedFlag: UInt16 = 1
     /// The fixed part of the header, before the position.
     static let fixedSize = 36
@@ -47,6 +55,19 @@ struct StoreCheckpoint: Sendable {
     var bodyCRC: UInt32
     /// Sealed only: the key check box.
     var keyCheck: [UInt8]
+    /// The header bytes the key check authenticates.
+    var keyCheckedHeader: [UInt8] = []
+
+    /// What an open may do with a checkpoint.
+    enum Trust: Sendable, Equatable {
+        /// It was written with this key (or, plain, with none): load from it.
+        case usable
+        /// It cannot be shown to be this queue's as it stands — plain where
+        /// a key is configured, sealed where none is, or a key check that
+        /// does not open (another key, or a changed header): read every
+        /// entry, and let the log's key check decide about the key.
+        case unverified
+    }
 
     /// Why a checkpoint was not used (the store then reads every entry).
     struct Rejection: Error, Sendable, CustomStringConvertible {
@@ -62,13 +83,11 @@ struct StoreCheckpoint: Sendable {
         body plain: [UInt8], position: LogPosition, nextSequence: UInt64, format: RecordFormat
     ) throws(OutboxError) -> [UInt8] {
         let positionBytes = position.encoded()
-        var keyCheck: [UInt8] = []
         var body = plain
         if let sealer = format.sealer {
-            keyCheck = try sealer.seal([], .checkpoint, partition: format.partition, binding: Array("key check".utf8))
             body = try sealer.seal(plain, .checkpoint, partition: format.partition, binding: positionBytes)
         }
-        let headerSize = fixedSize + positionBytes.count + (format.isSealed ? 4 + keyCheck.count : 0) + 4
+        let headerSize = fixedSize + positionBytes.count + (format.isSealed ? 4 + RecordSealer.overhead : 0) + 4
         var bytes: [UInt8] = []
         bytes.reserveCapacity(headerSize + body.count)
         bytes += magic
@@ -79,7 +98,8 @@ struct StoreCheckpoint: Sendable {
         bytes.appendLittleEndian(UInt64(body.count))
         bytes.appendLittleEndian(CRC32.checksum(body))
         bytes += positionBytes
-        if format.isSealed {
+        if let sealer = format.sealer {
+            let keyCheck = try sealer.seal([], .checkpoint, partition: format.partition, binding: keyCheckBinding(bytes))
             bytes.appendLittleEndian(UInt32(keyCheck.count))
             bytes += keyCheck
         }
@@ -119,6 +139,12 @@ struct StoreCheckpoint: Sendable {
         return checkpoint
     }
 
+    /// What the key check authenticates: "key check" and every header byte
+    /// before the key check's length.
+    private static func keyCheckBinding(_ headerBefore: some Collection<UInt8>) -> [UInt8] {
+        Array("key check".utf8) + headerBefore
+    }
+
     static func decodeHeader(_ header: [UInt8]) throws -> StoreCheckpoint {
         try header.withUnsafeBytes { raw in
             let stored: UInt32 = raw.loadLittleEndian(at: raw.count - 4)
@@ -138,6 +164,7 @@ struct StoreCheckpoint: Sendable {
             }
             var keyCheck: [UInt8] = []
             var end = used
+            let keyCheckedBytes = fixedSize + used
             if sealed {
                 guard end + 4 <= rest.count else { throw Rejection(reason: "the checkpoint's key check is cut short") }
                 let count = Int(rest.loadLittleEndian(at: end, as: UInt32.self))
@@ -148,30 +175,28 @@ struct StoreCheckpoint: Sendable {
             guard end == rest.count else { throw Rejection(reason: "the checkpoint's header is inconsistent") }
             let bodySize = raw.loadLittleEndian(at: 24, as: UInt64.self)
             guard bodySize <= UInt64(Int32.max) * 64 else { throw Rejection(reason: "implausible body size") }
+            let nextSequence: UInt64 = raw.loadLittleEndian(at: 16)
+            guard nextSequence >= 1, nextSequence <= EntryMetadata.sequenceLimit else {
+                throw Rejection(reason: "next sequence number \(nextSequence) is not one a store writes")
+            }
             return StoreCheckpoint(
-                position: position, nextSequence: raw.loadLittleEndian(at: 16), sealed: sealed, headerSize: raw.count,
-                bodySize: Int(bodySize), bodyCRC: raw.loadLittleEndian(at: 32), keyCheck: keyCheck)
+                position: position, nextSequence: nextSequence, sealed: sealed, headerSize: raw.count,
+                bodySize: Int(bodySize), bodyCRC: raw.loadLittleEndian(at: 32), keyCheck: keyCheck,
+                keyCheckedHeader: Array(raw[..<keyCheckedBytes]))
         }
     }
 
-    /// Whether `format`'s key (or its absence) is the one this checkpoint
-    /// was written with: `nil` if it cannot tell (a plain checkpoint and a
-    /// key given: only the log's key check can say, as before checkpoints).
-    func keyCheck(_ format: RecordFormat) -> OutboxError?? {
+    /// Whether an open configured with `format`'s key (or none) may load
+    /// from this checkpoint.
+    func trust(for format: RecordFormat) -> Trust {
         switch (sealed, format.sealer) {
-        case (false, nil): return .some(nil)
-        case (false, .some): return nil
-        case (true, nil):
-            return .some(OutboxError(.keyRequired, "the queue of \(format.partition) is encrypted; open it with its key"))
+        case (false, nil): return .usable
+        case (false, .some), (true, nil): return .unverified
         case (true, let sealer?):
-            guard
-                (try? sealer.open(keyCheck, .checkpoint, partition: format.partition, binding: Array("key check".utf8)))
-                    != nil
-            else {
-                return .some(
-                    OutboxError(.wrongKey, "the encryption key does not open the queue of \(format.partition); nothing was changed"))
-            }
-            return .some(nil)
+            let opens =
+                (try? sealer.open(
+                    keyCheck, .checkpoint, partition: format.partition, binding: Self.keyCheckBinding(keyCheckedHeader))) != nil
+            return opens ? .usable : .unverified
         }
     }
 

@@ -106,10 +106,12 @@ enum StoreCheckpointBody {
         var completions: [[UInt8]: OutboxEntryID] = [:]
     }
 
-    struct Failure: Error, CustomStringConvertible {
-        var reason: String
-        var description: String { reason }
-    }
+    typealias Failure = ByteReader.Failure
+
+    /// The fewest bytes an entry, a completion and a name take.
+    private static let minimumEntrySize = 16 + 8 + 8 + 8 + 4 + 4 + 4 + 4 + 2 + 2 + 2 + 1 + 1
+    private static let minimumCompletionSize = 16 + 8 + 1
+    private static let minimumNameSize = 4 + 4
 
     /// Loads the body into `scheduler`, which must be fresh and is to be
     /// discarded if this throws: a rejected body may have loaded part of
@@ -119,8 +121,11 @@ enum StoreCheckpointBody {
         _ body: [UInt8], into scheduler: inout Scheduler, nextSequence: UInt64, collectLogKeys: Bool
     ) throws(Failure) -> LogKeys {
         var logKeys = LogKeys()
-        var reader = FastReader(body)
-        let nameCount = Int(try reader.integer(UInt32.self))
+        guard nextSequence <= EntryMetadata.sequenceLimit else {
+            throw Failure(reason: "next sequence number \(nextSequence) is beyond any a store reaches")
+        }
+        var reader = ByteReader(body)
+        let nameCount = try reader.count(UInt32.self, eachAtLeast: minimumNameSize)
         var names: [UInt32: String] = [:]
         for _ in 0..<nameCount {
             let id = try reader.integer(UInt32.self)
@@ -128,15 +133,18 @@ enum StoreCheckpointBody {
                 throw Failure(reason: "name id \(id) is invalid or repeated")
             }
         }
-        let entryCount = Int(try reader.integer(UInt64.self))
-        guard entryCount <= body.count / 64 else { throw Failure(reason: "implausible entry count \(entryCount)") }
+        let entryCount = try reader.count(UInt64.self, eachAtLeast: minimumEntrySize)
         var references: [UInt32: Int] = [:]
         scheduler.reserveEntries(entryCount)
         for _ in 0..<entryCount {
-            let id = OutboxEntryID(bytes: try reader.raw(16))
+            let id = OutboxEntryID(bytes: try reader.slice(16))
             let sequence = try reader.integer(UInt64.self)
-            let when = try reader.integer(Int64.self)
-            let createdAt = try reader.integer(Int64.self)
+            // Every entry was numbered before the checkpoint's next number.
+            guard sequence < nextSequence else {
+                throw Failure(reason: "entry \(id) has sequence number \(sequence), not below the next one, \(nextSequence)")
+            }
+            let when = try reader.date("the next attempt's time")
+            let createdAt = try reader.date("the creation date")
             let storedBytes = try reader.integer(UInt32.self)
             let scope = try reader.integer(UInt32.self)
             let type = try reader.integer(UInt32.self)
@@ -156,10 +164,10 @@ enum StoreCheckpointBody {
             }
             var dependencies: [OutboxEntryID]?
             if flags & hasDependencies != 0 {
-                let count = Int(try reader.integer(UInt16.self))
+                let count = try reader.count(UInt16.self, eachAtLeast: 16)
                 guard count > 0 else { throw Failure(reason: "an empty dependency list") }
                 dependencies = []
-                for _ in 0..<count { dependencies!.append(OutboxEntryID(bytes: try reader.raw(16))) }
+                for _ in 0..<count { dependencies!.append(OutboxEntryID(bytes: try reader.slice(16))) }
             }
             let appKey = flags & hasAppKey != 0 ? try reader.string() : nil
             let failure = flags & hasFailure != 0 ? try decodeFailure(&reader) : nil
@@ -179,11 +187,10 @@ enum StoreCheckpointBody {
             guard isNew else { throw Failure(reason: "entry \(id) appears twice") }
         }
         scheduler.restore(strings: StringInterner(restoring: names, references: references), nextSequence: nextSequence)
-        let completionCount = Int(try reader.integer(UInt64.self))
-        guard completionCount <= body.count / 25 else { throw Failure(reason: "implausible completion count") }
+        let completionCount = try reader.count(UInt64.self, eachAtLeast: minimumCompletionSize)
         for _ in 0..<completionCount {
-            let id = OutboxEntryID(bytes: try reader.raw(16))
-            let syncedAt = try reader.integer(Int64.self)
+            let id = OutboxEntryID(bytes: try reader.slice(16))
+            let syncedAt = try reader.date("the delivery time")
             let flags = try reader.integer(UInt8.self)
             guard flags & ~(hasServerID | hasAppKey | hasLogKey) == 0 else {
                 throw Failure(reason: "unknown completion flags \(flags)")
@@ -201,7 +208,7 @@ enum StoreCheckpointBody {
         return logKeys
     }
 
-    private static func decodeFailure(_ reader: inout FastReader) throws(Failure) -> FailureInfo {
+    private static func decodeFailure(_ reader: inout ByteReader) throws(Failure) -> FailureInfo {
         let fields = try reader.integer(UInt8.self)
         guard fields & ~15 == 0 else { throw Failure(reason: "unknown failure fields \(fields)") }
         var failure = FailureInfo()
@@ -211,39 +218,8 @@ enum StoreCheckpointBody {
             guard let value = Int(exactly: status) else { throw Failure(reason: "HTTP status \(status)") }
             failure.httpStatus = value
         }
-        if fields & 4 != 0 { failure.firstAnsweredAt = try reader.integer(Int64.self) }
-        if fields & 8 != 0 { failure.outcomeUnknownSince = try reader.integer(Int64.self) }
+        if fields & 4 != 0 { failure.firstAnsweredAt = try reader.date("the first answer's time") }
+        if fields & 8 != 0 { failure.outcomeUnknownSince = try reader.date("the unknown outcome's time") }
         return failure
-    }
-}
-
-/// Reads little-endian integers and byte strings from a buffer with one
-/// bounds check each (a checkpoint holds millions of them).
-private struct FastReader {
-    private let bytes: [UInt8]
-    private var offset = 0
-
-    init(_ bytes: [UInt8]) { self.bytes = bytes }
-
-    var isAtEnd: Bool { offset == bytes.count }
-
-    mutating func integer<T: FixedWidthInteger>(_: T.Type = T.self) throws(StoreCheckpointBody.Failure) -> T {
-        let size = MemoryLayout<T>.size
-        guard bytes.count - offset >= size else { throw .init(reason: "truncated at byte \(offset)") }
-        defer { offset += size }
-        return bytes.withUnsafeBytes { T(littleEndian: $0.loadUnaligned(fromByteOffset: offset, as: T.self)) }
-    }
-
-    mutating func raw(_ count: Int) throws(StoreCheckpointBody.Failure) -> ArraySlice<UInt8> {
-        guard count >= 0, bytes.count - offset >= count else { throw .init(reason: "truncated at byte \(offset)") }
-        defer { offset += count }
-        return bytes[offset..<(offset + count)]
-    }
-
-    mutating func string() throws(StoreCheckpointBody.Failure) -> String {
-        let count = Int(try integer(UInt32.self))
-        let raw = try raw(count)
-        guard let text = String(validating: raw, as: UTF8.self) else { throw .init(reason: "invalid UTF-8") }
-        return text
     }
 }

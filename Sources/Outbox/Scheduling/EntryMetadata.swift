@@ -21,6 +21,15 @@ struct EntryMetadata: Sendable, Hashable {
     var when: Int64
 
     static let immediately: Int64 = 0
+    /// No store numbers an entry this far (one enqueue a nanosecond for 292
+    /// years): a larger sequence number read back is damage, refused by
+    /// every decoder, so `sequence + 1` never overflows.
+    static let sequenceLimit = UInt64(Int64.max)
+    /// Times a record may hold (ms since 1970): a date ``OutboxLimits/dates``
+    /// accepts, plus at most ``OutboxLimits/maximumDuration`` (a lease's end,
+    /// a retry's time). A time read back outside them is damage: inside,
+    /// it converts to `Date` and back exactly, never trapping.
+    static let dateLimits: ClosedRange<Int64> = -62_135_596_800_000...(253_402_300_799_999 + 100 * 365 * 86_400_000)
     /// When the app created the entry (ms since 1970): the summary's oldest
     /// unsent entry.
     var createdAt: Int64

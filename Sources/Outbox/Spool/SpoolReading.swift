@@ -2,18 +2,20 @@ import Crypto
 import OutboxLog
 import SystemPackage
 
-/// One spool the owner has locked, with the entries its queue does not hold yet.
+/// One spool the owner has locked, with the records its queue does not hold yet.
 struct OpenSpool: Sendable {
     let id: SpoolID
+    /// The spools' directory it is in.
+    let source: SpoolSource
     let log: OutboxLog
     /// The spool's guard (``SpoolLayout/guardPath(_:_:)``), held by the owner.
     let guardLock: FileDescriptor
-    /// Entries past the queue's mark, in spool order.
-    var entries: [SpooledEntry]
+    /// Records past the queue's mark, in spool order.
+    var records: [SpooledRecord]
     /// The queue has a mark for this spool (to delete with it).
     var marked: Bool
-    /// Why the spool cannot be read to its end (kept, not deleted).
-    var damage: OutboxSpoolProblem?
+
+    var path: FilePath { SpoolLayout.path(source.directory, id) }
 }
 
 /// Opening and reading a spool, for ingestion.
@@ -28,15 +30,17 @@ enum SpoolReading {
         case unusable(OutboxSpoolProblem)
     }
 
-    /// Locks and reads the spool `id` in `spools`: the entries past the
-    /// queue's mark for it (read from `queue`).
+    /// Locks and reads the spool `id` of `source`: the records past the
+    /// queue's mark for it (read from `queue`), entries re-encoded in
+    /// `queueFormat` if the spool is in another.
     static func open(
-        _ id: SpoolID, in spools: FilePath, queue: OutboxLog, format: RecordFormat, key: SymmetricKey?,
+        _ id: SpoolID, in source: SpoolSource, queue: OutboxLog, queueFormat: RecordFormat,
         configuration: OutboxLog.Configuration
     ) async -> Opened {
         var logConfiguration = configuration
         logConfiguration.createIfMissing = false
         logConfiguration.automaticCompactionRatio = nil
+        let spools = source.directory
         let path = SpoolLayout.path(spools, id)
         let fileSystem = configuration.fileSystem
         // Its writer holds the guard from before the directory existed until
@@ -60,13 +64,13 @@ enum SpoolReading {
             }
         }
         do throws(OutboxError) {
-            try await LogOutboxStore.checkKey(log, key: key, partition: format.partition, writing: false)
+            try await LogOutboxStore.checkKey(log, key: source.key, partition: source.format.partition, writing: false)
             let mark: UInt64?
             do { mark = try await queue.get(SpoolMark.key(id)).flatMap { SpoolMark.sequence($0.value) } } catch {
                 throw .storage(error)
             }
-            var spool = OpenSpool(id: id, log: log, guardLock: guardLock, entries: [], marked: mark != nil, damage: nil)
-            try await read(&spool, after: mark ?? 0, format: format, path: path)
+            var spool = OpenSpool(id: id, source: source, log: log, guardLock: guardLock, records: [], marked: mark != nil)
+            try await read(&spool, after: mark ?? 0, queueFormat: queueFormat)
             return .spool(spool)
         } catch {
             try? await log.close()
@@ -75,13 +79,12 @@ enum SpoolReading {
         }
     }
 
-    /// Reads the entry records after `mark`. A record that does not decode
-    /// stops the reading there: what comes before is moved in, the rest is
-    /// kept in the spool, which is reported damaged.
-    private static func read(
-        _ spool: inout OpenSpool, after mark: UInt64, format: RecordFormat, path: FilePath
-    ) async throws(OutboxError) {
+    /// Reads the entry records after `mark`. One that does not decode as
+    /// an entry of this queue is kept as unreadable (to be set aside); the
+    /// rest of the spool reads on.
+    private static func read(_ spool: inout OpenSpool, after mark: UInt64, queueFormat: RecordFormat) async throws(OutboxError) {
         var after = mark
+        let format = spool.source.format
         while true {
             let page: [LogEntry]
             do { page = try await spool.log.entries(after: after, limit: 4096) } catch { throw .storage(error) }
@@ -93,10 +96,15 @@ enum SpoolReading {
                     guard body.partition == format.partition, format.entryKey(body.id) == record.key else {
                         throw OutboxError(.corruptEntry, "a spooled entry of another queue", entry: body.id)
                     }
-                    spool.entries.append(SpooledEntry(spool: spool.id, sequence: record.sequence, body: body, stored: record.value))
+                    let stored =
+                        spool.source.inQueueFormat
+                        ? record.value : try LogBackend.prepare(body, format: queueFormat).encoded ?? record.value
+                    spool.records.append(.entry(SpooledEntry(spool: spool.id, sequence: record.sequence, body: body, stored: stored)))
                 } catch {
-                    spool.damage = OutboxSpoolProblem(.damagedRecord, path: path, record: record.sequence, error: error)
-                    return
+                    spool.records.append(
+                        .unreadable(
+                            UnreadableSpoolRecord(
+                                spool: spool.id, sequence: record.sequence, key: record.key, stored: record.value, error: error)))
                 }
             }
         }

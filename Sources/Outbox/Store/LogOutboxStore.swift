@@ -60,6 +60,16 @@ public final class LogOutboxStore: OutboxStore, CoreBackedStore {
         root: FilePath, partition: String, configuration: OutboxStoreConfiguration = OutboxStoreConfiguration(),
         now: Date = Date()
     ) async throws(OutboxError) -> LogOutboxStore {
+        try await open(root: root, partition: partition, configuration: configuration, now: now, previousSpools: [])
+    }
+
+    /// ``open(root:partition:configuration:now:)``, also moving in the
+    /// spools of `previousSpools` (a re-key: the spools written under the
+    /// old key's name, which only the re-keying process can read).
+    static func open(
+        root: FilePath, partition: String, configuration: OutboxStoreConfiguration, now: Date,
+        previousSpools: [SpoolSource]
+    ) async throws(OutboxError) -> LogOutboxStore {
         guard !partition.isEmpty else { throw OutboxError(.invalidArgument, "the partition (user) name is empty") }
         try Admission.check(configuration)
         let openedAt = try Admission.milliseconds(now, "now")
@@ -94,15 +104,16 @@ public final class LogOutboxStore: OutboxStore, CoreBackedStore {
         do throws(OutboxError) {
             let key = configuration.encryptionKey
             let format = RecordFormat(partition: partition, key: key)
-            // A checkpoint that matches the log proves the key (or its
-            // absence) without reading the log's key check, which would wait
-            // for the log's index.
-            let usable = checkpoint.flatMap { log.holdsHistory ? $0 : nil }
-            switch usable?.keyCheck(format) {
-            case .some(.some(let error)): throw error
-            case .some(.none): break
-            case .none: try await checkKey(log, key: key, partition: partition, writing: true)
+            // A checkpoint that matches the log and authenticates under the
+            // key proves the key (or its absence) without reading the log's
+            // key check, which would wait for the log's index. Any other is
+            // not used: the log decides, and every entry is read.
+            let usable = checkpoint.flatMap { checkpoint in
+                log.holdsHistory && checkpoint.trust(for: format) == .usable
+                    ? StoreCore.earlySequence(checkpoint: checkpoint, logNext: log.statistics.nextSequence).map { (checkpoint, $0) }
+                    : nil
             }
+            if usable == nil { try await checkKey(log, key: key, partition: partition, writing: true) }
             try await offThePool { () throws(OutboxError) in
                 try PartitionDirectory.writeName(partition, directory: directory, key: key, fileSystem: fileSystem)
                 if fileSystem is PosixFileSystem {
@@ -120,10 +131,9 @@ public final class LogOutboxStore: OutboxStore, CoreBackedStore {
                 path: checkpointPath, format: format, fileSystem: fileSystem, log: log,
                 interval: configuration.log.indexCheckpointInterval)
             let core: StoreCore
-            if let usable {
+            if let (usable, earlySequence) = usable {
                 // Answer now; load the checkpoint and what changed after it meanwhile.
-                let loading = StoreLoading(
-                    nextSequence: StoreCore.earlySequence(checkpoint: usable, logNext: log.statistics.nextSequence))
+                let loading = StoreLoading(nextSequence: earlySequence)
                 core = StoreCore(
                     partition: partition, configuration: configuration, backend: backend,
                     scheduler: Scheduler(partition: partition, configuration: configuration), loading: loading,
@@ -147,7 +157,14 @@ public final class LogOutboxStore: OutboxStore, CoreBackedStore {
             log.observeCompactions { [weak core] in core?.writeCheckpointSoon() }
             // With a checkpoint this waits for the load only if a spool holds
             // entries to move in (their ingestion needs the whole queue).
-            let spools = SpoolIngestor(queue: directory, format: format, configuration: configuration, core: core, log: log)
+            let spools = SpoolIngestor(
+                queue: log, format: format, key: key, configuration: configuration.log, core: core,
+                otherSources: { [format, fileSystem] in
+                    let sealing = format.isSealed
+                        ? SpoolSource.plainPredecessor(ofSealedQueue: directory, partition: partition, fileSystem: fileSystem)
+                        : nil
+                    return (sealing.map { [$0] } ?? []) + previousSpools
+                })
             let spooled = try await spools.ingest()
             return LogOutboxStore(
                 core: core, log: log, spools: spools, spoolReportAtOpen: spooled, payloadRecovery: payloadRecovery)

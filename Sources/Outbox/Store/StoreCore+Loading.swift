@@ -28,9 +28,14 @@ extension StoreCore {
     /// took one entry number and at least one log record, so none holds a
     /// number at or above `checkpoint + (logNext − position − 1)`; and the
     /// loaded scheduler never counts below the log's next number either.
-    static func earlySequence(checkpoint: StoreCheckpoint, logNext: UInt64) -> UInt64 {
+    /// `nil` if that number would pass ``EntryMetadata/sequenceLimit``: no
+    /// store gets there, so the checkpoint or the log is not to be believed
+    /// (the store then reads every entry).
+    static func earlySequence(checkpoint: StoreCheckpoint, logNext: UInt64) -> UInt64? {
         let recordsSince = logNext > checkpoint.position.sequence ? logNext - checkpoint.position.sequence - 1 : 0
-        return max(checkpoint.nextSequence + recordsSince, logNext)
+        let (early, overflow) = checkpoint.nextSequence.addingReportingOverflow(recordsSince)
+        guard !overflow, early <= EntryMetadata.sequenceLimit else { return nil }
+        return max(early, logNext)
     }
 
     /// Whether `request` can be admitted without the loaded queue: nothing

@@ -1,27 +1,6 @@
 import Foundation
 import OutboxLog
 
-/// One spooled entry on its way into the queue.
-struct SpooledEntry: Sendable {
-    var spool: SpoolID
-    /// The spool log's sequence number of the entry's record.
-    var sequence: UInt64
-    var body: EntryBody
-    /// The record's value: the body's stored form (sealed if the queue is),
-    /// reused as is, its sequence patched in by the queue.
-    var stored: [UInt8]
-
-    /// The request a direct enqueue of this entry would have made.
-    var request: OutboxEnqueueRequest {
-        OutboxEnqueueRequest(
-            id: body.id, idempotencyKey: body.keySuppliedByApp ? body.idempotencyKey : nil, type: body.type,
-            method: body.method, endpoint: body.endpoint, payload: body.payload, headers: body.headers,
-            scope: body.scope, dependencies: body.dependencies, priority: Int(body.priority),
-            coalescingKey: body.coalescingKey, maxAttempts: Int(body.maxAttempts),
-            createdAt: Date(milliseconds: body.createdAt))
-    }
-}
-
 extension StoreCore {
     /// What became of one spooled entry.
     enum IngestOutcome {
@@ -102,10 +81,10 @@ extension StoreCore {
         return PreparedBody(body: spooled.body, encoded: spooled.stored, storedBytes: spooled.stored.count)
     }
 
-    /// Moves the spool's mark past `spooled`, which this queue can never
-    /// take and which has been set aside (``SetAsideRecords``): the mark
-    /// alone, in a batch of its own. Returns without waiting.
-    func skip(_ spooled: SpooledEntry) async throws(OutboxError) -> StoreAcknowledgement {
+    /// Moves the mark of `spool` through `sequence`, a record this queue
+    /// can never take and which has been set aside (``SetAsideRecords``):
+    /// the mark alone, in a batch of its own. Returns without waiting.
+    func skip(spool: SpoolID, through sequence: UInt64) async throws(OutboxError) -> StoreAcknowledgement {
         guard let backend = backend as? LogBackend else {
             throw OutboxError(.invalidArgument, "only a log-backed store takes spooled entries")
         }
@@ -113,7 +92,7 @@ extension StoreCore {
         return try state.withLock { state throws(OutboxError) -> StoreAcknowledgement in
             try check(state)
             do throws(OutboxError) {
-                return try backend.submit([SpoolMark.write(spooled.spool, through: spooled.sequence)], room: room)
+                return try backend.submit([SpoolMark.write(spool, through: sequence)], room: room)
             } catch {
                 state.failure = error
                 throw error
