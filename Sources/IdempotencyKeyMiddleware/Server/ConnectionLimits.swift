@@ -21,13 +21,15 @@ import Darwin
 /// | Setting | Default | What it does |
 /// |---|---|---|
 /// | ``idleTimeout`` | 30 s | a connection with no request in progress and nothing read for this long is closed (Hummingbird's own timer) |
-/// | ``requestHeadTimeout`` | 10 s | once the first byte of a request arrives, its whole head must arrive within this (slowloris) |
+/// | ``requestHeadTimeout`` | 10 s | a request's whole head must arrive within this, counted from the accept for a connection's first request (a client that never sends a byte is closed at it) and from the first byte for a later one (slowloris) |
 /// | ``maximumConnections`` | open-file limit − ``descriptorHeadroom`` | past the cap, new connections wait in the listen backlog instead of being accepted, so `accept` never fails for lack of descriptors |
 /// | ``descriptorHeadroom`` | 64 | descriptors kept free for everything else: the key journal's files, logs, outgoing connections |
 ///
-/// A connection waiting in the backlog is accepted as soon as another closes
-/// (the idle timeout closes idle ones), so a new client is answered after at
-/// most about ``idleTimeout`` even when idle clients filled the cap. Should
+/// A connection waiting in the backlog is accepted as soon as another closes:
+/// the head deadline closes connections that never send a request, the idle
+/// timeout keep-alive connections idle between requests. So a new client is
+/// answered after at most about the longest of the two even when such
+/// clients filled the cap. Should
 /// `accept` fail anyway (descriptors used elsewhere), SwiftNIO's
 /// `AcceptBackoffHandler`, which every `ServerBootstrap` installs, waits 1 s
 /// before accepting again rather than spinning.
@@ -47,6 +49,8 @@ public struct ConnectionLimits: Sendable, Hashable {
     public var requestHeadTimeout: Duration? = .seconds(10)
     /// The most connections served at once; `nil` derives it from the
     /// process's open-file limit (`RLIMIT_NOFILE`) minus ``descriptorHeadroom``.
+    /// Checked between SwiftNIO's batches of accepts (up to 4 a read), so
+    /// up to 3 connections past it may be open at once.
     public var maximumConnections: Int?
     /// Descriptors left free for everything but connections.
     public var descriptorHeadroom = 64

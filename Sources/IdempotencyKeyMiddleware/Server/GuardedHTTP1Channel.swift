@@ -6,8 +6,9 @@ import NIOCore
 import NIOHTTPTypes
 
 /// Hummingbird's HTTP/1 channel with a deadline for each request's head:
-/// from the first byte of a request, its head must be complete within
-/// `requestHeadTimeout`, or the connection is closed. (Hummingbird's idle
+/// from the accept (the first request) or the first byte of a later
+/// request, its head must be complete within `requestHeadTimeout`, or the
+/// connection is closed. (Hummingbird's idle
 /// timer only counts whole request parts, so a client trickling header
 /// bytes would otherwise hold the connection forever.)
 struct GuardedHTTP1Channel: ServerChildChannel {
@@ -28,6 +29,9 @@ struct GuardedHTTP1Channel: ServerChildChannel {
             // Sees decoded heads and response ends, behind the codec.
             let state = try pipeline.handler(type: HTTPConnectionStateHandler.self)
             try pipeline.addHandler(HeadDeadline.HeadHandler(deadline: deadline), position: .before(state))
+            // The first head's deadline counts from the accept, so a client
+            // that never sends a byte is closed at it too.
+            deadline.arm(on: channel)
         } catch {
             return channel.eventLoop.makeFailedFuture(error)
         }
@@ -48,6 +52,12 @@ final class HeadDeadline {
 
     init(timeout: TimeAmount) { self.timeout = timeout }
 
+    /// Starts the deadline unless it is running.
+    func arm(on channel: any Channel) {
+        guard timer == nil else { return }
+        timer = channel.eventLoop.scheduleTask(in: timeout) { channel.close(promise: nil) }
+    }
+
     /// Arms the deadline at the first byte of a head.
     final class FirstByteHandler: ChannelInboundHandler, RemovableChannelHandler {
         typealias InboundIn = ByteBuffer
@@ -57,10 +67,7 @@ final class HeadDeadline {
         init(deadline: HeadDeadline) { self.deadline = deadline }
 
         func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-            if deadline.awaitingHead, deadline.timer == nil {
-                let channel = context.channel
-                deadline.timer = context.eventLoop.scheduleTask(in: deadline.timeout) { channel.close(promise: nil) }
-            }
+            if deadline.awaitingHead { deadline.arm(on: context.channel) }
             context.fireChannelRead(data)
         }
 

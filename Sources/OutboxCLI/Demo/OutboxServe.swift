@@ -125,7 +125,7 @@ struct OutboxServe: AsyncParsableCommand {
     @Option(help: "Close a connection idle this long (default 30s; 0: never).", transform: ServeDuration.parse)
     var idleTimeout: Duration = .seconds(30)
 
-    @Option(help: "A request's head must arrive within this from its first byte (default 10s; 0: no limit).", transform: ServeDuration.parse)
+    @Option(help: "A request's head must arrive within this: from the accept, or for a later request on the connection from its first byte (default 10s; 0: no limit).", transform: ServeDuration.parse)
     var headerTimeout: Duration = .seconds(10)
 
     @Option(help: "The most connections served at once (default: the open-file limit minus 64).")
