@@ -3,7 +3,8 @@ import IdempotencyKeyMiddleware
 import OutboxReferenceServer
 import Testing
 
-/// Clients that hold a connection slot without finishing a request against a server capped at two connections, over real
+/// Clients that hold a connection slot without finishing a request — silent
+/// ones, slow bodies — against a server capped at two connections, over real
 /// sockets: a new client must still be answered once the deadlines free a
 /// slot. These are the server's own timers, so the tests configure 1 s
 /// deadlines and wait on real time; every wait is for an event (an answer,
@@ -49,6 +50,50 @@ struct ConnectionSlotTests {
             #expect(await connection.next(within: 5_000) == .closed, "a silent connection was never closed")
             connection.close()
         }
+        await server.stop()
+    }
+
+    @Test("a body trickled slower than the body deadline allows is cut (408 or closed), freeing its slot")
+    func slowBodies() async throws {
+        let server = try await start {
+            $0.requestHeadTimeout = .seconds(1)
+            $0.requestBodyTimeout = .seconds(1)
+        }
+        // The slots, taken before the new client connects (the backlog is
+        // accepted in order): a whole head announcing 1000 bytes, then one
+        // body byte per 200 ms (5 B/s, far under the 1 KiB/s minimum rate),
+        // stopping after 50 bytes (10 s) if the server never cuts it.
+        var slow: [RawConnection] = []
+        for index in 0..<Self.ahead {
+            let connection = try await RawConnection.connect(port: server.port)
+            #expect(await connection.send(
+                "POST /messages HTTP/1.1\r\nHost: localhost\r\nIdempotency-Key: slow-body-\(index)\r\n"
+                    + "Content-Type: application/json\r\nContent-Length: 1000\r\n\r\n"))
+            slow.append(connection)
+        }
+        let trickles = slow.map { connection in
+            Task { () -> (bytes: [UInt8], closed: Bool) in
+                var received: [UInt8] = []
+                for _ in 0..<50 {
+                    switch await connection.next(within: 200) {
+                    case .closed: return (received, true)
+                    case .data(let bytes): received += bytes
+                    case .quiet: break
+                    }
+                    _ = await connection.send("x")
+                }
+                return (received, false)
+            }
+        }
+        let reply = try await answer(server, key: "behind-slow-bodies", within: 8_000)
+        #expect(reply?.hasPrefix("HTTP/1.1 201") == true, "no answer while slow bodies held the slots: \(reply ?? "nothing")")
+        for trickle in trickles {
+            let (bytes, closed) = await trickle.value
+            let text = String(decoding: bytes, as: UTF8.self)
+            #expect(closed || text.hasPrefix("HTTP/1.1 408"), "a slow body was never cut: \(text)")
+            #expect(text.isEmpty || text.hasPrefix("HTTP/1.1 408"), "\(text)")
+        }
+        for connection in slow { connection.close() }
         await server.stop()
     }
 }
