@@ -24,7 +24,9 @@ extension IdempotencyMiddleware {
         /// An in-progress claim left by *another* server instance (a process
         /// that crashed, or another instance sharing a database) is treated
         /// as abandoned once it is this old. A request this process is still
-        /// running is never re-run, however long it takes. Default 60 s.
+        /// running is never re-run, however long it takes. A claim's age is
+        /// counted from when the request's body had been read, not from its
+        /// head: a slow upload is not claimed already stale. Default 60 s.
         public var staleAfter: Duration = .seconds(60)
         /// The `Retry-After` of the 409 answered while the same key is still
         /// in progress (whole seconds, rounded up). Default 1 second.
@@ -51,7 +53,8 @@ extension IdempotencyMiddleware {
         /// stored in base64.
         public var maximumStoredResponse = 1 << 20
         /// The clock for claims, retention and the expiry sweep (tests move
-        /// it to expire keys).
+        /// it to expire keys). A claim's time is read once the request's
+        /// body has been read.
         public var now: @Sendable () -> Date = { Date() }
 
         public init() {}

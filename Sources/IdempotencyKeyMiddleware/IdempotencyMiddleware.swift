@@ -46,8 +46,7 @@ public struct IdempotencyMiddleware<Context: RequestContext>: RouterMiddleware {
     }
 
     public func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
-        let now = configuration.now()
-        await sweepIfDue(now: now, logger: context.logger)
+        await sweepIfDue(now: configuration.now(), logger: context.logger)
         guard configuration.methods.contains(request.method) else { return try await next(request, context) }
         guard let raw = request.headers[IdempotencyHTTP.keyHeader] else {
             if configuration.requireKey(request) {
@@ -66,6 +65,10 @@ public struct IdempotencyMiddleware<Context: RequestContext>: RouterMiddleware {
         case .failure(let refusal): return refusal.response
         }
         let fingerprint = IdempotencyHTTP.fingerprint(request, body: body)
+        // The claim's time is taken now, after the body: a body that took
+        // longer than `staleAfter` to arrive must not be claimed already
+        // stale, or another node would mark the running request abandoned.
+        let now = configuration.now()
         if let answer = await settlePending(key: key, now: now, logger: context.logger) { return answer }
         if let answer = await claim(key: key, fingerprint: fingerprint, now: now, logger: context.logger) { return answer }
         return try await run(request, context: context, key: key, next: next)

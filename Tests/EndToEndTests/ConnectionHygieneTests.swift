@@ -84,6 +84,38 @@ struct ConnectionHygieneTests {
         await server.stop()
     }
 
+    @Test("a body sent steadily above the minimum rate is read in full, though it takes longer than the body timeout")
+    func steadyUploadNotCut() async throws {
+        // Real time: the body deadline is the server's own timer. 512 bytes
+        // per 200 ms (2.5 KiB/s) earns half a second per part against the
+        // 1 KiB/s minimum, so only a deadline that ignored the rate (the
+        // 4 KiB body takes about 1.6 s) could cut it.
+        let server = try await start {
+            $0.requestBodyTimeout = .seconds(1)
+            $0.minimumBodyRate = 1024
+        }
+        let prefix = #"{"conversation":"c","text":""#
+        let body = Array((prefix + String(repeating: "x", count: 4096 - prefix.utf8.count - 2) + #""}"#).utf8)
+        let connection = try await RawConnection.connect(port: server.port)
+        #expect(await connection.send(
+            "POST /messages HTTP/1.1\r\nHost: localhost\r\nIdempotency-Key: steady-1\r\nContent-Type: application/json\r\n"
+                + "Content-Length: \(body.count)\r\n\r\n"))
+        var cut = false
+        for start in stride(from: 0, to: body.count, by: 512) where !cut {
+            let event = await connection.next(within: 200)
+            let sent = await connection.send(Array(body[start..<start + 512]))
+            cut = event != .quiet || !sent
+        }
+        #expect(!cut, "the server answered or closed before the body was in")
+        if case .data(let answer) = await connection.next(within: 10_000) {
+            #expect(String(decoding: answer, as: UTF8.self).hasPrefix("HTTP/1.1 201"))
+        } else {
+            Issue.record("no answer to the steady upload")
+        }
+        connection.close()
+        await server.stop()
+    }
+
     @Test("a body announced too large is refused with 413 and the connection closed, without reading the upload")
     func tooLargeClosesConnection() async throws {
         let server = try await start { _ in }

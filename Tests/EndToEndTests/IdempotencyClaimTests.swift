@@ -73,6 +73,51 @@ struct IdempotencyClaimTests {
         await keys.remove()
     }
 
+    @Test(
+        "a body slower to arrive than staleAfter is claimed when it has arrived: another node answers 409, not outcome-unknown",
+        arguments: StoreKind.allCases)
+    func slowBodyClaimIsFresh(kind: StoreKind) async throws {
+        let keys = try await kind.make()
+        let clock = TestClock()
+        let reading = Gate()
+        let gate = Gate()
+        // Two nodes on one store, as with PostgreSQL; node A's clock reads are
+        // counted so the test knows its middleware has the request.
+        let nodeA = try await IdempotencyTestServer.start(store: keys.store, clock: clock, gate: gate) {
+            $0.serverInstance = "node-a"
+            $0.staleAfter = .seconds(60)
+            $0.now = { reading.arrive(); return clock.date }
+        }
+        let nodeB = try await IdempotencyTestServer.start(store: keys.store, clock: clock) {
+            $0.serverInstance = "node-b"
+            $0.staleAfter = .seconds(60)
+        }
+        let body = #"{"photo":"a slow upload"}"#
+        let upload = try await RawConnection.connect(port: nodeA.port)
+        #expect(await upload.send(
+            "POST /orders HTTP/1.1\r\nHost: localhost\r\nIdempotency-Key: slow-body-1\r\nContent-Length: \(body.utf8.count)\r\n\r\n"
+                + body.prefix(5)))
+        await reading.waitForArrival()
+        // The rest of the body arrives two staleAfter later.
+        clock.advance(by: 120)
+        #expect(await upload.send(String(body.dropFirst(5))))
+        await gate.waitForArrival()
+        let retry = try await nodeB.post(key: "slow-body-1", body: body)
+        #expect(retry.status == 409, "the claim was stored already stale: \(retry.status) \(retry.body)")
+        #expect(retry.json?["type"] as? String != IdempotencyProblem.outcomeUnknown.type)
+        gate.open()
+        if case .data(let answer) = await upload.next(within: 10_000) {
+            #expect(String(decoding: answer, as: UTF8.self).hasPrefix("HTTP/1.1 201"))
+        } else {
+            Issue.record("node A never answered the upload")
+        }
+        #expect(nodeA.created.count == 1)
+        upload.close()
+        await nodeA.stop()
+        await nodeB.stop()
+        await keys.remove()
+    }
+
     @Test("two middlewares of one process share an owner: neither takes over the other's running request")
     func oneOwnerPerProcess() {
         let a = IdempotencyMiddleware<BasicRequestContext>.Configuration()

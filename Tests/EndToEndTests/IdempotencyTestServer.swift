@@ -75,6 +75,17 @@ final class Gate: Sendable {
         }
     }
 
+    /// Counts an arrival without waiting, for code that cannot await (a
+    /// clock read): ``waitForArrival()`` then returns.
+    func arrive() {
+        let arrivals = state.withLock { state -> [CheckedContinuation<Void, Never>] in
+            state.entered += 1
+            defer { state.arrivals = [] }
+            return state.arrivals
+        }
+        for arrival in arrivals { arrival.resume() }
+    }
+
     /// How many requests reached the gate.
     var entered: Int { state.withLock { $0.entered } }
 

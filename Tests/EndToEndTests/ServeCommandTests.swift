@@ -173,6 +173,15 @@ struct ServeCommandTests {
         #expect(run.stderr.contains("exclude each other"))
     }
 
+    @Test("a duration too large to keep, or a negative body rate, is a usage error, never a crash")
+    func hugeDurations() async throws {
+        for arguments in [["--idle-timeout", "1e300"], ["--body-timeout", "1e300"], ["--header-timeout", "1e20d"], ["--min-body-rate=-1"]] {
+            let run = try await OutboxTool.run(["serve", "--in-memory-keys"] + arguments)
+            #expect(run.status == 64, "\(arguments): \(run.status) \(run.stderr)")
+            #expect(run.stderr.contains(arguments[0].prefix { $0 != "=" }), "\(arguments): \(run.stderr)")
+        }
+    }
+
     @Test("with the open-file limit filled by idle clients, a new request is answered once the idle timeout frees a slot")
     func descriptorLimit() async throws {
         let directory = try temporaryDirectory()

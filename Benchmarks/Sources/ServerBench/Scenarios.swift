@@ -147,7 +147,7 @@ enum DescriptorScenario {
     static func run(_ options: Options) throws -> [DescriptorRow] {
         let cases: [(String, [String])] = [
             ("limits on (idle timeout 2 s, cap = limit − 64)", ["--in-memory-keys", "--idle-timeout", "2s"]),
-            ("limits off (Hummingbird's defaults)", ["--in-memory-keys", "--idle-timeout", "0", "--header-timeout", "0", "--max-connections", "1000000"]),
+            ("limits off (Hummingbird's defaults)", ["--in-memory-keys", "--idle-timeout", "0", "--header-timeout", "0", "--body-timeout", "0", "--max-connections", "1000000"]),
         ]
         var rows: [DescriptorRow] = []
         for (settings, arguments) in cases {

@@ -5,29 +5,34 @@ import Logging
 import NIOCore
 import NIOHTTPTypes
 
-/// Hummingbird's HTTP/1 channel with a deadline for each request's head:
-/// from the first byte of a request, its head must be complete within
-/// `requestHeadTimeout`, or the connection is closed. (Hummingbird's idle
-/// timer only counts whole request parts, so a client trickling header
-/// bytes would otherwise hold the connection forever.)
+/// Hummingbird's HTTP/1 channel with a deadline for each request's head and
+/// one for its body (``RequestDeadlines``). Hummingbird's idle timer only
+/// counts whole request parts and restarts at every body part, so a client
+/// trickling header or body bytes would otherwise hold the connection
+/// forever.
 struct GuardedHTTP1Channel: ServerChildChannel {
     typealias Value = HTTP1Channel.Value
     let inner: HTTP1Channel
     let requestHeadTimeout: TimeAmount?
+    let requestBodyTimeout: TimeAmount?
+    let minimumBodyRate: Int?
 
     func setup(channel: any Channel, logger: Logger) -> EventLoopFuture<Value> {
         // Runs on the channel's event loop, and HTTP1Channel configures its
         // pipeline synchronously: the handlers can go in around its own.
         let configured = inner.setup(channel: channel, logger: logger)
-        guard let requestHeadTimeout else { return configured }
+        guard requestHeadTimeout != nil || requestBodyTimeout != nil else { return configured }
         do {
-            let deadline = HeadDeadline(timeout: requestHeadTimeout)
+            let deadlines = RequestDeadlines(head: requestHeadTimeout, body: requestBodyTimeout, minimumBodyRate: minimumBodyRate)
             let pipeline = channel.pipeline.syncOperations
             // Sees raw bytes, ahead of the HTTP decoder.
-            try pipeline.addHandler(HeadDeadline.FirstByteHandler(deadline: deadline), position: .first)
-            // Sees decoded heads and response ends, behind the codec.
+            try pipeline.addHandler(RequestDeadlines.RawBytesHandler(deadlines: deadlines), position: .first)
+            // Sees decoded request parts and response parts, behind the codec.
             let state = try pipeline.handler(type: HTTPConnectionStateHandler.self)
-            try pipeline.addHandler(HeadDeadline.HeadHandler(deadline: deadline), position: .before(state))
+            try pipeline.addHandler(RequestDeadlines.PartsHandler(deadlines: deadlines), position: .before(state))
+            // The first head's deadline counts from the accept, so a client
+            // that never sends a byte is closed at it too.
+            deadlines.armHead(on: channel)
         } catch {
             return channel.eventLoop.makeFailedFuture(error)
         }
@@ -36,65 +41,6 @@ struct GuardedHTTP1Channel: ServerChildChannel {
 
     func handle(value: Value, logger: Logger) async {
         await inner.handle(value: value, logger: logger)
-    }
-}
-
-/// The head deadline's state, shared by its two handlers on one event loop.
-final class HeadDeadline {
-    let timeout: TimeAmount
-    /// True between requests: the next bytes start a head.
-    var awaitingHead = true
-    var timer: Scheduled<Void>?
-
-    init(timeout: TimeAmount) { self.timeout = timeout }
-
-    /// Arms the deadline at the first byte of a head.
-    final class FirstByteHandler: ChannelInboundHandler, RemovableChannelHandler {
-        typealias InboundIn = ByteBuffer
-        typealias InboundOut = ByteBuffer
-        let deadline: HeadDeadline
-
-        init(deadline: HeadDeadline) { self.deadline = deadline }
-
-        func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-            if deadline.awaitingHead, deadline.timer == nil {
-                let channel = context.channel
-                deadline.timer = context.eventLoop.scheduleTask(in: deadline.timeout) { channel.close(promise: nil) }
-            }
-            context.fireChannelRead(data)
-        }
-
-        func channelInactive(context: ChannelHandlerContext) {
-            deadline.timer?.cancel()
-            deadline.timer = nil
-            context.fireChannelInactive()
-        }
-    }
-
-    /// Disarms it when the head is decoded; waits for the next one after
-    /// the response ends.
-    final class HeadHandler: ChannelDuplexHandler, RemovableChannelHandler {
-        typealias InboundIn = HTTPRequestPart
-        typealias InboundOut = HTTPRequestPart
-        typealias OutboundIn = HTTPResponsePart
-        typealias OutboundOut = HTTPResponsePart
-        let deadline: HeadDeadline
-
-        init(deadline: HeadDeadline) { self.deadline = deadline }
-
-        func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-            if case .head = unwrapInboundIn(data) {
-                deadline.awaitingHead = false
-                deadline.timer?.cancel()
-                deadline.timer = nil
-            }
-            context.fireChannelRead(data)
-        }
-
-        func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
-            if case .end = unwrapOutboundIn(data) { deadline.awaitingHead = true }
-            context.write(data, promise: promise)
-        }
     }
 }
 

@@ -36,8 +36,13 @@ struct OutboxServe: AsyncParsableCommand {
             still answered with the stored response; --in-memory-keys forgets them on exit. \
             With --postgres URL, keys and the API's writes are in that PostgreSQL database \
             instead, so several servers on it (other ports, other machines) answer as one: \
-            a retry that lands on another server finds its key. \
-            Durations take a unit: 90s, 15m, 24h, 7d (plain numbers are seconds).
+            a retry that lands on another server finds its key.
+
+            Connections are limited: closed when idle (--idle-timeout), when a request's head \
+            is not in by --header-timeout from the accept, or its body by --body-timeout from \
+            the head plus a second per --min-body-rate bytes received (answered 408), and at \
+            most --max-connections are served at once (the rest wait to be accepted). \
+            Durations take a unit: 90s, 15m, 24h, 7d (plain numbers are seconds; at most \(ServeDuration.longest)).
             """
     )
 
@@ -125,8 +130,16 @@ struct OutboxServe: AsyncParsableCommand {
     @Option(help: "Close a connection idle this long (default 30s; 0: never).", transform: ServeDuration.parse)
     var idleTimeout: Duration = .seconds(30)
 
-    @Option(help: "A request's head must arrive within this from its first byte (default 10s; 0: no limit).", transform: ServeDuration.parse)
+    @Option(help: "A request's head must arrive within this: from the accept, or for a later request on the connection from its first byte (default 10s; 0: no limit).", transform: ServeDuration.parse)
     var headerTimeout: Duration = .seconds(10)
+
+    @Option(
+        help: "A request's body must arrive within this from its head, plus a second for every --min-body-rate bytes received; else 408 (default 30s; 0: no limit).",
+        transform: ServeDuration.parse)
+    var bodyTimeout: Duration = .seconds(30)
+
+    @Option(help: "Bytes a second of body that earn one more second of --body-timeout (0: --body-timeout is for the whole body).")
+    var minBodyRate = 1024
 
     @Option(help: "The most connections served at once (default: the open-file limit minus 64).")
     var maxConnections: Int?
@@ -144,6 +157,7 @@ struct OutboxServe: AsyncParsableCommand {
         if let maxKeys, maxKeys < 1 { throw ValidationError("--max-keys must be positive") }
         if let maxKeyBytes, maxKeyBytes < 4096 { throw ValidationError("--max-key-bytes must be at least 4096") }
         if let maxConnections, maxConnections < 1 { throw ValidationError("--max-connections must be positive") }
+        guard minBodyRate >= 0 else { throw ValidationError("--min-body-rate must be 0 or more bytes a second") }
     }
 
     func run() async throws {
@@ -179,6 +193,8 @@ struct OutboxServe: AsyncParsableCommand {
         var connections = ConnectionLimits()
         connections.idleTimeout = idleTimeout > .zero ? idleTimeout : nil
         connections.requestHeadTimeout = headerTimeout > .zero ? headerTimeout : nil
+        connections.requestBodyTimeout = bodyTimeout > .zero ? bodyTimeout : nil
+        connections.minimumBodyRate = minBodyRate > 0 ? minBodyRate : nil
         connections.maximumConnections = maxConnections
         var injected = try serverFaults()
         if let holdWrites {
@@ -200,14 +216,21 @@ struct OutboxServe: AsyncParsableCommand {
     }
 }
 
-/// Durations on the command line: `90`, `90s`, `15m`, `24h`, `7d`, `500ms`.
+/// Durations on the command line: `90`, `90s`, `15m`, `24h`, `7d`, `500ms`;
+/// at most ``longest`` (a larger number would not fit the clocks it is
+/// given to, and must not trap).
 enum ServeDuration {
+    static let longest = "36500d"
+    private static let longestMilliseconds = 36_500.0 * 86_400 * 1000
+
     static func parse(_ text: String) throws -> Duration {
         let units: [(String, Double)] = [("ms", 0.001), ("s", 1), ("m", 60), ("h", 3600), ("d", 86400)]
-        for (suffix, scale) in units where text.hasSuffix(suffix) {
-            if let value = Double(text.dropLast(suffix.count)), value >= 0, value.isFinite { return .milliseconds(Int64(value * scale * 1000)) }
+        let scaled = units.first { text.hasSuffix($0.0) }.map { (text.dropLast($0.0.count), $0.1) } ?? (Substring(text), 1)
+        guard let value = Double(scaled.0), value >= 0, value.isFinite else {
+            throw ValidationError("'\(text)' is not a duration (use 90s, 15m, 24h, 7d)")
         }
-        if let value = Double(text), value >= 0, value.isFinite { return .milliseconds(Int64(value * 1000)) }
-        throw ValidationError("'\(text)' is not a duration (use 90s, 15m, 24h, 7d)")
+        let milliseconds = value * scaled.1 * 1000
+        guard milliseconds <= longestMilliseconds else { throw ValidationError("'\(text)' is longer than \(longest)") }
+        return .milliseconds(Int64(milliseconds))
     }
 }
