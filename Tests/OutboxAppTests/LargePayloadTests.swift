@@ -193,6 +193,29 @@ struct LargePayloadTests {
         #expect(left.isEmpty)
     }
 
+    @Test("a directory in payloads/ is moved aside and reported, never deleted and never fatal to the open")
+    func strayDirectoryInPayloads() async throws {
+        let root = Self.temporaryRoot()
+        defer { try? FileManager.default.removeItem(at: root) }
+        let configuration = try Self.configuration()
+        var store = try await LogOutboxStore.open(root: root, partition: "user", configuration: configuration)
+        let kept = try await store.enqueue(OutboxEnqueueRequest(UploadPhoto(bytes: photoBytes(10_000, seed: 8)))).id
+        try await store.close()
+        let queue = try queueDirectory(root)
+        let stray = queue.appendingPathComponent("payloads").appendingPathComponent("backup")
+        try FileManager.default.createDirectory(at: stray, withIntermediateDirectories: false)
+        try Data("keep me".utf8).write(to: stray.appendingPathComponent("note"))
+
+        store = try await LogOutboxStore.open(root: root, partition: "user", configuration: configuration)
+        #expect(store.payloadRecovery.movedAside == ["backup"])
+        #expect(store.payloadRecovery.removedOrphans.isEmpty)
+        let aside = queue.appendingPathComponent("damaged").appendingPathComponent("payloads+backup").appendingPathComponent("note")
+        #expect(FileManager.default.contents(atPath: aside.path) == Data("keep me".utf8))
+        #expect(try await store.entry(kept)?.largePayload?.bytes() == photoBytes(10_000, seed: 8))
+        _ = try await store.enqueue(OutboxEnqueueRequest(UploadPhoto(bytes: photoBytes(10_000, seed: 9))))
+        try await store.close()
+    }
+
     @Test("at open, a file no entry references is removed; an entry whose file is missing is quarantined, never sent")
     func recoveryAtOpen() async throws {
         let root = Self.temporaryRoot()

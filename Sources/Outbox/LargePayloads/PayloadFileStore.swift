@@ -182,6 +182,21 @@ final class PayloadFileStore: Sendable {
 
     // MARK: Recovery
 
+    /// Moves `name`, which no store writes in `payloads/` (a directory),
+    /// to `damaged/payloads+<name>` in the queue's directory, synced; left
+    /// where it is if that fails (it is reported either way). Blocking.
+    func moveAside(_ name: String) {
+        let damaged = directory.removingLastComponent().appending("damaged")
+        do throws(Errno) {
+            do { try fileSystem.createDirectory(damaged) } catch where error == .fileExists {}
+            try fileSystem.rename(directory.appending(name), to: damaged.appending("payloads+" + name))
+            try fileSystem.synchronizeDirectory(damaged)
+            try fileSystem.synchronizeDirectory(directory)
+        } catch {
+            return
+        }
+    }
+
     /// The names in `payloads/` (none if it does not exist).
     func names() throws(OutboxError) -> [String] {
         do {

@@ -119,6 +119,17 @@ extension LogOutboxStore {
     /// - Throws: only if the queue itself fails (it is then closed to
     ///   further work); a spool that cannot be read is kept and reported.
     public func ingestSpools() async throws(OutboxError) -> OutboxSpoolReport { try await spools.ingest() }
+
+    /// The files of the spooled records this queue set aside
+    /// (``OutboxSpoolProblem/Kind/setAside``): entries it can never take as
+    /// they were written, kept byte for byte under `<queue>/refused/`
+    /// (sealed if the queue is), never sent. They go with the queue's purge.
+    public func setAsideRecords() async throws(OutboxError) -> [FilePath] {
+        let records = spools.setAsideRecords
+        return try await offThePool { () throws(OutboxError) -> [FilePath] in
+            try records.names().map { records.directory.appending($0) }
+        }
+    }
 }
 
 extension LogOutboxStore {

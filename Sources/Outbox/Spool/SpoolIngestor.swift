@@ -27,6 +27,7 @@ final class SpoolIngestor: Sendable {
     let core: StoreCore
     let queue: OutboxLog
     private let mover: SpoolMover
+    var setAsideRecords: SetAsideRecords { mover.setAside }
     /// Where to look besides the queue's own spools (blocking: run off the pool).
     private let otherSources: @Sendable () -> [SpoolSource]
     private let ownSource: SpoolSource
@@ -97,7 +98,11 @@ final class SpoolIngestor: Sendable {
             report.problems.append(OutboxSpoolProblem(.listing, path: spools, error: error))
             return
         }
-        guard !ids.isEmpty else { return }
+        guard !ids.isEmpty else {
+            // A queue's former spools' directory, emptied: nothing is to come there.
+            if !source.inQueueFormat { try? await SpoolLayout.purge(spools: spools, fileSystem: fileSystem) }
+            return
+        }
         var opened: [OpenSpool] = []
         for id in ids {
             switch await SpoolReading.open(id, in: source, queue: queue, queueFormat: format, configuration: configuration) {

@@ -72,7 +72,12 @@ enum SpoolLayout {
     /// logout: what was spooled for the user goes with the queue). Fails
     /// with `.busy` if a writer is writing one at this moment.
     static func purge(ofQueue queueDirectory: FilePath, fileSystem: any FileSystem) async throws(OutboxError) {
-        let spools = directory(ofQueue: queueDirectory)
+        try await purge(spools: directory(ofQueue: queueDirectory), fileSystem: fileSystem)
+    }
+
+    /// Deletes the spools in `spools`, then the directory; `.busy` if a
+    /// writer is writing one at this moment.
+    static func purge(spools: FilePath, fileSystem: any FileSystem) async throws(OutboxError) {
         let ids = try await offThePool { () throws(OutboxError) -> [SpoolID] in try list(spools, fileSystem: fileSystem) }
         for id in ids {
             defer { try? fileSystem.removeFile(guardPath(spools, id)) }

@@ -36,9 +36,18 @@ extension LogOutboxStore {
                 orphans.append(name)
             }
         }
-        let paths = orphans.map { payloadFiles.directory.appending($0) }
-        try await offThePool { () throws(OutboxError) in try payloadFiles.remove(paths) }
-        return (PayloadFileLedger(files: kept), OutboxPayloadRecovery(removedOrphans: orphans))
+        // Only files are deleted; anything else (a directory) was not written
+        // by a store, and is moved aside rather than deleted or allowed to
+        // fail the open.
+        let (removed, movedAside) = try await offThePool { [orphans] () throws(OutboxError) -> ([String], [String]) in
+            let kinds = orphans.map { (try? payloadFiles.fileSystem.itemKind(at: payloadFiles.directory.appending($0))) ?? nil }
+            let files = zip(orphans, kinds).filter { $0.1 == .file }.map(\.0)
+            let others = zip(orphans, kinds).filter { $0.1 == .directory }.map(\.0)
+            try payloadFiles.remove(files.map { payloadFiles.directory.appending($0) })
+            for name in others { payloadFiles.moveAside(name) }
+            return (files, others)
+        }
+        return (PayloadFileLedger(files: kept), OutboxPayloadRecovery(removedOrphans: removed, movedAside: movedAside))
     }
 }
 

@@ -68,7 +68,13 @@ extension LogOutboxStore {
         let old = PartitionDirectory.path(root: root, name: oldName)
         let new = PartitionDirectory.path(root: root, name: newName)
         guard oldName != newName else { return }  // the same key
-        if try await finishReplacement(new, fileSystem: fileSystem) { return }
+        let oldSpools = SpoolSource(
+            directory: SpoolLayout.directory(root: root, queueName: oldName), format: RecordFormat(partition: partition, key: oldKey),
+            key: oldKey, inQueueFormat: false)
+        if try await finishReplacement(new, fileSystem: fileSystem) {
+            try await moveIn(oldSpools, root: root, partition: partition, newKey: newKey, configuration: configuration)
+            return
+        }
         var logConfiguration = configuration.log
         logConfiguration.createIfMissing = false
         logConfiguration.automaticCompactionRatio = nil
@@ -101,6 +107,35 @@ extension LogOutboxStore {
         progress(.committed)
         do { try await log.close() } catch { throw .storage(error) }
         _ = try await finishReplacement(new, fileSystem: fileSystem, progress: progress)
+        try await moveIn(oldSpools, root: root, partition: partition, newKey: newKey, configuration: configuration)
+    }
+
+    /// Moves what was spooled under the old key's name into the re-keyed
+    /// queue, sealed under the new key: only a re-key holds both keys, so
+    /// it does this before it returns (and again when run to finish a cut
+    /// one). A spool still being written is left: `.busy`, run `rekey`
+    /// again.
+    private static func moveIn(
+        _ oldSpools: SpoolSource, root: FilePath, partition: String, newKey: SymmetricKey,
+        configuration: OutboxStoreConfiguration
+    ) async throws(OutboxError) {
+        let fileSystem = configuration.log.fileSystem
+        let waiting = try await offThePool { () throws(OutboxError) -> Bool in
+            !(try SpoolLayout.list(oldSpools.directory, fileSystem: fileSystem)).isEmpty
+        }
+        guard waiting else {
+            try? await SpoolLayout.purge(spools: oldSpools.directory, fileSystem: fileSystem)
+            return
+        }
+        var next = configuration
+        next.encryptionKey = newKey
+        let store = try await open(root: root, partition: partition, configuration: next, now: Date(), previousSpools: [oldSpools])
+        let report = store.spoolReportAtOpen
+        try await store.close()
+        if report.spoolsBusy > 0 {
+            throw OutboxError(
+                .busy, "a process is still writing a spool under the old key: run rekey again to move it into the re-keyed queue")
+        }
     }
 
     /// If `directory` is a committed queue that replaced another, deletes

@@ -218,8 +218,16 @@ public final class LogOutboxStore: OutboxStore, CoreBackedStore {
             }
         }
         // Then what other processes spooled for it (also when the queue was
-        // purged before and a spool was still being written then).
+        // purged before and a spool was still being written then), and,
+        // for a sealed queue, what was spooled under its plain name.
         if let named { try await SpoolLayout.purge(ofQueue: named, fileSystem: fileSystem) }
+        if let named, encryptionKey != nil,
+            let plain = await (try? offThePool { () throws(OutboxError) -> SpoolSource? in
+                SpoolSource.plainPredecessor(ofSealedQueue: named, partition: partition, fileSystem: fileSystem)
+            }) ?? nil
+        {
+            try await SpoolLayout.purge(spools: plain.directory, fileSystem: fileSystem)
+        }
     }
 
     /// Deletes `partition`'s queue under `root`, with the key and file system

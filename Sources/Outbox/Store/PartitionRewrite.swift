@@ -58,6 +58,12 @@ enum PartitionRewrite {
                     progress(.copying)
                 }
             }
+            // Spooled records the source set aside go with it, in the new format.
+            let setAside = (
+                SetAsideRecords(queue: source.directory, format: sourceFormat, fileSystem: fileSystem),
+                SetAsideRecords(queue: temporary, format: targetFormat, fileSystem: fileSystem)
+            )
+            try await offThePool { () throws(OutboxError) in try setAside.0.copy(to: setAside.1) }
             do { try await copy.sync() } catch { throw OutboxError.storage(error) }
             do { try await copy.close() } catch { throw OutboxError.storage(error) }
         } catch {
