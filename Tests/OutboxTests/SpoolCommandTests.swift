@@ -60,4 +60,47 @@ struct SpoolCommandTests {
         let ids = list.stdoutLines.compactMap { OutboxTool.jsonObject($0)?["id"] as? String }
         #expect(ids == first.stdoutLines.map { String($0.split(separator: " ")[0]) })
     }
+
+    @Test("through the CLI: a write spooled plain, then the queue sealed by the next enqueue with a key, is listed with the rest and left nowhere plain")
+    func sealingTakesTheSpools() async throws {
+        let root = TemporaryRoot()
+        let secret = "spooled-\(UUID().uuidString)"
+        let first = try await OutboxTool.run(["enqueue", root.path.string, "--user", "alice", "--payload", "first"])
+        #expect(first.status == 0, "\(first.stderr)")
+        let holder = try await LogOutboxStore.open(root: root.path, partition: "alice", configuration: quietConfiguration())
+        let spooled = try await OutboxTool.run(["enqueue", root.path.string, "--user", "alice", "--payload", secret])
+        #expect(spooled.status == 0 && spooled.stdout.contains("spooled"), "\(spooled.stdout)\(spooled.stderr)")
+        try await holder.close()
+        let keyFile = root.path.appending("key").string
+        try Data((0..<32).map { UInt8($0) }).write(to: URL(fileURLWithPath: keyFile))
+        let third = try await OutboxTool.run([
+            "enqueue", root.path.string, "--user", "alice", "--payload", "third", "--key-file", keyFile,
+        ])
+        #expect(third.status == 0, "\(third.stderr)")
+        let list = try await OutboxTool.run(["list", root.path.string, "--user", "alice", "--json", "--key-file", keyFile])
+        #expect(list.status == 0, "\(list.stderr)")
+        #expect(list.stdoutLines.count == 3, "\(list.stdout)")
+        let files = FileManager.default.enumerator(atPath: root.path.string)?.compactMap { $0 as? String } ?? []
+        let plain = files.filter { name in
+            (FileManager.default.contents(atPath: root.path.appending(name).string) ?? Data()).range(of: Data(secret.utf8)) != nil
+        }
+        #expect(plain.isEmpty, "readable on disk: \(plain)")
+    }
+
+    @Test("through the CLI: a directory dropped into a queue's payloads/ is reported on standard error; stats and enqueue still work")
+    func strayPayloadDirectory() async throws {
+        let root = TemporaryRoot()
+        let first = try await OutboxTool.run(["enqueue", root.path.string, "--user", "alice", "--payload", "first"])
+        #expect(first.status == 0, "\(first.stderr)")
+        let partitions = root.path.appending("partitions").string
+        let queue = try #require(try FileManager.default.contentsOfDirectory(atPath: partitions).first { $0.hasPrefix("outbox+") })
+        try FileManager.default.createDirectory(
+            atPath: "\(partitions)/\(queue)/payloads/stray", withIntermediateDirectories: true)
+        let stats = try await OutboxTool.run(["stats", root.path.string, "--user", "alice", "--json"])
+        #expect(stats.status == 0, "\(stats.stderr)")
+        #expect(stats.stderr.contains("payloads/stray") && stats.stderr.contains("moved aside"), "\(stats.stderr)")
+        #expect(OutboxTool.jsonObject(try #require(stats.stdoutLines.first))?["setAside"] as? Int == 0)
+        let again = try await OutboxTool.run(["enqueue", root.path.string, "--user", "alice", "--payload", "second"])
+        #expect(again.status == 0, "\(again.stderr)")
+    }
 }

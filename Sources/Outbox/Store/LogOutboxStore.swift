@@ -21,6 +21,9 @@ public final class LogOutboxStore: OutboxStore, CoreBackedStore {
     /// Moves in what other processes spooled for this queue (Docs/OUTBOX.md).
     let spools: SpoolIngestor
 
+    /// The queue's directory, `<root>/partitions/outbox+<32 hex>`.
+    public var directory: FilePath { log.directory }
+
     /// What the log's open found (torn tail cut, damage salvaged, …).
     public var recoveryReport: RecoveryReport { log.recoveryReport }
 

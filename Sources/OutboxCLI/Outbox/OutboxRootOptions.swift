@@ -109,6 +109,7 @@ struct OutboxRootOptions: ParsableArguments {
         } catch {
             throw CommandFailure.outbox(error, directory: directory, opening: true)
         }
+        Self.warnAboutOpen(store)
         let result: Result
         do {
             result = try await body(store)
@@ -122,6 +123,25 @@ struct OutboxRootOptions: ParsableArguments {
             throw CommandFailure.outbox(error, directory: directory, opening: false)
         }
         return result
+    }
+}
+
+extension OutboxRootOptions {
+    /// What the open moved aside or could not take, on standard error: the
+    /// command's output stays what it documents, and nothing goes unsaid.
+    static func warnAboutOpen(_ store: LogOutboxStore) {
+        let report = store.recoveryReport
+        if !report.isClean {
+            StandardStreams.writeError("warning: \(store.directory): the open repaired damage:\n\(report)")
+        }
+        for problem in store.spoolReportAtOpen.problems {
+            let what = problem.kind == .setAside ? "a spooled entry was set aside" : "a spool was left as it is"
+            StandardStreams.writeError("warning: \(what): \(problem)")
+        }
+        for name in store.payloadRecovery.movedAside {
+            StandardStreams.writeError(
+                "warning: \(store.directory)/payloads/\(name) is not a payload file: moved aside to damaged/payloads+\(name)")
+        }
     }
 }
 

@@ -35,10 +35,14 @@ struct OutboxStats: AsyncParsableCommand {
         try options.requireKeyIfEncrypted()
         let partitions = options.partitions()
         var summary = OutboxSummary()
+        var setAside = 0
         if partitions.contains(user) {
-            summary = try await options.withStore(user: user, create: false) { store in try await store.summary() }
+            (summary, setAside) = try await options.withStore(user: user, create: false) { store in
+                (try await store.summary(), try await store.setAsideRecords().count)
+            }
         }
-        let output = SummaryJSON(directory: options.directory, user: user, partitions: partitions, summary: summary)
+        let output = SummaryJSON(
+            directory: options.directory, user: user, partitions: partitions, summary: summary, setAside: setAside)
         if json {
             StandardStreams.writeLine(try JSONLines().encode(output))
             return
@@ -57,6 +61,7 @@ struct OutboxStats: AsyncParsableCommand {
             unsent           \(summary.unsent)
             needs attention  \(summary.needsAttention)
             total            \(summary.total) entries, \(summary.totalBytes) bytes
+            set aside        \(setAside) spooled entries the queue could never take
 
             """
         StandardStreams.write(text)
@@ -74,8 +79,9 @@ struct SummaryJSON: Encodable {
     var needsAttention: Int
     var total: Int
     var totalBytes: Int
+    var setAside: Int
 
-    init(directory: String, user: String, partitions: [String], summary: OutboxSummary) {
+    init(directory: String, user: String, partitions: [String], summary: OutboxSummary, setAside: Int = 0) {
         self.directory = directory
         self.user = user
         self.partitions = partitions
@@ -85,5 +91,6 @@ struct SummaryJSON: Encodable {
         needsAttention = summary.needsAttention
         total = summary.total
         totalBytes = summary.totalBytes
+        self.setAside = setAside
     }
 }
