@@ -8,6 +8,9 @@ public enum OutboxTool {
         public var status: Int32
         public var stdout: String
         public var stderr: String
+        /// The run was still going at its time limit, and the test ended it
+        /// (SIGKILL): see ``OutboxTool/run(_:currentDirectory:stopAfter:)``.
+        public var stopped = false
 
         public var stdoutLines: [String] { stdout.split(separator: "\n", omittingEmptySubsequences: true).map(String.init) }
         public var stderrLines: [String] { stderr.split(separator: "\n", omittingEmptySubsequences: true).map(String.init) }
@@ -48,7 +51,14 @@ public enum OutboxTool {
     /// Throws ``SanitizerReport`` if the tool (or a process it started) was
     /// built with a sanitizer and reported anything: the report is the
     /// test's failure message, whatever the exit status.
-    public static func run(_ arguments: [String], currentDirectory: String? = nil) async throws -> Run {
+    ///
+    /// With `stopAfter`, a run still going after that long is ended with
+    /// SIGKILL and returned with ``Run/stopped`` set (its status is then
+    /// meaningless): for commands that serve or work until stopped, where a
+    /// test only needs to know they neither failed nor crashed at the start.
+    /// Any other signal is still ``KilledBySignal``; Swift's crash backtracer
+    /// is off in this mode, so a trap's stderr has its message but no trace.
+    public static func run(_ arguments: [String], currentDirectory: String? = nil, stopAfter: Duration? = nil) async throws -> Run {
         guard let executable else { throw NotBuilt() }
         let outputs = FileManager.default.temporaryDirectory.appendingPathComponent("outbox-cli-output-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: outputs, withIntermediateDirectories: true)
@@ -69,10 +79,18 @@ public enum OutboxTool {
         process.executableURL = executable
         process.arguments = arguments
         process.environment = sanitizerLogs.environment
+        if stopAfter != nil {
+            // A trap must end the child at once: Swift's backtracer takes
+            // seconds (a crash the time limit would take for a run still
+            // going), and killed mid-backtrace it is left holding the child's
+            // descriptors, so Foundation never reports the child's end.
+            process.environment?["SWIFT_BACKTRACE"] = "enable=no"
+        }
         if let currentDirectory { process.currentDirectoryURL = URL(fileURLWithPath: currentDirectory) }
         process.standardInput = FileHandle.nullDevice
         process.standardOutput = stdout
         process.standardError = stderr
+        let stopper = stopAfter.map { limit in StopTimer(process: process, after: limit) }
         let (status, reason) = try await withCheckedThrowingContinuation {
             (continuation: CheckedContinuation<(Int32, Process.TerminationReason), any Error>) in
             process.terminationHandler = { process in
@@ -85,15 +103,17 @@ public enum OutboxTool {
                 continuation.resume(throwing: error)
             }
         }
+        let stopped = stopper?.finish() == true && reason == .uncaughtSignal && status == SIGKILL
         if let report = sanitizerLogs.report() { throw report }
-        if reason == .uncaughtSignal {
+        if reason == .uncaughtSignal && !stopped {
             throw KilledBySignal(
                 signal: status, stderr: String(decoding: FileManager.default.contents(atPath: stderrURL.path) ?? Data(), as: UTF8.self))
         }
         return Run(
             status: status,
             stdout: String(decoding: FileManager.default.contents(atPath: stdoutURL.path) ?? Data(), as: UTF8.self),
-            stderr: String(decoding: FileManager.default.contents(atPath: stderrURL.path) ?? Data(), as: UTF8.self))
+            stderr: String(decoding: FileManager.default.contents(atPath: stderrURL.path) ?? Data(), as: UTF8.self),
+            stopped: stopped)
     }
 
     /// Parses one line of JSON output as an object.

@@ -25,7 +25,7 @@ struct OutboxDemo: AsyncParsableCommand {
             """
     )
 
-    @Option(help: "About how many writes the user makes (at least 10).")
+    @Option(help: "About how many writes the user makes (10...\(maximumCount)).")
     var count = 200
 
     @Option(help: "The share of requests the server disturbs (0 ... 0.9).")
@@ -34,8 +34,10 @@ struct OutboxDemo: AsyncParsableCommand {
     @Option(help: "Seeds the scenario and the faults.")
     var seed: UInt64 = 2026
 
-    @Option(help: "Give up after this many seconds (default: 60 + 0.5 per write, scaled up with the fault rate).")
-    var deadline: Double?
+    @Option(
+        help: "Give up after this long (up to 24h; plain numbers are seconds; default: 60 s + 0.5 s per write, scaled up with the fault rate).",
+        transform: DurationArgument.parse)
+    var deadline: Duration?
 
     @Option(help: "Serve from this many `outbox serve --postgres` processes on one database, reached round-robin (needs --postgres).")
     var servers = 1
@@ -59,24 +61,33 @@ struct OutboxDemo: AsyncParsableCommand {
     @Flag(name: .customLong("debug-fail-disk-after-restart"), help: .hidden)
     var failDiskAfterRestart = false
 
+    /// The most writes `--count` asks for.
+    static let maximumCount = 100_000
+
+    /// The longest `--deadline`.
+    static let maximumDeadline: Duration = .seconds(86_400)
+
     /// How long the day may take: `--deadline`, or 60 s plus half a second
-    /// per write, divided by the share of requests that get through.
-    var deadlineSeconds: Double { deadline ?? (60 + 0.5 * Double(count) / (1 - faultRate)).rounded(.up) }
+    /// per write, divided by the share of requests that get through (at
+    /// most about 6 days with the largest --count and --fault-rate).
+    var deadlineDuration: Duration {
+        deadline ?? .seconds((60 + 0.5 * Double(count) / (1 - faultRate)).rounded(.up))
+    }
 
     /// After the deadline, this much more before the process is ended
     /// outright (for an await that never returns).
     static let hangGrace: Duration = .seconds(30)
 
     func validate() throws {
-        guard count >= 10 else { throw ValidationError("--count must be at least 10") }
-        guard (0...0.9).contains(faultRate) else { throw ValidationError("--fault-rate must be between 0 and 0.9") }
-        guard (1...16).contains(servers) else { throw ValidationError("--servers must be in 1...16") }
+        try OptionRange.require(count, in: 10...Self.maximumCount, "--count")
+        try OptionRange.require(faultRate, in: 0...0.9, "--fault-rate")
+        try OptionRange.require(servers, in: 1...16, "--servers")
         if servers > 1 && postgres == nil { throw ValidationError("--servers needs --postgres URL: servers share keys through the database") }
         if let postgres {
             _ = try PostgresOptions.clientConfiguration(url: postgres)
             if rejectEverything { throw ValidationError("--debug-reject-everything runs an in-process server: not with --postgres") }
         }
-        if let deadline { guard deadline > 0 && deadline <= 86_400 else { throw ValidationError("--deadline must be in (0, 86400] seconds") } }
+        if let deadline { try OptionRange.require(deadline, "--deadline", positive: true, maximum: Self.maximumDeadline) }
     }
 
     func run() async throws {
@@ -89,10 +100,10 @@ struct OutboxDemo: AsyncParsableCommand {
             let stamp = String(format: "[%5.1fs] ", Date().timeIntervalSince(started))
             if json { StandardStreams.writeError(stamp + line) } else { StandardStreams.writeLine(stamp + line) }
         }
-        let deadline = Duration.milliseconds(Int64(deadlineSeconds * 1000))
+        let deadline = deadlineDuration
         // The scenario checks the deadline while it waits; this is the last
         // resort if something it awaits never returns.
-        let watchdog = Task { [seconds = Int(deadlineSeconds)] in
+        let watchdog = Task { [seconds = deadline.components.seconds] in
             try await Task.sleep(for: deadline + Self.hangGrace)
             StandardStreams.writeError("error: demo did not finish: still running 30 s after its deadline of \(seconds) s")
             Foundation.exit(1)

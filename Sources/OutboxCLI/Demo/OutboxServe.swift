@@ -42,7 +42,8 @@ struct OutboxServe: AsyncParsableCommand {
             is not in by --header-timeout from the accept, or its body by --body-timeout from \
             the head plus a second per --min-body-rate bytes received (answered 408), and at \
             most --max-connections are served at once (the rest wait to be accepted). \
-            Durations take a unit: 90s, 15m, 24h, 7d (plain numbers are seconds; at most \(ServeDuration.longest)).
+            Durations take a unit: 500ms, 90s, 15m, 24h, 7d (plain numbers are seconds), \
+            from 0 to \(DurationArgument.maximumText); NaN, infinities and negative values are refused.
             """
     )
 
@@ -104,13 +105,13 @@ struct OutboxServe: AsyncParsableCommand {
 
     @Option(
         help: "A request another server claimed is answered 409 until its claim is this old, then outcome unknown (default 60s).",
-        transform: ServeDuration.parse)
+        transform: DurationArgument.parse)
     var staleAfter: Duration = .seconds(60)
 
     /// For tests: every write is held this long behind the middleware (its
     /// key claimed) before it is applied, so a test can kill the server
     /// mid-request or race a second server.
-    @Option(name: .customLong("debug-hold-writes"), help: .hidden, transform: ServeDuration.parse)
+    @Option(name: .customLong("debug-hold-writes"), help: .hidden, transform: DurationArgument.parse)
     var holdWrites: Duration?
 
     /// For child processes (the demo's servers): exit once the process
@@ -118,7 +119,7 @@ struct OutboxServe: AsyncParsableCommand {
     @Flag(name: .customLong("debug-exit-with-parent"), help: .hidden)
     var exitWithParent = false
 
-    @Option(help: "How long a completed key is kept (default 24h).", transform: ServeDuration.parse)
+    @Option(help: "How long a completed key is kept (default 24h).", transform: DurationArgument.parse)
     var retention: Duration = .seconds(24 * 3600)
 
     @Option(help: "The most keys kept at once; new keys past it get 503 + Retry-After until keys expire.")
@@ -127,15 +128,15 @@ struct OutboxServe: AsyncParsableCommand {
     @Option(help: "The most bytes of key journal on disk; new keys past it get 503 + Retry-After.")
     var maxKeyBytes: Int64?
 
-    @Option(help: "Close a connection idle this long (default 30s; 0: never).", transform: ServeDuration.parse)
+    @Option(help: "Close a connection idle this long (default 30s; 0: never).", transform: DurationArgument.parse)
     var idleTimeout: Duration = .seconds(30)
 
-    @Option(help: "A request's head must arrive within this: from the accept, or for a later request on the connection from its first byte (default 10s; 0: no limit).", transform: ServeDuration.parse)
+    @Option(help: "A request's head must arrive within this: from the accept, or for a later request on the connection from its first byte (default 10s; 0: no limit).", transform: DurationArgument.parse)
     var headerTimeout: Duration = .seconds(10)
 
     @Option(
         help: "A request's body must arrive within this from its head, plus a second for every --min-body-rate bytes received; else 408 (default 30s; 0: no limit).",
-        transform: ServeDuration.parse)
+        transform: DurationArgument.parse)
     var bodyTimeout: Duration = .seconds(30)
 
     @Option(help: "Bytes a second of body that earn one more second of --body-timeout (0: --body-timeout is for the whole body).")
@@ -145,19 +146,23 @@ struct OutboxServe: AsyncParsableCommand {
     var maxConnections: Int?
 
     func validate() throws {
-        guard (0...65535).contains(port) else { throw ValidationError("--port must be in 0...65535") }
-        guard (0...0.9).contains(faultRate) else { throw ValidationError("--fault-rate must be between 0 and 0.9") }
+        try OptionRange.require(port, in: 0...65535, "--port")
+        try OptionRange.require(faultRate, in: 0...0.9, "--fault-rate")
         if [inMemoryKeys, keysDir != nil, noIdempotency, postgres.url != nil].filter({ $0 }).count > 1 {
             throw ValidationError("--keys-dir, --in-memory-keys, --no-idempotency and --postgres exclude each other")
         }
-        guard staleAfter > .zero else { throw ValidationError("--stale-after must be positive") }
+        try OptionRange.require(staleAfter, "--stale-after", positive: true)
+        if let holdWrites { try OptionRange.require(holdWrites, "--debug-hold-writes", positive: false) }
         if !faults.isEmpty && faultRate != 0 { throw ValidationError("--fault and --fault-rate exclude each other") }
         _ = try serverFaults()
-        guard retention > .zero else { throw ValidationError("--retention must be positive") }
-        if let maxKeys, maxKeys < 1 { throw ValidationError("--max-keys must be positive") }
-        if let maxKeyBytes, maxKeyBytes < 4096 { throw ValidationError("--max-key-bytes must be at least 4096") }
-        if let maxConnections, maxConnections < 1 { throw ValidationError("--max-connections must be positive") }
-        guard minBodyRate >= 0 else { throw ValidationError("--min-body-rate must be 0 or more bytes a second") }
+        try OptionRange.require(retention, "--retention", positive: true)
+        try OptionRange.require(idleTimeout, "--idle-timeout", positive: false)
+        try OptionRange.require(headerTimeout, "--header-timeout", positive: false)
+        try OptionRange.require(bodyTimeout, "--body-timeout", positive: false)
+        try OptionRange.require(minBodyRate, in: 0...Int.max, "--min-body-rate")
+        try OptionRange.require(maxKeys, in: 1...Int.max, "--max-keys")
+        try OptionRange.require(maxKeyBytes, in: 4096...Int64.max, "--max-key-bytes")
+        try OptionRange.require(maxConnections, in: 1...Int.max, "--max-connections")
     }
 
     func run() async throws {
@@ -213,24 +218,5 @@ struct OutboxServe: AsyncParsableCommand {
             try await Task.sleep(for: .milliseconds(exitWithParent ? 250 : 3_600_000))
             if exitWithParent && getppid() != parent { Foundation.exit(0) }
         }
-    }
-}
-
-/// Durations on the command line: `90`, `90s`, `15m`, `24h`, `7d`, `500ms`;
-/// at most ``longest`` (a larger number would not fit the clocks it is
-/// given to, and must not trap).
-enum ServeDuration {
-    static let longest = "36500d"
-    private static let longestMilliseconds = 36_500.0 * 86_400 * 1000
-
-    static func parse(_ text: String) throws -> Duration {
-        let units: [(String, Double)] = [("ms", 0.001), ("s", 1), ("m", 60), ("h", 3600), ("d", 86400)]
-        let scaled = units.first { text.hasSuffix($0.0) }.map { (text.dropLast($0.0.count), $0.1) } ?? (Substring(text), 1)
-        guard let value = Double(scaled.0), value >= 0, value.isFinite else {
-            throw ValidationError("'\(text)' is not a duration (use 90s, 15m, 24h, 7d)")
-        }
-        let milliseconds = value * scaled.1 * 1000
-        guard milliseconds <= longestMilliseconds else { throw ValidationError("'\(text)' is longer than \(longest)") }
-        return .milliseconds(Int64(milliseconds))
     }
 }

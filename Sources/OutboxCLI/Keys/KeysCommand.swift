@@ -21,8 +21,12 @@ struct KeysDirectoryOption: ParsableArguments {
 
     @OptionGroup var postgres: PostgresOptions
 
-    @Option(help: "With --postgres: a claim this old counts as abandoned by its server (outbox serve's --stale-after).", transform: ServeDuration.parse)
+    @Option(help: "With --postgres: a claim this old counts as abandoned by its server (outbox serve's --stale-after; default 60s, up to 100 years).", transform: DurationArgument.parse)
     var staleAfter: Duration = .seconds(60)
+
+    func validate() throws {
+        try OptionRange.require(staleAfter, "--stale-after", positive: true)
+    }
 
     /// The store and how to close it.
     func open() async throws -> (store: any IdempotencyKeyStore, close: () async throws -> Void) {
@@ -89,18 +93,20 @@ struct KeysResolve: AsyncParsableCommand {
     var notApplied = false
     @Flag(help: "The write was applied: answer repeats with --status/--body.")
     var applied = false
-    @Option(help: "The status repeats get (with --applied).")
+    @Option(help: "The status repeats get (with --applied; 200...499).")
     var status: Int?
     @Option(help: "The body repeats get (with --applied).")
     var body = ""
     @Option(help: "The Content-Type of that body.")
     var contentType = "application/json"
-    @Option(help: "How long the resolved answer is kept (default 24h).", transform: ServeDuration.parse)
+    @Option(help: "How long the resolved answer is kept (default 24h; up to 100 years).", transform: DurationArgument.parse)
     var retention: Duration = .seconds(24 * 3600)
 
     func validate() throws {
         guard applied != notApplied else { throw ValidationError("give exactly one of --applied and --not-applied") }
-        if applied { guard let status, (200...499).contains(status) else { throw ValidationError("--applied needs --status in 200...499") } }
+        try OptionRange.require(status, in: 200...499, "--status")
+        if applied && status == nil { throw ValidationError("--applied needs --status in 200...499") }
+        try OptionRange.require(retention, "--retention", positive: true)
     }
 
     func run() async throws {

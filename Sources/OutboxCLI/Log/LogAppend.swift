@@ -20,7 +20,7 @@ struct LogAppend: AsyncParsableCommand {
 
     @OptionGroup var options: LogDirectoryOptions
 
-    @Option(help: "How many records to append (at least 1).")
+    @Option(help: "How many records to append (1...\(maximumCount)).")
     var count: Int
 
     @Option(help: "The payload size of each record, in bytes.")
@@ -38,16 +38,17 @@ struct LogAppend: AsyncParsableCommand {
     @Option(help: "Start a new segment once one reaches this many bytes (4096 to 2 GiB; default 8 MiB).")
     var segmentSize: Int?
 
-    @Option(help: "Append the records in atomic batches of this many (the last batch may be smaller).")
+    @Option(help: "Append the records in atomic batches of this many (1...\(OptionRange.maximumCount), its payloads at most 1 GiB; the last batch may be smaller).")
     var batch = 1
 
+    /// The most records one run appends.
+    static let maximumCount = 1_000_000_000
+
     func validate() throws {
-        guard count >= 1 else { throw ValidationError("--count must be at least 1, not \(count)") }
+        try OptionRange.require(count, in: 1...Self.maximumCount, "--count")
         guard size >= 0 else { throw ValidationError("--size must not be negative, not \(size)") }
-        guard batch >= 1 else { throw ValidationError("--batch must be at least 1, not \(batch)") }
-        if let segmentSize, !(4096...(2 << 30)).contains(segmentSize) {
-            throw ValidationError("--segment-size must be between 4096 and \(2 << 30) bytes, not \(segmentSize)")
-        }
+        try OptionRange.require(batch, in: 1...OptionRange.maximumCount, "--batch")
+        try OptionRange.require(segmentSize, in: 4096...(2 << 30), "--segment-size")
         let longestKey = Self.key(prefix: keyPrefix, index: count - 1)
         guard longestKey.utf8.count <= LogKey.maximumLength else {
             throw ValidationError("keys would be longer than \(LogKey.maximumLength) bytes: shorten --key-prefix")
@@ -58,6 +59,7 @@ struct LogAppend: AsyncParsableCommand {
                 "--size \(size) is too large: a record holds at most \(maximum) payload bytes with these keys "
                     + "(maximum record size \(OutboxLog.Configuration().maximumRecordSize) minus frame header and key)")
         }
+        try OptionRange.requireInMemory(count: min(batch, count), size: size, "a batch's payloads (--batch × --size)")
     }
 
     func run() async throws {

@@ -3,7 +3,7 @@ import Foundation
 import Outbox
 import OutboxHTTP
 
-/// `outbox drain DIR --base-url URL [--user U] [--until-empty] [--timeout SECONDS] [--json]`
+/// `outbox drain DIR --base-url URL [--user U] [--until-empty] [--timeout DURATION] [--json]`
 struct OutboxDrain: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "drain",
@@ -43,17 +43,26 @@ struct OutboxDrain: AsyncParsableCommand {
     @Flag(help: "Keep going, waiting for retries, until nothing is left to send.")
     var untilEmpty = false
 
-    @Option(help: "Give up after this many seconds (with --until-empty).")
-    var timeout: Double = 60
+    @Option(
+        help: "Give up after this long (with --until-empty; default 60s; plain numbers are seconds; up to 100 years).",
+        transform: DurationArgument.parse)
+    var timeout: Duration = .seconds(60)
 
-    @Option(help: "How many deliveries may run at once.")
+    @Option(help: "How many deliveries may run at once (1...\(maximumConcurrency)).")
     var concurrency = 4
 
-    @Option(help: "How long the server keeps idempotency keys, in hours (0: forever). An entry whose answer was lost longer ago is left for a person instead of resent.")
-    var keyRetention: Double = 24
+    @Option(
+        help: "How long the server keeps idempotency keys (default 24h; plain numbers are hours; 0: forever; up to 100 years). An entry whose answer was lost longer ago is left for a person instead of resent.",
+        transform: { try DurationArgument.parse($0, plainUnit: .hours) })
+    var keyRetention: Duration = .seconds(24 * 3600)
 
-    @Option(help: "How many seconds a server may report an entry still in progress before it is left for a person.")
-    var inProgressBudget: Double = 300
+    @Option(
+        help: "How long a server may report an entry still in progress before it is left for a person (default 300s; plain numbers are seconds; up to 100 years).",
+        transform: DurationArgument.parse)
+    var inProgressBudget: Duration = .seconds(300)
+
+    /// The most deliveries `--concurrency` lets run at once.
+    static let maximumConcurrency = 1024
 
     @Flag(help: "Print the summary as one JSON object.")
     var json = false
@@ -62,12 +71,10 @@ struct OutboxDrain: AsyncParsableCommand {
         guard let url = URL(string: baseURL), url.scheme == "http" || url.scheme == "https", url.host != nil else {
             throw ValidationError("--base-url must be an http(s) URL, not \"\(baseURL)\"")
         }
-        guard timeout > 0 else { throw ValidationError("--timeout must be positive") }
-        guard concurrency >= 1 else { throw ValidationError("--concurrency must be at least 1") }
-        guard keyRetention >= 0, keyRetention.isFinite else { throw ValidationError("--key-retention must be 0 or more hours") }
-        guard inProgressBudget > 0, inProgressBudget.isFinite else {
-            throw ValidationError("--in-progress-budget must be positive")
-        }
+        try OptionRange.require(timeout, "--timeout", positive: true)
+        try OptionRange.require(concurrency, in: 1...Self.maximumConcurrency, "--concurrency")
+        try OptionRange.require(keyRetention, "--key-retention", positive: false)
+        try OptionRange.require(inProgressBudget, "--in-progress-budget", positive: true)
         guard !user.isEmpty else { throw ValidationError("--user must not be empty") }
     }
 
@@ -111,10 +118,10 @@ struct OutboxDrain: AsyncParsableCommand {
     func run() async throws {
         try options.requireExistingDirectory()
         let started = Date()
-        let deadline = started.addingTimeInterval(timeout)
+        let deadline = started.addingTimeInterval(timeout.seconds)
         let summary = try await options.withStore(user: user, create: false) { store -> Summary in
             var handler = HTTPOutboxHandler.Configuration(baseURL: URL(string: baseURL)!, tokenProvider: token.map(StaticTokenProvider.init))
-            let requestTimeout = Duration.milliseconds(Int64(min(30, timeout) * 1000))
+            let requestTimeout = min(.seconds(30), timeout)
             handler.requestTimeout = requestTimeout
             var configuration = OutboxDispatcherConfiguration()
             configuration.maximumConcurrentDeliveries = concurrency
@@ -122,8 +129,8 @@ struct OutboxDrain: AsyncParsableCommand {
             // request left); the watchdog a second later is the backstop.
             configuration.deliveryTimeout = requestTimeout + .seconds(1)
             configuration.logger = options.logger(level: .warning)
-            configuration.keyRetention = keyRetention == 0 ? nil : .milliseconds(Int64(keyRetention * 3_600_000))
-            configuration.inProgressBudget = .milliseconds(Int64(inProgressBudget * 1000))
+            configuration.keyRetention = keyRetention == .zero ? nil : keyRetention
+            configuration.inProgressBudget = inProgressBudget
             let dispatcher = OutboxDispatcher(
                 store: store, handlers: [:], fallback: HTTPOutboxHandler(configuration: handler), configuration: configuration)
             let report = untilEmpty ? await dispatcher.drain(until: deadline) : await dispatcher.flush()

@@ -28,7 +28,7 @@ struct OutboxEnqueue: AsyncParsableCommand {
 
     @OptionGroup var options: OutboxRootOptions
 
-    @Option(help: "How many entries to enqueue (at least 1).")
+    @Option(help: "How many entries to enqueue (1...\(OptionRange.maximumCount); all their payloads together at most 1 GiB).")
     var count = 1
 
     @Option(help: "The payload size of each entry, in bytes (generated payloads; see below).")
@@ -59,7 +59,7 @@ struct OutboxEnqueue: AsyncParsableCommand {
     var json = false
 
     func validate() throws {
-        guard count >= 1 else { throw ValidationError("--count must be at least 1, not \(count)") }
+        try OptionRange.require(count, in: 1...OptionRange.maximumCount, "--count")
         guard (size == nil) != (payload == nil) else { throw ValidationError("give exactly one of --payload and --size") }
         if let size, size < 0 { throw ValidationError("--size must not be negative, not \(size)") }
         guard !user.isEmpty else { throw ValidationError("--user must not be empty") }
@@ -79,6 +79,8 @@ struct OutboxEnqueue: AsyncParsableCommand {
         guard largest <= maximum else {
             throw ValidationError("the payload (\(largest) bytes) is too large: an entry holds at most about \(maximum) payload bytes")
         }
+        // The entries are built in memory before they are written, in one batch.
+        try OptionRange.requireInMemory(count: count, size: largest, "the entries' payloads (--count × the payload size)")
     }
 
     /// One printed entry (`--json`).

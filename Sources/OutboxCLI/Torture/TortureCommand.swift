@@ -26,10 +26,12 @@ struct TortureCommand: AsyncParsableCommand {
             """
     )
 
-    @Option(help: "Stop starting new cycles after this many seconds in total, shared among the modes (default 60 without --cycles).")
-    var seconds: Double?
+    @Option(
+        help: "Stop starting new cycles after this long in total, shared among the modes (default 60 without --cycles; plain numbers are seconds, or 10m, 2h; up to 100 years).",
+        transform: DurationArgument.parse)
+    var seconds: Duration?
 
-    @Option(help: "Run at most this many cycles per mode (instead of, or as well as, --seconds).")
+    @Option(help: "Run at most this many cycles per mode (instead of, or as well as, --seconds; 1...\(maximumCycle)).")
     var cycles: Int?
 
     @Option(help: "Seeds every workload, fault and damage; random (and printed) when not given.")
@@ -41,8 +43,12 @@ struct TortureCommand: AsyncParsableCommand {
     @Option(help: "kill, powerloss, iofault, corrupt, outbox, outboxfault, lock, spool, a comma-separated list of them, or all.")
     var mode = "all"
 
-    @Option(help: "The first cycle number (with --cycles 1: replay one cycle named in a violation report).")
+    @Option(help: "The first cycle number (with --cycles 1: replay one cycle named in a violation report; 0...\(maximumCycle)).")
     var firstCycle = 0
+
+    /// The largest `--cycles` and `--first-cycle`: cycle numbers feed the
+    /// seeds' streams and the worker's command line, and their sum must fit.
+    static let maximumCycle = 1_000_000_000
 
     @Option(help: "The outbox binary the kill, outbox, lock, spool and libfiu modes run as their worker (default: this one).")
     var worker: String?
@@ -71,9 +77,9 @@ struct TortureCommand: AsyncParsableCommand {
 
     func validate() throws {
         _ = try modes
-        if let seconds, seconds <= 0 { throw ValidationError("--seconds must be positive") }
-        if let cycles, cycles < 1 { throw ValidationError("--cycles must be at least 1") }
-        if firstCycle < 0 { throw ValidationError("--first-cycle must not be negative") }
+        if let seconds { try OptionRange.require(seconds, "--seconds", positive: true) }
+        try OptionRange.require(cycles, in: 1...Self.maximumCycle, "--cycles")
+        try OptionRange.require(firstCycle, in: 0...Self.maximumCycle, "--first-cycle")
         if let worker, !FileManager.default.isExecutableFile(atPath: worker) {
             throw ValidationError("--worker \(worker) is not an executable file")
         }
@@ -90,7 +96,7 @@ struct TortureCommand: AsyncParsableCommand {
             if json { StandardStreams.writeError(stamp + line) } else { StandardStreams.writeLine(stamp + line) }
         }
         var options = TortureOptions(
-            seed: seed, modes: try modes, seconds: seconds ?? (cycles == nil ? 60 : nil), cycles: cycles,
+            seed: seed, modes: try modes, seconds: seconds?.seconds ?? (cycles == nil ? 60 : nil), cycles: cycles,
             directory: FilePath(scratch), workerExecutable: worker ?? Self.executablePath, progress: progress)
         options.firstCycle = firstCycle
         options.libfiu = !noLibfiu

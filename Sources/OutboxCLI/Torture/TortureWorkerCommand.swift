@@ -13,6 +13,17 @@ struct TortureWorkerCommand: AsyncParsableCommand {
         shouldDisplay: false,
         subcommands: [LogWorkerCommand.self, OutboxWorkerCommand.self, SpoolOwnerCommand.self, PayloadWorkerCommand.self]
     )
+
+    /// The most steps or entries one worker runs (`torture` asks for
+    /// hundreds); an entry's index must stay below 2^20 in its seed stream.
+    static let maximumCount = 100_000
+
+    /// Checks a worker's `--cycle` and `--count`, which feed seed streams
+    /// (`cycle << 20 | index`) and loop bounds.
+    static func validate(cycle: Int, count: Int) throws(ValidationError) {
+        try OptionRange.require(cycle, in: 0...TortureCommand.maximumCycle * 2, "--cycle")
+        try OptionRange.require(count, in: 0...maximumCount, "--count")
+    }
 }
 
 /// `outbox torture-worker log --directory D --seed S --stream N --count C [--compaction-heavy]`
@@ -25,6 +36,10 @@ struct LogWorkerCommand: AsyncParsableCommand {
     @Option var stream: UInt64
     @Option var count: Int
     @Flag var compactionHeavy = false
+
+    func validate() throws {
+        try OptionRange.require(count, in: 0...TortureWorkerCommand.maximumCount, "--count")
+    }
 
     func run() async throws {
         let status = await LogWorker.run(
@@ -44,6 +59,10 @@ struct OutboxWorkerCommand: AsyncParsableCommand {
     @Option var cycle: Int
     @Option var count: Int
     @Flag var encrypted = false
+
+    func validate() throws {
+        try TortureWorkerCommand.validate(cycle: cycle, count: count)
+    }
 
     func run() async throws {
         guard let url = URL(string: baseURL) else { throw ValidationError("bad --base-url \(baseURL)") }
@@ -84,6 +103,11 @@ struct PayloadWorkerCommand: AsyncParsableCommand {
     @Flag var encrypted = false
     @Option var killAt: String?
     @Option var killOccurrence = 1
+
+    func validate() throws {
+        try TortureWorkerCommand.validate(cycle: cycle, count: count)
+        try OptionRange.require(killOccurrence, in: 1...TortureWorkerCommand.maximumCount, "--kill-occurrence")
+    }
 
     func run() async throws {
         guard let url = URL(string: baseURL) else { throw ValidationError("bad --base-url \(baseURL)") }
