@@ -233,8 +233,12 @@ let package = Package(
         ),
 
         // Shared by the test targets: runs the built `outbox` tool as a child
-        // process; small helpers for tests that must not sleep.
-        .target(name: "CLITestSupport", dependencies: ["OutboxLocking"], path: "Tests/CLITestSupport"),
+        // process; small helpers for tests that must not sleep; the seeds of
+        // randomized tests, taken from the environment to replay a failure.
+        .target(
+            name: "CLITestSupport",
+            dependencies: ["OutboxLocking", .product(name: "PropertyBased", package: "swift-property-based")],
+            path: "Tests/CLITestSupport"),
 
         .testTarget(
             name: "OutboxLogTests",

@@ -10,7 +10,12 @@ public final class ServeProcess: @unchecked Sendable {
     public private(set) var baseURL = URL(string: "http://invalid")!
     /// Its sanitizer reports, if it was built with a sanitizer.
     public let sanitizerLogs: SanitizerLogs
-    private let output = Locked<(text: String, ended: Bool, waiters: [CheckedContinuation<String?, Never>])>(("", false, []))
+    /// A caller waiting for a line that starts with `prefix`.
+    private struct LineWaiter {
+        var prefix: String
+        var continuation: CheckedContinuation<String?, Never>
+    }
+    private let output = Locked<(text: String, ended: Bool, waiters: [LineWaiter])>(("", false, []))
     private let exit = Locked<(status: Int32?, waiters: [CheckedContinuation<Int32, Never>])>((nil, []))
 
     public struct DidNotListen: Error, CustomStringConvertible {
@@ -33,14 +38,18 @@ public final class ServeProcess: @unchecked Sendable {
         process.standardError = pipe
         pipe.fileHandleForReading.readabilityHandler = { [output] handle in
             let data = handle.availableData
-            let (waiters, line) = output.withLock { state -> ([CheckedContinuation<String?, Never>], String?) in
+            let answered = output.withLock { state -> [(CheckedContinuation<String?, Never>, String?)] in
                 if data.isEmpty { state.ended = true } else { state.text += String(decoding: data, as: UTF8.self) }
-                let line = Self.listeningLine(state.text)
-                guard line != nil || state.ended else { return ([], nil) }
-                defer { state.waiters = [] }
-                return (state.waiters, line)
+                var answered: [(CheckedContinuation<String?, Never>, String?)] = []
+                state.waiters.removeAll { waiter in
+                    let line = Self.line(startingWith: waiter.prefix, in: state.text)
+                    guard line != nil || state.ended else { return false }
+                    answered.append((waiter.continuation, line))
+                    return true
+                }
+                return answered
             }
-            for waiter in waiters { waiter.resume(returning: line) }
+            for (continuation, line) in answered { continuation.resume(returning: line) }
             if data.isEmpty { handle.readabilityHandler = nil }
         }
         process.terminationHandler = { [exit] process in
@@ -52,15 +61,7 @@ public final class ServeProcess: @unchecked Sendable {
             for waiter in waiters { waiter.resume(returning: process.terminationStatus) }
         }
         try process.run()
-        let line = await withCheckedContinuation { continuation in
-            let found = output.withLock { state -> String?? in
-                if let line = Self.listeningLine(state.text) { return .some(line) }
-                if state.ended { return .some(nil) }
-                state.waiters.append(continuation)
-                return nil
-            }
-            if let found { continuation.resume(returning: found) }
-        }
+        let line = await firstLine(startingWith: "listening on ")
         guard let line, let address = line.dropFirst("listening on ".count).split(separator: " ").first,
             let url = URL(string: String(address))
         else {
@@ -75,8 +76,22 @@ public final class ServeProcess: @unchecked Sendable {
         if process.isRunning { kill(process.processIdentifier, SIGKILL) }
     }
 
-    static func listeningLine(_ text: String) -> String? {
-        text.split(separator: "\n").first { $0.hasPrefix("listening on ") }.map(String.init)
+    static func line(startingWith prefix: String, in text: String) -> String? {
+        text.split(separator: "\n").first { $0.hasPrefix(prefix) }.map(String.init)
+    }
+
+    /// The first line it printed that starts with `prefix`, once it is
+    /// printed; `nil` if its output ends without one.
+    public func firstLine(startingWith prefix: String) async -> String? {
+        await withCheckedContinuation { continuation in
+            let found = output.withLock { state -> String?? in
+                if let line = Self.line(startingWith: prefix, in: state.text) { return .some(line) }
+                if state.ended { return .some(nil) }
+                state.waiters.append(LineWaiter(prefix: prefix, continuation: continuation))
+                return nil
+            }
+            if let found { continuation.resume(returning: found) }
+        }
     }
 
     /// Everything it printed so far.

@@ -134,7 +134,8 @@ struct ThirdPartyMiddlewareTests {
                 timeout: .seconds(10))
         }
         let first = await post("idle-1")
-        // Not a timing assertion: the idle time is the condition under test.
+        // Not a timing assertion: the idle time is the condition under test
+        // (uvicorn's keep-alive timer, in another process, on the real clock).
         try await Task.sleep(for: .milliseconds(6500))
         let second = await post("idle-2")
         let record = try await server.report()

@@ -15,6 +15,10 @@ struct BackgroundDeliveryTests {
 
     static func hangingHandler(_ server: ScriptedServer) -> ClosureOutboxHandler {
         ClosureOutboxHandler { delivery in
+            // Not a wait: it never ends before its task is cancelled, which
+            // is what the tests do (CLITestSupport's suspendUntilCancelled
+            // says so better, but this public-API-only target does not
+            // depend on it).
             if delivery.text == "slow" { try await Task.sleep(for: .seconds(24 * 3600)) }
             return await server.deliver(delivery)
         }

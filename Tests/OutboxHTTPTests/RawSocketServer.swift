@@ -35,8 +35,9 @@ final class RawSocketServer: Sendable {
         /// before reading the body (what a server refusing `100-continue`
         /// does), then read the body and close.
         case refuseBeforeBody
-        /// Answer 201, then close the connection a moment later, while it is
-        /// idle in the client's pool (no `Connection: close`).
+        /// Answer 201 (no `Connection: close`), then read nothing more: the
+        /// connection stays open, idle in the client's pool, until
+        /// ``RawSocketServer/closeIdleConnections()`` closes it.
         case answerThenCloseIdle
         /// Read the head, never a byte of the body: the client's socket
         /// buffers fill and its body stream is held back. Reset after
@@ -64,8 +65,8 @@ final class RawSocketServer: Sendable {
     let port: Int
     private let listener: Int32
     private let script: @Sendable (_ capture: Capture, _ earlierOnPath: Int) -> Behaviour
-    private let state = Locked<(captures: [Capture], held: [Int32], connections: Int, stopped: Bool, idleClosed: Int)>(
-        ([], [], 0, false, 0))
+    private let state = Locked<(captures: [Capture], held: [Int32], idle: [Int32], connections: Int, stopped: Bool)>(
+        ([], [], [], 0, false))
 
     /// - Parameter port: 0 for any free port.
     /// - Parameter receiveBuffer: the accepted sockets' `SO_RCVBUF`, if set:
@@ -112,15 +113,31 @@ final class RawSocketServer: Sendable {
 
     var baseURL: URL { URL(string: "http://127.0.0.1:\(port)")! }
     var captures: [Capture] { state.withLock { $0.captures } }
-    /// Connections closed by ``Behaviour/answerThenCloseIdle`` so far.
-    var idleConnectionsClosed: Int { state.withLock { $0.idleClosed } }
+    /// Connections answered by ``Behaviour/answerThenCloseIdle`` and not
+    /// closed yet.
+    var idleConnections: Int { state.withLock { $0.idle.count } }
+
+    /// Closes the connections ``Behaviour/answerThenCloseIdle`` answered
+    /// (while they are idle in the client's pool); how many it closed.
+    @discardableResult
+    func closeIdleConnections() -> Int {
+        let idle = state.withLock { state -> [Int32] in
+            defer { state.idle = [] }
+            return state.idle
+        }
+        for fd in idle { close(fd) }
+        return idle.count
+    }
 
     /// Stops listening and closes every connection held open.
     func stop() {
         let held = state.withLock { state -> [Int32] in
             state.stopped = true
-            defer { state.held = [] }
-            return state.held
+            defer {
+                state.held = []
+                state.idle = []
+            }
+            return state.held + state.idle
         }
         shutdown(listener, Int32(SHUT_RDWR))
         close(listener)
@@ -167,12 +184,19 @@ final class RawSocketServer: Sendable {
                 write(connection, "HTTP/1.1 \(status) Status\r\nContent-Type: application/json\r\nContent-Length: \(body.utf8.count)\r\n\r\n\(body)")
                 continue
             case .answerThenCloseIdle:
+                // Kept before the answer goes out: once the client has the
+                // answer, closeIdleConnections() finds the connection.
+                let kept = state.withLock { state -> Bool in
+                    if state.stopped { return false }
+                    state.idle.append(connection)
+                    return true
+                }
+                guard kept else {
+                    close(connection)
+                    return
+                }
                 let body = #"{"id":"idle"}"#
                 write(connection, "HTTP/1.1 201 Created\r\nContent-Type: application/json\r\nContent-Length: \(body.utf8.count)\r\n\r\n\(body)")
-                // Idle in the client's pool a moment, then gone.
-                usleep(20_000)
-                close(connection)
-                state.withLock { $0.idleClosed += 1 }
                 return
             case .closeBeforeResponse, .refuseBeforeBody:
                 close(connection)
@@ -210,6 +234,9 @@ final class RawSocketServer: Sendable {
 
     private func stall(_ connection: Int32, resetAfter: Duration?) {
         guard let resetAfter else { return hold(connection) }
+        // The fault's duration, on the real clock: the client's body stream
+        // must be held back by full socket buffers when the reset comes,
+        // and nothing the server can see says when they are full.
         Thread.sleep(forTimeInterval: Double(resetAfter.components.seconds) + Double(resetAfter.components.attoseconds) / 1e18)
         reset(connection)
     }

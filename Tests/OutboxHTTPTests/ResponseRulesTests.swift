@@ -127,11 +127,16 @@ struct ResponseRulesTests {
         configuration.randomSeed = 9
         let handler = HTTPOutboxHandler(baseURL: URL(string: "http://127.0.0.1:\(port)")!)
         let dispatcher = OutboxDispatcher(store: store, handlers: [:], fallback: handler, configuration: configuration, clock: clock)
-        let start = clock.now()
+        let end = clock.now().addingTimeInterval(24 * 3600)
         var notSent = 0
-        while clock.now() < start.addingTimeInterval(24 * 3600) {
+        // Each move of the clock fires the dispatcher's retry timer, whose
+        // drain runs in the background: a flush follows every move, so that
+        // drain is joined (or finds nothing due) before the entries are read.
+        // Moving the clock last, past the day, left the timer's drain sending
+        // while they were read (one entry found in flight).
+        while true {
             notSent += await dispatcher.flush().notSent
-            guard let next = try await store.nextDueDate() else { break }
+            guard let next = try await store.nextDueDate(), next < end else { break }
             clock.set(to: next)
         }
         #expect(notSent > 100, "\(notSent) refused attempts in 24 h")
@@ -148,19 +153,20 @@ struct ResponseRulesTests {
         let server = try RawSocketServer(port: port) { _, _ in .answer(status: 201, body: #"{"id":"up"}"#) }
         defer { server.stop() }
         clock.advance(by: .seconds(300))
-        var report = await dispatcher.flush()
+        await dispatcher.flush()
         // A loaded machine may fail a first connection to the new server
-        // too; whatever fails now is retried like everything else.
-        for _ in 0..<5 where report.delivered < 3 {
+        // too; whatever fails now is retried like everything else. What was
+        // delivered is read from the store, not from the flushes' reports:
+        // a drain the retry timer started and finished before a flush began
+        // is in no flush's report.
+        for _ in 0..<5 where try await store.summary().total > 0 {
             guard let next = try await store.nextDueDate() else { break }
             clock.set(to: next)
-            report.add(await dispatcher.flush())
+            await dispatcher.flush()
         }
-        let left = try await store.entries(matching: .all).map { $0.lastError ?? "" }
-        #expect(report.delivered == 3, "left: \(left)")
-        #expect(report.quarantined == 0)
+        let left = try await store.entries(matching: .all).map { "\($0.status): \($0.lastError ?? "")" }
+        #expect(try await store.summary().total == 0, "left: \(left)")
         for id in ids { #expect(try await store.completion(of: id)?.serverID == "up") }
-        #expect(try await store.summary().total == 0)
         await dispatcher.stop()
     }
 }

@@ -1,3 +1,4 @@
+import CLITestSupport
 import OutboxLog
 import OutboxLogTesting
 import PropertyBased
@@ -10,7 +11,7 @@ import Testing
 /// checkpoint and the records after it, in the background or not — the log
 /// must hold what the model holds, and the same live keys and live bytes as
 /// an open of the same disk that reads every record.
-@Suite("Index checkpoint model")
+@Suite("Index checkpoint model", .propertySeedFromEnvironment)
 struct IndexCheckpointModelTests {
     enum Operation: Sendable, CustomStringConvertible {
         case put(key: Int, size: Int)
@@ -57,7 +58,7 @@ struct IndexCheckpointModelTests {
     @Test("checkpoint and the records after it give the model's contents and a full scan's accounting")
     func agreesWithModelAndFullScan() async throws {
         let reopens = ReopenCounter()
-        await propertyCheck(count: 40, input: zip(Gen.bool, Self.operation.array(of: 1...80))) { deferred, operations in
+        await propertyCheck(count: modelCases(40), input: zip(Gen.bool, Self.operation.array(of: 1...80))) { deferred, operations in
             let disk = SimulatedFileSystem(directories: ["/data"])
             let path = FilePath("/data/log")
             let configuration = Self.configuration(disk, checkpoints: true, deferred: deferred)

@@ -1,3 +1,4 @@
+import CLITestSupport
 import OutboxLog
 import PropertyBased
 import SystemPackage
@@ -5,7 +6,7 @@ import Testing
 
 /// Random sequences of operations against a dictionary: after every reopen
 /// and at the end, the log must hold exactly what the model holds.
-@Suite("Model-based")
+@Suite("Model-based", .propertySeedFromEnvironment)
 struct ModelTests {
     enum Operation: Sendable, CustomStringConvertible {
         case put(key: Int, size: Int, durability: Durability)
@@ -38,7 +39,7 @@ struct ModelTests {
 
     @Test("random puts, annotations, deletes, batches, compactions and reopens agree with a dictionary")
     func agreesWithModel() async throws {
-        await propertyCheck(count: 40, input: Self.operation.array(of: 1...80)) { operations in
+        await propertyCheck(count: modelCases(40), input: Self.operation.array(of: 1...80)) { operations in
             let directory = TemporaryDirectory()
             var log = try await OutboxLog.open(at: directory.path, configuration: smallSegments())
             var model: LogModel = [:]

@@ -1,3 +1,4 @@
+import CLITestSupport
 import PropertyBased
 import Testing
 
@@ -6,7 +7,7 @@ import Testing
 /// The packed table against a `Dictionary`: random insertions, updates,
 /// in-place changes and removals (the last exercise the slot shifting and
 /// the reuse of freed positions), with growth from empty.
-@Suite("Packed table")
+@Suite("Packed table", .propertySeedFromEnvironment)
 struct PackedTableTests {
     enum Operation: Sendable {
         case set(key: Int, value: Int)
@@ -24,7 +25,7 @@ struct PackedTableTests {
 
     @Test("agrees with a dictionary, and a copy of its elements does not change with it")
     func agreesWithDictionary() async {
-        await propertyCheck(count: 200, input: Self.operation.array(of: 1...600)) { operations in
+        await propertyCheck(count: modelCases(200), input: Self.operation.array(of: 1...600)) { operations in
             var table = PackedTable<LogKey, Int>()
             var model: [LogKey: Int] = [:]
             var snapshots: [(PackedTable<LogKey, Int>.DenseElements, [LogKey: Int])] = []

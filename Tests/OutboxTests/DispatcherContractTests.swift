@@ -1,6 +1,8 @@
+import CLITestSupport
 import Foundation
 import Outbox
 import OutboxLocking
+import OutboxLogTesting
 import Testing
 
 /// The dispatcher's promises that are easy to break quietly: the concurrency
@@ -26,7 +28,7 @@ struct DispatcherContractTests {
 
     @Test("the backoff never exceeds its cap, however many attempts failed")
     func backoffCap() {
-        var random = SystemRandomNumberGenerator()
+        var random = SplitMix64(seed: TestSeed.take())
         let backoff = OutboxBackoff()
         #expect(backoff.base == .seconds(1) && backoff.cap == .seconds(300))
         var longest = Duration.zero

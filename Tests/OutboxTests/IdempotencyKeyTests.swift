@@ -29,6 +29,28 @@ struct IdempotencyKeyTests {
         #expect(!key.lowercased().contains("alice"))
     }
 
+    /// Runs `enqueue` with the next sync of the log's one segment failing,
+    /// and expects it to fail with that sync. The rule names that file: the
+    /// segment exists (an entry was added), so its next sync is the
+    /// enqueue's, and nothing else syncs it meanwhile — the background
+    /// checkpoints sync files of their own (`INDEX.tmp`, the store's
+    /// checkpoint), and a segment's header is synced under its temporary
+    /// name. The injected fault is checked too, so a rule that hit another
+    /// file says which.
+    func failNextSyncOfTheSegment<T>(
+        _ disk: SimulatedFileSystem, _ enqueue: () async throws -> T,
+        sourceLocation: SourceLocation = #_sourceLocation
+    ) async throws {
+        let segments = disk.allFiles().filter { $0.string.hasSuffix(".seg") }
+        let segment = try #require(segments.first, "no segment after an add", sourceLocation: sourceLocation)
+        #expect(segments.count == 1, "\(segments)", sourceLocation: sourceLocation)
+        let rule = disk.faults.install(.nthCall(1, of: .synchronize, paths: .exactly(segment)))
+        await expectOutboxError(.storage, sourceLocation: sourceLocation) { try await enqueue() }
+        #expect(disk.faults.failureCount(of: rule) == 1, "the enqueue never synced its segment", sourceLocation: sourceLocation)
+        #expect(disk.faults.injectedFaults.map(\.paths) == [[segment]], sourceLocation: sourceLocation)
+        disk.faults.removeAllRules()
+    }
+
     @Test("a write enqueued again after its enqueue failed and the machine lost power gets the key it had")
     func retryAfterAFailedEnqueueAndAPowerLoss() async throws {
         let disk = SimulatedFileSystem(directories: ["/data"])
@@ -36,10 +58,8 @@ struct IdempotencyKeyTests {
         configuration.log.fileSystem = disk
         let store = try await LogOutboxStore.open(root: "/data/outbox", partition: "p", configuration: configuration)
         let id = OutboxEntry.ID()
-        try await store.add(request(payload: "earlier"))  // the segment exists: its next sync is the entry's (a background checkpoint syncs another file)
-        _ = disk.faults.install(.nthCall(1, of: .synchronize, paths: .suffix(".seg")))
-        await expectOutboxError(.storage) { try await store.enqueue(request(id, payload: "pay 10")) }
-        disk.faults.removeAllRules()
+        try await store.add(request(payload: "earlier"))
+        try await failNextSyncOfTheSegment(disk) { try await store.enqueue(request(id, payload: "pay 10")) }
         disk.simulatePowerLoss(.dropUnsynced, seed: 1)
         withExtendedLifetime(store) {}
 
@@ -61,11 +81,9 @@ struct IdempotencyKeyTests {
         configuration.log.fileSystem = disk
         let store = try await LogOutboxStore.open(root: "/data/outbox", partition: "p", configuration: configuration)
         let id = OutboxEntry.ID()
-        try await store.add(request(payload: "earlier"))  // the segment exists: its next sync is the entry's (a background checkpoint syncs another file)
-        _ = disk.faults.install(.nthCall(1, of: .synchronize, paths: .suffix(".seg")))
-        await expectOutboxError(.storage) { try await store.enqueue(request(id, payload: "pay 10")) }
+        try await store.add(request(payload: "earlier"))
+        try await failNextSyncOfTheSegment(disk) { try await store.enqueue(request(id, payload: "pay 10")) }
         // Killed: the kernel still has the written record, and the next open keeps it.
-        disk.faults.removeAllRules()
         disk.simulateProcessCrash()
         withExtendedLifetime(store) {}
 

@@ -1,3 +1,4 @@
+import CLITestSupport
 import Foundation
 import Outbox
 import PropertyBased
@@ -8,7 +9,7 @@ import Testing
 /// must agree on every status, attempt count and the send order. The store
 /// model test (`StoreModelTests`) checks persistence against this same
 /// store; this one checks the scheduling rules themselves.
-@Suite("Scheduling rules against a reference model")
+@Suite("Scheduling rules against a reference model", .propertySeedFromEnvironment)
 struct SchedulingModelTests {
     enum Step: Sendable, CustomStringConvertible {
         case enqueue(scope: Int, parent: Int?, priority: Int, coalesce: Int?, duplicateOf: Int?)

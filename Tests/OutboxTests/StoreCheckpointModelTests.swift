@@ -1,3 +1,4 @@
+import CLITestSupport
 import Foundation
 import OutboxLog
 import OutboxLogTesting
@@ -14,7 +15,7 @@ import Testing
 /// is then opened twice — once as it is (the checkpoint, then the entries
 /// changed after it), once without its checkpoint (every entry) — and the
 /// two stores must answer alike.
-@Suite("Store checkpoint model")
+@Suite("Store checkpoint model", .propertySeedFromEnvironment)
 struct StoreCheckpointModelTests {
     enum Step: Sendable, CustomStringConvertible {
         case enqueue(scope: Int, dependsOn: Int?, priority: Int, coalesce: Int?, appKey: Int?)

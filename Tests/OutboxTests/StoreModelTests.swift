@@ -1,3 +1,4 @@
+import CLITestSupport
 import Foundation
 import Outbox
 import PropertyBased
@@ -6,7 +7,7 @@ import Testing
 /// Random operation sequences run in lockstep on the in-memory store (the
 /// model) and the log store, reopening the log store at random: after every
 /// step both must give the same answers.
-@Suite("Store model")
+@Suite("Store model", .propertySeedFromEnvironment)
 struct StoreModelTests {
     enum Step: Sendable, CustomStringConvertible {
         case enqueue(scope: Int, dependsOn: Int?, priority: Int, coalesce: Int?)

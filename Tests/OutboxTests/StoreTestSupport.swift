@@ -125,10 +125,3 @@ func expectOutboxError<T>(
 func modelEntryID(step: Int) -> OutboxEntry.ID {
     OutboxEntry.ID(UUID(uuidString: String(format: "00000000-0000-4000-8000-%012X", step))!)
 }
-
-/// How many random cases a model test runs: `count`, unless the
-/// `OUTBOX_MODEL_CASES` environment variable asks for more (a soak run:
-/// `OUTBOX_MODEL_CASES=5000 swift test --filter ModelTests`).
-func modelCases(_ count: Int) -> Int {
-    ProcessInfo.processInfo.environment["OUTBOX_MODEL_CASES"].flatMap(Int.init).map { max($0, 1) } ?? count
-}

@@ -1,3 +1,4 @@
+import CLITestSupport
 import Foundation
 import PropertyBased
 import Testing
@@ -13,7 +14,7 @@ import Testing
 /// own entries, batches that overflow), both must give the same outcomes,
 /// the same records to write, the same error — and leave schedulers that
 /// hold the same entries and send them in the same order.
-@Suite("Transactions: checked, then applied in place, as on a copy")
+@Suite("Transactions: checked, then applied in place, as on a copy", .propertySeedFromEnvironment)
 struct TransactionEquivalenceTests {
     /// One request of a history or of a batch, in indices a generator can draw.
     struct Request: Sendable, CustomStringConvertible {

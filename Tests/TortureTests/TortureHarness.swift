@@ -8,11 +8,12 @@ import Testing
 /// the built `outbox` binary as the worker, and the checks every profile
 /// test makes — the run found no violation *and* did real work.
 enum TortureHarness {
-    /// A seed for the one random-seed run of each suite, printed so a
-    /// failure can be replayed with `outbox torture --seed`.
+    /// The seed of the random-seed runs (``TestSeed``: `OUTBOX_TEST_SEED`,
+    /// or drawn), printed so a failure can be replayed by the test or by
+    /// `outbox torture --seed`.
     static let randomSeed: UInt64 = {
-        let seed = UInt64.random(in: 0...UInt64(Int64.max))
-        print("torture tests: random seed \(seed) (replay with: outbox torture --seed \(seed))")
+        let seed = TestSeed.take(for: "torture tests")
+        print("torture tests: the same run by hand: outbox torture --seed \(seed)")
         return seed
     }()
 

@@ -110,7 +110,9 @@ struct OutboxServe: AsyncParsableCommand {
 
     /// For tests: every write is held this long behind the middleware (its
     /// key claimed) before it is applied, so a test can kill the server
-    /// mid-request or race a second server.
+    /// mid-request or race a second server. It prints "debug: a write is
+    /// held, its key claimed" when one starts being held, for the test to
+    /// act on then.
     @Option(name: .customLong("debug-hold-writes"), help: .hidden, transform: DurationArgument.parse)
     var holdWrites: Duration?
 
@@ -212,6 +214,15 @@ struct OutboxServe: AsyncParsableCommand {
         StandardStreams.writeLine(
             "listening on \(server.baseURL) (faults: \(Int((share * 100).rounded()))%; \(keysText); "
                 + "at most \(connections.effectiveMaximumConnections) connections); GET /ledger shows what was applied")
+        if holdWrites != nil {
+            Task {
+                while true {
+                    await server.waitForActivity { $0.slowAppliesHeld > 0 }
+                    StandardStreams.writeLine("debug: a write is held, its key claimed")
+                    await server.waitForActivity { $0.slowAppliesHeld == 0 }
+                }
+            }
+        }
         // Serve until the process is interrupted (or, for a child, orphaned).
         let parent = getppid()
         while true {
