@@ -60,12 +60,17 @@ run_app_sample() {
 }
 
 started=$(date +%s)
-(cd Examples && swift build)
-bin=$(cd Examples && swift build --show-bin-path)
+# Built in the root's build folder: the samples' package graph differs
+# (Examples/Package.swift depends on this package by path, as an app
+# would), but the compiled modules they share with the root's debug build
+# are reused, not built a second time. EXAMPLES_BUILT=1: already built.
+if [ "${EXAMPLES_BUILT:-}" != 1 ]; then (cd Examples && swift build --scratch-path ../.build); fi
+bin=$(cd Examples && swift build --scratch-path ../.build --show-bin-path)
 echo "Examples built in $(($(date +%s) - started)) s"
 
-swift build -c release --product outbox
-outbox="$(swift build -c release --show-bin-path)/outbox"
+# The root's debug build of the CLI (the one `swift test` runs).
+swift build --product outbox
+outbox="$(swift build --show-bin-path)/outbox"
 
 echo "== AppSample against outbox serve"
 (cd "$work" && exec "$outbox" serve --port 0 --in-memory-keys >"$work/serve.log" 2>&1) &

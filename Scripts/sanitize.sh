@@ -11,12 +11,16 @@
 #   TSAN_TESTS, ASAN_TESTS   which tests run under each sanitizer: "all"
 #                            (default), "none", or a --filter regular
 #                            expression over test names;
-#   TSAN_SKIP                a --skip regular expression for the TSan run
-#                            (suites too slow under TSan for CI's budget);
+#   TSAN_SKIP, ASAN_SKIP     a --skip regular expression for each run
+#                            (suites too slow under it for CI's budget);
 #   FUZZ_TARGETS             fuzz targets to run (default: all of them;
 #                            "none" skips fuzzing);
 #   FUZZ_SECONDS (60), TORTURE_SECONDS (60; 0 skips the torture run),
-#   TEST_WIDTH (tests at once, 8), SANITIZE_LOGS (logs and reports).
+#   TEST_WIDTH (tests at once, 8), SANITIZE_LOGS (logs and reports),
+#   SANITIZE_BUILD_ONLY=1    build both sanitized trees and stop (CI runs
+#                            this early, at the lowest priority, beside
+#                            its other steps; the run that follows finds
+#                            the builds done).
 # CI runs a bounded subset of this (.ci/run says which, RELIABILITY.md why);
 # with no knobs set this is the full run.
 #
@@ -82,6 +86,22 @@ asan_build=(--sanitize=address --scratch-path .build-asan
 tsan_build=(--sanitize=thread --scratch-path .build-tsan)
 
 started=$(date +%s)
+if [ "${SANITIZE_BUILD_ONLY:-}" = 1 ]; then
+    status=0
+    # Its own log folder: the run that follows starts a fresh one.
+    logs="$logs-build"
+    rm -rf "$logs"
+    mkdir -p "$logs"
+    for build in tsan asan; do
+        name="$build-build"
+        if [ $build = tsan ]; then flags=("${tsan_build[@]}"); else flags=("${asan_build[@]}"); fi
+        echo "[$(date +%T)] $name"
+        begin=$SECONDS
+        swift build --build-tests "${flags[@]}" >"$logs/$name.log" 2>&1 || { status=$?; tail -n 60 "$logs/$name.log"; }
+        echo "[$(date +%T)] $name: exit $status after $((SECONDS - begin)) s"
+    done
+    exit $status
+fi
 # run NAME COMMAND...: runs it with its output in $logs/NAME.log, records
 # how long it took, and returns its status.
 run() {
@@ -229,6 +249,7 @@ asan_pipeline() {
     canary address .build-asan overflow "ERROR: AddressSanitizer: heap-buffer-overflow" || failed=1
     if [ "$ASAN_TESTS" != none ]; then
         mapfile -d '' selection < <(selection_arguments "$ASAN_TESTS")
+        [ -z "${ASAN_SKIP:-}" ] || selection+=(--skip "$ASAN_SKIP")
         ASAN_OPTIONS="$asan_options" LSAN_OPTIONS="$lsan_options" tests_under_sanitizer asan-tests .build-asan "${selection[@]}" || failed=1
     fi
     fuzz || failed=1

@@ -24,9 +24,18 @@ step_in_background() {
     local name="$1"
     shift
     mkdir -p .build/ci
+    set -m
     ( step "$name" "$@" ) >".build/ci/$name.log" 2>&1 &
+    set +m
     ci_background+=("$name:$!")
     echo "=== [$(date -u +%T)] $name: started beside the next steps (.build/ci/$name.log)"
+}
+
+# step_stop_background: stops background steps still running (the script
+# is ending: a failed step in front, say).
+step_stop_background() {
+    local entry
+    for entry in "${ci_background[@]}"; do kill -- "-${entry##*:}" 2>/dev/null || kill "${entry##*:}" 2>/dev/null || true; done
 }
 
 # step_wait: waits for every background step, prints its output, and
