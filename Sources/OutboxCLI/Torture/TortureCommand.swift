@@ -15,8 +15,9 @@ struct TortureCommand: AsyncParsableCommand {
             checksum or was never written is ever returned, and the outbox applies each write \
             exactly once. Modes: kill (SIGKILL of a worker process, this binary), powerloss \
             (simulated), iofault (EIO/ENOSPC, simulated and, when fiu-run is installed, real \
-            syscalls under libfiu), corrupt (damaged copies of real logs), outbox (the app killed \
-            mid-drain against a loopback server), outboxfault (power loss and failed syncs, \
+            syscalls under libfiu), corrupt (damaged copies of real logs, and of real queues' \
+            checkpoints, spools and payload files), outbox (the app killed mid-drain against a \
+            loopback server), outboxfault (power loss and failed syncs, \
             simulated, while the app drains to a loopback server), lock (a log held by this process \
             attacked by more opens here and from another process), spool (writer processes, \
             `outbox enqueue`, write through spools into a queue an owner process holds and drains \

@@ -22,6 +22,11 @@ import SystemPackage
 /// read throws `.corruption` (or, after the first, `.poisoned`) with the
 /// file and offset — not by the open: counted as a refusal, like an open
 /// that fails. Never accepted: a value no step wrote, a crash or a hang.
+///
+/// One cycle in ``StoreCorruption/every`` is a store case instead: damage
+/// to the outbox store's own files beside its log (its checkpoint, its
+/// spools, its payload files) in a copy of a real queue, held to the rule
+/// that a bad file quarantines itself, never the store (``StoreOpenCheck``).
 enum CorruptTorture {
     /// Cases per base log before a new one is made.
     static let casesPerBase = 50
@@ -35,7 +40,12 @@ enum CorruptTorture {
         let caseDirectory = (memory ?? root) + "/case"
         if let memory { report.notes.append("corrupt: damaged copies are opened from tmpfs (\(memory)); base logs made in \(root)") }
         var bases: [Int: BaseLog] = [:]
+        var store = StoreCorruption(options: options)
         for cycle in budget.cycles {
+            if StoreCorruption.isStoreCase(cycle) {
+                await store.run(case: StoreCorruption.index(ofCycle: cycle), cycle: cycle, options: options, report: &report)
+                continue
+            }
             let number = cycle / casesPerBase
             // A foreign header comes from another real log: the previous base.
             let foreignNumber = number == 0 ? 1 : number - 1
@@ -58,6 +68,7 @@ enum CorruptTorture {
         }
         await Blocking.remove(root)
         if let memory { await Blocking.remove(memory) }
+        await store.finish()
     }
 
     /// `--encrypted`: the damages on copies of sealed queues
@@ -66,7 +77,12 @@ enum CorruptTorture {
         let root = options.directory.appending("corrupt-sealed").string
         let caseRoot = (inMemoryRoot() ?? root) + "-case"
         var base: SealedStoreCorruption.Base?
+        var store = StoreCorruption(options: options)
         for cycle in budget.cycles {
+            if StoreCorruption.isStoreCase(cycle) {
+                await store.run(case: StoreCorruption.index(ofCycle: cycle), cycle: cycle, options: options, report: &report)
+                continue
+            }
             if base == nil || cycle % casesPerBase == 0 {
                 do {
                     base = try await SealedStoreCorruption.makeBase(options, number: cycle / casesPerBase, root: root + "/base")
@@ -83,6 +99,7 @@ enum CorruptTorture {
         }
         await Blocking.remove(root)
         await Blocking.remove(caseRoot)
+        await store.finish()
     }
 
     /// Where the damaged copies go: memory (`/dev/shm`) when the machine
