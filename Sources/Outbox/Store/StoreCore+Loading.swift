@@ -54,11 +54,7 @@ extension StoreCore {
                 var scheduler = Scheduler(partition: partition, configuration: configuration)
                 var floor = try await StoreLoad.fromCheckpoint(
                     checkpoint, file: checkpointFile.path, fileSystem: checkpointFile.fileSystem, log: log,
-                    into: &scheduler, format: format,
-                    writtenSince: { [self] in
-                        let ids = state.withLock { ($0.loading?.admitted ?? []).map(\.metadata.id) }
-                        return Set(ids.map(format.entryKey))
-                    })
+                    into: &scheduler, format: format)
                 let fellBack = floor == nil
                 if floor == nil {
                     scheduler = Scheduler(partition: partition, configuration: configuration)

@@ -26,16 +26,12 @@ enum StoreLoad {
     /// Loads `checkpoint`'s body, then, for every key written after its
     /// position, forgets what the checkpoint said and loads what the log
     /// holds now. Returns the sequence floor, or `nil` if the checkpoint
-    /// cannot be used after all (its body does not verify, the log no
-    /// longer holds the history after it, or it does not name exactly the
-    /// entries and completions the log holds): then `scheduler` is to be
+    /// cannot be used after all (its body does not verify, or the log no
+    /// longer holds the history after it): then `scheduler` is to be
     /// discarded and the caller loads ``full``.
-    ///
-    /// `writtenSince` gives the keys the store wrote while this load ran
-    /// (entries admitted while loading): theirs are not the checkpoint's to name.
     static func fromCheckpoint(
         _ checkpoint: StoreCheckpoint, file: FilePath, fileSystem: any FileSystem, log: OutboxLog,
-        into scheduler: inout Scheduler, format: RecordFormat, writtenSince: @Sendable () -> Set<LogKey> = { [] }
+        into scheduler: inout Scheduler, format: RecordFormat
     ) async throws(OutboxError) -> UInt64? {
         let partition = scheduler.partition
         let configuration = scheduler.configuration
@@ -66,40 +62,7 @@ enum StoreLoad {
                 if let record { floor = max(floor, try apply(record, to: &scheduler, format: format) ?? 0) }
             }
         }
-        // The index is loaded (``OutboxLog/changedKeys()`` waited for it): the keys answer from memory.
-        let live = try await offThePool { () throws(OutboxError) -> [LogKey] in log.keys }
-        // Read after the keys: it covers every admitted entry they include.
-        let admitted = writtenSince()
-        guard holdsExactly(live, scheduler: scheduler, changed: changed, admitted: admitted, format: format, logKeys: logKeys)
-        else { return nil }
         return floor
-    }
-
-    /// Whether `scheduler`, loaded from a checkpoint and then from the
-    /// records of the `changed` keys, holds an entry for exactly the log's
-    /// live entry records and a completion for exactly its live completion
-    /// records (but those of `admitted` entries, which join it later). A
-    /// plain checkpoint is guarded by CRCs only: an id changed in it (the
-    /// CRCs made to match) would hide an entry or a completion the log
-    /// holds, and name one it does not.
-    private static func holdsExactly(
-        _ live: [LogKey], scheduler: Scheduler, changed: Set<LogKey>, admitted: Set<LogKey>, format: RecordFormat,
-        logKeys: StoreCheckpointBody.LogKeys
-    ) -> Bool {
-        var entries = 0
-        var completions = 0
-        for key in live where key.count == 17 && !admitted.contains(key) {
-            let bytes = key.bytes
-            let isEntry = bytes[0] == RecordFormat.entryPrefix
-            guard isEntry || bytes[0] == RecordFormat.completionPrefix else { continue }
-            if isEntry { entries += 1 } else { completions += 1 }
-            // Loaded from its own record, under the id the record holds.
-            if changed.contains(key) { continue }
-            let suffix = Array(bytes[1...])
-            let id = format.isSealed ? (isEntry ? logKeys.entries[suffix] : logKeys.completions[suffix]) : OutboxEntryID(bytes: suffix)
-            guard let id, isEntry ? scheduler.metadata(id) != nil : scheduler.completion(id) != nil else { return false }
-        }
-        return entries == scheduler.entries.count && completions == scheduler.completions.count
     }
 
     /// Forgets what the checkpoint loaded under `key`, if anything.
