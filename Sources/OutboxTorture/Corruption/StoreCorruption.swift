@@ -63,7 +63,7 @@ struct StoreCorruption {
         var expectations = StoreExpectations()
         var damages: [StoreDamage] = []
         if index % Self.casesPerBase != 0 {
-            let kinds = StoreDamage.Kind.allCases
+            let kinds = StoreDamage.Kind.applicable(sealed: base.sealed)
             var drawn = [kinds[(index - number - 1) % kinds.count]]
             if random.next(below: 5) == 0 { drawn.append(kinds[random.next(below: kinds.count)]) }
             for kind in drawn {

@@ -23,6 +23,15 @@ enum StoreDamage: Sendable, CustomStringConvertible {
         case payloadForeignFile = "foreign file in payloads/"
         case payloadTruncated = "payload file truncated"
         case payloadFlipped = "payload file bit-flipped"
+
+        /// The kinds a case of a plain or a sealed queue draws from. Random
+        /// bits changed in a plain checkpoint with its CRCs made to match
+        /// are a forgery, not damage: a plain queue cannot tell one from the
+        /// truth, in its checkpoint as in its log (Docs/SECURITY.md, "With
+        /// encryption off"). Only a sealed checkpoint is held to catching them.
+        static func applicable(sealed: Bool) -> [Kind] {
+            allCases.filter { sealed || $0 != .checkpointFlipsRepaired }
+        }
     }
 
     /// A stray in the spools directory.
