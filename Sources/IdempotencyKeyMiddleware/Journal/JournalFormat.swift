@@ -11,7 +11,7 @@ import OutboxLog
 /// ```
 ///
 /// Segment header (16 bytes): magic `OBKJ`, version u32, segment id u32,
-/// reserved u32. Frame: length u32 (kind + payload), CRC-32 u32 (of kind and
+/// reserved u32 (zero). Frame: length u32 (kind + payload), CRC-32 u32 (of kind and
 /// payload), kind u8, payload (``JournalRecord``).
 ///
 /// Index file: magic `OBKX`, version u32, segment id u32, count u32, then
@@ -31,10 +31,17 @@ enum JournalFormat {
     static func segmentName(_ id: UInt32) -> String { "keys-\(hex(id)).journal" }
     static func indexName(_ id: UInt32) -> String { "keys-\(hex(id)).index" }
 
-    /// The segment id in a segment file's name, or `nil` for other names.
+    /// The segment id in a segment file's name, or `nil` for other names:
+    /// only the name ``segmentName(_:)`` gives a segment the journal makes
+    /// (from 1) is one. `UInt32(_:radix:)` alone also takes upper-case
+    /// digits and a sign, so a stray `keys-0000000A.journal` would be read
+    /// as a second segment 10, or `keys-00000000.journal` as a segment 0.
     static func segmentID(fromName name: String) -> UInt32? {
-        guard name.hasPrefix("keys-"), name.hasSuffix(".journal"), name.count == 21 else { return nil }
-        return UInt32(name.dropFirst(5).prefix(8), radix: 16)
+        guard name.utf8.count == 21, name.hasPrefix("keys-"), name.hasSuffix(".journal"),
+            let id = UInt32(name.dropFirst(5).prefix(8), radix: 16), id != 0,
+            segmentName(id).utf8.elementsEqual(name.utf8)
+        else { return nil }
+        return id
     }
 
     private static func hex(_ id: UInt32) -> String {
@@ -57,6 +64,7 @@ enum JournalFormat {
         guard input.fixed(4) == segmentMagic else { return "not a key journal segment" }
         guard let version = input.uint32(), version == Self.version else { return "unsupported journal version" }
         guard input.uint32() == id else { return "the header names another segment" }
+        guard input.uint32() == 0 else { return "the header's reserved field is not zero" }
         return nil
     }
 
@@ -142,8 +150,10 @@ struct JournalEntry: Sendable, Hashable {
         return out.bytes
     }
 
-    /// Decodes an index file; `nil` if it is damaged or for another segment
-    /// (the segment is then scanned instead).
+    /// Decodes an index file; `nil` if it is damaged, for another segment,
+    /// or not one the journal writes (an entry inside the segment's header,
+    /// shorter than a frame, before or over the one before it, or with its
+    /// padding set): the segment is then scanned instead.
     static func decodeIndexFile(_ bytes: [UInt8], segment: UInt32) -> [JournalEntry]? {
         guard bytes.count >= 20 else { return nil }
         var tail = ByteReader(bytes[(bytes.count - 4)...])
@@ -156,13 +166,20 @@ struct JournalEntry: Sendable, Hashable {
         return bytes.withUnsafeBytes { raw -> [JournalEntry]? in
             var entries: [JournalEntry] = []
             entries.reserveCapacity(count)
+            // Where the frame before ends: entries are frames, in order.
+            var end = UInt64(JournalFormat.segmentHeaderSize)
             for index in 0..<count {
                 let base = 16 + index * JournalFormat.indexEntrySize
                 func u32(_ at: Int) -> UInt32 { UInt32(littleEndian: raw.loadUnaligned(fromByteOffset: base + at, as: UInt32.self)) }
-                guard let kind = JournalRecord.Kind(rawValue: raw[base + 24]) else { return nil }
+                guard let kind = JournalRecord.Kind(rawValue: raw[base + 24]), raw[base + 25] == 0, raw[base + 26] == 0, raw[base + 27] == 0
+                else { return nil }
+                let (offset, length) = (u32(12), u32(16))
+                guard UInt64(offset) >= end, length >= UInt32(JournalFormat.frameHeaderSize), UInt64(offset) + UInt64(length) <= UInt64(UInt32.max)
+                else { return nil }
+                end = UInt64(offset) + UInt64(length)
                 let hash = UInt64(littleEndian: raw.loadUnaligned(fromByteOffset: base, as: UInt64.self))
                 entries.append(JournalEntry(
-                    digest: KeyDigest(hash: hash, check: u32(8)), offset: u32(12), length: u32(16), expires: u32(20), kind: kind))
+                    digest: KeyDigest(hash: hash, check: u32(8)), offset: offset, length: length, expires: u32(20), kind: kind))
             }
             return entries
         }

@@ -92,8 +92,13 @@ enum JournalRecord: Sendable, Hashable {
         case .complete:
             guard let fingerprint = input.bytes16(), let status = input.uint16(), let count = input.uint16() else { return nil }
             var headers: [String: String] = [:]
+            var previous: String?
             for _ in 0..<count {
                 guard let name = input.string16(), let value = input.string16() else { return nil }
+                // Written sorted, each name once (they come from a dictionary):
+                // a repeated name would be dropped, another order re-encoded.
+                if let previous, !(previous < name) { return nil }
+                previous = name
                 headers[name] = value
             }
             guard let length = input.uint32(), let body = input.fixed(Int(length)), input.isAtEnd else { return nil }
@@ -110,8 +115,23 @@ enum JournalRecord: Sendable, Hashable {
         return value >= 9e18 ? Int64.max : value <= -9e18 ? Int64.min : Int64(value)
     }
 
+    /// The `Date` that ``milliseconds(_:)`` gives back as `milliseconds`,
+    /// so a record read and written again keeps its bytes. The nearest
+    /// `Date` to `milliseconds / 1000` is not always it: `Date` counts from
+    /// 2001, and ``milliseconds(_:)`` rounds up, so about one time in 25
+    /// came back a millisecond later. A step or two (of the `Date`'s
+    /// smallest) finds it for every time within ±10¹⁵ ms of 1970 and every
+    /// time ``milliseconds(_:)`` gives; beyond, the nearest is kept.
     static func date(_ milliseconds: Int64) -> Date {
-        milliseconds == .max ? .distantFuture : Date(timeIntervalSince1970: Double(milliseconds) / 1000)
+        guard milliseconds != .max else { return .distantFuture }
+        var date = Date(timeIntervalSince1970: Double(milliseconds) / 1000)
+        for _ in 0..<16 where Self.milliseconds(date) > milliseconds {
+            date = Date(timeIntervalSinceReferenceDate: date.timeIntervalSinceReferenceDate.nextDown)
+        }
+        for _ in 0..<16 where Self.milliseconds(date) < milliseconds {
+            date = Date(timeIntervalSinceReferenceDate: date.timeIntervalSinceReferenceDate.nextUp)
+        }
+        return date
     }
 }
 
