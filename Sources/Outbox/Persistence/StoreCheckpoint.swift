@@ -153,7 +153,7 @@ struct StoreCheckpoint: Sendable {
             }
             let version: UInt16 = raw.loadLittleEndian(at: 8)
             guard version == Self.version else {
-                throw Rejection(reason: "checkpoint version \(version) is not one this library reads (1)")
+                throw Rejection(reason: "checkpoint version \(version) is not one this library reads (\(Self.version))")
             }
             let flags: UInt16 = raw.loadLittleEndian(at: 10)
             guard flags & ~sealedFlag == 0 else { throw Rejection(reason: "unknown checkpoint flags \(flags)") }

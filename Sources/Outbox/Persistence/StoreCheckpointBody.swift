@@ -13,13 +13,14 @@ import OutboxLog
 ///   [u16 k · 16·k dependency ids] [str app key]
 ///   [u8 fields (1 message, 2 HTTP status, 4 first answer, 8 outcome unknown since) · str · i64 · i64 · i64, each if present]
 ///   [16 log key (sealed queues: the keyed hash the entry's records are stored under)]
-/// u64 c · c × completion: 16 id · i64 synced at (ms) · u8 flags (1 server id, 2 app key, 16 log key)
+/// u64 c · c × completion: 16 id · i64 synced at (ms) · u8 flags (1 server id, 4 app key, 16 log key)
 ///   [str server id] [str app key] [16 log key]
 /// ```
 /// `str` is a u32 length and UTF-8. Decoding accepts only what encoding
 /// writes: a flag, a status or a name id it does not know, a count that
-/// overruns the body or a byte left over rejects the checkpoint (the store
-/// then reads every entry).
+/// overruns the body, a byte left over, or anything else a store never
+/// writes (``decode(_:into:nextSequence:sealed:)``) rejects the checkpoint
+/// (the store then reads every entry).
 enum StoreCheckpointBody {
     private static let unchanged: UInt8 = 1
     private static let hasDependencies: UInt8 = 2
@@ -115,24 +116,26 @@ enum StoreCheckpointBody {
 
     /// Loads the body into `scheduler`, which must be fresh and is to be
     /// discarded if this throws: a rejected body may have loaded part of
-    /// itself first (a repeated id is found by storing it). Returns the
-    /// sealed queue's log keys (empty for a plain one, whose keys are the ids).
+    /// itself first (a repeated id is found by storing it). `sealed`: the
+    /// queue is sealed, so every entry and completion carries its log key
+    /// (a plain queue's carry none). Returns the sealed queue's log keys
+    /// (empty for a plain one, whose keys are the ids).
+    ///
+    /// Beyond reading the bytes, it refuses what a store never writes, so a
+    /// body that loads is the body a store writes for what it loaded (up to
+    /// the order of names and completions): a name no entry uses, one name
+    /// under two ids, an app key held by two ids, the unchanged flag on an
+    /// entry it does not describe, a log key present in a plain queue's
+    /// body or missing from a sealed one's.
     static func decode(
-        _ body: [UInt8], into scheduler: inout Scheduler, nextSequence: UInt64, collectLogKeys: Bool
+        _ body: [UInt8], into scheduler: inout Scheduler, nextSequence: UInt64, sealed: Bool
     ) throws(Failure) -> LogKeys {
         var logKeys = LogKeys()
         guard nextSequence <= EntryMetadata.sequenceLimit else {
             throw Failure(reason: "next sequence number \(nextSequence) is beyond any a store reaches")
         }
         var reader = ByteReader(body)
-        let nameCount = try reader.count(UInt32.self, eachAtLeast: minimumNameSize)
-        var names: [UInt32: String] = [:]
-        for _ in 0..<nameCount {
-            let id = try reader.integer(UInt32.self)
-            guard id != 0, names.updateValue(try reader.string(), forKey: id) == nil else {
-                throw Failure(reason: "name id \(id) is invalid or repeated")
-            }
-        }
+        let names = try decodeNames(&reader)
         let entryCount = try reader.count(UInt64.self, eachAtLeast: minimumEntrySize)
         var references: [UInt32: Int] = [:]
         scheduler.reserveEntries(entryCount)
@@ -158,6 +161,10 @@ enum StoreCheckpointBody {
             guard flags & ~(unchanged | hasDependencies | hasAppKey | hasFailure | hasLogKey) == 0 else {
                 throw Failure(reason: "unknown entry flags \(flags)")
             }
+            // Set only on what it describes: a pending entry with a coalescing key.
+            guard flags & unchanged == 0 || (coalescing != 0 && status == .pending) else {
+                throw Failure(reason: "entry \(id) is marked unchanged, which only a pending entry with a coalescing key is")
+            }
             for name in [scope, type, coalescing] where name != 0 {
                 guard names[name] != nil else { throw Failure(reason: "an entry names the unknown name id \(name)") }
                 references[name, default: 0] += 1
@@ -170,11 +177,11 @@ enum StoreCheckpointBody {
                 for _ in 0..<count { dependencies!.append(OutboxEntryID(bytes: try reader.slice(16))) }
             }
             let appKey = flags & hasAppKey != 0 ? try reader.string() : nil
-            let failure = flags & hasFailure != 0 ? try decodeFailure(&reader) : nil
-            if flags & hasLogKey != 0 {
-                let key = try reader.raw(16)
-                if collectLogKeys { logKeys.entries[Array(key)] = id }
+            if let appKey, let holder = scheduler.keyHolders[appKey] {
+                throw Failure(reason: "entries \(holder) and \(id) hold one app key")
             }
+            let failure = flags & hasFailure != 0 ? try decodeFailure(&reader) : nil
+            if let key = try logKey(&reader, flags: flags, sealed: sealed, of: "entry \(id)") { logKeys.entries[key] = id }
             // Names are set once every entry is in (loading does not read them).
             let isNew = scheduler.load(
                 EntryMetadata(
@@ -186,9 +193,36 @@ enum StoreCheckpointBody {
             // into is then discarded, so the overwrite above does no harm.
             guard isNew else { throw Failure(reason: "entry \(id) appears twice") }
         }
+        if let unused = names.keys.first(where: { references[$0] == nil }) {
+            throw Failure(reason: "name id \(unused) is used by no entry")
+        }
         scheduler.restore(strings: StringInterner(restoring: names, references: references), nextSequence: nextSequence)
-        let completionCount = try reader.count(UInt64.self, eachAtLeast: minimumCompletionSize)
-        for _ in 0..<completionCount {
+        try decodeCompletions(&reader, into: &scheduler, sealed: sealed, logKeys: &logKeys)
+        guard reader.isAtEnd else { throw Failure(reason: "bytes left over after the last completion") }
+        return logKeys
+    }
+
+    /// The interned names, each under one id (0 is "none").
+    private static func decodeNames(_ reader: inout ByteReader) throws(Failure) -> [UInt32: String] {
+        let count = try reader.count(UInt32.self, eachAtLeast: minimumNameSize)
+        var names: [UInt32: String] = [:]
+        var seen: Set<String> = []
+        for _ in 0..<count {
+            let id = try reader.integer(UInt32.self)
+            let name = try reader.string()
+            guard id != 0, names.updateValue(name, forKey: id) == nil else {
+                throw Failure(reason: "name id \(id) is invalid or repeated")
+            }
+            guard seen.insert(name).inserted else { throw Failure(reason: "the name of id \(id) is also under another id") }
+        }
+        return names
+    }
+
+    private static func decodeCompletions(
+        _ reader: inout ByteReader, into scheduler: inout Scheduler, sealed: Bool, logKeys: inout LogKeys
+    ) throws(Failure) {
+        let count = try reader.count(UInt64.self, eachAtLeast: minimumCompletionSize)
+        for _ in 0..<count {
             let id = OutboxEntryID(bytes: try reader.slice(16))
             let syncedAt = try reader.date("the delivery time")
             let flags = try reader.integer(UInt8.self)
@@ -197,15 +231,27 @@ enum StoreCheckpointBody {
             }
             let serverID = flags & hasServerID != 0 ? try reader.string() : nil
             let appKey = flags & hasAppKey != 0 ? try reader.string() : nil
-            if flags & hasLogKey != 0 {
-                let key = try reader.raw(16)
-                if collectLogKeys { logKeys.completions[Array(key)] = id }
+            // A delivered entry still kept: its completion holds its key;
+            // any other holds a key no other id holds.
+            if scheduler.entries.contains(id) {
+                guard scheduler.appKeys[id] == appKey else { throw Failure(reason: "completion \(id) holds another key than its entry") }
+            } else if let appKey, let holder = scheduler.keyHolders[appKey] {
+                throw Failure(reason: "completion \(id) holds the app key of \(holder)")
             }
+            if let key = try logKey(&reader, flags: flags, sealed: sealed, of: "completion \(id)") { logKeys.completions[key] = id }
             guard scheduler.completion(id) == nil else { throw Failure(reason: "completion \(id) appears twice") }
             scheduler.loadCompletion(id, Completion(serverID: serverID, syncedAt: syncedAt, idempotencyKey: appKey))
         }
-        guard reader.isAtEnd else { throw Failure(reason: "bytes left over after the last completion") }
-        return logKeys
+    }
+
+    /// A record's log key: there exactly when the queue is sealed.
+    private static func logKey(
+        _ reader: inout ByteReader, flags: UInt8, sealed: Bool, of what: @autoclosure () -> String
+    ) throws(Failure) -> [UInt8]? {
+        guard (flags & hasLogKey != 0) == sealed else {
+            throw Failure(reason: "\(what()) \(sealed ? "lacks a log key in a sealed" : "has a log key in a plain") queue's checkpoint")
+        }
+        return sealed ? try reader.raw(16) : nil
     }
 
     private static func decodeFailure(_ reader: inout ByteReader) throws(Failure) -> FailureInfo {

@@ -40,7 +40,7 @@ enum StoreLoad {
             do {
                 let body = try checkpoint.readBody(file, format: format, fileSystem: fileSystem)
                 let keys = try StoreCheckpointBody.decode(
-                    body, into: &restored, nextSequence: checkpoint.nextSequence, collectLogKeys: format.isSealed)
+                    body, into: &restored, nextSequence: checkpoint.nextSequence, sealed: format.isSealed)
                 return (restored, keys)
             } catch {
                 return nil
