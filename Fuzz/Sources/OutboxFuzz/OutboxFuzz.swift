@@ -11,7 +11,8 @@ import CLibFuzzer
 ///
 /// ```
 /// OutboxFuzz --list                      the targets
-/// OutboxFuzz --seed <corpus>             writes each target's seeds to <corpus>/<target>/
+/// OutboxFuzz --seed <corpus> [target...] writes each target's (or the named
+///                                        targets') seeds to <corpus>/<target>/
 /// OutboxFuzz <target> <file|dir>...      runs inputs once (any build): exit 1 on a finding
 /// OutboxFuzz <target> [libFuzzer flags] <dir>...   fuzzes (a build with -DOUTBOX_LIBFUZZER
 ///                                        and libFuzzer linked: Scripts/sanitize.sh)
@@ -31,13 +32,15 @@ struct OutboxFuzz {
         case "--list":
             for target in FuzzTarget.all { print("\(target.name): \(target.summary)") }
         case "--seed":
-            guard arguments.count == 2 else { usage() }
-            await seed(into: URL(fileURLWithPath: arguments[1]))
-        case let name?:
-            guard let target = FuzzTarget.named(name) else {
-                FileHandle.standardError.write(Data("unknown target \(name); OutboxFuzz --list names them\n".utf8))
-                exit(64)
+            guard arguments.count >= 2 else { usage() }
+            var targets: [FuzzTarget] = []
+            for name in arguments.dropFirst(2) {
+                guard let target = FuzzTarget.named(name) else { unknown(name) }
+                targets.append(target)
             }
+            await seed(targets.isEmpty ? FuzzTarget.all : targets, into: URL(fileURLWithPath: arguments[1]))
+        case let name?:
+            guard let target = FuzzTarget.named(name) else { unknown(name) }
             arguments.removeFirst()
             #if OUTBOX_LIBFUZZER
             exit(fuzz(target, arguments))
@@ -50,7 +53,12 @@ struct OutboxFuzz {
     }
 
     static func usage() -> Never {
-        FileHandle.standardError.write(Data("usage: OutboxFuzz --list | --seed <corpus> | <target> <input|dir>...\n".utf8))
+        FileHandle.standardError.write(Data("usage: OutboxFuzz --list | --seed <corpus> [target...] | <target> <input|dir>...\n".utf8))
+        exit(64)
+    }
+
+    static func unknown(_ name: String) -> Never {
+        FileHandle.standardError.write(Data("unknown target \(name); OutboxFuzz --list names them\n".utf8))
         exit(64)
     }
 
@@ -80,10 +88,10 @@ struct OutboxFuzz {
         return names.sorted().map { path + "/" + $0 }.filter { !$0.hasSuffix("/README.md") }
     }
 
-    /// Writes every target's seeds, named by their SHA-1 as libFuzzer names
+    /// Writes the targets' seeds, named by their SHA-1 as libFuzzer names
     /// corpus files, replacing the seeds written before.
-    static func seed(into corpus: URL) async {
-        for target in FuzzTarget.all {
+    static func seed(_ targets: [FuzzTarget], into corpus: URL) async {
+        for target in targets {
             let folder = corpus.appendingPathComponent(target.name)
             do {
                 try? FileManager.default.removeItem(at: folder)

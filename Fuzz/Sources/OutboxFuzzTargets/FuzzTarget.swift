@@ -1,11 +1,13 @@
+import IdempotencyKeyMiddleware
 import Outbox
 import OutboxLog
 
 /// One fuzz target: what it reads, its body, and the seeds its corpus
 /// starts from. The bodies live next to the code they test, with `package`
 /// access to its internals (`LogFormatFuzzing`, `LogSegmentFuzzing`,
-/// `EntryCodecFuzzing`) or, for the middleware, in this module through its
-/// public API. Fuzz/README.md says how they are built and run.
+/// `EntryCodecFuzzing`, `StoreCheckpointFuzzing`, `SpoolFuzzing`,
+/// `JournalFuzzing`) or, for the middleware's requests, in this module
+/// through its public API. Fuzz/README.md says how they are built and run.
 package struct FuzzTarget: Sendable {
     /// The target's name: the driver's first argument and its corpus folder
     /// under Fuzz/corpus.
@@ -45,6 +47,21 @@ package struct FuzzTarget: Sendable {
             name: "entry", summary: "an outbox entry's body, state or completion as the store reads it", maximumLength: 4096,
             run: { input throws(FuzzViolation) in try EntryCodecFuzzing.entry(input) },
             seeds: { try EntryCodecFuzzing.seeds() }),
+        FuzzTarget(
+            name: "store-checkpoint", summary: "a store checkpoint (SCHEDULE): header, key check and body, plain or sealed",
+            maximumLength: 8192,
+            run: { input throws(FuzzViolation) in try CheckpointTarget.run(input) },
+            seeds: { try await CheckpointTarget.seeds() }),
+        FuzzTarget(
+            name: "spool", summary: "spool and guard names, spool marks, spooled entry records, set-aside record files",
+            maximumLength: 4096,
+            run: { input throws(FuzzViolation) in try SpoolFuzzing.spool(input) },
+            seeds: { try await SpoolTarget.seeds() }),
+        FuzzTarget(
+            name: "key-journal", summary: "the key journal's frames, segment headers, index files, records and segment names",
+            maximumLength: 8192,
+            run: { input throws(FuzzViolation) in try JournalFuzzing.journal(input) },
+            seeds: { try await JournalTarget.seeds() }),
         FuzzTarget(
             name: "idempotency-request", summary: "a request's Idempotency-Key and body, through IdempotencyMiddleware",
             maximumLength: 1024,

@@ -93,7 +93,8 @@ struct SetAsideRecords: Sendable {
 
     // MARK: The file's form
 
-    private func encode(_ content: [UInt8], name: String) throws(OutboxError) -> [UInt8] {
+    /// Internal (not private) for the fuzz target (`SpoolFuzzing`).
+    func encode(_ content: [UInt8], name: String) throws(OutboxError) -> [UInt8] {
         var stored = content
         if let sealer = format.sealer {
             stored = try sealer.seal(content, .setAside, partition: format.partition, binding: Array(name.utf8))
@@ -104,7 +105,8 @@ struct SetAsideRecords: Sendable {
         return bytes + stored
     }
 
-    private func decode(_ bytes: [UInt8], name: String, path: FilePath) throws(OutboxError) -> [UInt8] {
+    /// Internal (not private) for the fuzz target (`SpoolFuzzing`).
+    func decode(_ bytes: [UInt8], name: String, path: FilePath) throws(OutboxError) -> [UInt8] {
         func damaged(_ reason: String) -> OutboxError { OutboxError(.corruptEntry, "\(path): \(reason)") }
         guard bytes.count >= Self.headerSize, bytes.starts(with: Self.magic) else {
             throw damaged("not a set-aside record (bad magic or too short)")

@@ -61,11 +61,21 @@ enum SpoolLayout {
     static func orphanGuards(_ spools: FilePath, fileSystem: any FileSystem) -> [SpoolID] {
         let names = Set((try? fileSystem.contentsOfDirectory(spools)) ?? [])
         return names.compactMap { name in
-            guard name.hasPrefix(spoolPrefix), name.hasSuffix(guardSuffix) else { return nil }
-            let directory = String(name.dropLast(guardSuffix.count))
-            guard !names.contains(directory) else { return nil }
-            return SpoolID(hex: String(directory.dropFirst(spoolPrefix.count)))
+            guard let id = spoolID(fromGuardName: name), !names.contains(spoolPrefix + id.hex) else { return nil }
+            return id
         }
+    }
+
+    /// The spool a directory entry named `name` is (`spool+<32 hex>`), if it is one.
+    static func spoolID(fromName name: String) -> SpoolID? {
+        guard name.hasPrefix(spoolPrefix) else { return nil }
+        return SpoolID(hex: String(name.dropFirst(spoolPrefix.count)))
+    }
+
+    /// The spool whose guard is named `name` (`spool+<32 hex>.lock`), if it is one.
+    static func spoolID(fromGuardName name: String) -> SpoolID? {
+        guard name.hasSuffix(guardSuffix) else { return nil }
+        return spoolID(fromName: String(name.dropLast(guardSuffix.count)))
     }
 
     /// Deletes the spools of the queue in `queueDirectory` (a purge at
@@ -102,10 +112,7 @@ enum SpoolLayout {
         } catch {
             throw .storage(OutboxLogError(.io, "cannot list the spools", file: spools, errno: error))
         }
-        return names.compactMap { name in
-            guard name.hasPrefix(spoolPrefix) else { return nil }
-            return SpoolID(hex: String(name.dropFirst(spoolPrefix.count)))
-        }.sorted { $0.hex < $1.hex }
+        return names.compactMap(spoolID(fromName:)).sorted { $0.hex < $1.hex }
     }
 }
 

@@ -79,6 +79,21 @@ enum SpoolReading {
         }
     }
 
+    /// The entry a spool's record (`key`, `value`, in the spool's `format`)
+    /// holds, and its stored form in the queue: the record's own value, or
+    /// re-encoded in `queueFormat` if the queue has another. Throws if it is
+    /// not an entry of this queue.
+    static func entry(
+        key: LogKey, value: [UInt8], format: RecordFormat, queueFormat: RecordFormat?
+    ) throws(OutboxError) -> (body: EntryBody, stored: [UInt8]) {
+        let body = try EntryCodec.decode(try format.plainBody(value, key: key), sealer: nil)
+        guard body.partition == format.partition, format.entryKey(body.id) == key else {
+            throw OutboxError(.corruptEntry, "a spooled entry of another queue", entry: body.id)
+        }
+        guard let queueFormat else { return (body, value) }
+        return (body, try LogBackend.prepare(body, format: queueFormat).encoded ?? value)
+    }
+
     /// Reads the entry records after `mark`. One that does not decode as
     /// an entry of this queue is kept as unreadable (to be set aside); the
     /// rest of the spool reads on.
@@ -92,13 +107,9 @@ enum SpoolReading {
             after = last.sequence
             for record in page where record.key.bytes.first == RecordFormat.entryPrefix {
                 do throws(OutboxError) {
-                    let body = try EntryCodec.decode(try format.plainBody(record.value, key: record.key), sealer: nil)
-                    guard body.partition == format.partition, format.entryKey(body.id) == record.key else {
-                        throw OutboxError(.corruptEntry, "a spooled entry of another queue", entry: body.id)
-                    }
-                    let stored =
-                        spool.source.inQueueFormat
-                        ? record.value : try LogBackend.prepare(body, format: queueFormat).encoded ?? record.value
+                    let (body, stored) = try entry(
+                        key: record.key, value: record.value, format: format,
+                        queueFormat: spool.source.inQueueFormat ? nil : queueFormat)
                     spool.records.append(.entry(SpooledEntry(spool: spool.id, sequence: record.sequence, body: body, stored: stored)))
                 } catch {
                     spool.records.append(
