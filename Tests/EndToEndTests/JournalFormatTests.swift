@@ -40,6 +40,17 @@ struct JournalFormatTests {
         #expect(record.encoded() == payload)
     }
 
+    @Test("a time the journal writes, however far, reads back as itself", arguments: [
+        Date(timeIntervalSince1970: 1e16), Date(timeIntervalSince1970: -1e16), Date(timeIntervalSince1970: 9.1e15), .distantFuture,
+        .distantPast, Date(timeIntervalSince1970: 1_767_225_600.0005),
+    ])
+    func writtenTimes(_ date: Date) throws {
+        let written = JournalRecord.milliseconds(date)
+        let payload = claimPayload(expires: written, since: written)
+        let record = try #require(JournalRecord.decode(kind: JournalRecord.Kind.claim.rawValue, payload: payload[...]))
+        #expect(record.encoded() == payload, "\(written) ms")
+    }
+
     /// A completion's payload with these headers, in this order.
     func completionPayload(headers: [(String, String)]) -> [UInt8] {
         var out = ByteWriter()

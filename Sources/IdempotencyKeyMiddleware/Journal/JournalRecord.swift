@@ -121,9 +121,11 @@ enum JournalRecord: Sendable, Hashable {
     /// 2001, and ``milliseconds(_:)`` rounds up, so about one time in 25
     /// came back a millisecond later. A step or two (of the `Date`'s
     /// smallest) finds it for every time within ±10¹⁵ ms of 1970 and every
-    /// time ``milliseconds(_:)`` gives; beyond, the nearest is kept.
+    /// time ``milliseconds(_:)`` gives (`Int64.max`, written for any date
+    /// past it, included: it once read as `distantFuture`, written again
+    /// as the year 4001); beyond, the nearest is kept, and what it is
+    /// written as reads back as itself.
     static func date(_ milliseconds: Int64) -> Date {
-        guard milliseconds != .max else { return .distantFuture }
         var date = Date(timeIntervalSince1970: Double(milliseconds) / 1000)
         for _ in 0..<16 where Self.milliseconds(date) > milliseconds {
             date = Date(timeIntervalSinceReferenceDate: date.timeIntervalSinceReferenceDate.nextDown)
