@@ -164,6 +164,13 @@ public struct IdempotencyMiddleware<Context: RequestContext>: RouterMiddleware {
         }
         var headers: [String: String] = [:]
         for field in response.headers where IdempotencyHTTP.replayedFields.contains(field.name) {
+            // A key store keeps a header in at most 65,535 bytes: a longer
+            // one would be replayed cut, so the response is not kept at all.
+            guard field.value.utf8.count <= Int(UInt16.max) else {
+                return IdempotencyProblem.notStored(
+                    status: Int(response.status.code),
+                    reason: "its \(field.name) header of \(field.value.utf8.count) bytes is longer than a stored response keeps")
+            }
             headers[field.name.canonicalName] = field.value
         }
         return StoredResponse(status: Int(response.status.code), headers: headers, body: Array(buffer: bytes))

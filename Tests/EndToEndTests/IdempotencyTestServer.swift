@@ -129,6 +129,7 @@ final class CreatedCounter: Sendable {
 /// ```
 /// POST /orders              creates an order (counted) → 201 {"id":"order-N"}
 /// POST /reports?size=N      creates a report (counted) → 201 with an N-byte body
+///                            (&location=L: and a Location header of L bytes)
 /// POST /flaky               503 the first time it is called (applies nothing), then like /orders
 /// POST /refused             throws HTTPError 422 the first time it is called (counted), then like /orders
 /// POST /crashing            throws a plain error the first time it is called (applies nothing), then like /orders
@@ -162,6 +163,9 @@ struct IdempotencyTestServer {
             let number = counter.next()
             var headers = HTTPFields()
             headers[.contentType] = "text/plain"
+            if let location = request.uri.queryParameters.get("location", as: Int.self) {
+                headers[.location] = "/reports/" + String(repeating: "r", count: max(0, location - 9))
+            }
             let body = "report-\(number):" + String(repeating: "x", count: max(0, size - "report-\(number):".utf8.count))
             return Response(status: .created, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(string: body)))
         }

@@ -11,12 +11,13 @@ import Testing
 struct JournalFormatTests {
     @Test("a segment file is recognised only by the name the journal gives it", arguments: [
         "keys-0000000A.journal", "keys-+0000001.journal", "keys--0000000.journal", "keys-00000000.journal",
+        "keys-80000000.journal", "keys-ffffffff.journal",
     ])
     func segmentNames(_ name: String) {
         #expect(JournalFormat.segmentID(fromName: name) == nil)
     }
 
-    @Test("every segment name the journal gives is recognised", arguments: [1, 0xA, 0xA0B1_C2D3, UInt32.max] as [UInt32])
+    @Test("every segment name the journal gives is recognised", arguments: [1, 0xA, 0x70B1_C2D3, JournalFormat.maximumSegmentID] as [UInt32])
     func givenNames(_ id: UInt32) {
         #expect(JournalFormat.segmentID(fromName: JournalFormat.segmentName(id)) == id)
     }
@@ -38,6 +39,11 @@ struct JournalFormatTests {
         let payload = claimPayload(expires: milliseconds, since: milliseconds)
         let record = try #require(JournalRecord.decode(kind: JournalRecord.Kind.claim.rawValue, payload: payload[...]))
         #expect(record.encoded() == payload)
+    }
+
+    @Test("a date that is no time (NaN) is written as the earliest time, never a trap")
+    func nanDate() {
+        #expect(JournalRecord.milliseconds(Date(timeIntervalSince1970: .nan)) == Int64.min)
     }
 
     @Test("a time the journal writes, however far, reads back as itself", arguments: [

@@ -53,4 +53,24 @@ struct StoredResponseLimitTests {
         await server.stop()
         try await store.close()
     }
+
+    @Test("a response with a replayed header longer than a store keeps is sent in full once; repeats get 410, never a cut header")
+    func headerTooLongToStore() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("idem-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let store = try await LogIdempotencyKeyStore.open(at: .init(directory), configuration: LogIdempotencyKeyStore.Configuration())
+        let server = try await IdempotencyTestServer.start(store: store)
+        let first = try await server.post("/reports?size=10&location=70000", key: "long-1")
+        #expect(first.status == 201)
+        #expect(first.headers["location"]?.utf8.count == 70000)
+        let repeated = try await server.post("/reports?size=10&location=70000", key: "long-1")
+        #expect(repeated.status == 410)
+        #expect(repeated.json?["type"] as? String == IdempotencyProblem.responseNotStored.type)
+        #expect(server.created.count == 1)
+        await server.stop()
+        try await store.close()
+        // The store reopens: nothing cut inside a character was written.
+        let reopened = try await LogIdempotencyKeyStore.open(at: .init(directory), configuration: LogIdempotencyKeyStore.Configuration())
+        try await reopened.close()
+    }
 }

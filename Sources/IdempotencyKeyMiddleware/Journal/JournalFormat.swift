@@ -36,9 +36,15 @@ enum JournalFormat {
     /// (from 1) is one. `UInt32(_:radix:)` alone also takes upper-case
     /// digits and a sign, so a stray `keys-0000000A.journal` would be read
     /// as a second segment 10, or `keys-00000000.journal` as a segment 0.
+    /// The last segment id: a journal rolls about once a segment's worth
+    /// of keys, so it never gets here, and a file named past it (a stray
+    /// `keys-ffffffff.journal`) is not one of its segments, whose next roll
+    /// would have no id to take.
+    static let maximumSegmentID: UInt32 = 0x7FFF_FFFF
+
     static func segmentID(fromName name: String) -> UInt32? {
         guard name.utf8.count == 21, name.hasPrefix("keys-"), name.hasSuffix(".journal"),
-            let id = UInt32(name.dropFirst(5).prefix(8), radix: 16), id != 0,
+            let id = UInt32(name.dropFirst(5).prefix(8), radix: 16), id != 0, id <= maximumSegmentID,
             segmentName(id).utf8.elementsEqual(name.utf8)
         else { return nil }
         return id

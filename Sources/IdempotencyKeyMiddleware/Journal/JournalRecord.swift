@@ -112,6 +112,8 @@ enum JournalRecord: Sendable, Hashable {
 
     static func milliseconds(_ date: Date) -> Int64 {
         let value = (date.timeIntervalSince1970 * 1000).rounded(.up)
+        // NaN compares false both ways: a date that is no time is long past.
+        guard !value.isNaN else { return Int64.min }
         return value >= 9e18 ? Int64.max : value <= -9e18 ? Int64.min : Int64(value)
     }
 

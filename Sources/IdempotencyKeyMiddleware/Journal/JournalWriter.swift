@@ -82,6 +82,7 @@ final class JournalWriter: Sendable {
             if let failure = state.failure { return .failure(failure) }
             if state.stopping { return .failure(IdempotencyKeyStoreError(.closed, "the key store is closed")) }
             if state.activeSize + Int64(frame.count) > segmentSize, state.activeSize > Int64(JournalFormat.segmentHeaderSize) {
+                guard state.activeSegment < JournalFormat.maximumSegmentID else { return .failure(Self.exhausted) }
                 state.activeSegment += 1
                 state.activeSize = Int64(JournalFormat.segmentHeaderSize)
                 state.jobs.append(.roll(next: state.activeSegment))
@@ -100,12 +101,16 @@ final class JournalWriter: Sendable {
         return (location, sequence)
     }
 
+    private static let exhausted = IdempotencyKeyStoreError(
+        .io, "the key journal has no segment id left to roll to (\(JournalFormat.maximumSegmentID)); move the key directory aside")
+
     /// Seals the active segment now (if it holds any record) and starts the
     /// next, so that it can be removed once its records expire.
     func roll() throws(IdempotencyKeyStoreError) {
         let result = state.withLock { state -> Result<Void, IdempotencyKeyStoreError> in
             if let failure = state.failure { return .failure(failure) }
             guard state.activeSize > Int64(JournalFormat.segmentHeaderSize) else { return .success(()) }
+            guard state.activeSegment < JournalFormat.maximumSegmentID else { return .failure(Self.exhausted) }
             state.activeSegment += 1
             state.activeSize = Int64(JournalFormat.segmentHeaderSize)
             state.jobs.append(.roll(next: state.activeSegment))

@@ -127,11 +127,13 @@ struct StoreCheckpoint: Sendable {
             return Int(raw.loadLittleEndian(at: 12, as: UInt32.self))
         }
         guard headerSize > fixedSize + 12 + 4, headerSize <= 1 << 24 else { throw Rejection(reason: "implausible header size") }
+        let size: Int64
+        do { size = try fileSystem.size(of: descriptor) } catch { throw Rejection(reason: "cannot read the checkpoint's size") }
+        // Nothing is allocated for a header the file cannot hold.
+        guard Int64(headerSize) <= size else { throw Rejection(reason: "the checkpoint's header is cut short") }
         let header = try read(descriptor, count: headerSize, at: 0, fileSystem: fileSystem)
         guard header.count == headerSize else { throw Rejection(reason: "the checkpoint's header is cut short") }
         var checkpoint = try decodeHeader(header)
-        let size: Int64
-        do { size = try fileSystem.size(of: descriptor) } catch { throw Rejection(reason: "cannot read the checkpoint's size") }
         guard size == Int64(headerSize + checkpoint.bodySize) else {
             throw Rejection(reason: "the checkpoint file is \(size) bytes, not the size its header gives")
         }
