@@ -21,7 +21,7 @@ router.post("conversations/:conversation/messages") { request, context -> Edited
 }
 
 let port = Int(ProcessInfo.processInfo.environment["PORT"] ?? "") ?? 8081
-let limits = ConnectionLimits()                  // idle timeout, header deadline, connection cap
+let limits = ConnectionLimits()                  // idle timeout, head and body deadlines, connection cap
 let app = Application(
     router: router, server: limits.http1(),
     configuration: limits.apply(to: .init(address: .hostname("127.0.0.1", port: port))))
