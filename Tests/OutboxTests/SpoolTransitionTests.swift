@@ -107,15 +107,22 @@ struct SpoolTransitionTests {
         let (store, _) = try await SpoolAdmissionTests.spoolAnOversizedEntry(
             owner: owner, writer: SpoolAdmissionTests.spooling(disk, writerRecordSize: 4 << 20))
         #expect(try await store.ingestSpools().setAside == 1)
+        // And one that was already damage (it does not verify): evidence, copied sealed too.
+        let refused = store.directory.appending(SetAsideRecords.directoryName)
+        let damaged = refused.appending(String(repeating: "0", count: 32) + "-7")
+        let descriptor = try disk.openFile(damaged, mode: .createNew)
+        try disk.writeFully(descriptor, Array("OBXASIDE damaged \(Self.secret)".utf8), at: 0)
+        try disk.close(descriptor)
         try await store.close()
         let key = SymmetricKey(size: .bits256)
         var sealing = Self.configuration(disk, key: key)
         sealing.log.maximumRecordSize = 1 << 20
         let sealed = try await LogOutboxStore.open(root: Self.root, partition: "alice", configuration: sealing)
-        #expect(try await sealed.setAsideRecords().count == 1)
+        #expect(try await sealed.setAsideRecords().count == 2)
         try await sealed.close()
         let kept = disk.allFiles().filter { $0.string.contains("/refused/") }
-        #expect(kept.count == 1)
+        #expect(kept.count == 2)
+        #expect(Self.readable(Self.secret, on: disk).isEmpty, "plain on disk: \(Self.readable(Self.secret, on: disk))")
         // Sealed: not one run of the payload's bytes is readable.
         #expect(Self.readable(String(repeating: "x", count: 64), on: disk).isEmpty)
         try await LogOutboxStore.purge(root: Self.root, partition: "alice", configuration: sealing)

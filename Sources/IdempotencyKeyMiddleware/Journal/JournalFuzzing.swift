@@ -151,11 +151,12 @@ package enum JournalFuzzing {
             }
         }
         let utf8 = Array(name.utf8)
-        // Every name the journal gives is recognised: keys-, 8 lowercase hex digits, .journal.
+        // Every name the journal gives is recognised: keys-, 8 lowercase hex
+        // digits of an id from 1 to the last one it rolls to, .journal.
         if utf8.count == 21, name.hasPrefix("keys-"), name.hasSuffix(".journal"),
             utf8[5..<13].allSatisfy({ (0x30...0x39).contains($0) || (0x61...0x66).contains($0) }),
             let id = UInt32(String(decoding: utf8[5..<13], as: UTF8.self), radix: 16), id != 0,
-            JournalFormat.segmentID(fromName: name) != id
+            id <= JournalFormat.maximumSegmentID, JournalFormat.segmentID(fromName: name) != id
         {
             throw FuzzViolation("the journal's own name \(name.debugDescription) is not recognised")
         }

@@ -72,22 +72,21 @@ struct SetAsideRecords: Sendable {
     }
 
     /// Copies every record into `target`, in its format (a seal or re-key
-    /// of the queue). A record that does not verify is copied as it is: it
-    /// was already damage, and stays evidence.
+    /// of the queue). A record that does not verify was already damage: the
+    /// whole file becomes the content of its copy, so it stays evidence —
+    /// and, in a sealed target, sealed like the rest.
     func copy(to target: SetAsideRecords) throws(OutboxError) {
         for name in try names() {
-            let path = directory.appending(name)
-            do throws(OutboxError) {
-                let content = try content(of: name)
-                try target.ensureDirectory()
-                try SmallFile.write(
-                    try target.encode(content, name: name), to: target.directory.appending(name),
-                    fileSystem: target.fileSystem, replacing: true)
-            } catch where error.code != .storage {
-                guard let bytes = try SmallFile.read(path, fileSystem: fileSystem, limit: Int(Int32.max)) else { continue }
-                try target.ensureDirectory()
-                try SmallFile.write(bytes, to: target.directory.appending(name), fileSystem: target.fileSystem, replacing: true)
+            let content: [UInt8]
+            do throws(OutboxError) { content = try self.content(of: name) } catch where error.code != .storage {
+                guard let bytes = try SmallFile.read(directory.appending(name), fileSystem: fileSystem, limit: Int(Int32.max))
+                else { continue }
+                content = bytes
             }
+            try target.ensureDirectory()
+            try SmallFile.write(
+                try target.encode(content, name: name), to: target.directory.appending(name), fileSystem: target.fileSystem,
+                replacing: true)
         }
     }
 
