@@ -30,11 +30,11 @@ struct ConnectionSlotTests {
     /// Sends a whole request on a new connection; its answer's first bytes,
     /// or `nil` if none came within `milliseconds`.
     func answer(_ server: ReferenceServer, key: String, within milliseconds: Int32) async throws -> String? {
-        let connection = try await RawConnection.connect(port: server.port)
-        defer { connection.close() }
         let request = "POST /messages HTTP/1.1\r\nHost: localhost\r\nIdempotency-Key: \(key)\r\nContent-Type: application/json\r\n"
             + "Content-Length: \(Self.message.utf8.count)\r\n\r\n\(Self.message)"
-        guard await connection.send(request), case .data(let bytes) = await connection.next(within: milliseconds) else { return nil }
+        guard let connection = try await RawConnection.connect(port: server.port, sending: request) else { return nil }
+        defer { connection.close() }
+        guard case .data(let bytes) = await connection.next(within: milliseconds) else { return nil }
         return String(decoding: bytes, as: UTF8.self)
     }
 

@@ -28,35 +28,55 @@ final class RawConnection: @unchecked Sendable {
     private init(descriptor: Int32) { self.descriptor = descriptor }
 
     static func connect(port: Int) async throws -> RawConnection {
+        try await blocking { try open(port: port) }
+    }
+
+    /// Connects and sends `request` on the same thread, with no hop through
+    /// the cooperative pool between the two: a connection the server accepts
+    /// from its backlog already holds the request, so a deadline counted
+    /// from the accept cannot close it while a busy pool delays the send.
+    static func connect(port: Int, sending request: String) async throws -> RawConnection? {
         try await blocking {
-            let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-            guard fd >= 0 else { throw Failure(description: "socket: errno \(errno)") }
-            var address = sockaddr_in()
-            address.sin_family = sa_family_t(AF_INET)
-            address.sin_port = in_port_t(UInt16(port).bigEndian)
-            address.sin_addr.s_addr = inet_addr("127.0.0.1")
-            let result = withUnsafePointer(to: &address) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            let connection = try open(port: port)
+            guard connection.sendNow(Array(request.utf8)) else {
+                connection.close()
+                return nil
             }
-            guard result == 0 else {
-                Glibc.close(fd)
-                throw Failure(description: "connect: errno \(errno)")
-            }
-            return RawConnection(descriptor: fd)
+            return connection
         }
+    }
+
+    private static func open(port: Int) throws -> RawConnection {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { throw Failure(description: "socket: errno \(errno)") }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = in_port_t(UInt16(port).bigEndian)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let result = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard result == 0 else {
+            Glibc.close(fd)
+            throw Failure(description: "connect: errno \(errno)")
+        }
+        return RawConnection(descriptor: fd)
     }
 
     /// Sends `bytes`; false if the server already closed the connection.
     func send(_ bytes: [UInt8]) async -> Bool {
-        await Self.blockingValue { [descriptor] in
-            var sent = 0
-            while sent < bytes.count {
-                let n = bytes[sent...].withUnsafeBytes { Glibc.send(descriptor, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
-                if n <= 0 { return false }
-                sent += n
-            }
-            return true
+        await Self.blockingValue { self.sendNow(bytes) }
+    }
+
+    /// Blocks this thread until `bytes` are sent or the send fails.
+    private func sendNow(_ bytes: [UInt8]) -> Bool {
+        var sent = 0
+        while sent < bytes.count {
+            let n = bytes[sent...].withUnsafeBytes { Glibc.send(descriptor, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+            if n <= 0 { return false }
+            sent += n
         }
+        return true
     }
 
     func send(_ text: String) async -> Bool { await send(Array(text.utf8)) }
