@@ -28,8 +28,15 @@ public final class AsyncHTTPClientTransport: HTTPTransport {
         /// when its close arrives; one closed just as a request goes out on
         /// it is an interrupted attempt, resent with the same key.
         public var idleTimeout: Duration = .seconds(20)
-        /// At most this many connections per host. Default 8.
-        public var connectionsPerHost = 8
+        /// At most this many connections per host: HTTP/1.1 carries one
+        /// request at a time per connection, so this caps the requests in
+        /// flight to a host, whatever the dispatcher's
+        /// `maximumConcurrentDeliveries`; requests past it wait for a
+        /// connection with their timeout running. Default 1024: the
+        /// dispatcher bounds what runs at once, and a connection is opened
+        /// only when a request needs one. (Over TLS, a server that offers
+        /// HTTP/2 gets every request multiplexed on one connection.)
+        public var connectionsPerHost = 1024
 
         public init() {}
     }
@@ -47,9 +54,8 @@ public final class AsyncHTTPClientTransport: HTTPTransport {
         settings.redirectConfiguration = .disallow
         settings.decompression = .disabled
         settings.connectionPool = .init(
-            idleTimeout: .nanoseconds(Int64(configuration.idleTimeout.components.seconds) * 1_000_000_000
-                + configuration.idleTimeout.components.attoseconds / 1_000_000_000),
-            concurrentHTTP1ConnectionsPerHostSoftLimit: configuration.connectionsPerHost)
+            idleTimeout: .nanoseconds(Self.nanoseconds(configuration.idleTimeout)),
+            concurrentHTTP1ConnectionsPerHostSoftLimit: max(1, configuration.connectionsPerHost))
         // A refused connection is an answer the dispatcher must see, not
         // something to retry quietly until the timeout.
         settings.connectionPool.retryConnectionEstablishment = false
@@ -85,9 +91,9 @@ public final class AsyncHTTPClientTransport: HTTPTransport {
     }
 
     private func execute(_ request: HTTPClient.Request, timeout: Duration) async -> HTTPTransportResult {
-        let nanoseconds = timeout.components.seconds * 1_000_000_000 + timeout.components.attoseconds / 1_000_000_000
         let recorder = ResponseRecorder()
-        let task = client.execute(request: request, delegate: recorder, deadline: .now() + .nanoseconds(max(1, nanoseconds)))
+        let deadline = NIODeadline.now() + .nanoseconds(max(1, Self.nanoseconds(timeout)))
+        let task = client.execute(request: request, delegate: recorder, deadline: deadline)
         do {
             let response = try await withTaskCancellationHandler {
                 try await task.futureResult.get()
@@ -98,6 +104,16 @@ public final class AsyncHTTPClientTransport: HTTPTransport {
         } catch {
             return .failure(Self.failure(error, sent: recorder.requestSent))
         }
+    }
+
+    /// `duration` in nanoseconds, at most a century (SwiftNIO's clock adds
+    /// it to the present in 64 bits): longer is as good as forever.
+    static func nanoseconds(_ duration: Duration) -> Int64 {
+        let century: Int64 = 100 * 365 * 24 * 3600
+        let (seconds, attoseconds) = duration.components
+        guard seconds < century else { return century * 1_000_000_000 }
+        guard seconds >= 0 else { return 0 }
+        return seconds * 1_000_000_000 + attoseconds / 1_000_000_000
     }
 
     /// `POST`, `PUT` and `PATCH` carry a `Content-Length: 0` even when empty.

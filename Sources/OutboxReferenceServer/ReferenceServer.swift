@@ -18,7 +18,7 @@ import OutboxLocking
 /// await server.stop()
 /// ```
 ///
-/// Middleware order, outermost first: activity counting, fault injection,
+/// Middleware order, outermost first: activity counting, latency, fault injection,
 /// ``IdempotencyMiddleware``, the slow-apply hold, the API's handlers.
 public final class ReferenceServer: Sendable {
     /// The port it listens on (127.0.0.1 unless told otherwise).
@@ -59,6 +59,8 @@ public final class ReferenceServer: Sendable {
     ///     report every write applied (``currentLedger()``).
     ///   - recordAttempts: keep an ``AttemptLog`` of every write request
     ///     (it grows with every request: for tests, not a long-running server).
+    ///   - latency: how long each request waits before it is handled (a
+    ///     network's round trip); `nil` answers at once.
     public static func start(
         host: String = "127.0.0.1", port: Int = 0, faults: ServerFaults = ServerFaults(),
         keyStore: (any IdempotencyKeyStore)?,
@@ -66,6 +68,7 @@ public final class ReferenceServer: Sendable {
         connections: ConnectionLimits = ConnectionLimits(),
         writes: (any ReferenceWrites)? = nil,
         recordAttempts: Bool = false,
+        latency: ServerLatency? = nil,
         logger: Logger? = nil
     ) async throws -> ReferenceServer {
         let ledger = LedgerBox()
@@ -73,6 +76,7 @@ public final class ReferenceServer: Sendable {
         let activity = ServerActivity()
         let router = Router(context: ReferenceContext.self)
         router.add(middleware: ActivityMiddleware(activity: activity))
+        if let latency { router.add(middleware: LatencyMiddleware(latency: latency)) }
         let attemptLog = recordAttempts ? AttemptLogBox() : nil
         if let attemptLog { router.add(middleware: AttemptLogMiddleware(box: attemptLog)) }
         router.add(middleware: FaultInjectionMiddleware(draw: draw))

@@ -90,7 +90,7 @@ enum CommandLineOptionTable {
         "enqueue": Command(
             options: root.merging([
                 "--count": .integer, "--size": .integer, "--payload": .text, "--endpoint": .text, "--user": .text,
-                "--scope": .text, "--type": .text, "--id": .text, "--depends-on": .text,
+                "--scope": .text, "--type": .text, "--id": .text, "--depends-on": .text, "--batch": .integer,
             ]) { $1 },
             words: { ["enqueue", "\($0.scratch)/root"] },
             settings: { _ in [("--size", "8")] }),
@@ -101,7 +101,7 @@ enum CommandLineOptionTable {
         "drain": Command(
             options: root.merging([
                 "--base-url": .text, "--user": .text, "--token": .text, "--timeout": .duration, "--concurrency": .integer,
-                "--key-retention": .duration, "--in-progress-budget": .duration,
+                "--key-retention": .duration, "--in-progress-budget": .duration, "--unscoped-delivery": .text,
             ]) { $1 },
             words: { ["drain", "\($0.scratch)/root"] },
             // An empty queue: drain opens it, builds its dispatcher and has nothing to send.
@@ -121,7 +121,7 @@ enum CommandLineOptionTable {
                 "--seed": .integer, "--keys-dir": .text, "--postgres": .text, "--postgres-scope": .text, "--stale-after": .duration,
                 "--debug-hold-writes": .duration, "--retention": .duration, "--max-keys": .integer, "--max-key-bytes": .integer,
                 "--idle-timeout": .duration, "--header-timeout": .duration, "--body-timeout": .duration,
-                "--min-body-rate": .integer, "--max-connections": .integer,
+                "--min-body-rate": .integer, "--max-connections": .integer, "--latency": .duration, "--jitter": .duration,
             ],
             // It ends with this test process, whatever happens to the test.
             words: { ["serve", "--debug-exit-with-parent", "--keys-dir", "\($0.scratch)/keys"] },

@@ -4,8 +4,8 @@ import Outbox
 import OutboxHTTP
 import Testing
 
-/// Keeping the promise with Idempotency-Key servers we did not write (issue
-/// #21): three middlewares from PyPI, each in front of a small API whose
+/// Keeping the promise with Idempotency-Key servers we did not write: three
+/// middlewares from PyPI, each in front of a small API whose
 /// writes take a while to apply, reached through a loopback proxy that
 /// drops connections while the server is still applying, cuts answers in
 /// the middle, and resets connections after the write was applied. Each
@@ -91,7 +91,7 @@ struct ThirdPartyMiddlewareTests {
         // whole and is read as in progress, which it is.
         #expect(
             report.interrupted == server.totalFaults - server.unnoticeableCuts,
-            "\(middleware): \(report.interrupted) interrupted, proxy \(server.faults), \(server.unnoticeableCuts) unnoticeable")
+            "\(middleware): \(report.interrupted) interrupted, proxy \(server.faults), \(server.unnoticeableCuts) unnoticeable; \(report)")
     }
 
     @Test("done when: 100 entries through a proxy dropping 20 % of connections while the server is still applying: 100 delivered with their server ids, 0 conflicts, 0 needing attention, every key applied once",

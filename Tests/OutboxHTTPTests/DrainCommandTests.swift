@@ -58,7 +58,7 @@ struct DrainCommandTests {
         let summary = try #require(OutboxTool.jsonObject(output))
         #expect(summary["remaining"] as? Int == 2)
         #expect(summary["delivered"] as? Int == 0)
-        // What is left, and why: the entries go in order (issue 17), so the
+        // What is left, and why: the entries go in order, so the
         // second waits behind the first, which the server keeps refusing.
         #expect(summary["left"] as? [String: Int] == ["waitingToRetry: HTTP 503": 1, "pending: not attempted yet": 1], "\(summary)")
         #expect(summary["nextRetryAt"] is String)
@@ -158,7 +158,7 @@ struct DrainCommandTests {
         #expect((summary["notSent"] as? Int ?? 0) >= 1)
         #expect(summary["quarantined"] as? Int == 0)
         let left = try #require(summary["left"] as? [String: Int])
-        // In order (issue 17): the first meets the outage, the others wait behind it.
+        // In order: the first meets the outage, the others wait behind it.
         #expect(left.filter { $0.key.hasPrefix("waitingToRetry: not sent: cannot connect to host") }.values.reduce(0, +) == 1, "\(left)")
         #expect(left["pending: not attempted yet"] == 2, "\(left)")
         // Nothing stays in flight, and no attempt was used up.
@@ -169,5 +169,29 @@ struct DrainCommandTests {
         #expect(entries.filter { $0["status"] as? String == "waitingToRetry" }.count == 1, "\(list.stdout)")
         // Refused connections are definite: nothing can have been applied.
         #expect(entries.allSatisfy { $0["outcomeUnknownSince"] is NSNull }, "\(list.stdout)")
+    }
+
+    @Test("drain --concurrency 16 --unscoped-delivery concurrent keeps 16 requests in flight; in order (the default) one, and says why")
+    func concurrencyOnTheWire() async throws {
+        let root = FileManager.default.temporaryDirectory.appendingPathComponent("outbox-drain-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: root) }
+        for (delivery, together, held) in [("concurrent", 16, 16), ("in-order", 2, 1)] {
+            // Answered once `together` requests are held at once, or alone
+            // after a wait: a drain keeping fewer in flight still finishes.
+            let server = try RawSocketServer { _, _ in .answerWhenHeld(together: together, atMost: .milliseconds(delivery == "concurrent" ? 5000 : 100)) }
+            defer { server.stop() }
+            let enqueue = try await OutboxTool.run(["enqueue", root, "--count", "32", "--size", "10", "--user", delivery])
+            #expect(enqueue.status == 0, "\(enqueue.stderr)")
+            let drain = try await OutboxTool.run(
+                ["drain", root, "--base-url", "http://127.0.0.1:\(server.port)", "--user", delivery, "--until-empty",
+                 "--concurrency", "16", "--unscoped-delivery", delivery, "--json", "--timeout", "60"])
+            #expect(drain.status == 0, "\(delivery): \(drain.stderr)")
+            let line = try #require(drain.stdoutLines.first)
+            let summary = try #require(OutboxTool.jsonObject(line))
+            #expect(summary["delivered"] as? Int == 32)
+            #expect(summary["unscopedDelivery"] as? String == delivery)
+            #expect(server.mostHeldAtOnce == held, "\(delivery): requests held at once: \(server.mostHeldAtOnce)")
+            #expect(drain.stderr.contains("--unscoped-delivery concurrent sends up to 16 at once") == (delivery == "in-order"), "\(drain.stderr)")
+        }
     }
 }

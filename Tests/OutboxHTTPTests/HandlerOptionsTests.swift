@@ -3,8 +3,7 @@ import Outbox
 import OutboxHTTP
 import Testing
 
-/// Issue 17, item 7: the HTTP handler's options for servers that are not
-/// the IETF draft — the key in another header or in the JSON body, and an
+/// The HTTP handler's options for servers that are not the IETF draft — the key in another header or in the JSON body, and an
 /// app's own reading of statuses — against a real server on 127.0.0.1.
 @Suite("HTTP handler options", .serialized, .timeLimit(.minutes(1)))
 struct HandlerOptionsTests {
@@ -177,5 +176,22 @@ struct HandlerOptionsTests {
             #expect(try await store.entry(id)?.status == .conflict)
             #expect(server.requests.count - before == (resend == nil ? 1 : 2))
         }
+    }
+
+    @Test("a request timeout longer than SwiftNIO's clock can add is as good as forever, not a trap", arguments: [Duration.seconds(Int64.max), .seconds(400 * 365 * 24 * 3600)])
+    func hugeRequestTimeout(timeout: Duration) async throws {
+        let server = try await LoopbackServer { _, _ in .init(status: 201, body: #"{"id":"s1"}"#) }
+        defer { server.stop() }
+        let transport = AsyncHTTPClientTransport(configuration: {
+            var configuration = AsyncHTTPClientTransport.Configuration()
+            configuration.idleTimeout = timeout
+            return configuration
+        }())
+        let handler = Self.handler(server) {
+            $0.requestTimeout = timeout
+            $0.transport = transport
+        }
+        #expect(try await handler.deliver(Self.delivery()) == .delivered(serverID: "s1"))
+        try await transport.shutdown()
     }
 }

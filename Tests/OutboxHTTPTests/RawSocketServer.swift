@@ -47,6 +47,11 @@ final class RawSocketServer: Sendable {
         /// never reading the body, then hold the connection open unread (a
         /// server refusing an upload too large for it, the body still coming).
         case refuseTooLargeUnread
+        /// Hold the request until `together` requests are held at once (all
+        /// of them are then answered 201) or `atMost` passes (then answered
+        /// alone): a server whose answers take time, that records how many
+        /// requests it held at once (``RawSocketServer/mostHeldAtOnce``).
+        case answerWhenHeld(together: Int, atMost: Duration)
     }
 
     /// One request as it arrived.
@@ -65,6 +70,7 @@ final class RawSocketServer: Sendable {
     let port: Int
     private let listener: Int32
     private let script: @Sendable (_ capture: Capture, _ earlierOnPath: Int) -> Behaviour
+    private let gate = HoldGate()
     private let state = Locked<(captures: [Capture], held: [Int32], idle: [Int32], connections: Int, stopped: Bool)>(
         ([], [], [], 0, false))
 
@@ -113,6 +119,8 @@ final class RawSocketServer: Sendable {
 
     var baseURL: URL { URL(string: "http://127.0.0.1:\(port)")! }
     var captures: [Capture] { state.withLock { $0.captures } }
+    /// The most requests ``Behaviour/answerWhenHeld(together:atMost:)`` held at once.
+    var mostHeldAtOnce: Int { gate.mostHeld }
     /// Connections answered by ``Behaviour/answerThenCloseIdle`` and not
     /// closed yet.
     var idleConnections: Int { state.withLock { $0.idle.count } }
@@ -182,6 +190,11 @@ final class RawSocketServer: Sendable {
             switch behaviour {
             case .answer(let status, let body):
                 write(connection, "HTTP/1.1 \(status) Status\r\nContent-Type: application/json\r\nContent-Length: \(body.utf8.count)\r\n\r\n\(body)")
+                continue
+            case .answerWhenHeld(let together, let atMost):
+                gate.hold(together: together, atMost: atMost)
+                let body = #"{"id":"held"}"#
+                write(connection, "HTTP/1.1 201 Created\r\nContent-Type: application/json\r\nContent-Length: \(body.utf8.count)\r\n\r\n\(body)")
                 continue
             case .answerThenCloseIdle:
                 // Kept before the answer goes out: once the client has the
@@ -287,5 +300,40 @@ final class RawSocketServer: Sendable {
             }
         }
         return 0
+    }
+}
+
+/// Holds requests on their connections' threads until enough are held at
+/// once, or a time passes: the barrier behind
+/// ``RawSocketServer/Behaviour/answerWhenHeld(together:atMost:)``. The time
+/// only bounds a test that fails (fewer requests ever arrive together); a
+/// passing one is released by the count.
+private final class HoldGate: @unchecked Sendable {
+    private let condition = NSCondition()
+    private var holding = 0
+    private var most = 0
+    private var releases = 0
+
+    var mostHeld: Int {
+        condition.lock()
+        defer { condition.unlock() }
+        return most
+    }
+
+    func hold(together: Int, atMost: Duration) {
+        condition.lock()
+        defer { condition.unlock() }
+        holding += 1
+        most = max(most, holding)
+        if holding >= together {
+            releases += 1
+            condition.broadcast()
+        } else {
+            let release = releases
+            let seconds = Double(atMost.components.seconds) + Double(atMost.components.attoseconds) / 1e18
+            let deadline = Date().addingTimeInterval(seconds)
+            while releases == release, condition.wait(until: deadline) {}
+        }
+        holding -= 1
     }
 }

@@ -3,8 +3,12 @@ import Logging
 
 /// How an ``OutboxDispatcher`` paces, times and retries deliveries.
 public struct OutboxDispatcherConfiguration: Sendable {
-    /// At most this many deliveries at once (each from a different scope:
-    /// a scope always sends one at a time). Default 4.
+    /// At most this many deliveries at once. A scope always sends one at a
+    /// time, in order; so do entries without a scope under the store's
+    /// default ``OutboxStoreConfiguration/UnscopedDelivery/inOrder`` (they
+    /// take one slot between them). With
+    /// ``OutboxStoreConfiguration/UnscopedDelivery/concurrent``, unscoped
+    /// entries fill every free slot. Default 4.
     public var maximumConcurrentDeliveries = 4
     /// Exponential backoff with full jitter; default base 1 s, cap 5 min.
     public var backoff = OutboxBackoff()

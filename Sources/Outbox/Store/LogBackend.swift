@@ -93,14 +93,16 @@ final class LogBackend: StoreBackend {
     ) throws(OutboxError) -> [LogWrite] {
         var writes: [LogWrite] = []
         writes.reserveCapacity(changes.count)
+        // By id, so a batch of n new entries costs O(n), not O(n²).
+        let bodies = newBodies.count > 1
+            ? Dictionary(newBodies.map { ($0.body.id, $0) }, uniquingKeysWith: { first, _ in first }) : [:]
         for change in changes {
             switch change {
             case .newEntry(let id):
-                guard let encoded = newBodies.first(where: { $0.body.id == id })?.encoded,
-                    let metadata = scheduler.metadata(id)
-                else { continue }
+                let body = newBodies.count > 1 ? bodies[id] : newBodies.first { $0.body.id == id }
+                guard let body, let encoded = body.encoded, let metadata = scheduler.metadata(id) else { continue }
                 writes.append(bodyWrite(encoded, id: id, sequence: metadata.sequence))
-                if let file = newBodies.first(where: { $0.body.id == id })?.body.payloadFile { record(file, of: id) }
+                if let file = body.body.payloadFile { record(file, of: id) }
             case .state(let id):
                 guard let metadata = scheduler.metadata(id) else { continue }
                 let key = format.entryKey(id)

@@ -44,6 +44,9 @@ struct OutboxServe: AsyncParsableCommand {
             most --max-connections are served at once (the rest wait to be accepted). \
             Durations take a unit: 500ms, 90s, 15m, 24h, 7d (plain numbers are seconds), \
             from 0 to \(DurationArgument.maximumText); NaN, infinities and negative values are refused.
+
+            --latency delays every request (a network's round trip, --jitter varying it), so a \
+            drain against the server shows what its --concurrency is worth.
             """
     )
 
@@ -147,6 +150,12 @@ struct OutboxServe: AsyncParsableCommand {
     @Option(help: "The most connections served at once (default: the open-file limit minus 64).")
     var maxConnections: Int?
 
+    @Option(help: "Delay every request this long before handling it, a network's round trip (default 0; e.g. 50ms).", transform: DurationArgument.parse)
+    var latency: Duration = .zero
+
+    @Option(help: "Vary each request's --latency by up to this much either way, uniformly (default 0).", transform: DurationArgument.parse)
+    var jitter: Duration = .zero
+
     func validate() throws {
         try OptionRange.require(port, in: 0...65535, "--port")
         try OptionRange.require(faultRate, in: 0...0.9, "--fault-rate")
@@ -165,6 +174,8 @@ struct OutboxServe: AsyncParsableCommand {
         try OptionRange.require(maxKeys, in: 1...Int.max, "--max-keys")
         try OptionRange.require(maxKeyBytes, in: 4096...Int64.max, "--max-key-bytes")
         try OptionRange.require(maxConnections, in: 1...Int.max, "--max-connections")
+        try OptionRange.require(latency, "--latency", positive: false)
+        try OptionRange.require(jitter, "--jitter", positive: false)
     }
 
     func run() async throws {
@@ -209,11 +220,14 @@ struct OutboxServe: AsyncParsableCommand {
             injected.slowApplyDelay = holdWrites
         }
         let server = try await ReferenceServer.start(
-            host: host, port: port, faults: injected, keyStore: store, middleware: middleware, connections: connections, writes: writes)
+            host: host, port: port, faults: injected, keyStore: store, middleware: middleware, connections: connections, writes: writes,
+            latency: latency > .zero || jitter > .zero ? ServerLatency(base: latency, jitter: jitter) : nil)
         let share = ServerFaults.Fault.allCases.reduce(0) { $0 + injected.rate(of: $1) }
         StandardStreams.writeLine(
             "listening on \(server.baseURL) (faults: \(Int((share * 100).rounded()))%; \(keysText); "
-                + "at most \(connections.effectiveMaximumConnections) connections); GET /ledger shows what was applied")
+                + "at most \(connections.effectiveMaximumConnections) connections"
+                + (latency > .zero || jitter > .zero ? "; latency \(latency) ± \(jitter)" : "")
+                + "); GET /ledger shows what was applied")
         if holdWrites != nil {
             Task {
                 while true {

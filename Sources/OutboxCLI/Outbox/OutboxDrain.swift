@@ -48,8 +48,19 @@ struct OutboxDrain: AsyncParsableCommand {
         transform: DurationArgument.parse)
     var timeout: Duration = .seconds(60)
 
-    @Option(help: "How many deliveries may run at once (1...\(maximumConcurrency)).")
+    @Option(help: "How many deliveries may run at once (1...\(maximumConcurrency)): one per scope, and one for the unscoped entries unless --unscoped-delivery concurrent.")
     var concurrency = 4
+
+    /// How entries without a scope are sent (``OutboxStoreConfiguration/UnscopedDelivery``).
+    enum UnscopedDelivery: String, ExpressibleByArgument, CaseIterable {
+        case inOrder = "in-order"
+        case concurrent
+
+        var configuration: OutboxStoreConfiguration.UnscopedDelivery { self == .inOrder ? .inOrder : .concurrent }
+    }
+
+    @Option(help: "Entries without a scope go in-order (one at a time, in the order they were enqueued: the library's default, so a queue an app fills keeps its order) or concurrent (up to --concurrency at once, in no order).")
+    var unscopedDelivery: UnscopedDelivery = .inOrder
 
     @Option(
         help: "How long the server keeps idempotency keys (default 24h; plain numbers are hours; 0: forever; up to 100 years). An entry whose answer was lost longer ago is left for a person instead of resent.",
@@ -101,6 +112,9 @@ struct OutboxDrain: AsyncParsableCommand {
         /// Each entry needing attention (`conflict` or `quarantined`): what it is and why.
         var attention: [Attention] = []
         var seconds = 0.0
+        var concurrency = 0
+        /// in-order or concurrent.
+        var unscopedDelivery = ""
     }
 
     /// An entry left for a person or the app.
@@ -119,7 +133,9 @@ struct OutboxDrain: AsyncParsableCommand {
         try options.requireExistingDirectory()
         let started = Date()
         let deadline = started.addingTimeInterval(timeout.seconds)
-        let summary = try await options.withStore(user: user, create: false) { store -> Summary in
+        let summary = try await options.withStore(
+            user: user, create: false, unscopedDelivery: unscopedDelivery.configuration
+        ) { store -> Summary in
             var handler = HTTPOutboxHandler.Configuration(baseURL: URL(string: baseURL)!, tokenProvider: token.map(StaticTokenProvider.init))
             let requestTimeout = min(.seconds(30), timeout)
             handler.requestTimeout = requestTimeout
@@ -135,7 +151,7 @@ struct OutboxDrain: AsyncParsableCommand {
                 store: store, handlers: [:], fallback: HTTPOutboxHandler(configuration: handler), configuration: configuration)
             let report = untilEmpty ? await dispatcher.drain(until: deadline) : await dispatcher.flush()
             await dispatcher.stop()
-            var summary = Summary(user: user)
+            var summary = Summary(user: user, concurrency: concurrency, unscopedDelivery: unscopedDelivery.rawValue)
             summary.delivered = report.delivered
             summary.retried = report.retried
             summary.interrupted = report.interrupted
@@ -153,6 +169,11 @@ struct OutboxDrain: AsyncParsableCommand {
             return summary
         }
         var result = summary
+        if unscopedDelivery == .inOrder, concurrency > 1, result.delivered + result.retried > 1 {
+            StandardStreams.writeError(
+                "note: entries without a scope went one at a time, in the order they were enqueued; "
+                    + "--unscoped-delivery concurrent sends up to \(concurrency) at once")
+        }
         result.seconds = (Date().timeIntervalSince(started) * 1000).rounded() / 1000
         if json {
             StandardStreams.writeLine(try JSONLines().encode(result))

@@ -3,8 +3,8 @@ import Foundation
 import Outbox
 import OutboxLog
 
-/// `outbox enqueue DIR (--payload TEXT | --size BYTES) [--count N] [--endpoint "POST /posts"] [--user U]
-/// [--scope S] [--type T] [--id UUID] [--depends-on UUID…] [--json]`
+/// `outbox enqueue DIR (--payload TEXT | --size BYTES) [--count N] [--batch K | --atomic] [--endpoint "POST /posts"]
+/// [--user U] [--scope S] [--type T] [--id UUID] [--depends-on UUID…] [--json]`
 struct OutboxEnqueue: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "enqueue",
@@ -14,7 +14,10 @@ struct OutboxEnqueue: AsyncParsableCommand {
             (path "direct"); if one does (an app that keeps it open), they are written into a spool \
             of this process's own beside it, which that process moves in (path "spooled"). Either \
             way the enqueue is durable when its line is printed: a printed entry survives a crash \
-            or a power loss. Each entry is printed as "<id> <idempotency-key> <path>" on its own \
+            or a power loss. The entries are written --batch at a time, each batch atomic and \
+            printed as soon as it is durable, so memory stays bounded and a process killed \
+            meanwhile loses only the batch it was writing; --atomic writes them all as one batch \
+            (all or nothing, printed at the end). Each entry is printed as "<id> <idempotency-key> <path>" on its own \
             line (with --json, one object per entry: id, idempotencyKey, path, outcome); an entry \
             the queue already held prints "<id> - direct". \
             --payload sends the text as given (with Content-Type: application/json if it is valid \
@@ -28,8 +31,19 @@ struct OutboxEnqueue: AsyncParsableCommand {
 
     @OptionGroup var options: OutboxRootOptions
 
-    @Option(help: "How many entries to enqueue (1...\(OptionRange.maximumCount); all their payloads together at most 1 GiB).")
+    @Option(help: "How many entries to enqueue (1...\(OptionRange.maximumCount); a batch's payloads together at most 1 GiB).")
     var count = 1
+
+    @Option(help: "How many entries go in each atomic batch, printed once it is durable (1...\(OptionRange.maximumCount); default \(defaultBatch)).")
+    var batch: Int?
+
+    @Flag(help: "Write every entry in one atomic batch: all or nothing, printed at the end.")
+    var atomic = false
+
+    static let defaultBatch = 256
+
+    /// Entries per batch: all of them with --atomic.
+    var batchSize: Int { atomic ? count : min(count, batch ?? Self.defaultBatch) }
 
     @Option(help: "The payload size of each entry, in bytes (generated payloads; see below).")
     var size: Int?
@@ -79,8 +93,12 @@ struct OutboxEnqueue: AsyncParsableCommand {
         guard largest <= maximum else {
             throw ValidationError("the payload (\(largest) bytes) is too large: an entry holds at most about \(maximum) payload bytes")
         }
-        // The entries are built in memory before they are written, in one batch.
-        try OptionRange.requireInMemory(count: count, size: largest, "the entries' payloads (--count × the payload size)")
+        try OptionRange.require(batch, in: 1...OptionRange.maximumCount, "--batch")
+        if atomic && batch != nil { throw ValidationError("--batch and --atomic exclude each other") }
+        // A batch is built in memory before it is written.
+        try OptionRange.requireInMemory(
+            count: batchSize, size: largest,
+            atomic ? "the entries' payloads (--count × the payload size)" : "a batch's payloads (--batch × the payload size)")
     }
 
     /// One printed entry (`--json`).
@@ -94,27 +112,25 @@ struct OutboxEnqueue: AsyncParsableCommand {
 
     func run() async throws {
         let (method, path) = try Self.parseEndpoint(endpoint)
-        let requests = (0..<count).map { index in
-            let (body, isJSON): ([UInt8], Bool) =
-                if let payload { (Array(payload.utf8), Self.isJSON(payload)) } else { Self.payload(index: index, size: size ?? 0) }
-            return OutboxEnqueueRequest(
-                id: id.flatMap { OutboxEntry.ID($0) } ?? OutboxEntry.ID(), type: type,
-                method: method, endpoint: path, payload: body, headers: isJSON ? Self.jsonHeaders : [:], scope: scope,
-                dependencies: dependencies.compactMap { OutboxEntry.ID($0) })
-        }
-        let result: OutboxSharedEnqueueResult
-        do {
-            result = try await LogOutboxStore.enqueue(
-                requests, root: options.root, partition: user, configuration: options.configuration(create: true))
-        } catch {
-            throw CommandFailure.outbox(error, directory: options.directory, opening: error.code == .storage)
-        }
-        for line in Self.printed(result) {
-            if json {
-                StandardStreams.writeLine(try JSONLines().encode(line))
-            } else {
-                StandardStreams.writeLine("\(line.id) \(line.idempotencyKey ?? "-") \(line.path.rawValue)")
+        let fixedID = id.flatMap { OutboxEntry.ID($0) }
+        let dependencies = dependencies.compactMap { OutboxEntry.ID($0) }
+        let encoder = JSONLines()
+        try await BatchedEnqueue(options: options, user: user).run(count: count, batch: batchSize) { range in
+            range.map { index in
+                let (body, isJSON): ([UInt8], Bool) =
+                    if let payload { (Array(payload.utf8), Self.isJSON(payload)) } else { Self.payload(index: index, size: size ?? 0) }
+                return OutboxEnqueueRequest(
+                    id: fixedID ?? OutboxEntry.ID(), type: type, method: method, endpoint: path, payload: body,
+                    headers: isJSON ? Self.jsonHeaders : [:], scope: scope, dependencies: dependencies)
             }
+        } acknowledge: { result in
+            // One write per batch, as soon as it is durable.
+            var text = ""
+            for line in Self.printed(result) {
+                text += json ? try encoder.encode(line) : "\(line.id) \(line.idempotencyKey ?? "-") \(line.path.rawValue)"
+                text += "\n"
+            }
+            StandardStreams.write(text)
         }
     }
 

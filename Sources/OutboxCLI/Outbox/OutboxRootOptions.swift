@@ -101,11 +101,14 @@ struct OutboxRootOptions: ParsableArguments {
     /// Opening is a write even for reading commands: entries a crash left
     /// in flight go back to `pending`, with that attempt counted.
     func withStore<Result>(
-        user: String, create: Bool, _ body: (LogOutboxStore) async throws -> Result
+        user: String, create: Bool, unscopedDelivery: OutboxStoreConfiguration.UnscopedDelivery = .inOrder,
+        _ body: (LogOutboxStore) async throws -> Result
     ) async throws(CommandFailure) -> Result {
         let store: LogOutboxStore
+        var configuration = configuration(create: create)
+        configuration.unscopedDelivery = unscopedDelivery
         do {
-            store = try await LogOutboxStore.open(root: root, partition: user, configuration: configuration(create: create))
+            store = try await LogOutboxStore.open(root: root, partition: user, configuration: configuration)
         } catch {
             throw CommandFailure.outbox(error, directory: directory, opening: true)
         }
