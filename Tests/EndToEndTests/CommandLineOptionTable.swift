@@ -110,7 +110,7 @@ enum CommandLineOptionTable {
         "demo": Command(
             options: [
                 "--count": .integer, "--fault-rate": .real, "--seed": .integer, "--deadline": .duration, "--servers": .integer,
-                "--postgres": .text, "--directory": .text,
+                "--postgres": .text, "--directory": .text, "--latency": .duration,
             ],
             words: { ["demo", "--directory", "\($0.scratch)/demo"] },
             settings: { _ in [("--count", "10"), ("--fault-rate", "0")] },

@@ -32,6 +32,10 @@ struct DemoReport: Encodable {
     var faults: [String: Int]
     var elapsedSeconds: Double
     var throughputPerSecond: Double
+    /// Deliveries the app ran at once.
+    var concurrency: Int
+    /// How long the server took to answer each request.
+    var latencyMilliseconds: Double
     /// Why the demo stopped before the queue drained (a store or dispatcher
     /// error, or the deadline); `nil` if it ran to the end.
     var failure: String?
@@ -39,8 +43,11 @@ struct DemoReport: Encodable {
 
     init(
         recorded: DemoScenario.Recorded, tally: Tally.Counts, ledger: ReferenceLedger, remaining: Int,
-        quarantined: [OutboxEntry], elapsed: Duration, deliveredBeforeRestart: Int?, failure: String? = nil
+        quarantined: [OutboxEntry], elapsed: Duration, deliveredBeforeRestart: Int?, failure: String? = nil,
+        concurrency: Int, latency: Duration
     ) {
+        self.concurrency = concurrency
+        latencyMilliseconds = Self.milliseconds(latency)
         let deliverable = recorded.deliverable
         self.failure = failure
         enqueued = deliverable.count + recorded.rejected.count + recorded.coalesced
@@ -110,10 +117,17 @@ struct DemoReport: Encodable {
         for entry in quarantined { lines.append("    \(entry.type) \(entry.id.prefix(8)): \(entry.reason)") }
         lines += [
             "  remaining                       \(remaining)" + (failure != nil && remaining > 0 ? " (still queued when the demo stopped)" : ""),
-            "  elapsed                         \(elapsedSeconds) s (\(throughputPerSecond) writes/s under faults)",
+            "  elapsed                         \(elapsedSeconds) s (\(throughputPerSecond) writes/s under faults, "
+                + "\(concurrency) at once, answers taking \(latencyMilliseconds) ms)",
             "",
             violations.isEmpty ? "OK: every write arrived exactly once." : "FAILED: " + violations.joined(separator: "; "),
         ]
         return lines.joined(separator: "\n")
+    }
+
+    /// `duration` in milliseconds, to the microsecond.
+    static func milliseconds(_ duration: Duration) -> Double {
+        let (seconds, attoseconds) = duration.components
+        return ((Double(seconds) * 1000 + Double(attoseconds) / 1e15) * 1000).rounded() / 1000
     }
 }

@@ -32,8 +32,14 @@ struct DemoScenario {
         /// Serve from this many `outbox serve --postgres` processes on this
         /// database (round-robin), instead of one server in this process.
         var postgres: (url: String, servers: Int)?
+        /// How long the server takes to answer each request (a network's
+        /// round trip).
+        var latency: Duration = .zero
         var progress: (String) -> Void
     }
+
+    /// Deliveries the app's dispatcher runs at once.
+    static let concurrency = 8
 
     /// What the app recorded, to check against the server's ledger.
     struct Recorded {
@@ -81,11 +87,14 @@ struct DemoScenario {
         }
         let server: DemoServers
         if let postgres = options.postgres {
-            server = try await .processes(count: postgres.servers, postgres: postgres.url, faultRate: options.faultRate, seed: options.seed)
+            server = try await .processes(
+                count: postgres.servers, postgres: postgres.url, faultRate: options.faultRate, seed: options.seed,
+                latency: options.latency)
         } else {
-            server = try await .inProcess(faults: faults, directory: options.directory)
+            server = try await .inProcess(faults: faults, directory: options.directory, latency: options.latency)
         }
-        let faultText = options.rejectEverything ? "every write answered 503" : "faults: \(Int(options.faultRate * 100))% of writes"
+        var faultText = options.rejectEverything ? "every write answered 503" : "faults: \(Int(options.faultRate * 100))% of writes"
+        if options.latency > .zero { faultText += "; each answer takes \(DemoReport.milliseconds(options.latency)) ms" }
         if options.postgres != nil {
             options.progress(
                 "\(server.baseURLs.count) reference server process(es) on one PostgreSQL database, round-robin: "
@@ -183,7 +192,7 @@ struct DemoScenario {
         let report = DemoReport(
             recorded: recorded, tally: tally.snapshot, ledger: ledger, remaining: unsent,
             quarantined: dead, elapsed: started.duration(to: .now), deliveredBeforeRestart: restarted ? beforeRestart : nil,
-            failure: failure?.message)
+            failure: failure?.message, concurrency: Self.concurrency, latency: options.latency)
         await server.stop()
         return report
     }
@@ -211,11 +220,12 @@ struct DemoScenario {
     private func makeDispatcher(_ store: LogOutboxStore, server: DemoServers, failures: DemoFailures) -> OutboxDispatcher {
         let handlers = server.baseURLs.map { url in
             var http = HTTPOutboxHandler.Configuration(baseURL: url, tokenProvider: StaticTokenProvider("demo-token"))
-            http.requestTimeout = .seconds(1)
+            // Past a fault held 2 s (half-open), and past the round trip.
+            http.requestTimeout = .seconds(1) + options.latency * 2
             return HTTPOutboxHandler(configuration: http)
         }
         var configuration = OutboxDispatcherConfiguration()
-        configuration.maximumConcurrentDeliveries = 8
+        configuration.maximumConcurrentDeliveries = Self.concurrency
         configuration.backoff = OutboxBackoff(base: .milliseconds(50), cap: .seconds(1))
         configuration.maximumAge = nil
         configuration.deliveryTimeout = .seconds(5)

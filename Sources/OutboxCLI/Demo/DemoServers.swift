@@ -20,9 +20,10 @@ struct DemoServers {
     let stop: @Sendable () async -> Void
 
     /// One server in this process, keys in a journal under `directory`.
-    static func inProcess(faults: ServerFaults, directory: FilePath) async throws -> DemoServers {
+    static func inProcess(faults: ServerFaults, directory: FilePath, latency: Duration) async throws -> DemoServers {
         let keys = try await LogIdempotencyKeyStore.open(at: directory.appending("server-keys"))
-        let server = try await ReferenceServer.start(faults: faults, keyStore: keys)
+        let server = try await ReferenceServer.start(
+            faults: faults, keyStore: keys, latency: latency > .zero ? ServerLatency(base: latency) : nil)
         return DemoServers(
             baseURLs: [server.baseURL], ledger: { server.ledger },
             stop: {
@@ -33,7 +34,9 @@ struct DemoServers {
 
     /// `count` `outbox serve` processes on the PostgreSQL database at `url`,
     /// in a scope of their own (this run's keys and writes only).
-    static func processes(count: Int, postgres url: String, faultRate: Double, seed: UInt64) async throws -> DemoServers {
+    static func processes(
+        count: Int, postgres url: String, faultRate: Double, seed: UInt64, latency: Duration
+    ) async throws -> DemoServers {
         let scope = "demo-\(UUID().uuidString.lowercased())"
         var children: [ServeChild] = []
         do {
@@ -42,6 +45,7 @@ struct DemoServers {
                     try await ServeChild.start([
                         "--port", "0", "--postgres", url, "--postgres-scope", scope, "--fault-rate", "\(faultRate)",
                         "--seed", "\(seed &+ UInt64(index))", "--debug-exit-with-parent",
+                        "--latency", "\(DemoReport.milliseconds(latency))ms",
                     ]))
             }
         } catch {

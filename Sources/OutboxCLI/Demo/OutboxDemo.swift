@@ -47,6 +47,9 @@ struct OutboxDemo: AsyncParsableCommand {
         help: ArgumentHelp("Run the servers as processes on this PostgreSQL database (keys and writes shared).", valueName: "url"))
     var postgres: String?
 
+    @Option(help: "How long the server takes to answer each request, a network's round trip (default 0; e.g. 50ms).", transform: DurationArgument.parse)
+    var latency: Duration = .zero
+
     @Flag(help: "Print the ledger as one JSON object (progress goes to standard error).")
     var json = false
 
@@ -67,11 +70,14 @@ struct OutboxDemo: AsyncParsableCommand {
     /// The longest `--deadline`.
     static let maximumDeadline: Duration = .seconds(86_400)
 
-    /// How long the day may take: `--deadline`, or 60 s plus half a second
-    /// per write, divided by the share of requests that get through (at
-    /// most about 6 days with the largest --count and --fault-rate).
+    /// How long the day may take: `--deadline`, or 60 s plus, per write,
+    /// half a second and twice its share of the round trips (`--latency`
+    /// over the deliveries run at once), divided by the share of requests
+    /// that get through (at most about 6 days with the largest --count and
+    /// --fault-rate and no latency).
     var deadlineDuration: Duration {
-        deadline ?? .seconds((60 + 0.5 * Double(count) / (1 - faultRate)).rounded(.up))
+        deadline ?? .seconds((60 + (0.5 + 2 * DemoReport.milliseconds(latency) / 1000 / Double(DemoScenario.concurrency))
+            * Double(count) / (1 - faultRate)).rounded(.up))
     }
 
     /// After the deadline, this much more before the process is ended
@@ -88,6 +94,7 @@ struct OutboxDemo: AsyncParsableCommand {
             if rejectEverything { throw ValidationError("--debug-reject-everything runs an in-process server: not with --postgres") }
         }
         if let deadline { try OptionRange.require(deadline, "--deadline", positive: true, maximum: Self.maximumDeadline) }
+        try OptionRange.require(latency, "--latency", positive: false, maximum: .seconds(60))
     }
 
     func run() async throws {
@@ -113,7 +120,7 @@ struct OutboxDemo: AsyncParsableCommand {
             options: .init(
                 count: count, faultRate: faultRate, seed: seed, directory: FilePath(folder), deadline: deadline,
                 rejectEverything: rejectEverything, failDiskAfterRestart: failDiskAfterRestart,
-                postgres: postgres.map { ($0, servers) }, progress: progress)
+                postgres: postgres.map { ($0, servers) }, latency: latency, progress: progress)
         ).run()
         if json {
             StandardStreams.writeLine(try JSONLines().encode(report))
