@@ -46,6 +46,25 @@ struct DamageTests {
         #expect(SegmentBytes.readUInt32(header, at: 44) == CRC32.checksum(header[0..<44]))
     }
 
+    @Test("a damage to a file an earlier damage removed, or with a donor that is gone, changes nothing (several are applied to one store's copy)")
+    func damageToAMissingFile() {
+        var random = SplitMix64(seed: 2)
+        let gone = "00000000000000000007.seg"
+        let damages: [Damage] = [
+            .truncation(file: gone, at: 3), .bitFlips(file: gone, flips: [.init(offset: 1, bit: 1)]),
+            .zeroedPage(file: gone, page: 0), .garbage(file: gone, kind: .random, count: 5),
+            .garbage(file: gone, kind: .replayedRecord, count: 5), .deletedSegment(file: gone),
+            .duplicatedSegment(file: gone, as: "00000000000000000009.seg", consistent: true),
+            .foreignHeader(file: gone, from: "00000000000000000001.seg"),
+            .foreignHeader(file: "00000000000000000001.seg", from: gone),
+        ]
+        for damage in damages {
+            var files = Self.files
+            damage.apply(to: &files, foreign: Self.files, &random)
+            #expect(files == Self.files, "\(damage)")
+        }
+    }
+
     @Test("the CRC used for rewritten headers is zlib's")
     func crc() {
         #expect(CRC32.checksum(Array("123456789".utf8)) == 0xCBF4_3926)

@@ -111,8 +111,23 @@ enum Damage: Sendable, Hashable, CustomStringConvertible {
         }
     }
 
-    /// Applies the damage to `files`; `random` supplies garbage bytes.
+    /// The file the damage is to, and the one it takes bytes from.
+    private var files: (target: String?, donor: String?) {
+        switch self {
+        case .bitFlips(let file, _), .truncation(let file, _), .zeroedPage(let file, _), .garbage(let file, _, _),
+            .deletedSegment(let file), .duplicatedSegment(let file, _, _):
+            (file, nil)
+        case .foreignHeader(let file, let from): (file, from)
+        case .foreignCheckpoint: (nil, nil)
+        }
+    }
+
+    /// Applies the damage to `files`; `random` supplies garbage bytes. A
+    /// damage drawn for a file another damage has since removed (several
+    /// are applied to one store's copy) is skipped.
     func apply(to files: inout [String: [UInt8]], foreign: [String: [UInt8]], _ random: inout SplitMix64) {
+        if let target = self.files.target, files[target] == nil { return }
+        if let donor = self.files.donor, foreign[donor] == nil { return }
         switch self {
         case .bitFlips(let file, let flips):
             for flip in flips where files[file]!.indices.contains(flip.offset) {
