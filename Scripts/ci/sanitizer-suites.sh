@@ -1,23 +1,37 @@
 #!/usr/bin/env bash
 # The test suites CI runs under each sanitizer (.ci/run), as the --filter
-# expression Scripts/sanitize.sh takes: `sanitizer-suites.sh tsan|asan`.
+# expression Scripts/sanitize.sh takes: `sanitizer-suites.sh tsan|asan`
+# (`tsan-skip`: the tests left out of the TSan suites, for TSAN_SKIP).
 # Chosen by what each sanitizer has found and what it costs
 # (Docs/RELIABILITY.md, "What CI runs and what it costs"); the whole suite
 # under both is `Scripts/sanitize.sh` with no knobs.
 set -euo pipefail
 case "${1:-}" in
 tsan)
-    # Where threads meet: the engine's writer, group commit and compaction;
-    # the stores' locks and background load; the dispatcher; the HTTP
-    # transport's event loops and the middleware. Not the suites that mostly
-    # start processes (end-to-end, torture, CLI), which TSan slows tenfold
-    # and whose threads are the same code's.
-    suites=(GroupCommitTests CompactionTests CompactionCommitPointTests TortureFindingsTests WriterLifetimeTests
-        ContractTests PagingTests SubmitTests FaultInjectionTests DispatcherTests DispatcherLifetimeTests
-        DispatcherPersistenceTests ClaimTests LogOutboxStoreTests StoreConformanceTests HTTPOutboxHandlerTests
-        WireFaultTests IdempotencyMiddlewareTests SlowApplyTests InPlaceWriteTests IndexCheckpointInPlaceTests
-        BatchedSuccessTests StoreReopenTests StreamedBodyTests StoreAcknowledgementTests StoreRoomTests
-        SpoolTests SpoolAdmissionTests)
+    # Where threads meet, one suite for each meeting point, the cheapest
+    # that reaches it: the engine's writer thread against appenders (group
+    # commit, submit, the writer's lifetime) and against compaction; the
+    # store's acknowledgements and room; the dispatcher's workers, timers
+    # and lifetime; the HTTP transport's event loops and file-body pumps;
+    # the middleware's claims. TSan has found one thing in this code (a lock
+    # it cannot see, now guarded by LockRuleTests), and it runs this code
+    # about ten times slower: over every suite it took 29 minutes of CI's 90
+    # on two cores. Left out here, and run by `Scripts/sanitize.sh` with no
+    # knobs: the property, fault-injection and crash-model suites (they
+    # repeat the same threads thousands of times), and the suites that
+    # mostly start processes (end-to-end, torture, CLI).
+    pattern='\.(%s)/'  # whole suite names: ClaimTests is not IdempotencyClaimTests
+    suites=(GroupCommitTests SubmitTests WriterLifetimeTests CompactionTests StoreAcknowledgementTests StoreRoomTests
+        BatchedSuccessTests ClaimTests DispatcherTests DispatcherLifetimeTests HTTPOutboxHandlerTests StreamedBodyTests
+        IdempotencyMiddlewareTests SlowApplyTests SpoolAdmissionTests)
+    ;;
+tsan-skip)
+    # Within those suites, the tests that repeat one scenario many times
+    # over (a crash at every step of a compaction in five power-loss modes; a
+    # store of many entries reopened while it loads): minutes under TSan,
+    # no thread the others do not reach. `--skip` patterns, by function name.
+    pattern='/(%s)\('
+    suites=(crashAtEveryCompactionStep spooledIDIsNotFresh)
     ;;
 asan)
     # Every suite that runs in this process: memory and lifetimes are the
@@ -25,11 +39,14 @@ asan)
     # child processes (torture, the CLI, end-to-end servers, PostgreSQL,
     # the Python middlewares) — the ASan torture step runs the CLI under
     # AddressSanitizer itself, and the fuzz targets read every file format.
+    pattern='^(%s)\.'  # whole test targets
     suites=(OutboxLogTests OutboxTests OutboxAppTests OutboxHTTPTests FuzzCorpusTests)
     ;;
 *)
-    echo "usage: $0 tsan|asan" >&2
+    echo "usage: $0 tsan|tsan-skip|asan" >&2
     exit 64
     ;;
 esac
-(IFS='|'; echo "${suites[*]}")
+# Test ids are "Target.Suite/test()"; the patterns match whole names.
+# shellcheck disable=SC2059
+(IFS='|'; printf "$pattern\n" "${suites[*]}")
