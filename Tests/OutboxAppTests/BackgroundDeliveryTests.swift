@@ -5,7 +5,7 @@ import OutboxHTTP
 import OutboxReferenceServer
 import Testing
 
-/// Issue 17, item 1: `drain(until:)` for background tasks returns before
+/// `drain(until:)` for background tasks returns before
 /// its deadline, is cancellation-safe, leaves nothing in flight; `stop()`
 /// returns promptly even while a handler ignores cancellation.
 @Suite("Background delivery", .timeLimit(.minutes(3)))
@@ -13,13 +13,32 @@ struct BackgroundDeliveryTests {
     /// A handler that never answers "slow" until its task is cancelled.
     static func hangingServer() -> ScriptedServer { ScriptedServer() }
 
-    static func hangingHandler(_ server: ScriptedServer) -> ClosureOutboxHandler {
+    /// Says when the handler has begun the slow delivery.
+    final class Started: Sendable {
+        let stream: AsyncStream<Void>
+        let continuation: AsyncStream<Void>.Continuation
+        init() { (stream, continuation) = AsyncStream<Void>.makeStream() }
+
+        /// Returns once the slow delivery is in the handler: an attempt is
+        /// running, not only claimed. (Cancelled between the claim and the
+        /// handler, a drain gives the entry back as not sent, due at once,
+        /// and a dispatcher never stopped sends it again.)
+        func wait() async {
+            var iterator = stream.makeAsyncIterator()
+            _ = await iterator.next()
+        }
+    }
+
+    static func hangingHandler(_ server: ScriptedServer, started: Started? = nil) -> ClosureOutboxHandler {
         ClosureOutboxHandler { delivery in
             // Not a wait: it never ends before its task is cancelled, which
             // is what the tests do (CLITestSupport's suspendUntilCancelled
             // says so better, but this public-API-only target does not
             // depend on it).
-            if delivery.text == "slow" { try await Task.sleep(for: .seconds(24 * 3600)) }
+            if delivery.text == "slow" {
+                started?.continuation.yield()
+                try await Task.sleep(for: .seconds(24 * 3600))
+            }
             return await server.deliver(delivery)
         }
     }
@@ -37,13 +56,15 @@ struct BackgroundDeliveryTests {
         var configuration = OutboxDispatcherConfiguration()
         configuration.logger = quietLogger()
         configuration.unavailableStatuses = []
+        let started = Started()
         let dispatcher = OutboxDispatcher(
-            store: store, handlers: [Post.type: Self.hangingHandler(server)], configuration: configuration, clock: clock)
+            store: store, handlers: [Post.type: Self.hangingHandler(server, started: started)], configuration: configuration,
+            clock: clock)
         let fast = try await store.enqueue(OutboxEnqueueRequest(Post(text: "fast", topic: "a"))).id
         let slow = try await store.enqueue(OutboxEnqueueRequest(Post(text: "slow", topic: "b"))).id
         let deadline = clock.now().addingTimeInterval(30)
         let drain = Task { await dispatcher.drain(until: deadline) }
-        try await Self.waitUntilSending(dispatcher, slow)
+        await started.wait()
         #expect(try await dispatcher.waitUntilDelivered(fast) == nil)
         clock.set(to: deadline.addingTimeInterval(-1))  // the default margin: the cutoff
         let report = await drain.value
@@ -62,12 +83,13 @@ struct BackgroundDeliveryTests {
         let server = ScriptedServer()
         var configuration = OutboxDispatcherConfiguration()
         configuration.logger = quietLogger()
+        let started = Started()
         let dispatcher = OutboxDispatcher(
-            store: store, handlers: [Post.type: Self.hangingHandler(server)], configuration: configuration,
+            store: store, handlers: [Post.type: Self.hangingHandler(server, started: started)], configuration: configuration,
             clock: ManualOutboxClock())
         let slow = try await store.enqueue(OutboxEnqueueRequest(Post(text: "slow"))).id
         let drain = Task { await dispatcher.drain(until: Date.distantFuture) }
-        try await Self.waitUntilSending(dispatcher, slow)
+        await started.wait()
         drain.cancel()
         let report = await drain.value
         #expect(report.interrupted == 1)
