@@ -86,7 +86,7 @@ func crashRestartChart(_ results: [CrashResult], date: String, before: CrashRepo
     }
     let backlogs = restarts.map { Double($0.backlog) }
     if let least = backlogs.min(), let most = backlogs.max() {
-        series.append(SVGLineChart.Series(name: "goal (issue 23): 50 ms", color: "#888", points: [(least, 50), (most, 50)], dashed: true))
+        series.append(SVGLineChart.Series(name: "goal: 50 ms", color: "#888", points: [(least, 50), (most, 50)], dashed: true))
     }
     let chart = SVGLineChart(
         title: "Restart after SIGKILL: time to the first acknowledged enqueue against the backlog",
