@@ -160,7 +160,12 @@ struct DeliveryRulesTests {
     @Test("stop() cancels running attempts; each is recorded as interrupted, none is left in flight")
     func stopCancelsAttempts() async throws {
         let cancelled = Locked(0)
+        // A stop between `.sending` and the handler's call ends the attempt
+        // as not sent (nothing went out), so the test stops only once both
+        // handlers are running.
+        let (handlerCalls, handlerCalled) = AsyncStream.makeStream(of: Void.self)
         let handler = ScriptedHandler(onDeliver: { _ in
+            handlerCalled.yield()
             do { try await suspendUntilCancelled() } catch {
                 cancelled.withLock { $0 += 1 }
                 throw error
@@ -174,6 +179,8 @@ struct DeliveryRulesTests {
         let second = try await fixture.add("b")
         let flush = Task { await fixture.dispatcher.flush() }
         await fixture.events.wait { $0.contains(.sending(first, attempt: 1)) && $0.contains(.sending(second, attempt: 1)) }
+        var calls = handlerCalls.makeAsyncIterator()
+        for _ in 0..<2 { _ = await calls.next() }
         await fixture.dispatcher.stop()
         #expect(cancelled.withLock { $0 } == 2)
         for id in [first, second] {
@@ -228,9 +235,17 @@ struct DeliveryRulesTests {
 
     @Test("drain(until:) starts nothing after its deadline and returns within one delivery timeout of it, nothing in flight")
     func drainKeepsItsDeadline() async throws {
+        // `.sending` is published before the handler is called (the attempt
+        // first resolves references in the store), so the test counts the
+        // handler's calls where they happen, not from the event.
+        let (handlerCalls, handlerCalled) = AsyncStream.makeStream(of: Void.self)
         let handler = ScriptedHandler(onDeliver: { delivery in
-            if String(decoding: delivery.entry.payload, as: UTF8.self) == "hangs" { try await suspendUntilCancelled() }
+            if String(decoding: delivery.entry.payload, as: UTF8.self) == "hangs" {
+                handlerCalled.yield()
+                try await suspendUntilCancelled()
+            }
         })
+        var calls = handlerCalls.makeAsyncIterator()
         let fixture = DispatcherFixture(handler: handler) { $0.deliveryTimeout = .seconds(30) }
         fixture.handler.script("later", .transient(reason: "503", httpStatus: 503, retryAfter: .seconds(120)))
         let hanging = try await fixture.add("hangs")
@@ -242,6 +257,7 @@ struct DeliveryRulesTests {
         await fixture.events.wait { $0.contains { if case .interrupted(hanging, _, _) = $0 { true } else { false } } }
         fixture.clock.advance(by: .milliseconds(250))  // the interrupted backoff's first step, at most
         await fixture.events.wait { $0.filter { $0 == .sending(hanging, attempt: 1) }.count == 2 }
+        for _ in 0..<2 { _ = await calls.next() }
         fixture.clock.set(to: deadline)  // nothing new starts; the running attempt may finish
         #expect(fixture.handler.deliveries(of: hanging).count == 2)
         fixture.clock.advance(by: .milliseconds(250))  // the second attempt's delivery timeout
