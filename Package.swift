@@ -199,11 +199,11 @@ let package = Package(
             ]
         ),
 
-        // Fuzzing (Fuzz/README.md). The targets' bodies: next to the code
-        // they test where they need its internals (package access), here
-        // where the public API reaches (the middleware). The driver replays
-        // inputs in a plain build; Scripts/sanitize.sh builds it with
-        // coverage and links libFuzzer (declared by CLibFuzzer) to fuzz.
+        // Fuzzing (Fuzz/README.md): the targets' bodies and seeds, in no
+        // library product; they reach the decoders through `package` access.
+        // The driver replays inputs in a plain build; Scripts/sanitize.sh
+        // builds it with coverage and links libFuzzer (declared by
+        // CLibFuzzer) to fuzz.
         .target(
             name: "OutboxFuzzTargets",
             dependencies: [
@@ -212,6 +212,7 @@ let package = Package(
                 "OutboxLog",
                 "OutboxLogTesting",
                 "IdempotencyKeyMiddleware",
+                .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "NIOCore", package: "swift-nio"),

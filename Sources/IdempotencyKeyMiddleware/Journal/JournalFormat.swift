@@ -19,17 +19,17 @@ import OutboxLog
 /// offset u32, frame length u32, expiry u32 in whole seconds since 1970
 /// rounded up, kind u8, 3 zero bytes), then the CRC-32 u32 of all before it.
 /// A claim settled later in the same segment is left out of its index file.
-enum JournalFormat {
+package enum JournalFormat {
     static let version: UInt32 = 1
     static let segmentMagic = Array("OBKJ".utf8)
     static let indexMagic = Array("OBKX".utf8)
-    static let segmentHeaderSize = 16
-    static let frameHeaderSize = 9
+    package static let segmentHeaderSize = 16
+    package static let frameHeaderSize = 9
     static let indexEntrySize = 28
     static let secretName = "journal.secret"
 
-    static func segmentName(_ id: UInt32) -> String { "keys-\(hex(id)).journal" }
-    static func indexName(_ id: UInt32) -> String { "keys-\(hex(id)).index" }
+    package static func segmentName(_ id: UInt32) -> String { "keys-\(hex(id)).journal" }
+    package static func indexName(_ id: UInt32) -> String { "keys-\(hex(id)).index" }
 
     /// The segment id in a segment file's name, or `nil` for other names:
     /// only the name ``segmentName(_:)`` gives a segment the journal makes
@@ -40,9 +40,9 @@ enum JournalFormat {
     /// of keys, so it never gets here, and a file named past it (a stray
     /// `keys-ffffffff.journal`) is not one of its segments, whose next roll
     /// would have no id to take.
-    static let maximumSegmentID: UInt32 = 0x7FFF_FFFF
+    package static let maximumSegmentID: UInt32 = 0x7FFF_FFFF
 
-    static func segmentID(fromName name: String) -> UInt32? {
+    package static func segmentID(fromName name: String) -> UInt32? {
         guard name.utf8.count == 21, name.hasPrefix("keys-"), name.hasSuffix(".journal"),
             let id = UInt32(name.dropFirst(5).prefix(8), radix: 16), id != 0, id <= maximumSegmentID,
             segmentName(id).utf8.elementsEqual(name.utf8)
@@ -55,7 +55,7 @@ enum JournalFormat {
         return String(repeating: "0", count: 8 - digits.count) + digits
     }
 
-    static func segmentHeader(id: UInt32) -> [UInt8] {
+    package static func segmentHeader(id: UInt32) -> [UInt8] {
         var out = ByteWriter(bytes: segmentMagic)
         out.uint32(version)
         out.uint32(id)
@@ -64,7 +64,7 @@ enum JournalFormat {
     }
 
     /// Checks a segment header; returns why it is not one for `id`.
-    static func checkSegmentHeader(_ bytes: ArraySlice<UInt8>, id: UInt32) -> String? {
+    package static func checkSegmentHeader(_ bytes: ArraySlice<UInt8>, id: UInt32) -> String? {
         guard bytes.count >= segmentHeaderSize else { return "the header is cut short" }
         var input = ByteReader(bytes)
         guard input.fixed(4) == segmentMagic else { return "not a key journal segment" }
@@ -74,7 +74,7 @@ enum JournalFormat {
         return nil
     }
 
-    static func frame(_ record: JournalRecord) -> [UInt8] {
+    package static func frame(_ record: JournalRecord) -> [UInt8] {
         let payload = record.encoded()
         var crc = CRC32()
         crc.update(CollectionOfOne(record.kind.rawValue))
@@ -89,7 +89,7 @@ enum JournalFormat {
     }
 
     /// What a frame at `offset` of `bytes` holds.
-    enum FrameRead {
+    package enum FrameRead {
         case record(JournalRecord, length: Int)
         /// The bytes end inside the frame (a torn write, at the tail).
         case cut
@@ -97,7 +97,7 @@ enum JournalFormat {
         case damaged(String)
     }
 
-    static func readFrame(_ bytes: [UInt8], at offset: Int) -> FrameRead {
+    package static func readFrame(_ bytes: [UInt8], at offset: Int) -> FrameRead {
         guard offset + frameHeaderSize <= bytes.count else { return .cut }
         var header = ByteReader(bytes[offset..<offset + 8])
         guard let length = header.uint32().map(Int.init), let expected = header.uint32() else { return .cut }
@@ -127,10 +127,10 @@ enum JournalFormat {
 }
 
 /// Where one record lives, and what the index needs to know about it.
-struct JournalEntry: Sendable, Hashable {
+package struct JournalEntry: Sendable, Hashable {
     var digest: KeyDigest
-    var offset: UInt32
-    var length: UInt32
+    package var offset: UInt32
+    package var length: UInt32
     /// ``JournalFormat/expirySeconds(_:)`` of the record's expiry.
     var expires: UInt32
     var kind: JournalRecord.Kind
@@ -145,7 +145,7 @@ struct JournalEntry: Sendable, Hashable {
     }
 
     /// The index file's bytes for a segment's entries.
-    static func indexFile(segment: UInt32, entries: [JournalEntry]) -> [UInt8] {
+    package static func indexFile(segment: UInt32, entries: [JournalEntry]) -> [UInt8] {
         var out = ByteWriter(bytes: JournalFormat.indexMagic)
         out.bytes.reserveCapacity(20 + entries.count * JournalFormat.indexEntrySize)
         out.uint32(JournalFormat.version)
@@ -160,7 +160,7 @@ struct JournalEntry: Sendable, Hashable {
     /// or not one the journal writes (an entry inside the segment's header,
     /// shorter than a frame, before or over the one before it, or with its
     /// padding set): the segment is then scanned instead.
-    static func decodeIndexFile(_ bytes: [UInt8], segment: UInt32) -> [JournalEntry]? {
+    package static func decodeIndexFile(_ bytes: [UInt8], segment: UInt32) -> [JournalEntry]? {
         guard bytes.count >= 20 else { return nil }
         var tail = ByteReader(bytes[(bytes.count - 4)...])
         guard tail.uint32() == CRC32.checksum(bytes[..<(bytes.count - 4)]) else { return nil }

@@ -13,7 +13,7 @@ import Foundation
 ///                   (nameLen u16, name, valueLen u16, value)*, bodyLen u32, body
 /// release:          nothing more
 /// ```
-enum JournalRecord: Sendable, Hashable {
+package enum JournalRecord: Sendable, Hashable {
     /// The key was claimed; its handler may run from now on.
     case claim(key: String, fingerprint: [UInt8], since: Date, expiresAt: Date)
     /// The claim's request completed with `response`.
@@ -24,11 +24,11 @@ enum JournalRecord: Sendable, Hashable {
     /// operator resolved the key as not applied: it is free again.
     case release(key: String, expiresAt: Date)
 
-    enum Kind: UInt8, Sendable {
+    package enum Kind: UInt8, Sendable {
         case claim = 1, complete = 2, unknown = 3, release = 4
     }
 
-    var kind: Kind {
+    package var kind: Kind {
         switch self {
         case .claim: .claim
         case .complete: .complete
@@ -52,7 +52,7 @@ enum JournalRecord: Sendable, Hashable {
     }
 
     /// The payload (without the kind byte).
-    func encoded() -> [UInt8] {
+    package func encoded() -> [UInt8] {
         var out = ByteWriter()
         out.int64(Self.milliseconds(expiresAt))
         out.string16(key)
@@ -78,7 +78,7 @@ enum JournalRecord: Sendable, Hashable {
     }
 
     /// Decodes a payload of `kind`; `nil` if it is malformed.
-    static func decode(kind rawKind: UInt8, payload: ArraySlice<UInt8>) -> JournalRecord? {
+    package static func decode(kind rawKind: UInt8, payload: ArraySlice<UInt8>) -> JournalRecord? {
         guard let kind = Kind(rawValue: rawKind) else { return nil }
         var input = ByteReader(payload)
         guard let expires = input.int64(), let key = input.string16() else { return nil }

@@ -6,7 +6,7 @@
 /// ```
 /// u8 layout (1 plain, 2 sealed) · 16 file id · u64 length · u32 chunk size (sealed; 0 plain) · 32 SHA-256
 /// ```
-struct PayloadFileReference: Sendable, Hashable {
+package struct PayloadFileReference: Sendable, Hashable {
     /// How the payload sits in its file.
     enum Layout: UInt8, Sendable {
         /// The payload's bytes as they are: the file is the request body.

@@ -89,7 +89,7 @@ public struct OutboxEntryID: Hashable, Sendable, Comparable, Codable, CustomStri
         withUnsafeBytes(of: uuid.uuid) { Array($0) }
     }
 
-    init(bytes: some Collection<UInt8>) {
+    package init(bytes: some Collection<UInt8>) {
         var raw: uuid_t = (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
         withUnsafeMutableBytes(of: &raw) { target in
             for (index, byte) in bytes.prefix(16).enumerated() { target[index] = byte }

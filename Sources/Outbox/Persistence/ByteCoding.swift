@@ -41,10 +41,10 @@ struct ByteWriter {
 /// against what is left before anything is allocated for it
 /// (``count(_:eachAtLeast:)``). The one reader of the store's binary forms
 /// (entry records, checkpoints, payload file references).
-struct ByteReader {
-    struct Failure: Error, CustomStringConvertible {
+package struct ByteReader {
+    package struct Failure: Error, CustomStringConvertible {
         var reason: String
-        var description: String { reason }
+        package var description: String { reason }
     }
 
     private let bytes: [UInt8]

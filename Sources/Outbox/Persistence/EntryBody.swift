@@ -2,26 +2,26 @@ import Foundation
 
 /// The immutable part of an entry, written once at enqueue and never
 /// rewritten on retries.
-struct EntryBody: Sendable, Hashable {
-    var id: OutboxEntryID
+package struct EntryBody: Sendable, Hashable {
+    package var id: OutboxEntryID
     var sequence: UInt64
     var createdAt: Int64
     var priority: Int16
     var maxAttempts: UInt16
     var type: String
-    var scope: String?
-    var coalescingKey: String?
+    package var scope: String?
+    package var coalescingKey: String?
     var partition: String
-    var dependencies: [OutboxEntryID]
+    package var dependencies: [OutboxEntryID]
     var idempotencyKey: String
     /// The app passed ``idempotencyKey`` (rather than leaving it to be
     /// derived from the partition and the id): the store then also finds the
     /// entry by its key.
-    var keySuppliedByApp: Bool
+    package var keySuppliedByApp: Bool
     var method: String
-    var endpoint: String
-    var headers: [String: String]
-    var payload: [UInt8]
+    package var endpoint: String
+    package var headers: [String: String]
+    package var payload: [UInt8]
     /// The file that holds the payload instead (``payload`` is then empty):
     /// a body above the store's `largePayloadThreshold`.
     var payloadFile: PayloadFileReference? = nil
@@ -47,7 +47,7 @@ struct EntryBody: Sendable, Hashable {
         payload = request.payload
     }
 
-    init(
+    package init(
         id: OutboxEntryID, sequence: UInt64, createdAt: Int64, priority: Int16, maxAttempts: UInt16, type: String,
         scope: String?, coalescingKey: String?, partition: String, dependencies: [OutboxEntryID],
         idempotencyKey: String, keySuppliedByApp: Bool, method: String, endpoint: String, headers: [String: String],

@@ -36,7 +36,7 @@ import Foundation
 /// of at most 2,048 characters, a version 2 completion only with its key —
 /// so a record decodes to exactly what its bytes (vouched for by the log's
 /// CRC) say, never to less.
-enum EntryCodec {
+package enum EntryCodec {
     static let version: UInt8 = 1
     private static let sealedFlag: UInt8 = 1
     private static let appKeyFlag: UInt8 = 2
@@ -50,7 +50,7 @@ enum EntryCodec {
 
     // MARK: Body
 
-    static func encode(_ body: EntryBody, sealer: PayloadSealer?) throws(OutboxError) -> [UInt8] {
+    package static func encode(_ body: EntryBody, sealer: PayloadSealer?) throws(OutboxError) -> [UInt8] {
         guard let sealer else {
             // Plain: one buffer of exactly the right size, one allocation.
             var writer = ByteWriter(capacity: headerSize(body) + sensitiveSize(body))
@@ -120,13 +120,13 @@ enum EntryCodec {
 
     /// The scheduling fields of a body, without touching the sensitive part
     /// (no key needed: a store opens and schedules without decrypting).
-    struct Header {
-        var body: EntryBody  // endpoint, headers and payload left empty
-        var sealed: Bool
+    package struct Header {
+        package var body: EntryBody  // endpoint, headers and payload left empty
+        package var sealed: Bool
         var sensitive: [UInt8]
     }
 
-    static func decodeHeader(_ bytes: [UInt8]) throws(OutboxError) -> Header {
+    package static func decodeHeader(_ bytes: [UInt8]) throws(OutboxError) -> Header {
         do throws(ByteReader.Failure) {
             var reader = ByteReader(bytes)
             let version = try reader.integer(UInt8.self)
@@ -167,7 +167,7 @@ enum EntryCodec {
     }
 
     /// The whole body, opening the sensitive part with `sealer` if sealed.
-    static func decode(_ bytes: [UInt8], sealer: PayloadSealer?) throws(OutboxError) -> EntryBody {
+    package static func decode(_ bytes: [UInt8], sealer: PayloadSealer?) throws(OutboxError) -> EntryBody {
         let header = try decodeHeader(bytes)
         var body = header.body
         var sensitive = header.sensitive
@@ -204,7 +204,7 @@ enum EntryCodec {
     /// The state record's version while an attempt's outcome is unknown.
     static let unknownOutcomeStateVersion: UInt8 = 2
 
-    static func encodeState(_ metadata: EntryMetadata, failure: FailureInfo?) -> [UInt8] {
+    package static func encodeState(_ metadata: EntryMetadata, failure: FailureInfo?) -> [UInt8] {
         var writer = ByteWriter(capacity: 48 + (failure?.message?.utf8.count ?? 0))
         let unknownSince = failure?.outcomeUnknownSince
         writer.integer(unknownSince == nil ? version : unknownOutcomeStateVersion)
@@ -223,14 +223,14 @@ enum EntryCodec {
         return writer.bytes
     }
 
-    struct State {
-        var status: OutboxStatus
-        var attempts: UInt16
-        var when: Int64
-        var failure: FailureInfo?
+    package struct State {
+        package var status: OutboxStatus
+        package var attempts: UInt16
+        package var when: Int64
+        package var failure: FailureInfo?
     }
 
-    static func decodeState(_ bytes: [UInt8]) throws(OutboxError) -> State {
+    package static func decodeState(_ bytes: [UInt8]) throws(OutboxError) -> State {
         do throws(ByteReader.Failure) {
             var reader = ByteReader(bytes)
             let stateVersion = try reader.integer(UInt8.self)
@@ -273,7 +273,7 @@ enum EntryCodec {
 
     // MARK: Completion
 
-    static func encodeCompletion(_ completion: Completion) -> [UInt8] {
+    package static func encodeCompletion(_ completion: Completion) -> [UInt8] {
         // Version 1 unless there is a key to keep, so that a store with no
         // app-supplied key stays readable by a build from before keys.
         var writer = ByteWriter(capacity: 32)
@@ -284,7 +284,7 @@ enum EntryCodec {
         return writer.bytes
     }
 
-    static func decodeCompletion(_ bytes: [UInt8]) throws(OutboxError) -> Completion {
+    package static func decodeCompletion(_ bytes: [UInt8]) throws(OutboxError) -> Completion {
         do throws(ByteReader.Failure) {
             var reader = ByteReader(bytes)
             let version = try reader.integer(UInt8.self)

@@ -7,8 +7,10 @@ import Foundation
 /// only, to move such stores to ``RecordFormat``'s whole-record seal; and
 /// still the format of the key-check record (`K`), which every sealed queue
 /// has.
-struct PayloadSealer: Sendable {
+package struct PayloadSealer: Sendable {
     let key: SymmetricKey
+
+    package init(key: SymmetricKey) { self.key = key }
 
     func seal(_ plaintext: [UInt8], partition: String, id: OutboxEntryID) throws(OutboxError) -> [UInt8] {
         do {

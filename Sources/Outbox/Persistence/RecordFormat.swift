@@ -20,7 +20,7 @@ import OutboxLog
 /// **Legacy** (stores written before issue 15, read only to migrate them):
 /// plain keys and values, with the endpoint, headers and payload of a body
 /// sealed in place under the app's key (``PayloadSealer``).
-struct RecordFormat: Sendable {
+package struct RecordFormat: Sendable {
     static let entryPrefix: UInt8 = 0x45  // "E": body (value) and state (annotation)
     static let completionPrefix: UInt8 = 0x43  // "C": the completion
     static let canaryKey: LogKey = "K"  // the encryption key check
@@ -30,13 +30,13 @@ struct RecordFormat: Sendable {
     /// Where the sequence sits in a plain body (after version, flags and id).
     static let plainSequenceOffset = 18
 
-    let partition: String
-    let sealer: RecordSealer?
+    package let partition: String
+    package let sealer: RecordSealer?
     /// For legacy stores: the key their bodies' sensitive parts are sealed with.
     let legacyPayloadKey: SymmetricKey?
 
     /// Plain, or sealed under `key`.
-    init(partition: String, key: SymmetricKey?) {
+    package init(partition: String, key: SymmetricKey?) {
         self.partition = partition
         sealer = key.map(RecordSealer.init(key:))
         legacyPayloadKey = nil
@@ -54,7 +54,7 @@ struct RecordFormat: Sendable {
         self.legacyPayloadKey = legacyPayloadKey
     }
 
-    var isSealed: Bool { sealer != nil }
+    package var isSealed: Bool { sealer != nil }
 
     /// What opens a legacy body's sensitive part (nothing in the new formats,
     /// whose bodies are plain inside).
@@ -62,8 +62,8 @@ struct RecordFormat: Sendable {
 
     // MARK: Keys
 
-    func entryKey(_ id: OutboxEntryID) -> LogKey { key(Self.entryPrefix, id) }
-    func completionKey(_ id: OutboxEntryID) -> LogKey { key(Self.completionPrefix, id) }
+    package func entryKey(_ id: OutboxEntryID) -> LogKey { key(Self.entryPrefix, id) }
+    package func completionKey(_ id: OutboxEntryID) -> LogKey { key(Self.completionPrefix, id) }
 
     private func key(_ prefix: UInt8, _ id: OutboxEntryID) -> LogKey {
         guard let sealer else {
@@ -89,7 +89,7 @@ struct RecordFormat: Sendable {
 
     /// The plain encoding of a stored body, its sequence patched in from the
     /// stored form; checked to belong under `key`.
-    func plainBody(_ stored: [UInt8], key: LogKey) throws(OutboxError) -> [UInt8] {
+    package func plainBody(_ stored: [UInt8], key: LogKey) throws(OutboxError) -> [UInt8] {
         guard let sealer else { return stored }
         guard stored.count > 9, stored[0] == Self.sealedMarker else {
             throw OutboxError(.corruptEntry, "an entry body of an encrypted queue is not sealed")

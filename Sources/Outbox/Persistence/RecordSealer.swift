@@ -15,9 +15,9 @@ import Foundation
 /// job: the sealing key (AES-GCM) and the naming key (HMAC-SHA256, for log
 /// keys and the partition's directory name). The same key is never used by
 /// two algorithms.
-struct RecordSealer: Sendable {
+package struct RecordSealer: Sendable {
     /// What a sealed record is: part of the associated data.
-    enum Purpose: UInt8, Sendable {
+    package enum Purpose: UInt8, Sendable {
         case body = 1
         case state = 2
         case completion = 3
@@ -67,7 +67,7 @@ struct RecordSealer: Sendable {
 
     /// The plaintext of a sealed record; `.wrongKey` if it does not open with
     /// this key or was moved from where it was sealed.
-    func open(
+    package func open(
         _ sealed: some Collection<UInt8>, _ purpose: Purpose, partition: String, binding: [UInt8]
     ) throws(OutboxError) -> [UInt8] {
         do {

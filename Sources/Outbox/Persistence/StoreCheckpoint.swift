@@ -37,21 +37,21 @@ import SystemPackage
 /// authenticated where a key is configured, a sealed one where none is, or
 /// one whose values no store writes is not used; the open then reads every
 /// entry, and the log's own key check decides about the key.
-struct StoreCheckpoint: Sendable {
+package struct StoreCheckpoint: Sendable {
     static let fileName = "SCHEDULE"
     static let magic: [UInt8] = Array("OBXSCHD\n".utf8)
     static let version: UInt16 = 2
     static let sealedFlag: UInt16 = 1
     /// The fixed part of the header, before the position.
-    static let fixedSize = 36
+    package static let fixedSize = 36
 
     /// The log position the checkpoint reflects.
-    var position: LogPosition
+    package var position: LogPosition
     /// The scheduler's next entry sequence number when it was taken.
-    var nextSequence: UInt64
-    var sealed: Bool
-    var headerSize: Int
-    var bodySize: Int
+    package var nextSequence: UInt64
+    package var sealed: Bool
+    package var headerSize: Int
+    package var bodySize: Int
     var bodyCRC: UInt32
     /// Sealed only: the key check box.
     var keyCheck: [UInt8]
@@ -59,7 +59,7 @@ struct StoreCheckpoint: Sendable {
     var keyCheckedHeader: [UInt8] = []
 
     /// What an open may do with a checkpoint.
-    enum Trust: Sendable, Equatable {
+    package enum Trust: Sendable, Equatable {
         /// It was written with this key (or, plain, with none): load from it.
         case usable
         /// It cannot be shown to be this queue's as it stands — plain where
@@ -70,16 +70,16 @@ struct StoreCheckpoint: Sendable {
     }
 
     /// Why a checkpoint was not used (the store then reads every entry).
-    struct Rejection: Error, Sendable, CustomStringConvertible {
+    package struct Rejection: Error, Sendable, CustomStringConvertible {
         var reason: String
-        var description: String { reason }
+        package var description: String { reason }
     }
 
     // MARK: Writing
 
     /// The whole file: `body` (``StoreCheckpointBody/encode(_:format:)``),
     /// sealed under the format's key if it has one.
-    static func file(
+    package static func file(
         body plain: [UInt8], position: LogPosition, nextSequence: UInt64, format: RecordFormat
     ) throws(OutboxError) -> [UInt8] {
         let positionBytes = position.encoded()
@@ -112,7 +112,7 @@ struct StoreCheckpoint: Sendable {
 
     /// The header at the start of `path`, or `nil` if there is no file;
     /// throws a ``Rejection`` if there is one but it does not verify.
-    static func readHeader(_ path: FilePath, fileSystem: any FileSystem) throws -> StoreCheckpoint? {
+    package static func readHeader(_ path: FilePath, fileSystem: any FileSystem) throws -> StoreCheckpoint? {
         let descriptor: FileDescriptor
         do { descriptor = try fileSystem.openFile(path, mode: .readOnly) } catch {
             if error == .noSuchFileOrDirectory { return nil }
@@ -147,7 +147,7 @@ struct StoreCheckpoint: Sendable {
         Array("key check".utf8) + headerBefore
     }
 
-    static func decodeHeader(_ header: [UInt8]) throws -> StoreCheckpoint {
+    package static func decodeHeader(_ header: [UInt8]) throws -> StoreCheckpoint {
         try header.withUnsafeBytes { raw in
             let stored: UInt32 = raw.loadLittleEndian(at: raw.count - 4)
             guard stored == CRC32.checksum(UnsafeRawBufferPointer(rebasing: raw[..<(raw.count - 4)])) else {
@@ -190,7 +190,7 @@ struct StoreCheckpoint: Sendable {
 
     /// Whether an open configured with `format`'s key (or none) may load
     /// from this checkpoint.
-    func trust(for format: RecordFormat) -> Trust {
+    package func trust(for format: RecordFormat) -> Trust {
         switch (sealed, format.sealer) {
         case (false, nil): return .usable
         case (false, .some), (true, nil): return .unverified
@@ -204,7 +204,7 @@ struct StoreCheckpoint: Sendable {
 
     /// The plain body, read from `path` and verified (CRC, and with a key,
     /// AES-GCM's authentication bound to the position).
-    func readBody(_ path: FilePath, format: RecordFormat, fileSystem: any FileSystem) throws -> [UInt8] {
+    package func readBody(_ path: FilePath, format: RecordFormat, fileSystem: any FileSystem) throws -> [UInt8] {
         let descriptor: FileDescriptor
         do { descriptor = try fileSystem.openFile(path, mode: .readOnly) } catch {
             throw Rejection(reason: "cannot open the checkpoint: \(error)")

@@ -21,7 +21,7 @@ import OutboxLog
 /// overruns the body, a byte left over, or anything else a store never
 /// writes (``decode(_:into:nextSequence:sealed:)``) rejects the checkpoint
 /// (the store then reads every entry).
-enum StoreCheckpointBody {
+package enum StoreCheckpointBody {
     private static let unchanged: UInt8 = 1
     private static let hasDependencies: UInt8 = 2
     private static let hasAppKey: UInt8 = 4
@@ -31,7 +31,7 @@ enum StoreCheckpointBody {
 
     // MARK: Encoding
 
-    static func encode(_ content: Scheduler.CheckpointContent, format: RecordFormat) -> [UInt8] {
+    package static func encode(_ content: Scheduler.CheckpointContent, format: RecordFormat) -> [UInt8] {
         var writer = ByteWriter(capacity: 64 + content.entries.count * 72 + content.completions.count * 40)
         let names = content.strings.all
         writer.integer(UInt32(names.count))
@@ -102,12 +102,12 @@ enum StoreCheckpointBody {
     /// What a decoded body gives besides the scheduler's state: where each
     /// entry's and completion's records are stored in a sealed queue (a
     /// keyed hash of the id), to find what a changed log key stands for.
-    struct LogKeys: Sendable {
-        var entries: [[UInt8]: OutboxEntryID] = [:]
-        var completions: [[UInt8]: OutboxEntryID] = [:]
+    package struct LogKeys: Sendable {
+        package var entries: [[UInt8]: OutboxEntryID] = [:]
+        package var completions: [[UInt8]: OutboxEntryID] = [:]
     }
 
-    typealias Failure = ByteReader.Failure
+    package typealias Failure = ByteReader.Failure
 
     /// The fewest bytes an entry, a completion and a name take.
     private static let minimumEntrySize = 16 + 8 + 8 + 8 + 4 + 4 + 4 + 4 + 2 + 2 + 2 + 1 + 1
@@ -127,7 +127,7 @@ enum StoreCheckpointBody {
     /// under two ids, an app key held by two ids, the unchanged flag on an
     /// entry it does not describe, a log key present in a plain queue's
     /// body or missing from a sealed one's.
-    static func decode(
+    package static func decode(
         _ body: [UInt8], into scheduler: inout Scheduler, nextSequence: UInt64, sealed: Bool
     ) throws(Failure) -> LogKeys {
         var logKeys = LogKeys()

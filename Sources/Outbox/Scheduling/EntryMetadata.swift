@@ -4,9 +4,9 @@ import Foundation
 /// needs, nothing a send needs (endpoint, headers and payload are read from
 /// the store on demand). The scheduler's working view: the ``EntryTable``
 /// stores it packed in 72 bytes, dependencies aside.
-struct EntryMetadata: Sendable, Hashable {
-    var id: OutboxEntryID
-    var sequence: UInt64
+package struct EntryMetadata: Sendable, Hashable {
+    package var id: OutboxEntryID
+    package var sequence: UInt64
     var status: OutboxStatus
     var priority: Int16
     var attempts: UInt16
@@ -24,7 +24,7 @@ struct EntryMetadata: Sendable, Hashable {
     /// No store numbers an entry this far (one enqueue a nanosecond for 292
     /// years): a larger sequence number read back is damage, refused by
     /// every decoder, so `sequence + 1` never overflows.
-    static let sequenceLimit = UInt64(Int64.max)
+    package static let sequenceLimit = UInt64(Int64.max)
     /// Times a record may hold (ms since 1970): a date ``OutboxLimits/dates``
     /// accepts, plus at most ``OutboxLimits/maximumDuration`` (a lease's end,
     /// a retry's time). A time read back outside them is damage: inside,
@@ -37,10 +37,31 @@ struct EntryMetadata: Sendable, Hashable {
     var dependencies: [OutboxEntryID]? = nil
     /// Bumped on every change, so stale heap items can be recognised.
     var version: UInt32 = 0
+
+    package init(
+        id: OutboxEntryID, sequence: UInt64, status: OutboxStatus, priority: Int16, attempts: UInt16,
+        maxAttempts: UInt16, scope: UInt32, type: UInt32, coalescing: UInt32, when: Int64, createdAt: Int64,
+        storedBytes: UInt32, dependencies: [OutboxEntryID]? = nil, version: UInt32 = 0
+    ) {
+        self.id = id
+        self.sequence = sequence
+        self.status = status
+        self.priority = priority
+        self.attempts = attempts
+        self.maxAttempts = maxAttempts
+        self.scope = scope
+        self.type = type
+        self.coalescing = coalescing
+        self.when = when
+        self.createdAt = createdAt
+        self.storedBytes = storedBytes
+        self.dependencies = dependencies
+        self.version = version
+    }
 }
 
 /// Why an entry last failed: kept only for entries that have failed.
-struct FailureInfo: Sendable, Hashable {
+package struct FailureInfo: Sendable, Hashable {
     var message: String? = nil
     var httpStatus: Int? = nil
     /// When the server first answered an attempt (ms since 1970): the
@@ -52,16 +73,31 @@ struct FailureInfo: Sendable, Hashable {
     /// decides (retry, conflict, quarantine): the dispatcher's key-retention
     /// guard counts from here.
     var outcomeUnknownSince: Int64? = nil
+
+    package init(
+        message: String? = nil, httpStatus: Int? = nil, firstAnsweredAt: Int64? = nil, outcomeUnknownSince: Int64? = nil
+    ) {
+        self.message = message
+        self.httpStatus = httpStatus
+        self.firstAnsweredAt = firstAnsweredAt
+        self.outcomeUnknownSince = outcomeUnknownSince
+    }
 }
 
 /// A delivered entry's mark: it satisfies dependencies and maps the
 /// entry's local reference to the server's id.
-struct Completion: Sendable, Hashable {
+package struct Completion: Sendable, Hashable {
     var serverID: String?
     var syncedAt: Int64
     /// The entry's idempotency key if the app supplied it: a later enqueue
     /// with that key is a duplicate while this completion is kept.
-    var idempotencyKey: String? = nil
+    package var idempotencyKey: String? = nil
+
+    package init(serverID: String?, syncedAt: Int64, idempotencyKey: String? = nil) {
+        self.serverID = serverID
+        self.syncedAt = syncedAt
+        self.idempotencyKey = idempotencyKey
+    }
 }
 
 extension Date {

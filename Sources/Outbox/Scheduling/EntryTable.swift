@@ -7,7 +7,7 @@
 ///
 /// Reads and writes go through ``EntryMetadata``, the scheduler's working
 /// view of an entry, so the scheduler's rules do not depend on the layout.
-struct EntryTable: Sendable {
+package struct EntryTable: Sendable {
     private var table = PackedTable<OutboxEntryID, PackedEntry>()
     private var dependencies: [OutboxEntryID: [OutboxEntryID]] = [:]
 
@@ -50,7 +50,7 @@ struct EntryTable: Sendable {
     /// Every id, in no particular order.
     var keys: [OutboxEntryID] { table.keys }
 
-    func forEach(_ body: (EntryMetadata) throws -> Void) rethrows {
+    package func forEach(_ body: (EntryMetadata) throws -> Void) rethrows {
         try table.forEach { element in
             try body(
                 EntryMetadata(

@@ -35,7 +35,7 @@ extension Scheduler {
     /// and ``loadCompletion(_:_:)`` were given, as they stand now. Taken
     /// under the store's lock; the tables are shared, not copied (a page or
     /// dictionary the scheduler then changes is copied once).
-    struct CheckpointContent: Sendable {
+    package struct CheckpointContent: Sendable {
         var entries: EntryTable
         var failures: [OutboxEntryID: FailureInfo]
         var completions: [OutboxEntryID: Completion]
@@ -44,10 +44,10 @@ extension Scheduler {
         /// those with a coalescing key (on disk: no state record).
         var pristine: Set<OutboxEntryID>
         var appKeys: [OutboxEntryID: String]
-        var nextSequence: UInt64
+        package var nextSequence: UInt64
     }
 
-    var checkpointContent: CheckpointContent {
+    package var checkpointContent: CheckpointContent {
         CheckpointContent(
             entries: entries, failures: failures, completions: completions, strings: strings, pristine: pristine,
             appKeys: appKeys, nextSequence: nextSequence)
@@ -105,7 +105,7 @@ extension Scheduler {
     /// come back pending with their attempt counted. Returns their new state
     /// to persist. `sequenceFloor` keeps sequence numbers increasing across
     /// restarts even when every entry is gone.
-    mutating func finishLoading(now: Int64, sequenceFloor: UInt64) -> StoreChanges {
+    package mutating func finishLoading(now: Int64, sequenceFloor: UInt64) -> StoreChanges {
         nextSequence = max(nextSequence, sequenceFloor)
         let changes = rebuildOrder(now: now)
         rebuildHeaps(now: now)

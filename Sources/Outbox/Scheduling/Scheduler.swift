@@ -31,24 +31,24 @@ import HeapModule
 /// job owns it. It is `internal` only so that those files can change it:
 /// nothing outside `Sources/Outbox/Scheduling` writes it (stores read
 /// ``entries``, ``completions``, ``strings`` and ``failure(_:)`` under their lock).
-struct Scheduler: Sendable {
+package struct Scheduler: Sendable {
     let partition: String
     let configuration: OutboxStoreConfiguration
 
     /// Every live entry's metadata. Owned by status (``commit(_:)``,
     /// `Scheduler+Status.swift`); written by every job.
-    var entries = EntryTable()
+    package var entries = EntryTable()
     /// Why each entry last failed. Owned by outcomes (`Scheduler+Outcomes.swift`).
-    var failures: [OutboxEntryID: FailureInfo] = [:]
+    package var failures: [OutboxEntryID: FailureInfo] = [:]
     /// Delivered entries' marks (server id, app key). Owned by outcomes
     /// (``succeed(_:serverID:now:)``); read by dependencies.
-    var completions: [OutboxEntryID: Completion] = [:]
+    package var completions: [OutboxEntryID: Completion] = [:]
     /// Interned scopes, types and coalescing keys. Owned by enqueue and
     /// loading (retain), removal (release).
-    var strings = StringInterner()
+    package var strings = StringInterner()
     /// The sequence number of the next new entry. Owned by enqueue
     /// (`Scheduler+Enqueue.swift`) and loading.
-    var nextSequence: UInt64 = 1
+    package var nextSequence: UInt64 = 1
 
     /// Unfinished entries (pending, failed, in flight) of each scope, in
     /// sequence order. Owned by scope queues (`Scheduler+ScopeQueues.swift`).
@@ -81,13 +81,13 @@ struct Scheduler: Sendable {
     var keyed: [UInt32: [OutboxEntryID]] = [:]
     /// Entries with a coalescing key whose status never changed since their
     /// enqueue (on disk: no state record). Owned by keys; ended by status.
-    var pristine: Set<OutboxEntryID> = []
+    package var pristine: Set<OutboxEntryID> = []
     /// App-supplied idempotency key → the entry (live, or delivered while its
     /// completion is kept) holding it, and the reverse. Derived keys are
     /// not listed: the id already identifies them. Owned by keys.
     var keyHolders: [String: OutboxEntryID] = [:]
     /// Entry → its app-supplied idempotency key. Owned by keys.
-    var appKeys: [OutboxEntryID: String] = [:]
+    package var appKeys: [OutboxEntryID: String] = [:]
     /// Entries per status. Owned by status (``adjust(_:count:bytes:)``).
     var counts: [OutboxStatus: Int] = [:]
     /// Stored bytes per status. Owned by status.
@@ -95,7 +95,7 @@ struct Scheduler: Sendable {
     /// Stored bytes of every entry (the partition's limit). Owned by status.
     var totalBytes = 0
 
-    init(partition: String, configuration: OutboxStoreConfiguration) {
+    package init(partition: String, configuration: OutboxStoreConfiguration) {
         self.partition = partition
         self.configuration = configuration
     }

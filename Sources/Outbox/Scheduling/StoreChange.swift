@@ -1,5 +1,5 @@
 /// A change a store must make durable, in the order given.
-enum StoreChange: Sendable, Hashable {
+package enum StoreChange: Sendable, Hashable {
     /// A new entry's body (the store holds the request).
     case newEntry(OutboxEntryID)
     /// The entry's current state (status, attempts, times, failure).

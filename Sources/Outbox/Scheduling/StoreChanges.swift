@@ -2,23 +2,23 @@
 /// inline: an enqueue makes one, an attempt one, a success two, so the
 /// common call returns its changes without allocating an array (the rest,
 /// a cascade or a batch, go to `overflow`).
-struct StoreChanges: RandomAccessCollection, RangeReplaceableCollection, ExpressibleByArrayLiteral, Sendable,
+package struct StoreChanges: RandomAccessCollection, RangeReplaceableCollection, ExpressibleByArrayLiteral, Sendable,
     Equatable
 {
     private var first: StoreChange?
     private var second: StoreChange?
     private var overflow: [StoreChange] = []
 
-    init() {}
+    package init() {}
 
     init(_ change: StoreChange) { first = change }
 
-    init(arrayLiteral changes: StoreChange...) { append(contentsOf: changes) }
+    package init(arrayLiteral changes: StoreChange...) { append(contentsOf: changes) }
 
-    var startIndex: Int { 0 }
-    var endIndex: Int { first == nil ? 0 : second == nil ? 1 : 2 + overflow.count }
+    package var startIndex: Int { 0 }
+    package var endIndex: Int { first == nil ? 0 : second == nil ? 1 : 2 + overflow.count }
 
-    subscript(position: Int) -> StoreChange {
+    package subscript(position: Int) -> StoreChange {
         switch position {
         case 0: first!
         case 1: second!
@@ -26,7 +26,7 @@ struct StoreChanges: RandomAccessCollection, RangeReplaceableCollection, Express
         }
     }
 
-    mutating func append(_ change: StoreChange) {
+    package mutating func append(_ change: StoreChange) {
         if first == nil {
             first = change
         } else if second == nil {
@@ -36,18 +36,18 @@ struct StoreChanges: RandomAccessCollection, RangeReplaceableCollection, Express
         }
     }
 
-    mutating func append(contentsOf changes: some Sequence<StoreChange>) {
+    package mutating func append(contentsOf changes: some Sequence<StoreChange>) {
         for change in changes { append(change) }
     }
 
     /// Any other edit: rebuilt from the edited elements (no hot path edits
     /// in the middle).
-    mutating func replaceSubrange(_ range: Range<Int>, with changes: some Collection<StoreChange>) {
+    package mutating func replaceSubrange(_ range: Range<Int>, with changes: some Collection<StoreChange>) {
         var all = Array(self)
         all.replaceSubrange(range, with: changes)
         self = StoreChanges()
         append(contentsOf: all)
     }
 
-    static func == (lhs: StoreChanges, rhs: StoreChanges) -> Bool { lhs.elementsEqual(rhs) }
+    package static func == (lhs: StoreChanges, rhs: StoreChanges) -> Bool { lhs.elementsEqual(rhs) }
 }

@@ -2,7 +2,7 @@
 /// coalescing keys), so each entry's metadata stores 4 bytes instead of a
 /// `String`. Reference-counted: a scope used by no entry any more is freed,
 /// so a long-running app does not accumulate every conversation it ever had.
-struct StringInterner: Sendable {
+package struct StringInterner: Sendable {
     private var ids: [String: (id: UInt32, references: Int)] = [:]
     private var names: [UInt32: String] = [:]
     private var freed: [UInt32] = []
@@ -49,7 +49,7 @@ struct StringInterner: Sendable {
     }
 
     /// Every name with its id.
-    var all: [(id: UInt32, name: String)] { names.map { ($0.key, $0.value) } }
+    package var all: [(id: UInt32, name: String)] { names.map { ($0.key, $0.value) } }
 
     /// The id of `name` if some entry uses it, without taking a reference.
     func lookup(_ name: String) -> UInt32? { ids[name]?.id }

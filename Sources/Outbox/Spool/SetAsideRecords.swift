@@ -24,7 +24,7 @@ import SystemPackage
 /// format: with encryption on, none is readable on disk.
 ///
 /// Every method blocks: callers run them off the cooperative pool.
-struct SetAsideRecords: Sendable {
+package struct SetAsideRecords: Sendable {
     static let directoryName = "refused"
     static let magic: [UInt8] = Array("OBXASIDE".utf8)
     private static let sealedFlag: UInt8 = 1
@@ -34,13 +34,13 @@ struct SetAsideRecords: Sendable {
     let format: RecordFormat
     let fileSystem: any FileSystem
 
-    init(queue: FilePath, format: RecordFormat, fileSystem: any FileSystem) {
+    package init(queue: FilePath, format: RecordFormat, fileSystem: any FileSystem) {
         directory = queue.appending(Self.directoryName)
         self.format = format
         self.fileSystem = fileSystem
     }
 
-    static func name(spool: SpoolID, record: UInt64) -> String { spool.hex + "-" + String(record) }
+    package static func name(spool: SpoolID, record: UInt64) -> String { spool.hex + "-" + String(record) }
 
     /// Keeps `stored` (a spool record's value) as `name`; returns its path.
     /// Written whole and synced with its directory before it returns: the
@@ -92,8 +92,8 @@ struct SetAsideRecords: Sendable {
 
     // MARK: The file's form
 
-    /// Internal (not private) for the fuzz target (`SpoolFuzzing`).
-    func encode(_ content: [UInt8], name: String) throws(OutboxError) -> [UInt8] {
+    /// Package access for the fuzz target (`SpoolFuzzing`).
+    package func encode(_ content: [UInt8], name: String) throws(OutboxError) -> [UInt8] {
         var stored = content
         if let sealer = format.sealer {
             stored = try sealer.seal(content, .setAside, partition: format.partition, binding: Array(name.utf8))
@@ -104,8 +104,8 @@ struct SetAsideRecords: Sendable {
         return bytes + stored
     }
 
-    /// Internal (not private) for the fuzz target (`SpoolFuzzing`).
-    func decode(_ bytes: [UInt8], name: String, path: FilePath) throws(OutboxError) -> [UInt8] {
+    /// Package access for the fuzz target (`SpoolFuzzing`).
+    package func decode(_ bytes: [UInt8], name: String, path: FilePath) throws(OutboxError) -> [UInt8] {
         func damaged(_ reason: String) -> OutboxError { OutboxError(.corruptEntry, "\(path): \(reason)") }
         guard bytes.count >= Self.headerSize, bytes.starts(with: Self.magic) else {
             throw damaged("not a set-aside record (bad magic or too short)")

@@ -17,10 +17,10 @@ import SystemPackage
 /// it creates: a name is never used twice, so a spool the owner deleted is
 /// never written again, and the queue's mark of how far it ingested a
 /// spool (``SpoolMark``) always describes that spool's one history.
-enum SpoolLayout {
+package enum SpoolLayout {
     static let spoolsName = "spools"
-    static let spoolPrefix = "spool+"
-    static let pokeName = "POKE"
+    package static let spoolPrefix = "spool+"
+    package static let pokeName = "POKE"
 
     /// The directory of the spools of the queue named `queueName` (an
     /// `outbox+<hex>` name) under `root`.
@@ -44,7 +44,7 @@ enum SpoolLayout {
     /// the guard knows no writer will touch the spool again (done, or
     /// killed). The owner deletes it with the spool.
     static func guardPath(_ spools: FilePath, _ id: SpoolID) -> FilePath { spools.appending(spoolPrefix + id.hex + guardSuffix) }
-    static let guardSuffix = ".lock"
+    package static let guardSuffix = ".lock"
 
     /// Takes a spool's guard; `nil` if another holds it. Blocking.
     static func takeGuard(_ spools: FilePath, _ id: SpoolID, fileSystem: any FileSystem) throws(OutboxError) -> FileDescriptor? {
@@ -67,13 +67,13 @@ enum SpoolLayout {
     }
 
     /// The spool a directory entry named `name` is (`spool+<32 hex>`), if it is one.
-    static func spoolID(fromName name: String) -> SpoolID? {
+    package static func spoolID(fromName name: String) -> SpoolID? {
         guard name.hasPrefix(spoolPrefix) else { return nil }
         return SpoolID(hex: String(name.dropFirst(spoolPrefix.count)))
     }
 
     /// The spool whose guard is named `name` (`spool+<32 hex>.lock`), if it is one.
-    static func spoolID(fromGuardName name: String) -> SpoolID? {
+    package static func spoolID(fromGuardName name: String) -> SpoolID? {
         guard name.hasSuffix(guardSuffix) else { return nil }
         return spoolID(fromName: String(name.dropLast(guardSuffix.count)))
     }
@@ -117,24 +117,24 @@ enum SpoolLayout {
 }
 
 /// A spool's name: 16 random bytes.
-struct SpoolID: Hashable, Sendable, CustomStringConvertible {
-    let bytes: [UInt8]
+package struct SpoolID: Hashable, Sendable, CustomStringConvertible {
+    package let bytes: [UInt8]
 
     static func random() -> SpoolID {
         var generator = SystemRandomNumberGenerator()
         return SpoolID(bytes: (0..<16).map { _ in UInt8.random(in: .min ... .max, using: &generator) })
     }
 
-    init(bytes: [UInt8]) { self.bytes = bytes }
+    package init(bytes: [UInt8]) { self.bytes = bytes }
 
     /// The spool named by `hex`, if it is 32 lowercase hex digits.
-    init?(hex: String) {
+    package init?(hex: String) {
         guard let bytes = LowercaseHex.decode(hex, count: 16) else { return nil }
         self.bytes = bytes
     }
 
-    var hex: String { LowercaseHex.encode(bytes) }
-    var description: String { SpoolLayout.spoolPrefix + hex }
+    package var hex: String { LowercaseHex.encode(bytes) }
+    package var description: String { SpoolLayout.spoolPrefix + hex }
 }
 
 /// The queue's record of how far it has ingested one spool: key `S` and
@@ -147,17 +147,17 @@ struct SpoolID: Hashable, Sendable, CustomStringConvertible {
 ///
 /// The mark is not sealed in an encrypted queue: a random name and a count
 /// of records say nothing the app or its server wrote (Docs/SECURITY.md).
-enum SpoolMark {
+package enum SpoolMark {
     static let prefix: UInt8 = 0x53  // "S"
 
     static func key(_ spool: SpoolID) -> LogKey { LogKey([prefix] + spool.bytes) }
 
-    static func write(_ spool: SpoolID, through sequence: UInt64) -> LogWrite {
+    package static func write(_ spool: SpoolID, through sequence: UInt64) -> LogWrite {
         .value(key(spool), withUnsafeBytes(of: sequence.littleEndian) { Array($0) })
     }
 
     /// The sequence a mark's value records; `nil` if it is not 8 bytes.
-    static func sequence(_ value: [UInt8]) -> UInt64? {
+    package static func sequence(_ value: [UInt8]) -> UInt64? {
         guard value.count == 8 else { return nil }
         return value.withUnsafeBytes { UInt64(littleEndian: $0.loadUnaligned(as: UInt64.self)) }
     }

@@ -19,7 +19,7 @@ struct OpenSpool: Sendable {
 }
 
 /// Opening and reading a spool, for ingestion.
-enum SpoolReading {
+package enum SpoolReading {
     enum Opened {
         case spool(OpenSpool)
         /// Its writer still holds it.
@@ -83,7 +83,7 @@ enum SpoolReading {
     /// holds, and its stored form in the queue: the record's own value, or
     /// re-encoded in `queueFormat` if the queue has another. Throws if it is
     /// not an entry of this queue.
-    static func entry(
+    package static func entry(
         key: LogKey, value: [UInt8], format: RecordFormat, queueFormat: RecordFormat?
     ) throws(OutboxError) -> (body: EntryBody, stored: [UInt8]) {
         let body = try EntryCodec.decode(try format.plainBody(value, key: key), sealer: nil)

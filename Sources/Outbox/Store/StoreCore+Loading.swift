@@ -31,7 +31,7 @@ extension StoreCore {
     /// `nil` if that number would pass ``EntryMetadata/sequenceLimit``: no
     /// store gets there, so the checkpoint or the log is not to be believed
     /// (the store then reads every entry).
-    static func earlySequence(checkpoint: StoreCheckpoint, logNext: UInt64) -> UInt64? {
+    package static func earlySequence(checkpoint: StoreCheckpoint, logNext: UInt64) -> UInt64? {
         let recordsSince = logNext > checkpoint.position.sequence ? logNext - checkpoint.position.sequence - 1 : 0
         let (early, overflow) = checkpoint.nextSequence.addingReportingOverflow(recordsSince)
         guard !overflow, early <= EntryMetadata.sequenceLimit else { return nil }

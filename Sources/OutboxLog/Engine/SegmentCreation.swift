@@ -72,7 +72,7 @@ extension FileSystem {
     }
 
     /// Reads and decodes the header of a segment file.
-    func readSegmentHeader(_ descriptor: FileDescriptor) throws(Errno) -> (Result<SegmentHeader, SegmentHeader.DecodeError>, Int64) {
+    package func readSegmentHeader(_ descriptor: FileDescriptor) throws(Errno) -> (Result<SegmentHeader, SegmentHeader.DecodeError>, Int64) {
         let size = try self.size(of: descriptor)
         var bytes = try readBytes(descriptor, count: 4096, at: 0)
         // A newer version's header may be larger (its size field is 16 bits).

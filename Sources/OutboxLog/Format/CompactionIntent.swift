@@ -18,10 +18,15 @@
 ///      … 16·m outputs: base sequence (8), salt (8)
 ///      …    4 CRC-32 of everything before
 /// ```
-struct CompactionIntent: Sendable, Hashable {
-    struct SegmentIdentity: Sendable, Hashable {
+package struct CompactionIntent: Sendable, Hashable {
+    package struct SegmentIdentity: Sendable, Hashable {
         var base: UInt64
         var salt: UInt64
+
+        package init(base: UInt64, salt: UInt64) {
+            self.base = base
+            self.salt = salt
+        }
     }
 
     static let magic: [UInt8] = Array("OBXCMPT\n".utf8)
@@ -33,7 +38,13 @@ struct CompactionIntent: Sendable, Hashable {
     /// Salvage: move inputs to `damaged/` rather than deleting them.
     var quarantineInputs: Bool
 
-    func encoded() -> [UInt8] {
+    package init(inputs: [SegmentIdentity], outputs: [SegmentIdentity], quarantineInputs: Bool) {
+        self.inputs = inputs
+        self.outputs = outputs
+        self.quarantineInputs = quarantineInputs
+    }
+
+    package func encoded() -> [UInt8] {
         var bytes = Self.magic
         bytes.appendLittleEndian(Self.currentVersion)
         bytes.appendLittleEndian(quarantineInputs ? Self.quarantineFlag : 0)
@@ -47,12 +58,12 @@ struct CompactionIntent: Sendable, Hashable {
         return bytes
     }
 
-    enum DecodeError: Error, Equatable {
+    package enum DecodeError: Error, Equatable {
         case corrupt(String)
         case unsupportedVersion(UInt16)
     }
 
-    static func decode(_ bytes: [UInt8]) -> Result<CompactionIntent, DecodeError> {
+    package static func decode(_ bytes: [UInt8]) -> Result<CompactionIntent, DecodeError> {
         bytes.withUnsafeBytes { raw in
             guard raw.count >= 24, raw.prefix(8).elementsEqual(magic) else { return .failure(.corrupt("bad magic")) }
             let stored: UInt32 = raw.loadLittleEndian(at: raw.count - 4)

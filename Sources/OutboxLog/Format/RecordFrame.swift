@@ -19,7 +19,7 @@ public enum RecordKind: UInt8, Sendable, Hashable, CustomStringConvertible {
 }
 
 /// The kind byte of a frame: the public kinds plus the engine's own marker.
-enum FrameKind: UInt8, Sendable, Hashable {
+package enum FrameKind: UInt8, Sendable, Hashable {
     case value = 1
     case annotation = 2
     case tombstone = 3
@@ -50,8 +50,8 @@ enum FrameKind: UInt8, Sendable, Hashable {
 ///     28    k key
 ///   28+k    … payload (length - 28 - k bytes)
 /// ```
-enum RecordFrame {
-    static let headerSize = 28
+package enum RecordFrame {
+    package static let headerSize = 28
     static let batchContinuesFlag: UInt8 = 1
     static let batchContinuationFlag: UInt8 = 2
     static let knownFlags = batchContinuesFlag | batchContinuationFlag
@@ -61,7 +61,7 @@ enum RecordFrame {
     static func size(keyCount: Int, payloadCount: Int) -> Int { headerSize + keyCount + payloadCount }
 
     /// Appends the frame of one record to `buffer`.
-    static func append(
+    package static func append(
         to buffer: inout [UInt8], crcSeed: UInt32, kind: FrameKind, batchContinues: Bool,
         batchContinuation: Bool, sequence: UInt64, durableWatermark: UInt64, key: LogKey, payload: UnsafeRawBufferPointer,
         patch: PayloadPatch? = nil
@@ -121,18 +121,18 @@ enum RecordFrame {
     }
 
     /// A frame that verified.
-    struct Decoded {
-        var length: Int
-        var kind: FrameKind
-        var batchContinues: Bool
-        var batchContinuation: Bool
-        var sequence: UInt64
-        var durableWatermark: UInt64
-        var keyRange: Range<Int>
-        var payloadRange: Range<Int>
+    package struct Decoded {
+        package var length: Int
+        package var kind: FrameKind
+        package var batchContinues: Bool
+        package var batchContinuation: Bool
+        package var sequence: UInt64
+        package var durableWatermark: UInt64
+        package var keyRange: Range<Int>
+        package var payloadRange: Range<Int>
     }
 
-    enum DecodeFailure: Error, Equatable {
+    package enum DecodeFailure: Error, Equatable {
         /// The bytes end before the frame does: a torn write, or the end of
         /// the data read so far.
         case incomplete
@@ -145,7 +145,7 @@ enum RecordFrame {
     /// The length field is trusted only to locate the CRC'd range; if the CRC
     /// fails the frame is `invalid`, whatever its length says.
     @inline(__always)
-    static func decode(
+    package static func decode(
         _ bytes: UnsafeRawBufferPointer, at offset: Int, crcSeed: UInt32, maximumLength: Int
     ) -> Result<Decoded, DecodeFailure> {
         let available = bytes.count - offset

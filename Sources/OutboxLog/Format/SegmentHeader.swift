@@ -19,23 +19,29 @@
 /// Every version keeps bytes 0..<12 where they are and puts the CRC in the
 /// header's last four bytes (`header size - 4`).
 /// All integers are little-endian. See Docs/FORMAT.md.
-struct SegmentHeader: Sendable, Hashable {
+package struct SegmentHeader: Sendable, Hashable {
     static let magic: [UInt8] = Array("OBXLOG\r\n".utf8)
-    static let currentVersion: UInt16 = 1
-    static let size = 48
+    package static let currentVersion: UInt16 = 1
+    package static let size = 48
 
     static let rewrittenFlag: UInt32 = 1
 
-    var baseSequence: UInt64
-    var coverEnd: UInt64?
+    package var baseSequence: UInt64
+    package var coverEnd: UInt64?
     var salt: UInt64
 
+    package init(baseSequence: UInt64, coverEnd: UInt64?, salt: UInt64) {
+        self.baseSequence = baseSequence
+        self.coverEnd = coverEnd
+        self.salt = salt
+    }
+
     /// The CRC state every record in this segment starts from.
-    var recordCRCSeed: UInt32 {
+    package var recordCRCSeed: UInt32 {
         withUnsafeBytes(of: salt.littleEndian) { CRC32.checksum($0) }
     }
 
-    func encoded() -> [UInt8] {
+    package func encoded() -> [UInt8] {
         var bytes: [UInt8] = []
         bytes.reserveCapacity(Self.size)
         bytes.append(contentsOf: Self.magic)
@@ -50,7 +56,7 @@ struct SegmentHeader: Sendable, Hashable {
         return bytes
     }
 
-    enum DecodeError: Error, Equatable {
+    package enum DecodeError: Error, Equatable {
         /// The file is shorter than a header.
         case truncated
         /// The first eight bytes are not the magic: not a segment, or damaged.
@@ -69,7 +75,7 @@ struct SegmentHeader: Sendable, Hashable {
     /// version, and is checked before the version, so only a header that
     /// verifies as a whole can be "newer"; a bit flip in a version-1 header
     /// is damage.
-    static func decode(_ bytes: UnsafeRawBufferPointer) -> Result<SegmentHeader, DecodeError> {
+    package static func decode(_ bytes: UnsafeRawBufferPointer) -> Result<SegmentHeader, DecodeError> {
         guard bytes.count >= 12 else { return .failure(.truncated) }
         guard bytes.prefix(8).elementsEqual(magic) else { return .failure(.badMagic) }
         let version: UInt16 = bytes.loadLittleEndian(at: 8)

@@ -2,7 +2,7 @@ import SystemPackage
 
 /// Reads a file front to back in large chunks and hands out windows into
 /// its buffer, so a scan costs one `pread` per few MiB, not one per record.
-final class ChunkedFileReader {
+package final class ChunkedFileReader {
     let fileSystem: any FileSystem
     let descriptor: FileDescriptor
     let path: FilePath
@@ -14,7 +14,7 @@ final class ChunkedFileReader {
     /// Valid bytes in `buffer`.
     private var bufferCount = 0
 
-    init(fileSystem: any FileSystem, descriptor: FileDescriptor, path: FilePath, fileSize: Int64, chunkSize: Int = 4 << 20) {
+    package init(fileSystem: any FileSystem, descriptor: FileDescriptor, path: FilePath, fileSize: Int64, chunkSize: Int = 4 << 20) {
         self.fileSystem = fileSystem
         self.descriptor = descriptor
         self.path = path

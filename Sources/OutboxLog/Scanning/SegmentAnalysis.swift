@@ -1,13 +1,13 @@
 /// Everything a scan learned about one segment file.
-struct SegmentAnalysis {
+package struct SegmentAnalysis {
     /// The valid records from the start of the file.
-    var leading: SegmentScanner.Run
+    package var leading: SegmentScanner.Run
     /// What follows the first bad frame, if there is one.
-    var damage: Damage?
+    package var damage: Damage?
 
-    struct Damage {
+    package struct Damage {
         /// Where the leading run ends: the truncation point of a torn tail.
-        var offset: Int64
+        package var offset: Int64
         /// The damaged frame (see ``SegmentScanner/Stop/frame``): where
         /// damage that is not a torn tail is reported.
         var frameOffset: Int64
@@ -23,7 +23,7 @@ struct SegmentAnalysis {
         /// The highest sequence number of any verified frame after the damage.
         var highestSequenceAfter: UInt64?
         /// The damaged byte ranges.
-        var skipped: [RecoveryReport.SkippedRange] = []
+        package var skipped: [RecoveryReport.SkippedRange] = []
         /// Every byte from the damage to the end of the file is zero, and
         /// the damage begins at a frame boundary (no batch open): space the
         /// writer allocated ahead and never wrote (Docs/FORMAT.md, "Space
@@ -40,7 +40,7 @@ struct SegmentAnalysis {
     /// Scans a whole segment: the leading run first (its records go to
     /// `visit`), then, past any damage, every later run (their records go to
     /// `visitLater`, if given), resynchronising after each bad stretch.
-    static func analyze(
+    package static func analyze(
         _ scanner: SegmentScanner, file: String,
         visit: (ScannedRecord) -> Void, visitLater: (ScannedRecord) -> Void = { _ in }
     ) throws(OutboxLogError) -> SegmentAnalysis {

@@ -2,12 +2,12 @@ import SystemPackage
 
 /// A committed record found by a scan: its frame verified, and so did every
 /// record of its atomic batch.
-struct ScannedRecord {
-    var kind: FrameKind
-    var key: LogKey
-    var sequence: UInt64
-    var offset: Int64
-    var length: Int
+package struct ScannedRecord {
+    package var kind: FrameKind
+    package var key: LogKey
+    package var sequence: UInt64
+    package var offset: Int64
+    package var length: Int
 }
 
 /// Verifies the frames of one segment file, in the manner of LevelDB's
@@ -16,15 +16,15 @@ struct ScannedRecord {
 /// searching byte by byte for the next frame that verifies, so it can tell a
 /// torn tail (nothing valid follows) from damage in the middle (valid
 /// records follow, which must never be dropped silently).
-final class SegmentScanner {
+package final class SegmentScanner {
     let reader: ChunkedFileReader
     let header: SegmentHeader
     let crcSeed: UInt32
 
     /// The result of scanning one run of consecutive valid frames.
-    struct Run {
+    package struct Run {
         /// Offset just past the last committed record.
-        var end: Int64
+        package var end: Int64
         var records = 0
         var firstSequence: UInt64?
         var lastSequence: UInt64?
@@ -52,7 +52,7 @@ final class SegmentScanner {
         var reason: String
     }
 
-    init(reader: ChunkedFileReader, header: SegmentHeader) {
+    package init(reader: ChunkedFileReader, header: SegmentHeader) {
         self.reader = reader
         self.header = header
         self.crcSeed = header.recordCRCSeed

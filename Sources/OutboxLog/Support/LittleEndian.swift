@@ -4,7 +4,7 @@
 /// machine (see Docs/FORMAT.md); these helpers are the only place that knows.
 extension Array where Element == UInt8 {
     @inline(__always)
-    mutating func appendLittleEndian<T: FixedWidthInteger>(_ value: T) {
+    package mutating func appendLittleEndian<T: FixedWidthInteger>(_ value: T) {
         Swift.withUnsafeBytes(of: value.littleEndian) { append(contentsOf: $0) }
     }
 }
@@ -12,14 +12,14 @@ extension Array where Element == UInt8 {
 extension UnsafeRawBufferPointer {
     /// Reads a little-endian integer at `offset`; the caller checks bounds.
     @inline(__always)
-    func loadLittleEndian<T: FixedWidthInteger>(at offset: Int, as: T.Type = T.self) -> T {
+    package func loadLittleEndian<T: FixedWidthInteger>(at offset: Int, as: T.Type = T.self) -> T {
         T(littleEndian: loadUnaligned(fromByteOffset: offset, as: T.self))
     }
 }
 
 extension UnsafeMutableRawBufferPointer {
     @inline(__always)
-    func storeLittleEndian<T: FixedWidthInteger>(_ value: T, at offset: Int) {
+    package func storeLittleEndian<T: FixedWidthInteger>(_ value: T, at offset: Int) {
         storeBytes(of: value.littleEndian, toByteOffset: offset, as: T.self)
     }
 }

@@ -1,3 +1,4 @@
+import OutboxLog
 import SystemPackage
 
 /// Fuzz entry point for the segment scanner: recovery's reading of a whole

@@ -1,3 +1,4 @@
+import OutboxLog
 /// The frame decoder at the end of the bytes it is given: a frame whose
 /// declared length runs past them — by one byte, above all — must be
 /// `incomplete`, and must be found so without reading a byte past them.

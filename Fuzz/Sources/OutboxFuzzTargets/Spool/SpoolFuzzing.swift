@@ -1,3 +1,4 @@
+@_spi(OutboxInternals) import Outbox
 import Crypto
 import OutboxLog
 import SystemPackage

@@ -1,4 +1,5 @@
 import Foundation
+import OutboxFuzzTargets
 import OutboxLog
 import Testing
 
@@ -28,7 +29,7 @@ struct FrameBoundaryTests {
         }
         // Values, annotations, tombstones, markers, batches: the vectors
         // hold a few hundred distinct frames; far fewer means the walk broke.
-        #expect(seen.count >= 100, "only \(seen.count) frames found in \(VectorTests.folder.path)")
+        #expect(seen.count >= 100, "only \(seen.count) frames found in \(Self.vectors.path)")
     }
 
     @Test("the encoder's frames of every kind, flags and the largest key, cut at every length, are incomplete")
@@ -44,12 +45,16 @@ struct FrameBoundaryTests {
         }
     }
 
+    /// The format's test vectors (Tests/Vectors), one folder each.
+    static let vectors = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .appendingPathComponent("Vectors")
+
     /// The bytes of every segment file in the vectors (damaged ones too:
     /// their frames that verify come before the damage).
     static func vectorSegments() throws -> [[UInt8]] {
         var segments: [[UInt8]] = []
-        for name in VectorTests.names {
-            let log = VectorTests.folder.appendingPathComponent("\(name)/log")
+        for name in try FileManager.default.contentsOfDirectory(atPath: Self.vectors.path).sorted() {
+            let log = Self.vectors.appendingPathComponent("\(name)/log")
             let files = (try? FileManager.default.contentsOfDirectory(atPath: log.path)) ?? []
             for file in files.sorted() where file.hasSuffix(".seg") || file.hasSuffix(".seg.compacting") {
                 segments.append(Array(try Data(contentsOf: log.appendingPathComponent(file))))

@@ -1,3 +1,4 @@
+import OutboxLog
 /// Fuzz entry points for the fixed-layout parts of the format: a record
 /// frame, a segment header, a compaction intent. Each decodes arbitrary
 /// bytes and throws ``FuzzViolation`` if what it decoded is not exactly what

@@ -1,3 +1,4 @@
+import OutboxLog
 /// What a fuzz target found: a decoder's output that differs from what the
 /// checksum vouches for (or breaks a rule of the format). Crashes, traps and
 /// memory errors are findings too, but those the sanitizers report.

@@ -1,3 +1,4 @@
+@_spi(OutboxInternals) import IdempotencyKeyMiddleware
 import Foundation
 import OutboxLog
 

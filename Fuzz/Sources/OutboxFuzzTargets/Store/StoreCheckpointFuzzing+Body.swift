@@ -1,3 +1,4 @@
+@_spi(OutboxInternals) import Outbox
 import OutboxLog
 
 extension StoreCheckpointFuzzing {

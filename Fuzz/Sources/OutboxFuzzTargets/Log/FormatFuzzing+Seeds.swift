@@ -1,3 +1,4 @@
+import OutboxLog
 /// Seed inputs for the format fuzz targets: one valid encoding of each kind
 /// of frame, header and intent, behind control byte 0 (decode as is). The
 /// checked-in corpus (Fuzz/corpus) starts from these.
