@@ -8,7 +8,7 @@
 /// ```
 package struct PayloadFileReference: Sendable, Hashable {
     /// How the payload sits in its file.
-    enum Layout: UInt8, Sendable {
+    package enum Layout: UInt8, Sendable {
         /// The payload's bytes as they are: the file is the request body.
         case plain = 1
         /// AES-GCM boxes of `chunkSize` bytes each (the last one shorter),
@@ -26,6 +26,14 @@ package struct PayloadFileReference: Sendable, Hashable {
     /// SHA-256 of the payload: checked before any of it is handed out whole,
     /// and before the last chunk of a stream.
     var digest: [UInt8]
+
+    package init(layout: Layout, fileID: [UInt8], length: UInt64, chunkSize: UInt32, digest: [UInt8]) {
+        self.layout = layout
+        self.fileID = fileID
+        self.length = length
+        self.chunkSize = chunkSize
+        self.digest = digest
+    }
 
     static let encodedSize = 1 + 16 + 8 + 4 + 32
 

@@ -4,27 +4,27 @@ import Foundation
 /// rewritten on retries.
 package struct EntryBody: Sendable, Hashable {
     package var id: OutboxEntryID
-    var sequence: UInt64
-    var createdAt: Int64
+    package var sequence: UInt64
+    package var createdAt: Int64
     var priority: Int16
-    var maxAttempts: UInt16
-    var type: String
+    package var maxAttempts: UInt16
+    package var type: String
     package var scope: String?
     package var coalescingKey: String?
-    var partition: String
+    package var partition: String
     package var dependencies: [OutboxEntryID]
     var idempotencyKey: String
     /// The app passed ``idempotencyKey`` (rather than leaving it to be
     /// derived from the partition and the id): the store then also finds the
     /// entry by its key.
     package var keySuppliedByApp: Bool
-    var method: String
+    package var method: String
     package var endpoint: String
     package var headers: [String: String]
     package var payload: [UInt8]
     /// The file that holds the payload instead (``payload`` is then empty):
     /// a body above the store's `largePayloadThreshold`.
-    var payloadFile: PayloadFileReference? = nil
+    package var payloadFile: PayloadFileReference? = nil
     /// What reads that file back, set by the store that read the body.
     var largePayload: OutboxLargePayload? = nil
 

@@ -101,7 +101,7 @@ package struct Completion: Sendable, Hashable {
 }
 
 extension Date {
-    var milliseconds: Int64 { Int64((timeIntervalSince1970 * 1000).rounded(.down)) }
+    package var milliseconds: Int64 { Int64((timeIntervalSince1970 * 1000).rounded(.down)) }
     init(milliseconds: Int64) { self.init(timeIntervalSince1970: Double(milliseconds) / 1000) }
 }
 

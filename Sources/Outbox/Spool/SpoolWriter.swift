@@ -14,7 +14,7 @@ import SystemPackage
 /// closes it; it never opens a spool again. So the owner may move in and
 /// delete any spool whose lock it can take: its writer is done with it, or
 /// was killed.
-enum SpoolWriter {
+package enum SpoolWriter {
     /// The largest batch handed to the spool's log at once (the log holds
     /// at most 32 MiB waiting to be written).
     static let batchBytes = 4 << 20
@@ -22,7 +22,7 @@ enum SpoolWriter {
     /// Writes `bodies` (encoded in `format`) into a new spool under
     /// `spools`, waiting for `configuration.enqueueDurability`; returns
     /// the spool's name.
-    static func write(
+    package static func write(
         _ bodies: [PreparedBody], format: RecordFormat, spools: FilePath, configuration: OutboxStoreConfiguration
     ) async throws(OutboxError) -> SpoolID {
         let fileSystem = configuration.log.fileSystem

@@ -67,9 +67,9 @@ extension StoreBackend {
 }
 
 /// A body ready to store: the value, and its encoding if the backend needs one.
-struct PreparedBody: Sendable {
-    var body: EntryBody
-    var encoded: [UInt8]?
+package struct PreparedBody: Sendable {
+    package var body: EntryBody
+    package var encoded: [UInt8]?
     /// What the entry counts for in limits and summaries.
     var storedBytes: Int
 }

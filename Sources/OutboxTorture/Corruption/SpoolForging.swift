@@ -1,3 +1,5 @@
+@_spi(OutboxInternals) import Outbox
+import OutboxLog
 import Crypto
 import Foundation
 import SystemPackage
