@@ -13,7 +13,7 @@ import FoundationNetworking
 ///
 /// A dispatcher-level version (once OutboxHTTP treats 409 + `Retry-After` as
 /// transient) should assert: the entry is delivered, never parked as a
-/// conflict; at least one `retryScheduled` event carries the 409 and is
+/// conflict; at least one `waitingToRetry` event carries the 409 and is
 /// scheduled no earlier than the `Retry-After`; the ledger shows the key
 /// applied exactly once with `inProgress ≥ 1` and `replays ≥ 1`; the store
 /// is empty at the end.

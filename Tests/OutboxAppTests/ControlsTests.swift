@@ -3,7 +3,7 @@ import Outbox
 import Testing
 
 /// Issue 17, item 5: send now, bulk retry and discard, coming back online,
-/// pause and resume, and the retention of dead entries.
+/// pause and resume, and the retention of quarantined entries.
 @Suite("Controls", .timeLimit(.minutes(1)))
 struct ControlsTests {
     @Test("retry(id) on an entry waiting for its retry time sends it now, its attempts kept")
@@ -70,14 +70,14 @@ struct ControlsTests {
         await app.dispatcher.stop()
     }
 
-    @Test("dead entries are kept for the retention window, then removed with an event")
-    func deadRetention() async throws {
+    @Test("quarantined entries are kept for the retention window, then removed with an event")
+    func quarantineRetention() async throws {
         let store = InMemoryOutboxStore(partition: "user", configuration: quietStoreConfiguration())
         let clock = ManualOutboxClock(now: Date())  // death times are the store's wall clock
         let server = ScriptedServer { _, _ in .permanent(reason: "HTTP 422", httpStatus: 422) }
         var configuration = OutboxDispatcherConfiguration()
         configuration.logger = quietLogger()
-        configuration.deadRetention = .seconds(24 * 3600)
+        configuration.quarantineRetention = .seconds(24 * 3600)
         let dispatcher = OutboxDispatcher(store: store, handlers: [Post.type: server.handler], configuration: configuration, clock: clock)
         let events = dispatcher.events()
         let id = try await store.enqueue(OutboxEnqueueRequest(Post(text: "rejected"))).id

@@ -28,7 +28,7 @@ struct DrainCommandTests {
         let output = try #require(drain.stdoutLines.first)
         let summary = try #require(OutboxTool.jsonObject(output))
         #expect(summary["delivered"] as? Int == 5)
-        #expect(summary["retried"] as? Int == 5)
+        #expect(summary["waitingToRetry"] as? Int == 5)
         #expect(summary["remaining"] as? Int == 0)
         // Two requests per entry, both with that entry's key.
         for (index, key) in keys.enumerated() {

@@ -183,7 +183,7 @@ struct HTTPOutboxHandlerTests {
         let dispatcher = OutboxDispatcher(
             store: store, handlers: ["thing": HTTPOutboxHandler(baseURL: server.baseURL)], configuration: configuration)
         let report = await dispatcher.flush()
-        #expect(report.retried == 1)
+        #expect(report.waitingToRetry == 1)
         #expect(report.delivered == 1)  // Retry-After: 0 made it due again within the same flush
         #expect(try await store.completion(of: id)?.serverID == "srv-9")
         let keys = server.requests.compactMap { $0.headers["idempotency-key"] }
@@ -206,7 +206,7 @@ struct HTTPOutboxHandlerTests {
         let events = EventRecorder(dispatcher.events())
         let report = await dispatcher.flush()
         #expect(report.delivered == 1)
-        #expect(report.retried == 0)
+        #expect(report.waitingToRetry == 0)
         #expect(tokens.refreshes.withLock { $0 } == 1)
         #expect(server.requests.count == 2)
         #expect(try await store.completion(of: id)?.serverID == "s1")

@@ -68,10 +68,10 @@ struct WireFaultTests {
         // What the connection did decides how the attempt counts.
         switch fault {
         case .refuseBeforeBody:
-            #expect(report.retried == 1)  // the server answered 503: a real, counted failure
+            #expect(report.waitingToRetry == 1)  // the server answered 503: a real, counted failure
         default:
             #expect(report.interrupted >= 1, "\(fault): sent whole, answer lost: interrupted, \(report)")
-            #expect(report.retried == 0)
+            #expect(report.waitingToRetry == 0)
         }
     }
 

@@ -133,7 +133,7 @@ struct CommandLineToolTests {
         #expect(report["truncatedTail"] is NSNull)
         #expect((report["skipped"] as? [Any])?.isEmpty == true)
         #expect(report["durationSeconds"] is NSNumber)
-        for field in ["directory", "segments", "records", "bytes", "nextSequence", "quarantinedFiles",
+        for field in ["directory", "segments", "records", "bytes", "nextSequence", "setAsideFiles",
                       "interruptedCompaction", "removedTemporaryFiles"] {
             #expect(report[field] != nil, "missing \(field)")
         }

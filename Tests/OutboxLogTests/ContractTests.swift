@@ -305,7 +305,7 @@ struct ContractTests {
         salvage.recoveryMode = .salvage
         let salvaged = try await OutboxLog.open(at: directory.path, configuration: salvage)
         let report = salvaged.recoveryReport
-        #expect(report.quarantinedFiles == [damaged.lastComponent!.string])
+        #expect(report.setAsideFiles == [damaged.lastComponent!.string])
         #expect(report.skipped.contains { $0.file == damaged.lastComponent!.string && $0.offset == Int64(segmentHeaderSize) })
         #expect(Set(salvaged.keys) == Set(values.keys).subtracting([damagedKey]))
         for key in salvaged.keys { #expect(try await salvaged.get(key)?.value == values[key]) }

@@ -67,16 +67,21 @@ struct OutboxCommandTests {
         #expect(text.stdoutLines.count == count)
         #expect(zip(text.stdoutLines, printed).allSatisfy { $0.contains($1.id) && $0.contains("pending") })
 
-        // --status: repeatable, comma-separated; the earlier names still work.
+        // --status: repeatable, comma-separated, any case; only the statuses' names.
         let pending = try await outbox("list", root, "--user", "alice", "--json", "--status", "waitingToRetry", "--status", "pending")
         #expect(pending.status == 0)
         #expect(pending.stdoutLines.count == count)
         let none = try await outbox("list", root, "--user", "alice", "--json", "--status", "quarantined,conflict,inFlight")
         #expect(none.status == 0)
         #expect(none.stdout.isEmpty)
-        let formerNames = try await outbox("list", root, "--user", "alice", "--json", "--status", "FAILED,dead")
-        #expect(formerNames.status == 0)
-        #expect(formerNames.stdout.isEmpty)
+        let anyCase = try await outbox("list", root, "--user", "alice", "--json", "--status", "PENDING")
+        #expect(anyCase.status == 0)
+        #expect(anyCase.stdoutLines.count == count)
+        for other in ["failed", "dead"] {
+            let refused = try await outbox("list", root, "--user", "alice", "--status", other)
+            #expect(refused.status != 0)
+            #expect(refused.stderr.contains("unknown status \"\(other)\""))
+        }
         let wrong = try await outbox("list", root, "--user", "alice", "--status", "gone")
         #expect(wrong.status != 0)
         #expect(wrong.stderr.contains("waitingToRetry"))

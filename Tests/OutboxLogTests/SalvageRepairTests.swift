@@ -72,7 +72,7 @@ struct SalvageRepairTests {
             try files.overwrite(victim, at: 0, with: [UInt8](repeating: 0, count: segmentHeaderSize))
         }
         let report = try await Self.expectRepaired(directory.path, keeping: survivors)
-        #expect(report.quarantinedFiles == [victim.lastComponent!.string])
+        #expect(report.setAsideFiles == [victim.lastComponent!.string])
         #expect(FileManager.default.fileExists(atPath: directory.appending("damaged").appending(victim.lastComponent!.string).string))
     }
 

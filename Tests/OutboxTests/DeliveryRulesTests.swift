@@ -55,7 +55,7 @@ struct DeliveryRulesTests {
         let start = fixture.clock.now()
         let first = await fixture.dispatcher.flush()
         #expect(first.interrupted == 1)
-        #expect(first.retried == 0)
+        #expect(first.waitingToRetry == 0)
         let entry = try #require(try await fixture.store.entry(id))
         #expect(entry.status == .waitingToRetry)
         #expect(entry.attempts == 0)  // given back: maxAttempts 1 is not used up
@@ -97,7 +97,7 @@ struct DeliveryRulesTests {
         let flaky = try await fixture.add("flaky")
         let hanging = try await fixture.add("hangs")
         let flush = Task { await fixture.dispatcher.flush() }
-        await fixture.events.wait { events in events.contains(.sending(hanging, attempt: 1)) && events.contains { $0.isRetryScheduled } }
+        await fixture.events.wait { events in events.contains(.sending(hanging, attempt: 1)) && events.contains { $0.isWaitingToRetry } }
         fixture.clock.advance(by: .seconds(5))
         await fixture.events.wait { $0.contains { $0.deliveredID == flaky } }
         #expect(try await fixture.store.status(hanging) == .inFlight)
@@ -252,7 +252,7 @@ struct DeliveryRulesTests {
         let later = try await fixture.add("later")
         let deadline = fixture.clock.now().addingTimeInterval(60)
         let drain = Task { await fixture.dispatcher.drain(until: deadline) }
-        await fixture.events.wait { $0.contains(.sending(hanging, attempt: 1)) && $0.contains { $0.isRetryScheduled } }
+        await fixture.events.wait { $0.contains(.sending(hanging, attempt: 1)) && $0.contains { $0.isWaitingToRetry } }
         fixture.clock.advance(by: .seconds(30))  // the hanging attempt times out: interrupted, resent soon
         await fixture.events.wait { $0.contains { if case .interrupted(hanging, _, _) = $0 { true } else { false } } }
         fixture.clock.advance(by: .milliseconds(250))  // the interrupted backoff's first step, at most

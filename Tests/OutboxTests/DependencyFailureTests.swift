@@ -12,7 +12,7 @@ struct DependencyFailureTests {
     @Test("every cause reads back as itself, naming its parent")
     func roundTrip() {
         let causes: [DependencyFailure] = [
-            .dead(Self.parent), .evicted(Self.parent), .unknownToQueue(Self.parent), .removed(Self.parent),
+            .quarantined(Self.parent), .evicted(Self.parent), .unknownToQueue(Self.parent), .removed(Self.parent),
             .discarded(Self.parent), .discardedServerWins(Self.parent), .gone(Self.parent),
         ]
         for cause in causes {
@@ -23,12 +23,12 @@ struct DependencyFailureTests {
     }
 
     @Test("text that only starts like a cause is not one", arguments: [
-        "dependencyFailed: 6F9619FF-8B86-D011-B42D-00C04FC964FF is dead, says the server",
-        "dependencyFailed: 6F9619FF-8B86-D011-B42D-00C04FC964FF0 is dead",
-        "dependencyFailed: local:6F9619FF-8B86-D011-B42D-00C04FC964FF is dead",
+        "dependencyFailed: 6F9619FF-8B86-D011-B42D-00C04FC964FF is quarantined, says the server",
+        "dependencyFailed: 6F9619FF-8B86-D011-B42D-00C04FC964FF0 is quarantined",
+        "dependencyFailed: local:6F9619FF-8B86-D011-B42D-00C04FC964FF is quarantined",
         "dependencyFailed: 6F9619FF-8B86-D011-B42D-00C04FC964FF",
         "dependencyFailed",
-        "422 dependencyFailed: 6F9619FF-8B86-D011-B42D-00C04FC964FF is dead",
+        "422 dependencyFailed: 6F9619FF-8B86-D011-B42D-00C04FC964FF is quarantined",
     ])
     func lookalikes(_ reason: String) {
         #expect(DependencyFailure(reason: reason) == nil)

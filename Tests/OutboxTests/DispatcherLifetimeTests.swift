@@ -20,7 +20,7 @@ struct DispatcherLifetimeTests {
         configuration.maximumAge = nil
         var dispatcher: OutboxDispatcher? = OutboxDispatcher(
             store: store, handlers: [Note.type: handler], configuration: configuration, clock: clock)
-        #expect(await dispatcher?.flush().retried == 1)
+        #expect(await dispatcher?.flush().waitingToRetry == 1)
         // The retry is 60 s away: the timer sleeps until then.
         while clock.sleeperCount == 0 && !Task.isCancelled { await Task.yield() }
         dispatcher = nil

@@ -114,8 +114,8 @@ extension OutboxEvent {
         return nil
     }
 
-    var isRetryScheduled: Bool {
-        if case .retryScheduled = self { return true }
+    var isWaitingToRetry: Bool {
+        if case .waitingToRetry = self { return true }
         return false
     }
 }

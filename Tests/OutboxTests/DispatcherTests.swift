@@ -35,19 +35,19 @@ struct DispatcherTests {
         let id = try await fixture.add("flaky")
         let start = fixture.clock.now()
         let first = await fixture.dispatcher.flush()
-        #expect(first.retried == 1)
+        #expect(first.waitingToRetry == 1)
         let afterFirst = try #require(try await fixture.store.entry(id))
         #expect(afterFirst.status == .waitingToRetry)
         // Full jitter: within [0, base] for the first retry.
         #expect(afterFirst.nextAttemptAt >= start && afterFirst.nextAttemptAt <= start.addingTimeInterval(1))
         #expect(afterFirst.lastHTTPStatus == 500)
         // Nothing is sent again before its time.
-        #expect(await fixture.dispatcher.flush().retried == 0)
+        #expect(await fixture.dispatcher.flush().waitingToRetry == 0)
         #expect(fixture.handler.deliveries.count == 1)
 
         // The timer wakes the dispatcher at the retry time: no new write needed.
         fixture.clock.set(to: afterFirst.nextAttemptAt)
-        await fixture.events.wait { $0.filter(\.isRetryScheduled).count == 2 }
+        await fixture.events.wait { $0.filter(\.isWaitingToRetry).count == 2 }
         let afterSecond = try #require(try await fixture.store.entry(id))
         #expect(abs(afterSecond.nextAttemptAt.timeIntervalSince(fixture.clock.now()) - 120) < 0.01)  // Retry-After wins
         fixture.clock.advance(by: .seconds(120))
@@ -145,7 +145,7 @@ struct DispatcherTests {
         fixture.clock.advance(by: .seconds(31))
         let report = await flush.value
         // The throwing entry may have come due again within the 31 s and failed again.
-        #expect(report.retried >= 1)
+        #expect(report.waitingToRetry >= 1)
         // A delivery past its timeout may have been sent: interrupted, resent soon, not counted.
         #expect(report.interrupted == 1)
         #expect(try await fixture.store.entry(throwing)?.lastError?.contains("threw") == true)

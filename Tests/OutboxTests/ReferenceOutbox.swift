@@ -127,7 +127,7 @@ struct ReferenceOutbox {
         }
         if let parent, !delivered.contains(parent), entries[parent]?.status == .quarantined {
             entry.status = .quarantined
-            entry.reason = "dependencyFailed: \(parent) is dead"
+            entry.reason = "dependencyFailed: \(parent) is quarantined"
         }
         entries[id] = entry
         leftPending(entry)
@@ -180,7 +180,7 @@ struct ReferenceOutbox {
         entry.reason = "quarantined"
         entries[id] = entry
         leftPending(entry)
-        return killDependents(of: id, reason: "dependencyFailed: \(id) is dead")
+        return killDependents(of: id, reason: "dependencyFailed: \(id) is quarantined")
     }
 
     /// Every live entry below `root` that can die (not in flight) dies.
@@ -195,7 +195,7 @@ struct ReferenceOutbox {
                 entries[child] = entry
                 leftPending(entry)
                 killed.append(child)
-                work.append((child, "dependencyFailed: \(child) is dead"))
+                work.append((child, "dependencyFailed: \(child) is quarantined"))
             }
         }
         return killed
@@ -211,7 +211,7 @@ struct ReferenceOutbox {
     mutating func retry(_ id: OutboxEntry.ID, at now: Date) throws(Failure) -> [OutboxEntry.ID] {
         let entry = try existing(id)
         guard entry.status == .quarantined || entry.status == .conflict else { throw .invalidTransition }
-        // Nothing is brought back to wait forever: a parent that is dead, or
+        // Nothing is brought back to wait forever: a parent that is quarantined, or
         // gone without having been delivered, could never let it go.
         if let parent = entry.parent, !delivered.contains(parent), entries[parent].map({ $0.status == .quarantined }) ?? true {
             throw .invalidTransition

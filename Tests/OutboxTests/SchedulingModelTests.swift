@@ -20,7 +20,7 @@ struct SchedulingModelTests {
         case quarantine(Int)
         case conflict(Int)
         case retry(Int)
-        case retryDead(Int)
+        case retryQuarantined(Int)
         case discard(Int)
         case advance(seconds: Int)
 
@@ -35,7 +35,7 @@ struct SchedulingModelTests {
             case .quarantine(let n): "quarantine(\(n))"
             case .conflict(let n): "conflict(\(n))"
             case .retry(let n): "retry(\(n))"
-            case .retryDead(let n): "retry(dead #\(n))"
+            case .retryQuarantined(let n): "retry(quarantined #\(n))"
             case .discard(let n): "discard(\(n))"
             case .advance(let seconds): "advance(\(seconds)s)"
             }
@@ -51,9 +51,9 @@ struct SchedulingModelTests {
                 scope: $0, parent: $1 < 3 ? 0 : $1 < 6 ? $1 - 2 : nil, priority: $2, coalesce: $3 < 3 ? $3 % 2 : nil,
                 duplicateOf: $4 == 0 ? $1 : nil)
         }),
-        // A dead or conflicting entry brought back while another entry of
+        // A quarantined or conflicting entry brought back while another entry of
         // its scope may be in flight (issue 13, item 9).
-        (2, Gen.int(in: 0...9).map { Step.retryDead($0) }),
+        (2, Gen.int(in: 0...9).map { Step.retryQuarantined($0) }),
         (4, Gen.int(in: 0...5).map { Step.begin($0) }),
         (1, Gen.int(in: 0...9).map { Step.beginAny($0) }),
         (3, Gen.int(in: 0...5).map { Step.succeed($0) }),
@@ -144,7 +144,7 @@ struct SchedulingModelTests {
                         let result = try await store.recordFailure(id, error: "503", httpStatus: 503, retryAt: retryAt)
                         return "\(result.status) \(result.cascade.dependents.sorted())"
                     }
-                case .retryDead(let n):
+                case .retryQuarantined(let n):
                     let stopped = reference.entries.values.filter { $0.status == .quarantined || $0.status == .conflict }
                         .map(\.id).sorted()
                     guard !stopped.isEmpty else { continue }

@@ -146,7 +146,7 @@ struct ScopeOrderTests {
         try await subject.store.add(request(first, payload: "first", scope: "s"))
         let child = try await subject.store.add(request(payload: "child", scope: "s", dependencies: [first]))
         #expect(try await subject.store.discard(first).dependents == [child])  // the child dies with it
-        // The same id again, now depending on the (dead) child: quarantined at once.
+        // The same id again, now depending on the (quarantined) child: quarantined at once.
         guard case .enqueued(let again) = try await subject.store.enqueue(request(first, payload: "again", dependencies: [child]))
         else { throw CancellationError() }
         #expect(again.status == .quarantined)

@@ -93,7 +93,7 @@ struct SpoolTests {
         try await next.close()
     }
 
-    @Test("a spooled entry whose dependency the queue does not know is recorded dead, with the reason")
+    @Test("a spooled entry whose dependency the queue does not know is recorded quarantined, with the reason")
     func unknownDependencyIsQuarantined() async throws {
         let fileSystem = SimulatedFileSystem()
         let configuration = Self.configuration(fileSystem)

@@ -52,7 +52,7 @@ struct StoreConformanceTests {
         try await subject.close()
     }
 
-    @Test("a scope sends one entry at a time, in order; a failure holds it, a dead entry does not", arguments: StoreKind.allCases)
+    @Test("a scope sends one entry at a time, in order; a failure holds it, a quarantined entry does not", arguments: StoreKind.allCases)
     func scopes(kind: StoreKind) async throws {
         var subject = try await StoreUnderTest.make(kind)
         let now = Date()
@@ -75,7 +75,7 @@ struct StoreConformanceTests {
         #expect(try await subject.store.nextDueDate().map { abs($0.timeIntervalSince(retryAt)) < 0.01 } == true)
         #expect(try await subject.store.dueIDs(at: retryAt) == [a1, b1])
 
-        // A dead entry leaves the scope: the next one goes.
+        // A quarantined entry leaves the scope: the next one goes.
         _ = try await subject.store.beginAttempt(a1, at: retryAt, lease: .seconds(30))
         _ = try await subject.store.quarantine(a1, reason: "422 invalid", httpStatus: 422)
         #expect(try await subject.store.dueIDs(at: retryAt) == [a2, b1])
@@ -85,7 +85,7 @@ struct StoreConformanceTests {
         try await subject.close()
     }
 
-    @Test("dependencies wait for their parent; a dead parent quarantines them; a retried one revives them", arguments: StoreKind.allCases)
+    @Test("dependencies wait for their parent; a quarantined parent quarantines them; a retried one revives them", arguments: StoreKind.allCases)
     func dependencies(kind: StoreKind) async throws {
         var subject = try await StoreUnderTest.make(kind)
         let now = Date()
@@ -313,7 +313,7 @@ struct StoreConformanceTests {
         try await subject.close()
     }
 
-    @Test("a new entry whose parent is already dead is quarantined at once, and revived with it", arguments: StoreKind.allCases)
+    @Test("a new entry whose parent is already quarantined is quarantined at once, and revived with it", arguments: StoreKind.allCases)
     func childOfDeadParent(kind: StoreKind) async throws {
         var subject = try await StoreUnderTest.make(kind)
         let now = Date()
@@ -336,7 +336,7 @@ struct StoreConformanceTests {
     }
 
     @Test(
-        "an entry with two dead parents comes back only once neither is dead: retrying one names the other as its reason",
+        "an entry with two quarantined parents comes back only once neither is quarantined: retrying one names the other as its reason",
         arguments: StoreKind.allCases)
     func twoDeadParents(kind: StoreKind) async throws {
         var subject = try await StoreUnderTest.make(kind)
@@ -350,7 +350,7 @@ struct StoreConformanceTests {
         }
         #expect(try await subject.store.entry(child)?.lastError?.hasPrefix("dependencyFailed: \(first)") == true)
 
-        // Its reason named the first; the second is still dead: brought
+        // Its reason named the first; the second is still quarantined: brought
         // back now it would wait, pending, for a parent that cannot succeed.
         #expect(try await subject.store.retry(first, at: now).dependents.isEmpty)
         #expect(try await subject.store.status(child) == .quarantined)
@@ -365,7 +365,7 @@ struct StoreConformanceTests {
         try await subject.close()
     }
 
-    @Test("capacity limits refuse new entries; the eviction policy drops the oldest dead ones, never pending ones", arguments: StoreKind.allCases)
+    @Test("capacity limits refuse new entries; the eviction policy drops the oldest quarantined ones, never pending ones", arguments: StoreKind.allCases)
     func capacity(kind: StoreKind) async throws {
         var subject = try await StoreUnderTest.make(kind) { $0.maximumEntries = 3 }
         let now = Date()
@@ -381,7 +381,7 @@ struct StoreConformanceTests {
 
         var evicting = try await StoreUnderTest.make(kind) {
             $0.maximumEntries = 3
-            $0.fullPolicy = .evictOldestDead
+            $0.fullPolicy = .evictOldestQuarantined
         }
         let dead = try await evicting.store.add(request())
         let pending1 = try await evicting.store.add(request())

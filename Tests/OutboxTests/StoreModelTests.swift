@@ -17,7 +17,7 @@ struct StoreModelTests {
         case quarantine(Int)
         case conflict(Int)
         case retry(Int)
-        case retryDead(Int)
+        case retryQuarantined(Int)
         case discard(Int)
         case advance(seconds: Int)
         case reopen
@@ -32,7 +32,7 @@ struct StoreModelTests {
             case .quarantine(let n): "quarantine(\(n))"
             case .conflict(let n): "conflict(\(n))"
             case .retry(let n): "retry(\(n))"
-            case .retryDead(let n): "retry(dead #\(n))"
+            case .retryQuarantined(let n): "retry(quarantined #\(n))"
             case .discard(let n): "discard(\(n))"
             case .advance(let seconds): "advance(\(seconds)s)"
             case .reopen: "reopen"
@@ -50,7 +50,7 @@ struct StoreModelTests {
         (1, Gen.int(in: 0...9).map { Step.quarantine($0) }),
         (1, Gen.int(in: 0...5).map { Step.conflict($0) }),
         (1, Gen.int(in: 0...9).map { Step.retry($0) }),
-        (1, Gen.int(in: 0...9).map { Step.retryDead($0) }),
+        (1, Gen.int(in: 0...9).map { Step.retryQuarantined($0) }),
         (1, Gen.int(in: 0...9).map { Step.discard($0) }),
         (2, Gen.int(in: 1...120).map { Step.advance(seconds: $0) }),
         (1, Gen.always(Step.reopen))
@@ -74,8 +74,8 @@ struct StoreModelTests {
             id = entry.id
             status = entry.status
             attempts = entry.attempts
-            // A dead entry's time is when each store quarantined it (its own
-            // wall clock, for the retention of dead entries): not compared.
+            // A quarantined entry's time is when each store quarantined it (its own
+            // wall clock, for the retention of quarantined entries): not compared.
             nextAttemptAt = entry.status == .quarantined
                 ? .distantPast : Date(timeIntervalSince1970: (entry.nextAttemptAt.timeIntervalSince1970 * 1000).rounded(.down) / 1000)
             lastError = entry.lastError
@@ -163,7 +163,7 @@ struct StoreModelTests {
                             return "conflict"
                         }
                     }
-                case .retryDead(let n):
+                case .retryQuarantined(let n):
                     let stopped = try await model.entries(matching: OutboxFilter(statuses: [.quarantined, .conflict])).map(\.id)
                     guard !stopped.isEmpty else { continue }
                     let id = stopped[n % stopped.count]

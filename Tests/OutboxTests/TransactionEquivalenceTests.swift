@@ -109,7 +109,7 @@ struct TransactionEquivalenceTests {
         var configuration = OutboxStoreConfiguration()
         configuration.maximumEntries = scenario.maximumEntries
         configuration.maximumBytes = scenario.maximumBytes
-        configuration.fullPolicy = scenario.evict ? .evictOldestDead : .reject
+        configuration.fullPolicy = scenario.evict ? .evictOldestQuarantined : .reject
         configuration.unscopedDelivery = scenario.concurrent ? .concurrent : .inOrder
         var scheduler = Scheduler(partition: "p", configuration: configuration)
         for step in scenario.history {
@@ -133,7 +133,7 @@ struct TransactionEquivalenceTests {
         var lines = ids.map { id in
             // A quarantine stamps `when` with the wall clock
             // (`Scheduler.setStatus`): an entry quarantined at its enqueue
-            // (a dead parent) gets a different millisecond in each run.
+            // (a quarantined parent) gets a different millisecond in each run.
             let metadata = scheduler.metadata(id).map { metadata in
                 var metadata = metadata
                 if metadata.status == .quarantined { metadata.when = 0 }

@@ -23,7 +23,7 @@ let server = ClosureOutboxHandler { delivery in
     return .delivered(serverID: nil)
 }
 var configuration = OutboxDispatcherConfiguration()
-configuration.deadRetention = .seconds(30 * 24 * 3600)   // quarantined writes kept 30 days, then removed (with an event)
+configuration.quarantineRetention = .seconds(30 * 24 * 3600)   // quarantined writes kept 30 days, then removed (with an event)
 let dispatcher = OutboxDispatcher(store: store, handlers: [Note.type: server], configuration: configuration)
 
 await dispatcher.pause()                                  // nothing is sent until resume()

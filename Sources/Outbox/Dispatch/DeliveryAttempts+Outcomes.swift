@@ -37,7 +37,7 @@ extension DeliveryAttempts {
                 serverAnsweredAt: nil)
             report.notSent += 1
             metrics.notSent.increment()
-            publish(.retryScheduled(entry.id, at: retryAt, reason: "not sent: \(reason)"))
+            publish(.waitingToRetry(entry.id, at: retryAt, reason: "not sent: \(reason)"))
 
         case .interrupted(let reason):
             // Sent, answer lost: resend soon with the same key. The outcome
@@ -94,7 +94,7 @@ extension DeliveryAttempts {
         _ = try await store.recordFailure(
             entry.id, error: reason, httpStatus: 409, retryAt: retryAt, countsAsAttempt: false, serverAnsweredAt: now)
         report.inProgress += 1
-        publish(.retryScheduled(entry.id, at: retryAt, reason: reason))
+        publish(.waitingToRetry(entry.id, at: retryAt, reason: reason))
     }
 
     /// The n-th in-progress poll's delay: uniform in `[c/2, c]`, `c = min(cap,
@@ -160,9 +160,9 @@ extension DeliveryAttempts {
             publish(.quarantined(entry.id, reason: why))
             publishCascade(cascade, parent: entry.id)
         } else {
-            report.retried += 1
-            metrics.retried.increment()
-            publish(.retryScheduled(entry.id, at: retryAt, reason: reason))
+            report.waitingToRetry += 1
+            metrics.waitingToRetry.increment()
+            publish(.waitingToRetry(entry.id, at: retryAt, reason: reason))
         }
     }
 
@@ -251,6 +251,6 @@ extension DeliveryAttempts {
     }
 
     func publishCascade(_ cascade: OutboxCascade, parent: OutboxEntry.ID) {
-        for dependent in cascade.dependents { publish(.quarantined(dependent, reason: DependencyFailure.dead(parent).reason)) }
+        for dependent in cascade.dependents { publish(.quarantined(dependent, reason: DependencyFailure.quarantined(parent).reason)) }
     }
 }

@@ -28,8 +28,8 @@ extension DeliveryAttempts {
             publishCascade(cascade, parent: entry.id)
             return
         }
-        report.retried += 1
-        metrics.retried.increment()
-        publish(.retryScheduled(entry.id, at: retryAt, reason: reason))
+        report.waitingToRetry += 1
+        metrics.waitingToRetry.increment()
+        publish(.waitingToRetry(entry.id, at: retryAt, reason: reason))
     }
 }

@@ -154,7 +154,7 @@ final class DeliveryAttempts: Sendable {
                 entry.id, error: "not sent: \(reason)", httpStatus: nil, retryAt: now, countsAsAttempt: false,
                 serverAnsweredAt: nil)
             report.notSent += 1
-            publish(.retryScheduled(entry.id, at: now, reason: "not sent: \(reason)"))
+            publish(.waitingToRetry(entry.id, at: now, reason: "not sent: \(reason)"))
         } catch {
             report.errors.append("\(entry.id): \(error)")
             publish(.storeFailed(entry.id, error: error))

@@ -5,7 +5,7 @@ import Metrics
 struct DispatcherMetrics: Sendable {
     let enqueued = Counter(label: "outbox_enqueued_total")
     let delivered = Counter(label: "outbox_delivered_total")
-    let retried = Counter(label: "outbox_retries_total")
+    let waitingToRetry = Counter(label: "outbox_waiting_to_retry_total")
     let quarantined = Counter(label: "outbox_quarantined_total")
     let conflicts = Counter(label: "outbox_conflicts_total")
     /// Attempts whose answer was lost after the request was sent (resent promptly).

@@ -1,7 +1,7 @@
 import Foundation
 
 /// The app's bulk controls over the queue, and what coming back online and
-/// the retention of dead entries do.
+/// the retention of quarantined entries do.
 extension OutboxDispatcher {
     /// Retries every quarantined or conflicting entry that `predicate`
     /// accepts (all of them by default), oldest first — a parent before its
@@ -62,19 +62,19 @@ extension OutboxDispatcher {
         await flush()
     }
 
-    /// Removes the dead entries quarantined longer ago than
-    /// ``OutboxDispatcherConfiguration/deadRetention``, each with a
+    /// Removes the entries quarantined longer ago than
+    /// ``OutboxDispatcherConfiguration/quarantineRetention``, each with a
     /// ``OutboxEvent/discarded(_:reason:)`` event.
-    func removeExpiredDead(at now: Date) async {
-        guard let retention = configuration.deadRetention else { return }
+    func removeExpiredQuarantined(at now: Date) async {
+        guard let retention = configuration.quarantineRetention else { return }
         do {
-            let removed = try await store.removeDead(diedBefore: now.adding(.zero - retention))
+            let removed = try await store.removeQuarantined(before: now.adding(.zero - retention))
             for id in removed {
-                publish(.discarded(id, reason: "quarantined for longer than the retention of dead entries (\(DeliveryAttempts.describe(retention)))"))
+                publish(.discarded(id, reason: "quarantined for longer than the quarantine retention (\(DeliveryAttempts.describe(retention)))"))
             }
         } catch {
             publish(.storeFailed(nil, error: error))
-            logger.error("cannot remove expired dead entries", metadata: ["error": "\(error)"])
+            logger.error("cannot remove expired quarantined entries", metadata: ["error": "\(error)"])
         }
     }
 }

@@ -183,7 +183,7 @@ extension OutboxDispatcher {
         let now = clock.now()
         if let lastPrune, now < lastPrune.adding(configuration.pruneInterval) { return }
         lastPrune = now
-        await removeExpiredDead(at: now)
+        await removeExpiredQuarantined(at: now)
         do { try await store.prune(at: now) } catch {
             publish(.storeFailed(nil, error: error))
             logger.error("cannot prune the outbox", metadata: ["error": "\(error)"])

@@ -160,7 +160,7 @@ public actor OutboxDispatcher {
             metrics.enqueued.increment()
             publish(.enqueued(entry))
             if entry.status == .quarantined {
-                // Its parent is dead: it is quarantined with it (see Scheduler).
+                // Its parent is quarantined: it is quarantined with it (see Scheduler).
                 metrics.quarantined.increment()
                 publish(.quarantined(entry.id, reason: entry.lastError ?? "dependencyFailed"))
             }

@@ -26,7 +26,7 @@ extension OutboxDispatcherConfiguration {
         try duration(deliveryTimeout, "deliveryTimeout", positive: true)
         try duration(leaseGrace, "leaseGrace")
         try duration(deadlineMargin, "deadlineMargin")
-        if let deadRetention { try duration(deadRetention, "deadRetention") }
+        if let quarantineRetention { try duration(quarantineRetention, "quarantineRetention") }
         try duration(pruneInterval, "pruneInterval")
         // The lease (timeout + grace) must itself be a duration the store accepts.
         try duration(deliveryTimeout + leaseGrace, "deliveryTimeout + leaseGrace")

@@ -74,15 +74,15 @@ public struct OutboxDispatcherConfiguration: Sendable {
     public var deadlineMargin: Duration = .seconds(1)
     /// The attempt's lease outlives the timeout by this much.
     public var leaseGrace: Duration = .seconds(30)
-    /// How long a quarantined (`dead`) entry is kept for the app or a
-    /// person to inspect, retry or discard; after it, the dispatcher's
-    /// periodic prune removes it with a ``OutboxEvent/discarded(_:reason:)``
-    /// event. Counted from the quarantine. `nil` (the default) keeps dead
-    /// entries until the app decides: a dead entry is a write the user made.
-    public var deadRetention: Duration?
+    /// How long a quarantined entry is kept for the app or a person to
+    /// inspect, retry or discard; after it, the dispatcher's periodic prune
+    /// removes it with a ``OutboxEvent/discarded(_:reason:)`` event.
+    /// Counted from the quarantine. `nil` (the default) keeps quarantined
+    /// entries until the app decides: each is a write the user made.
+    public var quarantineRetention: Duration?
     /// How often, at most, a drain also prunes succeeded entries past their
-    /// audit window, stale id mappings and dead entries past
-    /// ``deadRetention``. Default one hour.
+    /// audit window, stale id mappings and quarantined entries past
+    /// ``quarantineRetention``. Default one hour.
     public var pruneInterval: Duration = .seconds(3600)
     /// Seed for the backoff jitter (tests); `nil` uses system randomness.
     public var randomSeed: UInt64?
@@ -94,7 +94,7 @@ public struct OutboxDispatcherConfiguration: Sendable {
 /// What one ``OutboxDispatcher/flush()`` did.
 public struct OutboxFlushReport: Sendable, Hashable, Codable {
     public var delivered = 0
-    public var retried = 0
+    public var waitingToRetry = 0
     public var quarantined = 0
     public var conflicts = 0
     public var discarded = 0
@@ -123,7 +123,7 @@ public struct OutboxFlushReport: Sendable, Hashable, Codable {
     /// several flushes).
     public mutating func add(_ other: OutboxFlushReport) {
         delivered += other.delivered
-        retried += other.retried
+        waitingToRetry += other.waitingToRetry
         quarantined += other.quarantined
         conflicts += other.conflicts
         discarded += other.discarded

@@ -16,12 +16,12 @@ public enum OutboxEvent: Sendable, Hashable {
     /// The attempt failed transiently; the next starts at `at`. Also sent
     /// for attempts that did not reach the server, and for in-progress polls
     /// (neither counts toward `maxAttempts`; the reason says which).
-    case retryScheduled(OutboxEntry.ID, at: Date, reason: String)
+    case waitingToRetry(OutboxEntry.ID, at: Date, reason: String)
     /// The request was sent but its answer was lost (dropped connection,
     /// timeout, cancelled attempt): resent promptly at `at`, not counted as
     /// a failed attempt.
     case interrupted(OutboxEntry.ID, at: Date, reason: String)
-    /// Quarantined (`dead`): tell the user; it needs retry or discard.
+    /// Quarantined: tell the user; it needs retry or discard.
     case quarantined(OutboxEntry.ID, reason: String)
     /// A conflict left for the app to resolve.
     case conflict(OutboxEntry.ID, reason: String)
@@ -41,7 +41,7 @@ public enum OutboxEvent: Sendable, Hashable {
     public var entryID: OutboxEntry.ID? {
         switch self {
         case .enqueued(let entry): entry.id
-        case .sending(let id, _), .delivered(let id, _), .replayed(let id, _), .retryScheduled(let id, _, _),
+        case .sending(let id, _), .delivered(let id, _), .replayed(let id, _), .waitingToRetry(let id, _, _),
             .interrupted(let id, _, _), .quarantined(let id, _), .conflict(let id, _), .discarded(let id, _),
             .remapped(let id, _, _), .unhandled(let id, _):
             id

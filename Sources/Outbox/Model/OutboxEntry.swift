@@ -55,9 +55,9 @@ public struct OutboxEntry: Sendable, Hashable, Identifiable {
     public var attempts: Int
     /// After this many attempts a transient failure quarantines the entry.
     public var maxAttempts: Int
-    /// When the next attempt may start (`failed`), when the current
+    /// When the next attempt may start (`waitingToRetry`), when the current
     /// attempt's lease expires (`inFlight`), or when the entry was
-    /// quarantined (`dead`: the retention of dead entries counts from it).
+    /// quarantined (the retention of quarantined entries counts from it).
     public var nextAttemptAt: Date
     /// Why the last attempt failed, or why the entry was quarantined.
     public var lastError: String?

@@ -20,25 +20,20 @@
 /// be quarantined (→ `quarantined`) or discarded (removed); a crash leaves
 /// `inFlight` entries `pending` again, with the attempt counted.
 ///
-/// ## Renamed statuses
-/// Earlier versions named the two failure statuses `failed` (an attempt failed
-/// and the entry *will* be retried) and `dead` (it will not be). App
-/// developers read `failed` as "gave up", so they are now
-/// ``waitingToRetry`` and ``quarantined``. The old names still compile,
-/// deprecated, and decode: ``init(from:)`` and ``init(name:)`` accept
-/// `"failed"` and `"dead"` from JSON an older version wrote. On disk nothing
-/// changed: the log stores a status as a one-byte code (Docs/FORMAT.md).
+/// These names are the only ones: the API, the CLI, JSON, the docs and the
+/// logs all say `waitingToRetry` and `quarantined`. On disk a status is a
+/// one-byte code (Docs/FORMAT.md).
 public enum OutboxStatus: String, Sendable, Hashable, CaseIterable, Codable, CustomStringConvertible {
     /// Waiting to be sent (for the first time, or again after a retry).
     case pending
     /// Being sent now: an attempt holds a lease on it.
     case inFlight
     /// The last attempt failed transiently; the next is scheduled (see
-    /// ``OutboxEntry/nextAttemptAt``). Formerly `failed`.
+    /// ``OutboxEntry/nextAttemptAt``).
     case waitingToRetry
     /// Given up on: it will not be sent again without a person's decision
     /// (``OutboxStore/retry(_:at:)`` or ``OutboxStore/discard(_:)``); the
-    /// entry's last error says why. Formerly `dead`.
+    /// entry's last error says why.
     case quarantined
     /// The server reported a conflict that needs a decision.
     case conflict
@@ -47,42 +42,12 @@ public enum OutboxStatus: String, Sendable, Hashable, CaseIterable, Codable, Cus
 
     public var description: String { rawValue }
 
-    /// The old name of ``waitingToRetry``: an attempt failed and the entry
-    /// will be retried.
-    @available(*, deprecated, renamed: "waitingToRetry", message: "`failed` meant \"will retry\"; it is now `waitingToRetry`")
-    public static var failed: OutboxStatus { .waitingToRetry }
-
-    /// The old name of ``quarantined``: the entry will not be sent again
-    /// without a decision.
-    @available(*, deprecated, renamed: "quarantined")
-    public static var dead: OutboxStatus { .quarantined }
-
-    /// The status a name stands for: its `rawValue`, case-insensitively,
-    /// or one of the earlier names (`failed`, `dead`).
+    /// The status a name stands for: its `rawValue`, case-insensitively.
     public init?(name: some StringProtocol) {
         let lowered = name.lowercased()
-        if let status = OutboxStatus.allCases.first(where: { $0.rawValue.lowercased() == lowered }) {
-            self = status
-        } else if let status = Self.formerNames[lowered] {
-            self = status
-        } else {
-            return nil
-        }
-    }
-
-    /// Decodes a status's name, accepting the names used before 0.3 so JSON
-    /// an older version wrote still reads.
-    public init(from decoder: any Decoder) throws {
-        let container = try decoder.singleValueContainer()
-        let name = try container.decode(String.self)
-        guard let status = OutboxStatus(rawValue: name) ?? Self.formerNames[name] else {
-            throw DecodingError.dataCorruptedError(
-                in: container, debugDescription: "\"\(name)\" is not an outbox status")
-        }
+        guard let status = OutboxStatus.allCases.first(where: { $0.rawValue.lowercased() == lowered }) else { return nil }
         self = status
     }
-
-    private static let formerNames: [String: OutboxStatus] = ["failed": .waitingToRetry, "dead": .quarantined]
 
     /// Whether the dispatcher may start an attempt on an entry in this status.
     public var isSendable: Bool { self == .pending || self == .waitingToRetry }

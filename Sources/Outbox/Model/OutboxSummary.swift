@@ -6,7 +6,7 @@ public struct OutboxSummary: Sendable, Hashable, Codable {
     public var counts: [OutboxStatus: Int]
     public var bytes: [OutboxStatus: Int]
 
-    /// When the oldest entry not yet delivered (pending, failed or in
+    /// When the oldest entry not yet delivered (pending, waiting to retry or in
     /// flight) was created; `nil` when there is none. For "waiting since…".
     public var oldestUnsentAt: Date?
     /// The earliest time an entry waiting for its retry may be sent again
@@ -31,7 +31,7 @@ public struct OutboxSummary: Sendable, Hashable, Codable {
 
     /// Entries not yet delivered and not quarantined: pending, in flight or failed.
     public var unsent: Int { count(.pending) + count(.inFlight) + count(.waitingToRetry) }
-    /// Entries that need a person: dead or in conflict.
+    /// Entries that need a person: quarantined or in conflict.
     public var needsAttention: Int { count(.quarantined) + count(.conflict) }
     /// All entries held.
     public var total: Int { counts.values.reduce(0, +) }

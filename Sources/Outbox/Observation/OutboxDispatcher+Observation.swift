@@ -31,7 +31,7 @@ extension OutboxDispatcher {
     /// Waits until `id` is delivered and returns the server's id for it.
     ///
     /// - Throws: ``OutboxDeliveryFailure`` once the entry will not be
-    ///   delivered without the app: quarantined (`dead`, with the reason),
+    ///   delivered without the app: quarantined (with the reason),
     ///   left in `conflict`, or removed without delivery;
     ///   ``OutboxError`` (`.notFound`) for an id the store does not know, or
     ///   a store error; `CancellationError` if the waiting task is cancelled.

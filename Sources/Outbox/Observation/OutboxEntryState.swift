@@ -11,7 +11,7 @@ public struct OutboxEntryState: Sendable, Hashable {
     public var attempts: Int
     public var maxAttempts: Int
     /// When the next attempt may start, for an entry waiting for its retry
-    /// time (`failed`); `nil` when it may go at once, is being sent, or is
+    /// time (`waitingToRetry`); `nil` when it may go at once, is being sent, or is
     /// done.
     public var nextAttemptAt: Date?
     /// Why the last attempt failed, or why the entry was quarantined.
@@ -50,7 +50,7 @@ public struct OutboxEntryState: Sendable, Hashable {
 /// it will not be delivered without the app or a person.
 public struct OutboxDeliveryFailure: Error, Sendable, Hashable, CustomStringConvertible {
     public enum Kind: Sendable, Hashable {
-        /// Quarantined (`dead`): the server refused it, it ran out of
+        /// Quarantined: the server refused it, it ran out of
         /// attempts or of age, or a dependency failed. ``OutboxDispatcher/retry(_:)``
         /// or ``OutboxDispatcher/discard(_:)``.
         case quarantined

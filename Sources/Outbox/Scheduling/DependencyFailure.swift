@@ -8,7 +8,7 @@
 /// reason for a prefix (which a handler's own reason could share).
 enum DependencyFailure: Hashable, Sendable {
     /// The parent is quarantined.
-    case dead(OutboxEntryID)
+    case quarantined(OutboxEntryID)
     /// The parent was evicted to make room (outbox full).
     case evicted(OutboxEntryID)
     /// A spooled entry names a parent this queue never saw.
@@ -28,7 +28,7 @@ enum DependencyFailure: Hashable, Sendable {
     /// The parent this failure names.
     var parent: OutboxEntryID {
         switch self {
-        case .dead(let id), .evicted(let id), .unknownToQueue(let id), .removed(let id), .discarded(let id),
+        case .quarantined(let id), .evicted(let id), .unknownToQueue(let id), .removed(let id), .discarded(let id),
             .discardedServerWins(let id), .gone(let id):
             return id
         }
@@ -46,7 +46,7 @@ enum DependencyFailure: Hashable, Sendable {
         else { return nil }
         let phrase = rest[rest.index(after: space)...]
         let candidates: [DependencyFailure] = [
-            .dead(parent), .evicted(parent), .unknownToQueue(parent), .removed(parent), .discarded(parent),
+            .quarantined(parent), .evicted(parent), .unknownToQueue(parent), .removed(parent), .discarded(parent),
             .discardedServerWins(parent), .gone(parent),
         ]
         guard let match = candidates.first(where: { Self.phrase(of: $0) == phrase }) else { return nil }
@@ -55,7 +55,7 @@ enum DependencyFailure: Hashable, Sendable {
 
     private static func phrase(of failure: DependencyFailure) -> String {
         switch failure {
-        case .dead: return "is dead"
+        case .quarantined: return "is quarantined"
         case .evicted: return "was evicted (outbox full)"
         case .unknownToQueue: return "is unknown to this queue (spooled by another process)"
         case .removed: return "was removed"

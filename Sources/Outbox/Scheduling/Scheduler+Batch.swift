@@ -13,8 +13,8 @@
 /// O(queue size), holding the store's lock while a million entries were
 /// copied).
 ///
-/// One case is not previewed: a batch that would need dead entries evicted
-/// (`fullPolicy = .evictOldestDead` with the partition full). Eviction
+/// One case is not previewed: a batch that would need quarantined entries evicted
+/// (`fullPolicy = .evictOldestQuarantined` with the partition full). Eviction
 /// cascades quarantines through dependents and already costs a scan of the
 /// queue per enqueue; that batch runs on a copy, as before.
 /// `TransactionEquivalenceTests` checks both paths against running the
@@ -44,7 +44,7 @@ extension Scheduler {
     }
 
     /// Previews the batch: throws the first refusal, or tells whether the
-    /// batch needs dead entries evicted. The preview holds a copy of the
+    /// batch needs quarantined entries evicted. The preview holds a copy of the
     /// scheduler, which must be gone before the batch is applied: while two
     /// values share the scheduler's storage, the first change would copy
     /// all of it (the cost this extension exists to avoid). Hence a
@@ -81,7 +81,7 @@ struct BatchPreview {
     enum Verdict {
         case admitted
         case refused(OutboxError)
-        /// The partition would be full: dead entries would be evicted.
+        /// The partition would be full: quarantined entries would be evicted.
         case needsEviction
     }
 
@@ -89,8 +89,8 @@ struct BatchPreview {
     private struct Added {
         var storedBytes: Int
         var appKey: String?
-        /// Quarantined at its enqueue (a dead parent).
-        var dead: Bool
+        /// Quarantined at its enqueue (a quarantined parent).
+        var quarantined: Bool
         /// The live entries it depends on: it counts among their dependents.
         var parents: [OutboxEntryID]
     }
@@ -131,7 +131,7 @@ struct BatchPreview {
         let limits = scheduler.configuration
         let fits = (limits.maximumEntries.map { newCount <= $0 } ?? true) && (limits.maximumBytes.map { newSize <= $0 } ?? true)
         guard fits else {
-            if limits.fullPolicy == .evictOldestDead { return .needsEviction }
+            if limits.fullPolicy == .evictOldestQuarantined { return .needsEviction }
             return .refused(
                 OutboxError(
                     .full,
@@ -140,12 +140,12 @@ struct BatchPreview {
                         + "\(limits.maximumBytes.map(String.init) ?? "none") bytes"))
         }
         if let replaced { remove(replaced.id) }
-        let dead = hasFailedDependency(request)
+        let quarantined = hasFailedDependency(request)
         let parents = request.dependencies.filter(isLive)
         added[request.id] = Added(
-            storedBytes: Int(UInt32(clamping: storedBytes)), appKey: request.idempotencyKey, dead: dead, parents: parents)
+            storedBytes: Int(UInt32(clamping: storedBytes)), appKey: request.idempotencyKey, quarantined: quarantined, parents: parents)
         if let key = request.idempotencyKey { keys[key] = .some(request.id) }
-        if let key = request.coalescingKey { holders[key] = .some(dead ? nil : request.id) }
+        if let key = request.coalescingKey { holders[key] = .some(quarantined ? nil : request.id) }
         for parent in parents { children[parent, default: 0] += 1 }
         count = newCount
         size = newSize
@@ -176,7 +176,7 @@ struct BatchPreview {
             holder = scheduler.strings.lookup(key).flatMap { scheduler.holder(of: $0) }
         }
         guard let holder, !hasDependents(holder), !request.dependencies.contains(holder) else { return nil }
-        if let batch = added[holder] { return batch.dead ? nil : (holder, batch.storedBytes) }
+        if let batch = added[holder] { return batch.quarantined ? nil : (holder, batch.storedBytes) }
         guard let entry = scheduler.metadata(holder), !removed.contains(holder), entry.status == .pending, entry.attempts == 0
         else { return nil }
         return (holder, Int(entry.storedBytes))
@@ -201,12 +201,12 @@ struct BatchPreview {
         if let appKey, holder(ofAppKey: appKey) == id { keys[appKey] = .some(nil) }
     }
 
-    /// Whether a dependency of `request` is dead (the new entry is then
+    /// Whether a dependency of `request` is quarantined (the new entry is then
     /// quarantined at once).
     private func hasFailedDependency(_ request: OutboxEnqueueRequest) -> Bool {
         request.dependencies.contains { parent in
             guard scheduler.completion(parent) == nil else { return false }
-            if let batch = added[parent] { return batch.dead }
+            if let batch = added[parent] { return batch.quarantined }
             guard let entry = scheduler.metadata(parent), !removed.contains(parent) else { return true }
             return entry.status == .quarantined
         }

@@ -1,9 +1,9 @@
 import Foundation
 
 /// The app's controls beyond retry and discard: "send now" for entries
-/// waiting for their retry time, and the retention of dead entries.
+/// waiting for their retry time, and the retention of quarantined entries.
 extension Scheduler {
-    /// Makes entries waiting for their retry time (`failed`, not yet due)
+    /// Makes entries waiting for their retry time (`waitingToRetry`, not yet due)
     /// due at `now`, keeping their attempts: "send now", and what coming
     /// back online does for entries that backed off while offline. `ids`
     /// `nil`: every such entry. Returns the entries brought forward.
@@ -20,10 +20,10 @@ extension Scheduler {
         return (moved, StoreChanges(moved.lazy.map { .state($0) }))
     }
 
-    /// Removes the dead entries that died at or before `cutoff` (ms since
-    /// 1970); their dependents, dead with them, follow once they too are
+    /// Removes the entries quarantined at or before `cutoff` (ms since
+    /// 1970); their dependents, quarantined with them, follow once they too are
     /// past it. Returns the entries removed.
-    mutating func removeDead(diedBefore cutoff: Int64) -> (ids: [OutboxEntryID], changes: StoreChanges) {
+    mutating func removeQuarantined(before cutoff: Int64) -> (ids: [OutboxEntryID], changes: StoreChanges) {
         let expired = entries.values.filter { $0.status == .quarantined && $0.when <= cutoff }.sorted { $0.sequence < $1.sequence }
         var removed: [OutboxEntryID] = []
         var changes: StoreChanges = []

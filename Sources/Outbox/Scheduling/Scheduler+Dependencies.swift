@@ -21,7 +21,7 @@ extension Scheduler {
     }
 
     /// Why a new entry can never be sent because of a dependency, if so:
-    /// a parent that is dead, or one that was evicted to make room for it.
+    /// a parent that is quarantined, or one that was evicted to make room for it.
     func failedDependency(of request: OutboxEnqueueRequest, evicted: [OutboxEntryID]) -> String? {
         for parent in request.dependencies where completions[parent] == nil {
             guard let metadata = entries[parent] else {
@@ -30,7 +30,7 @@ extension Scheduler {
                     ? DependencyFailure.evicted(parent).reason
                     : DependencyFailure.unknownToQueue(parent).reason
             }
-            if metadata.status == .quarantined { return DependencyFailure.dead(parent).reason }
+            if metadata.status == .quarantined { return DependencyFailure.quarantined(parent).reason }
         }
         return nil
     }
@@ -50,7 +50,7 @@ extension Scheduler {
                 commit(entry)
                 changes.append(.state(child))
                 affected.append(child)
-                queue.append((child, DependencyFailure.dead(child).reason))
+                queue.append((child, DependencyFailure.quarantined(child).reason))
             }
         }
         blocked[root] = nil
@@ -69,7 +69,7 @@ extension Scheduler {
             }
             if metadata.status == .quarantined {
                 throw OutboxError(
-                    .invalidTransition, "its dependency \(parent) is dead: retry that one, which brings this one back", entry: id)
+                    .invalidTransition, "its dependency \(parent) is quarantined: retry that one, which brings this one back", entry: id)
             }
             if metadata.sequence > entry.sequence {
                 // It depended on an earlier entry with that id, discarded
@@ -82,7 +82,7 @@ extension Scheduler {
         }
     }
 
-    /// Revives, transitively, the dead dependents of `root` that were
+    /// Revives, transitively, the quarantined dependents of `root` that were
     /// quarantined because of it (their reason names it). Returns them.
     ///
     /// A dependent with another parent that still cannot succeed stays
@@ -119,7 +119,7 @@ extension Scheduler {
     func blockingDependency(of entry: EntryMetadata) -> DependencyFailure? {
         for parent in entry.dependencies ?? [] where completions[parent] == nil {
             guard let metadata = entries[parent], metadata.sequence < entry.sequence else { return .gone(parent) }
-            if metadata.status == .quarantined { return .dead(parent) }
+            if metadata.status == .quarantined { return .quarantined(parent) }
         }
         return nil
     }

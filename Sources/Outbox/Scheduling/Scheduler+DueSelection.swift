@@ -127,7 +127,7 @@ extension Scheduler {
     }
 
     /// When the oldest entry not yet delivered nor set aside (pending,
-    /// failed or in flight) was created, in ms since 1970.
+    /// waiting to retry or in flight) was created, in ms since 1970.
     mutating func oldestUnsentCreation() -> Int64? {
         while let top = unsentByCreation.min {
             if let entry = entries[top.id], entry.sequence == top.sequence, entry.status.holdsScope { return top.createdAt }

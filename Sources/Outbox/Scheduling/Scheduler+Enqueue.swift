@@ -27,7 +27,7 @@ extension Scheduler {
 
         let replaced = replaceable(by: request)
 
-        // Limits, with eviction of the oldest dead entries if allowed. This
+        // Limits, with eviction of the oldest quarantined entries if allowed. This
         // is the last check that can fail: from here on, nothing throws.
         let evicted = try evictionsNeeded(adding: storedBytes, replacing: replaced)
 
@@ -125,7 +125,7 @@ extension Scheduler {
         return nil
     }
 
-    /// The dead entries to evict so that one more entry of `adding` bytes
+    /// The quarantined entries to evict so that one more entry of `adding` bytes
     /// fits; throws `full` if it cannot fit.
     private func evictionsNeeded(adding: Int, replacing: EntryMetadata?) throws(OutboxError) -> [OutboxEntryID] {
         var count = entries.count + 1 - (replacing == nil ? 0 : 1)
@@ -135,9 +135,9 @@ extension Scheduler {
         }
         if fits() { return [] }
         var evicted: [OutboxEntryID] = []
-        if configuration.fullPolicy == .evictOldestDead {
-            let dead = entries.values.filter { $0.status == .quarantined }.sorted { $0.sequence < $1.sequence }
-            for entry in dead where !fits() {
+        if configuration.fullPolicy == .evictOldestQuarantined {
+            let quarantined = entries.values.filter { $0.status == .quarantined }.sorted { $0.sequence < $1.sequence }
+            for entry in quarantined where !fits() {
                 evicted.append(entry.id)
                 count -= 1
                 size -= Int(entry.storedBytes)

@@ -108,14 +108,14 @@ extension Scheduler {
         failures[id] = failure
     }
 
-    /// Quarantines an entry (`dead`) and, transitively, every entry that
+    /// Quarantines an entry and, transitively, every entry that
     /// depends on it (reason `dependencyFailed`).
     mutating func quarantine(
         _ id: OutboxEntryID, reason: String, httpStatus: Int?
     ) throws(OutboxError) -> (OutboxCascade, StoreChanges) {
         try setAside(id, as: .quarantined, reason: reason, httpStatus: httpStatus)
         var changes = StoreChanges(.state(id))
-        let cascade = cascadeDeath(from: id, reason: DependencyFailure.dead(id).reason, changes: &changes)
+        let cascade = cascadeDeath(from: id, reason: DependencyFailure.quarantined(id).reason, changes: &changes)
         return (OutboxCascade(dependents: cascade), changes)
     }
 
@@ -125,8 +125,8 @@ extension Scheduler {
         return StoreChanges(.state(id))
     }
 
-    /// Takes an entry out of its scope for a person to decide on (`dead`
-    /// or `conflict`), keeping the reason.
+    /// Takes an entry out of its scope for a person to decide on
+    /// (`quarantined` or `conflict`), keeping the reason.
     private mutating func setAside(
         _ id: OutboxEntryID, as status: OutboxStatus, reason: String, httpStatus: Int?
     ) throws(OutboxError) {
@@ -138,7 +138,7 @@ extension Scheduler {
         commit(entry)
     }
 
-    /// Puts a `dead` or `conflict` entry back to `pending` with a fresh
+    /// Puts a `quarantined` or `conflict` entry back to `pending` with a fresh
     /// attempt budget; its dependents quarantined because of it come back too.
     mutating func retry(_ id: OutboxEntryID, now: Int64) throws(OutboxError) -> (OutboxCascade, StoreChanges) {
         let entry = try existing(id)

@@ -36,7 +36,7 @@ extension Scheduler {
     static let unscopedQueue = UInt32.max
 
     /// Puts `entry` in its scope's order by sequence — but never ahead of a
-    /// head that has been attempted (in flight, failed, or left pending by a
+    /// head that has been attempted (in flight, waiting to retry, or left pending by a
     /// crash with its attempt counted): that one may have reached the
     /// server, and it keeps the lead until it leaves the scope.
     mutating func insertIntoScope(_ entry: EntryMetadata) {

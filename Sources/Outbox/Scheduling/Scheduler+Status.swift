@@ -31,8 +31,8 @@ extension Scheduler {
         // good; delivered, it is no longer the key's newest value.
         if status != entry.status { pristine.remove(entry.id) }
         if status == .succeeded { forgetKey(of: entry) }
-        // A dead entry is never due: its time says when it died, for the
-        // retention of dead entries (``removeDead(diedBefore:)``).
+        // A quarantined entry is never due: its time says when it was quarantined, for the
+        // retention of quarantined entries (``removeQuarantined(before:)``).
         if status == .quarantined && entry.status != .quarantined { entry.when = Date().milliseconds }
         entry.status = status
     }

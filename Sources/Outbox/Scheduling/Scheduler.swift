@@ -7,8 +7,8 @@ import HeapModule
 /// Ordering rules:
 /// - entries with a scope are sent one at a time, in sequence order: only
 ///   the first unfinished entry of a scope (its *head*) may be sent, and
-///   only when nothing of that scope is in flight; a `failed` head holds the
-///   scope until its retry; `dead` and `conflict` entries leave the scope, so
+///   only when nothing of that scope is in flight; a `waitingToRetry` head holds the
+///   scope until its retry; `quarantined` and `conflict` entries leave the scope, so
 ///   they never block it;
 /// - once the head has been attempted, it stays the head until it leaves
 ///   the scope: an older entry brought back by `retry` queues behind it
@@ -50,7 +50,7 @@ package struct Scheduler: Sendable {
     /// (`Scheduler+Enqueue.swift`) and loading.
     package var nextSequence: UInt64 = 1
 
-    /// Unfinished entries (pending, failed, in flight) of each scope, in
+    /// Unfinished entries (pending, waitingToRetry, in flight) of each scope, in
     /// sequence order. Owned by scope queues (`Scheduler+ScopeQueues.swift`).
     var scopes: [UInt32: Deque<OutboxEntryID>] = [:]
     /// Candidates whose time has come, best first. Owned by due selection

@@ -28,7 +28,7 @@ extension LogOutboxStore {
     /// Each request is checked as `enqueue(_:)` checks it, before anything
     /// is written; dependencies and duplicates can only be decided by the
     /// queue, so a spooled entry that depends on an entry the queue does not
-    /// know is recorded quarantined there (``OutboxStatus/dead``), and one
+    /// know is recorded quarantined there (``OutboxStatus/quarantined``), and one
     /// whose id the queue holds is dropped as a duplicate. The queue is held
     /// only for the moment of a direct write: a process that keeps it open
     /// (the app) should be the one that drains it.

@@ -5,7 +5,7 @@ public struct OutboxSpoolReport: Sendable, Hashable, CustomStringConvertible {
     /// Spooled entries the queue already held (same id, or same app-supplied
     /// key): dropped, as a direct enqueue would have answered `duplicate`.
     public var duplicates = 0
-    /// Spooled entries recorded dead at once: a dependency the queue does
+    /// Spooled entries recorded quarantined at once: a dependency the queue does
     /// not know (enqueued in no process, or delivered and forgotten).
     public var quarantined = 0
     /// Spooled entries the queue can never take as they were written (too

@@ -104,8 +104,8 @@ extension CoreBackedStore {
     public func bringForward(_ ids: [OutboxEntry.ID]?, at now: Date) async throws(OutboxError) -> [OutboxEntry.ID] {
         try await core.bringForward(ids, at: now)
     }
-    public func removeDead(diedBefore cutoff: Date) async throws(OutboxError) -> [OutboxEntry.ID] {
-        try await core.removeDead(diedBefore: cutoff)
+    public func removeQuarantined(before cutoff: Date) async throws(OutboxError) -> [OutboxEntry.ID] {
+        try await core.removeQuarantined(before: cutoff)
     }
     // Waits for a store opened before its queue was loaded (a no-op for
     // one that has it all).

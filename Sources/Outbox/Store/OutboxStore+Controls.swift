@@ -2,7 +2,7 @@ import Foundation
 
 extension OutboxStore {
     public func bringForward(_ ids: [OutboxEntry.ID]?, at now: Date) async throws(OutboxError) -> [OutboxEntry.ID] { [] }
-    public func removeDead(diedBefore cutoff: Date) async throws(OutboxError) -> [OutboxEntry.ID] { [] }
+    public func removeQuarantined(before cutoff: Date) async throws(OutboxError) -> [OutboxEntry.ID] { [] }
 }
 
 extension StoreCore {
@@ -14,10 +14,10 @@ extension StoreCore {
         }
     }
 
-    func removeDead(diedBefore cutoff: Date) async throws(OutboxError) -> [OutboxEntryID] {
+    func removeQuarantined(before cutoff: Date) async throws(OutboxError) -> [OutboxEntryID] {
         let time = try Admission.milliseconds(cutoff, "cutoff")
         return try await perform(configuration.outcomeDurability) { scheduler in
-            scheduler.removeDead(diedBefore: time)
+            scheduler.removeQuarantined(before: time)
         }
     }
 }

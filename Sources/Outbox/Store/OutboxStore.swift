@@ -100,28 +100,28 @@ public protocol OutboxStore: AnyObject, Sendable {
     /// their ids. The default reclaims nothing.
     func reclaimExpiredLeases(at now: Date) async throws(OutboxError) -> [OutboxEntry.ID]
 
-    /// Quarantines the entry (`dead`) and every entry that depends on it.
+    /// Quarantines the entry and every entry that depends on it.
     func quarantine(_ id: OutboxEntry.ID, reason: String, httpStatus: Int?) async throws(OutboxError) -> OutboxCascade
 
     /// Leaves the entry in `conflict` for a person to resolve.
     func markConflict(_ id: OutboxEntry.ID, reason: String, httpStatus: Int?) async throws(OutboxError)
 
-    /// Puts a `dead` or `conflict` entry back to `pending` (fresh attempts);
+    /// Puts a `quarantined` or `conflict` entry back to `pending` (fresh attempts);
     /// dependents quarantined because of it come back too.
     func retry(_ id: OutboxEntry.ID, at now: Date) async throws(OutboxError) -> OutboxCascade
 
     /// Removes an entry that is not in flight; its dependents are quarantined.
     func discard(_ id: OutboxEntry.ID) async throws(OutboxError) -> OutboxCascade
 
-    /// "Send now": makes entries waiting for their retry time (`failed`,
+    /// "Send now": makes entries waiting for their retry time (`waitingToRetry`,
     /// not yet due) due at `now`, keeping their attempts; `ids` `nil` for
     /// every such entry. Returns the entries brought forward. The default
     /// brings none forward.
     func bringForward(_ ids: [OutboxEntry.ID]?, at now: Date) async throws(OutboxError) -> [OutboxEntry.ID]
 
-    /// Removes the `dead` entries quarantined at or before `cutoff` (the
-    /// retention of dead entries); returns them. The default removes none.
-    func removeDead(diedBefore cutoff: Date) async throws(OutboxError) -> [OutboxEntry.ID]
+    /// Removes the entries quarantined at or before `cutoff` (the
+    /// retention of quarantined entries); returns them. The default removes none.
+    func removeQuarantined(before cutoff: Date) async throws(OutboxError) -> [OutboxEntry.ID]
 
     /// One entry, with its request, or `nil`.
     func entry(_ id: OutboxEntry.ID) async throws(OutboxError) -> OutboxEntry?

@@ -8,15 +8,15 @@ public struct OutboxStoreConfiguration: Sendable {
     public enum FullPolicy: Sendable, Hashable {
         /// Fail the enqueue with ``OutboxError/Code/full``.
         case reject
-        /// Discard the oldest `dead` entries until the new one fits; if it
+        /// Discard the oldest `quarantined` entries until the new one fits; if it
         /// still does not fit, fail with `full`. Pending entries are never evicted.
-        case evictOldestDead
+        case evictOldestQuarantined
     }
 
     /// How entries without a scope are sent.
     public enum UnscopedDelivery: Sendable, Hashable {
         /// One at a time, in the order they were enqueued, as if they all
-        /// shared one scope: a failed entry holds the ones after it until
+        /// shared one scope: an entry waiting to retry holds the ones after it until
         /// its retry (quarantined and conflicting entries step aside, and an
         /// entry with dependencies waits for them outside the queue). What
         /// an outbox is usually expected to do: the user's writes reach the

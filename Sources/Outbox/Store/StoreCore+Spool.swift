@@ -7,7 +7,7 @@ extension StoreCore {
         case enqueued
         /// Already in the queue (its id, or its app-supplied key): only the mark moved.
         case duplicate
-        /// Recorded dead at once: a dependency this queue does not know.
+        /// Recorded quarantined at once: a dependency this queue does not know.
         case quarantined
     }
 

@@ -61,7 +61,7 @@ struct DemoReport: Encodable {
         // Unfinished, an unapplied write is not lost: it is still queued.
         lost = failure != nil ? [] : deliverable.filter { recorded.keys[$0].map { ledger.applied[$0] == nil } ?? true }.map(\.description)
         duplicateAttemptsAbsorbed = ledger.replays + ledger.inProgress
-        retries = tally.retried
+        retries = tally.waitingToRetry
         interrupted = tally.interrupted
         remappedIDs = tally.remapped
         self.quarantined = quarantined.map { Quarantined(id: $0.id.description, type: $0.type, reason: $0.lastError ?? "") }

@@ -164,12 +164,12 @@ struct DemoScenario {
 
         // What remained, from the app's own store when it is still open.
         var remaining: Int?
-        var dead: [OutboxEntry] = []
+        var quarantinedEntries: [OutboxEntry] = []
         if let life {
             await life.stopDispatcher()
             do {
                 remaining = try await life.store.summary().unsent
-                dead = try await life.store.entries(matching: OutboxFilter(statuses: [.quarantined]))
+                quarantinedEntries = try await life.store.entries(matching: OutboxFilter(statuses: [.quarantined]))
                 try await life.store.close()
             } catch {
                 try? await life.store.close()
@@ -191,7 +191,7 @@ struct DemoScenario {
         }
         let report = DemoReport(
             recorded: recorded, tally: tally.snapshot, ledger: ledger, remaining: unsent,
-            quarantined: dead, elapsed: started.duration(to: .now), deliveredBeforeRestart: restarted ? beforeRestart : nil,
+            quarantined: quarantinedEntries, elapsed: started.duration(to: .now), deliveredBeforeRestart: restarted ? beforeRestart : nil,
             failure: failure?.message, concurrency: Self.concurrency, latency: options.latency)
         await server.stop()
         return report

@@ -6,7 +6,7 @@ import OutboxLocking
 final class Tally: Sendable {
     struct Counts: Sendable {
         var delivered = 0
-        var retried = 0
+        var waitingToRetry = 0
         /// Attempts whose answer was lost after the request was sent (resent promptly).
         var interrupted = 0
         var quarantined = 0
@@ -46,7 +46,7 @@ final class Tally: Sendable {
                     switch event {
                     case .delivered(let id, _):
                         if counts.deliveredIDs.insert(id).inserted { counts.delivered += 1 }
-                    case .retryScheduled: counts.retried += 1
+                    case .waitingToRetry: counts.waitingToRetry += 1
                     case .interrupted: counts.interrupted += 1
                     case .quarantined: counts.quarantined += 1
                     case .remapped(let id, _, _):
@@ -80,7 +80,7 @@ final class Tally: Sendable {
             ticks += 1
             if ticks % 10 == 0 {
                 progress(
-                    "  delivered \(now.delivered)/\(total), retries \(now.retried), interrupted \(now.interrupted), "
+                    "  delivered \(now.delivered)/\(total), retries \(now.waitingToRetry), interrupted \(now.interrupted), "
                         + "quarantined \(now.quarantined)")
             }
             try? await Task.sleep(for: .milliseconds(50))

@@ -49,7 +49,7 @@ struct RecoveryReportJSON: Encodable {
 
     private enum Keys: String, CodingKey {
         case directory, segments, records, liveKeys, bytes, nextSequence, truncatedTail, skipped
-        case quarantinedFiles, interruptedCompaction, removedTemporaryFiles, readOnly, durationSeconds, clean
+        case setAsideFiles, interruptedCompaction, removedTemporaryFiles, readOnly, durationSeconds, clean
     }
 
     private struct Tail: Encodable {
@@ -83,7 +83,7 @@ struct RecoveryReportJSON: Encodable {
         try container.encode(
             report.skipped.map { Range(file: $0.file, offset: $0.offset, bytes: $0.bytes, reason: $0.reason) },
             forKey: .skipped)
-        try container.encode(report.quarantinedFiles, forKey: .quarantinedFiles)
+        try container.encode(report.setAsideFiles, forKey: .setAsideFiles)
         try container.encode(report.interruptedCompaction?.rawValue, forKey: .interruptedCompaction)
         try container.encode(report.removedTemporaryFiles, forKey: .removedTemporaryFiles)
         try container.encode(report.readOnly, forKey: .readOnly)

@@ -92,7 +92,7 @@ struct OutboxDrain: AsyncParsableCommand {
     struct Summary: Encodable {
         var user: String
         var delivered = 0
-        var retried = 0
+        var waitingToRetry = 0
         /// Attempts sent whose answer was lost, resent promptly (not failures).
         var interrupted = 0
         /// Attempts that never reached the server (not counted toward maxAttempts).
@@ -153,7 +153,7 @@ struct OutboxDrain: AsyncParsableCommand {
             await dispatcher.stop()
             var summary = Summary(user: user, concurrency: concurrency, unscopedDelivery: unscopedDelivery.rawValue)
             summary.delivered = report.delivered
-            summary.retried = report.retried
+            summary.waitingToRetry = report.waitingToRetry
             summary.interrupted = report.interrupted
             summary.notSent = report.notSent
             summary.inProgress = report.inProgress
@@ -169,7 +169,7 @@ struct OutboxDrain: AsyncParsableCommand {
             return summary
         }
         var result = summary
-        if unscopedDelivery == .inOrder, concurrency > 1, result.delivered + result.retried > 1 {
+        if unscopedDelivery == .inOrder, concurrency > 1, result.delivered + result.waitingToRetry > 1 {
             StandardStreams.writeError(
                 "note: entries without a scope went one at a time, in the order they were enqueued; "
                     + "--unscoped-delivery concurrent sends up to \(concurrency) at once")
@@ -179,7 +179,7 @@ struct OutboxDrain: AsyncParsableCommand {
             StandardStreams.writeLine(try JSONLines().encode(result))
         } else {
             StandardStreams.writeLine(
-                "delivered \(result.delivered) (replayed \(result.replayed)), retried \(result.retried), "
+                "delivered \(result.delivered) (replayed \(result.replayed)), waiting to retry \(result.waitingToRetry), "
                     + "interrupted \(result.interrupted), not sent \(result.notSent), in progress \(result.inProgress), "
                     + "quarantined \(result.quarantined), "
                     + "conflicts \(result.conflicts), remaining \(result.remaining), needs attention \(result.needsAttention) "

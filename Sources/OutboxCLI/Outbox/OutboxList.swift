@@ -28,7 +28,7 @@ struct OutboxList: AsyncParsableCommand {
 
     @Option(
         help: ArgumentHelp(
-            "Only entries in these statuses: pending, inFlight, waitingToRetry, quarantined, conflict, succeeded (the earlier names failed and dead still work).",
+            "Only entries in these statuses: pending, inFlight, waitingToRetry, quarantined, conflict, succeeded.",
             discussion: "Repeat the option or separate statuses with commas.",
             valueName: "status"))
     var status: [String] = []

@@ -59,7 +59,7 @@ public struct RecoveryReport: Sendable, Hashable, CustomStringConvertible {
     /// salvage open (`outbox log verify`).
     public var skipped: [SkippedRange] = []
     /// Files moved into `damaged/` by salvage.
-    public var quarantinedFiles: [String] = []
+    public var setAsideFiles: [String] = []
     /// A compaction interrupted by a crash, and what recovery did with it.
     public var interruptedCompaction: InterruptedCompaction?
     /// Leftover temporary files that were deleted.
@@ -79,7 +79,7 @@ public struct RecoveryReport: Sendable, Hashable, CustomStringConvertible {
     public var duration: Duration = .zero
 
     /// `true` if nothing was damaged: no torn tail, nothing skipped.
-    public var isClean: Bool { truncatedTail == nil && skipped.isEmpty && quarantinedFiles.isEmpty }
+    public var isClean: Bool { truncatedTail == nil && skipped.isEmpty && setAsideFiles.isEmpty }
 
     public init(directory: String) { self.directory = directory }
 
@@ -103,7 +103,7 @@ public struct RecoveryReport: Sendable, Hashable, CustomStringConvertible {
         for range in skipped {
             lines.append("skipped: \(range.file) offset \(range.offset), \(range.bytes) bytes (\(range.reason))")
         }
-        for file in quarantinedFiles { lines.append("moved aside: damaged/\(file)") }
+        for file in setAsideFiles { lines.append("moved aside: damaged/\(file)") }
         if let interruptedCompaction { lines.append("interrupted compaction: \(interruptedCompaction.rawValue)") }
         for file in removedTemporaryFiles { lines.append("removed temporary file: \(file)") }
         if readOnly && !isClean { lines.append("(read-only: nothing was changed on disk)") }

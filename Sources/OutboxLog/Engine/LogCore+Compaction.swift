@@ -261,7 +261,7 @@ extension LogCore {
             let intent = CompactionIntent(
                 inputs: plan.inputs.map { .init(base: $0.file.header.baseSequence, salt: $0.file.header.salt) },
                 outputs: outputs.map { .init(base: $0.header.baseSequence, salt: $0.header.salt) },
-                quarantineInputs: false)
+                setAsideInputs: false)
             try swap.commit(intent, committed: &committed)
 
             // 4. Swap in memory.
@@ -319,7 +319,7 @@ extension LogCore {
                 CompactionIntent(
                     inputs: plan.inputs.map { .init(base: $0.file.header.baseSequence, salt: $0.file.header.salt) },
                     outputs: writer.outputs.map { .init(base: $0.header.baseSequence, salt: $0.header.salt) },
-                    quarantineInputs: false),
+                    setAsideInputs: false),
                 segmentSalts: salts)
         } catch {
             let waiters = state.withLock { poison(error, in: &$0) }

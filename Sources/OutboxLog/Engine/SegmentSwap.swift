@@ -45,7 +45,7 @@ struct SegmentSwap {
             guard let salt = segmentSalts[input.base] else { continue }
             if let salt, outputSalts.contains(salt) { continue }  // already replaced by an output
             let path = layout.segmentFile(base: input.base)
-            if intent.quarantineInputs {
+            if intent.setAsideInputs {
                 try moveAside(path)
             } else {
                 try remove(path)

@@ -31,23 +31,23 @@ package struct CompactionIntent: Sendable, Hashable {
 
     static let magic: [UInt8] = Array("OBXCMPT\n".utf8)
     static let currentVersion: UInt16 = 1
-    static let quarantineFlag: UInt16 = 1
+    static let setAsideFlag: UInt16 = 1
 
     var inputs: [SegmentIdentity]
     var outputs: [SegmentIdentity]
     /// Salvage: move inputs to `damaged/` rather than deleting them.
-    var quarantineInputs: Bool
+    var setAsideInputs: Bool
 
-    package init(inputs: [SegmentIdentity], outputs: [SegmentIdentity], quarantineInputs: Bool) {
+    package init(inputs: [SegmentIdentity], outputs: [SegmentIdentity], setAsideInputs: Bool) {
         self.inputs = inputs
         self.outputs = outputs
-        self.quarantineInputs = quarantineInputs
+        self.setAsideInputs = setAsideInputs
     }
 
     package func encoded() -> [UInt8] {
         var bytes = Self.magic
         bytes.appendLittleEndian(Self.currentVersion)
-        bytes.appendLittleEndian(quarantineInputs ? Self.quarantineFlag : 0)
+        bytes.appendLittleEndian(setAsideInputs ? Self.setAsideFlag : 0)
         bytes.appendLittleEndian(UInt32(inputs.count))
         bytes.appendLittleEndian(UInt32(outputs.count))
         for segment in inputs + outputs {
@@ -75,7 +75,7 @@ package struct CompactionIntent: Sendable, Hashable {
             let flags: UInt16 = raw.loadLittleEndian(at: 10)
             let inputCount = Int(raw.loadLittleEndian(at: 12, as: UInt32.self))
             let outputCount = Int(raw.loadLittleEndian(at: 16, as: UInt32.self))
-            guard flags & ~quarantineFlag == 0, 20 + 16 * (inputCount + outputCount) + 4 == raw.count else {
+            guard flags & ~setAsideFlag == 0, 20 + 16 * (inputCount + outputCount) + 4 == raw.count else {
                 return .failure(.corrupt("inconsistent counts or flags"))
             }
             var segments: [SegmentIdentity] = []
@@ -86,7 +86,7 @@ package struct CompactionIntent: Sendable, Hashable {
             return .success(
                 CompactionIntent(
                     inputs: Array(segments[..<inputCount]), outputs: Array(segments[inputCount...]),
-                    quarantineInputs: flags & quarantineFlag != 0))
+                    setAsideInputs: flags & setAsideFlag != 0))
         }
     }
 }

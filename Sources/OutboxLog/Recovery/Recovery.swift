@@ -172,7 +172,7 @@ struct Recovery {
                 activeSize: tail.activeSize, nextSegmentID: scan.nextID,
                 endsWithMarker: scan.endsWithMarker && scan.tornTail == nil, readableEnds: tail.readableEnds,
                 segmentsWithKnownDamage: configuration.readOnly ? scan.segmentsWithKnownDamage : [], report: report,
-                changedKeys: history && report.skipped.isEmpty && report.quarantinedFiles.isEmpty ? scan.changedKeys : nil))
+                changedKeys: history && report.skipped.isEmpty && report.setAsideFiles.isEmpty ? scan.changedKeys : nil))
     }
 }
 

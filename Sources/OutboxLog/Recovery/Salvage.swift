@@ -47,14 +47,14 @@ struct Salvage {
         for gap in gaps {
             if let replaced = gap.replacing {
                 inputs.append(.init(base: gap.from, salt: replaced.salt))
-                report.quarantinedFiles.append(replaced.name)
+                report.setAsideFiles.append(replaced.name)
             }
             outputs.append(try placeholder(covering: gap.from..<gap.to))
             logger.error("salvage marked missing records as lost", metadata: ["sequences": "\(gap.from)..<\(gap.to)"])
         }
         for segment in damaged {
             inputs.append(.init(base: segment.candidate.base, salt: segment.header?.salt ?? 0))
-            report.quarantinedFiles.append(segment.name)
+            report.setAsideFiles.append(segment.name)
             let position = ordered.firstIndex { $0.base == segment.candidate.base }!
             let isNewest = position + 1 == ordered.count
             let nextBase = isNewest ? nil : ordered[position + 1].base
@@ -74,7 +74,7 @@ struct Salvage {
                 outputs.append(output)
             }
         }
-        let intent = CompactionIntent(inputs: inputs, outputs: outputs, quarantineInputs: true)
+        let intent = CompactionIntent(inputs: inputs, outputs: outputs, setAsideInputs: true)
         // A failure after the commit point leaves the intent (and the
         // outputs) for the next open to finish: the open fails either way.
         let swap = SegmentSwap(layout: layout, fileSystem: fileSystem)

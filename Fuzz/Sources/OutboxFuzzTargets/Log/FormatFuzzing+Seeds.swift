@@ -45,10 +45,10 @@ extension LogFormatFuzzing {
         typealias Segment = CompactionIntent.SegmentIdentity
         let compaction = CompactionIntent(
             inputs: [Segment(base: 1, salt: 11), Segment(base: 40, salt: 12), Segment(base: 90, salt: 13)],
-            outputs: [Segment(base: 1, salt: 21)], quarantineInputs: false)
+            outputs: [Segment(base: 1, salt: 21)], setAsideInputs: false)
         let salvage = CompactionIntent(
             inputs: [Segment(base: 5, salt: 31)], outputs: [Segment(base: 5, salt: 41), Segment(base: 60, salt: 42)],
-            quarantineInputs: true)
+            setAsideInputs: true)
         return [[0] + compaction.encoded(), [0] + salvage.encoded()]
     }
 }
