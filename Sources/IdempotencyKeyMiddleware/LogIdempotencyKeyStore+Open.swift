@@ -20,8 +20,7 @@ extension LogIdempotencyKeyStore {
         at directory: FilePath, configuration: Configuration = Configuration(), now: Date = Date()
     ) async throws -> LogIdempotencyKeyStore {
         try configuration.validate()
-        let legacy = try await LegacyKeyMigration.read(directory, fileSystem: configuration.fileSystem, now: now)
-        let store = try await withCheckedThrowingContinuation { continuation in
+        return try await withCheckedThrowingContinuation { continuation in
             // Blocking file I/O: off the cooperative pool.
             let thread = Thread {
                 continuation.resume(with: Result { try openBlocking(at: directory, configuration: configuration, now: now) })
@@ -29,8 +28,6 @@ extension LogIdempotencyKeyStore {
             thread.name = "idempotency-journal-open"
             thread.start()
         }
-        if let legacy { try await LegacyKeyMigration.finish(legacy, into: store) }
-        return store
     }
 
     private static func openBlocking(at directory: FilePath, configuration: Configuration, now: Date) throws -> LogIdempotencyKeyStore {

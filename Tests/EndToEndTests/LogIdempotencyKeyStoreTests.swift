@@ -299,24 +299,4 @@ struct LogIdempotencyKeyStoreTests {
         try await first.close()
         try await second.close()
     }
-
-    @Test("a directory of the previous format (one OutboxLog record per key) is migrated at the first open")
-    func migratesLegacyDirectory() async throws {
-        let directory = temporaryDirectory()
-        defer { try? FileManager.default.removeItem(atPath: directory) }
-        let log = try await OutboxLog.open(at: .init(directory))
-        let expires = t0.addingTimeInterval(600).timeIntervalSinceReferenceDate
-        let live = #"{"fingerprint":[1,2],"state":{"completed":{"_0":{"status":201,"headers":{},"body":"aGk="},"expiresAt":\#(expires)}}}"#
-        let old = #"{"fingerprint":[3],"state":{"completed":{"_0":{"status":201,"headers":{},"body":"aGk="},"expiresAt":0}}}"#
-        try await log.put("legacy-live", Array(live.utf8), durability: .durable)
-        try await log.put("legacy-old", Array(old.utf8), durability: .durable)
-        try await log.close()
-
-        let keys = try await LogIdempotencyKeyStore.open(at: .init(directory), now: t0)
-        #expect(try await keys.begin(key: "legacy-live", fingerprint: [1, 2], now: t0, claim: claim)
-            == .completed(StoredResponse(status: 201, headers: [:], body: Array("hi".utf8))))
-        #expect(try await keys.begin(key: "legacy-old", fingerprint: [3], now: t0, claim: claim) == .proceed)
-        #expect(!(try files(directory).contains { $0.hasSuffix(".seg") }))
-        try await keys.close()
-    }
 }

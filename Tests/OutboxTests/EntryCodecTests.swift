@@ -31,7 +31,7 @@ struct EntryCodecTests {
 
     @Test("what encoding writes decodes back to the same value")
     func roundTrip() throws {
-        #expect(try EntryCodec.decode(try EntryCodec.encode(Self.body, sealer: nil), sealer: nil) == Self.body)
+        #expect(try EntryCodec.decode(EntryCodec.encode(Self.body)) == Self.body)
         let completion = Completion(serverID: "s/1", syncedAt: 3)
         #expect(try EntryCodec.decodeCompletion(EntryCodec.encodeCompletion(completion)) == completion)
         let state = try EntryCodec.decodeState(Self.state(httpStatus: 503, message: "busy"))
@@ -44,8 +44,8 @@ struct EntryCodecTests {
 
     @Test("a byte left over after a body, a state or a completion is corruption")
     func trailingBytes() throws {
-        let body = try EntryCodec.encode(Self.body, sealer: nil)
-        #expect(Self.refused { () throws(OutboxError) in _ = try EntryCodec.decode(body + [0], sealer: nil) })
+        let body = try EntryCodec.encode(Self.body)
+        #expect(Self.refused { () throws(OutboxError) in _ = try EntryCodec.decode(body + [0]) })
         #expect(Self.refused { () throws(OutboxError) in _ = try EntryCodec.decodeState(Self.state(httpStatus: nil, message: nil) + [0]) })
         let answered = Self.state(httpStatus: nil, message: nil, firstAnsweredAt: 4_000)
         #expect(Self.refused { () throws(OutboxError) in _ = try EntryCodec.decodeState(answered + [0]) })
@@ -63,11 +63,14 @@ struct EntryCodecTests {
         #expect(Self.refused { () throws(OutboxError) in _ = try EntryCodec.decodeCompletion(bytes) })
     }
 
-    @Test("an unknown flag, a presence flag other than 0 or 1, or an HTTP status below -1 is corruption")
+    @Test("an unknown flag (bit 0 included: no body is sealed in place), a presence flag other than 0 or 1, or an HTTP status below -1 is corruption")
     func unknownValues() throws {
-        var body = try EntryCodec.encode(Self.body, sealer: nil)
-        body[1] = 0x80
-        #expect(Self.refused { () throws(OutboxError) in _ = try EntryCodec.decodeHeader(body) })
+        for flag: UInt8 in [0x80, 0x01] {
+            var body = EntryCodec.encode(Self.body)
+            body[1] |= flag
+            #expect(Self.refused { () throws(OutboxError) in _ = try EntryCodec.decodeHeader(body) })
+            #expect(Self.refused { () throws(OutboxError) in _ = try EntryCodec.decode(body) })
+        }
         var completion = EntryCodec.encodeCompletion(Completion(serverID: "s", syncedAt: 3))
         completion[9] = 2
         #expect(Self.refused { () throws(OutboxError) in _ = try EntryCodec.decodeCompletion(completion) })
@@ -76,12 +79,12 @@ struct EntryCodecTests {
 
     @Test("a repeated header name is corruption: decoding it would keep one value and drop the other")
     func repeatedHeader() throws {
-        let twice = try EntryCodec.encode(Self.body, sealer: nil)
+        let twice = try EntryCodec.encode(Self.body)
         // Rename header "B" to "A": same length, so only the name changes.
         let b = try #require(twice.lastIndex(of: UInt8(ascii: "B")))
         var repeated = twice
         repeated[b] = UInt8(ascii: "A")
-        #expect(Self.refused { () throws(OutboxError) in _ = try EntryCodec.decode(repeated, sealer: nil) })
+        #expect(Self.refused { () throws(OutboxError) in _ = try EntryCodec.decode(repeated) })
     }
 
     @Test("an error message longer than the 2,048 characters encoding keeps is corruption")

@@ -6,8 +6,8 @@ import Testing
 
 @testable import Outbox
 
-/// Issue 15, item 2: queue directories named by a keyed hash, listing with
-/// the key, one key per root, and the move of queues from before issue 15.
+/// Queue directories named by a keyed hash, listing with the key, one key
+/// per root, and the sealing of a plain queue when a key is first given.
 @Suite("Partition directories")
 struct PartitionDirectoryTests {
     static func sealed(_ key: SymmetricKey) -> OutboxStoreConfiguration {
@@ -95,107 +95,42 @@ struct PartitionDirectoryTests {
         #expect(try Self.queueDirectories(root).filter { $0.hasPrefix("outbox+") }.count == 1)
     }
 
-    // MARK: Queues from before issue 15
+    // MARK: A seal cut by a crash
 
-    /// A queue as builds before issue 15 wrote it: `partitions/<escaped
-    /// user>/`, plain keys, plain scheduling fields, the request sealed in
-    /// place if `key` is given, and a completion.
-    static func writeLegacyQueue(root: FilePath, partition: String, key: SymmetricKey?) async throws -> (OutboxEntryID, OutboxEntryID) {
-        let directory = PartitionDirectory.legacyPath(root: root, partition: partition)
-        var configuration = OutboxLog.Configuration()
-        configuration.logger = quietConfiguration().log.logger
-        let log = try await OutboxLog.open(at: directory, configuration: configuration)
-        let sealer = key.map(PayloadSealer.init(key:))
-        if let sealer { _ = try await log.put("K", try sealer.sealCanary(partition: partition), durability: .durable) }
-        let pending = OutboxEntryID()
-        let body = EntryBody(
-            id: pending, sequence: 7, createdAt: 1_700_000_000_000, priority: 2, maxAttempts: 10, type: "LEGACY-TYPE",
-            scope: "LEGACY-SCOPE", coalescingKey: nil, partition: partition, dependencies: [], idempotencyKey: "LEGACY-KEY",
-            keySuppliedByApp: true, method: "POST", endpoint: "/legacy", headers: ["H": "LEGACY-HEADER"],
-            payload: Array("LEGACY-PAYLOAD".utf8))
-        let metadata = EntryMetadata(
-            id: pending, sequence: 7, status: .pending, priority: 2, attempts: 1, maxAttempts: 10, scope: 0, type: 0,
-            coalescing: 0, when: 1_700_000_000_000, createdAt: 1_700_000_000_000, storedBytes: 0)
-        let key = LogKey([0x45] + pending.bytes)
-        _ = try await log.append(
-            [.value(key, try EntryCodec.encode(body, sealer: sealer)),
-             .annotation(key, EntryCodec.encodeState(metadata, failure: FailureInfo(message: "LEGACY-ERROR", httpStatus: 503)))],
-            durability: .durable)
-        let delivered = OutboxEntryID()
-        _ = try await log.put(
-            LogKey([0x43] + delivered.bytes),
-            EntryCodec.encodeCompletion(Completion(serverID: "LEGACY-SERVER-ID", syncedAt: 1_700_000_000_000)),
-            durability: .durable)
-        try await log.close()
-        return (pending, delivered)
+    /// A plain queue of `partition` holding one entry; returns its directory name.
+    static func writePlainQueue(root: TemporaryRoot, partition: String) async throws -> String {
+        let plain = try await LogOutboxStore.open(root: root.path, partition: partition, configuration: quietConfiguration())
+        _ = try await plain.add(request(payload: "plain"))
+        try await plain.close()
+        return try #require(try queueDirectories(root).first { $0.hasPrefix(PartitionDirectory.prefix) })
     }
 
-    static let legacyStrings = ["LEGACY-TYPE", "LEGACY-SCOPE", "LEGACY-KEY", "LEGACY-HEADER", "LEGACY-PAYLOAD", "LEGACY-ERROR", "LEGACY-SERVER-ID"]
-
-    @Test("a sealed queue from before issue 15 is sealed whole and moved to its keyed name on open", arguments: [false, true])
-    func legacyQueueMoves(encrypted: Bool) async throws {
-        let root = TemporaryRoot()
-        let key: SymmetricKey? = encrypted ? SymmetricKey(size: .bits256) : nil
-        let (pending, delivered) = try await Self.writeLegacyQueue(root: root.path, partition: "dave@example.com", key: key)
-        #expect(LogOutboxStore.partitions(root: root.path) == ["dave@example.com"])
-        var configuration = quietConfiguration()
-        configuration.encryptionKey = key
-        if encrypted {
-            // A wrong key or none moves nothing.
-            await expectOutboxError(.wrongKey) {
-                try await LogOutboxStore.open(root: root.path, partition: "dave@example.com", configuration: Self.sealed(SymmetricKey(size: .bits256)))
-            }
-            await expectOutboxError(.keyRequired) {
-                try await LogOutboxStore.open(root: root.path, partition: "dave@example.com", configuration: quietConfiguration())
-            }
-            #expect(try Self.queueDirectories(root).contains("dave%40example.com"))
-        }
-        let store = try await LogOutboxStore.open(root: root.path, partition: "dave@example.com", configuration: configuration)
-        let entry = try #require(try await store.entry(pending))
-        #expect(entry.payload == Array("LEGACY-PAYLOAD".utf8))
-        #expect(entry.headers == ["H": "LEGACY-HEADER"])
-        #expect(entry.lastError == "LEGACY-ERROR")
-        #expect(entry.attempts == 1)
-        #expect(entry.sequence == 7)
-        #expect(try await store.completion(of: delivered)?.serverID == "LEGACY-SERVER-ID")
-        let again = try await store.add(request(type: "again"))
-        #expect(try await store.entry(again)?.sequence ?? 0 > 7)
-        try await store.close()
-
-        let directories = try Self.queueDirectories(root).filter { $0 != "SALT" }
-        #expect(directories.count == 1 && directories[0].hasPrefix("outbox+"), "\(directories)")
-        if encrypted {
-            let found = try DiskSearch.occurrences(
-                of: (Self.legacyStrings + ["dave"]).map { ($0, Array($0.utf8)) }, under: root.path.string)
-            #expect(found.isEmpty, "\(found)")
-            #expect(LogOutboxStore.partitions(root: root.path, encryptionKey: key) == ["dave@example.com"])
-        } else {
-            #expect(LogOutboxStore.partitions(root: root.path) == ["dave@example.com"])
-        }
-    }
-
-    @Test("a move cut after its commit: the old directory is deleted on the next open, nothing is doubled")
-    func moveCutAfterCommit() async throws {
+    @Test("a seal cut after its commit: the plain queue is deleted on the next open, nothing is doubled")
+    func sealCutAfterCommit() async throws {
         let root = TemporaryRoot()
         let key = SymmetricKey(size: .bits256)
-        _ = try await Self.writeLegacyQueue(root: root.path, partition: "erin", key: key)
-        let legacy = root.path.string + "/partitions/erin"
+        let plainName = try await Self.writePlainQueue(root: root, partition: "erin")
+        let plain = root.path.string + "/partitions/" + plainName
         let copy = root.path.string + "/erin-before"
-        try FileManager.default.copyItem(atPath: legacy, toPath: copy)
+        try FileManager.default.copyItem(atPath: plain, toPath: copy)
         try await LogOutboxStore.open(root: root.path, partition: "erin", configuration: Self.sealed(key)).close()
-        // As if the process died between the rename and the deletion.
-        try FileManager.default.moveItem(atPath: copy, toPath: legacy)
+        // As if the process died between the rename and the deletion: the
+        // plain queue still there, named in the sealed one's PREVIOUS file.
+        try FileManager.default.moveItem(atPath: copy, toPath: plain)
+        let sealedName = PartitionDirectory.name("erin", naming: RecordSealer(key: key).naming)
+        let previous = root.path.string + "/partitions/" + sealedName + "/" + PartitionDirectory.previousFileName
+        #expect(FileManager.default.createFile(atPath: previous, contents: Data(plainName.utf8)))
         let store = try await LogOutboxStore.open(root: root.path, partition: "erin", configuration: Self.sealed(key))
         #expect(try await store.summary().total == 1)
         try await store.close()
-        #expect(!FileManager.default.fileExists(atPath: legacy))
+        #expect(!FileManager.default.fileExists(atPath: plain))
     }
 
-    @Test("a half-built copy left by a crash is thrown away and the move done again")
+    @Test("a half-built sealed copy left by a crash is thrown away and the seal done again")
     func halfBuiltCopy() async throws {
         let root = TemporaryRoot()
         let key = SymmetricKey(size: .bits256)
-        _ = try await Self.writeLegacyQueue(root: root.path, partition: "finn", key: key)
+        _ = try await Self.writePlainQueue(root: root, partition: "finn")
         let name = PartitionDirectory.name("finn", naming: RecordSealer(key: key).naming)
         let partial = root.path.string + "/partitions/" + name + PartitionRewrite.temporarySuffix
         try FileManager.default.createDirectory(atPath: partial, withIntermediateDirectories: false)

@@ -16,7 +16,7 @@ struct RecordFormatTests {
             id: id, sequence: 42, createdAt: 1, priority: 0, maxAttempts: 3, type: "t", scope: nil, coalescingKey: nil,
             partition: "hana", dependencies: [], idempotencyKey: "k", keySuppliedByApp: false, method: "POST",
             endpoint: "/e", headers: [:], payload: [1, 2, 3])
-        return try EntryCodec.encode(body, sealer: nil)
+        return try EntryCodec.encode(body)
     }
 
     @Test("a sealed body opens under its key; its sequence stays outside the box, in the clear")

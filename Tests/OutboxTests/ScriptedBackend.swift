@@ -34,7 +34,7 @@ final class ScriptedBackend: StoreBackend {
     var durableWaiters: Int { state.withLock { $0.waiters.count } }
 
     func prepare(_ body: EntryBody) throws(OutboxError) -> PreparedBody {
-        PreparedBody(body: body, encoded: nil, storedBytes: try EntryCodec.encode(body, sealer: nil).count)
+        PreparedBody(body: body, encoded: nil, storedBytes: try EntryCodec.encode(body).count)
     }
 
     func reserveRoom(bytes: Int) async throws(OutboxError) -> StoreRoom { .unbounded }

@@ -38,7 +38,7 @@ import Foundation
 /// CRC) say, never to less.
 package enum EntryCodec {
     static let version: UInt8 = 1
-    private static let sealedFlag: UInt8 = 1
+    /// Flag bit 0 is not used: a body with it set is refused.
     private static let appKeyFlag: UInt8 = 2
     /// The payload is in a file (``PayloadFileReference``); a build from
     /// before payload files refuses the record as corrupt rather than
@@ -50,28 +50,18 @@ package enum EntryCodec {
 
     // MARK: Body
 
-    package static func encode(_ body: EntryBody, sealer: PayloadSealer?) throws(OutboxError) -> [UInt8] {
-        guard let sealer else {
-            // Plain: one buffer of exactly the right size, one allocation.
-            var writer = ByteWriter(capacity: headerSize(body) + sensitiveSize(body))
-            writeHeader(body, sealed: false, into: &writer)
-            writeSensitive(body, into: &writer)
-            return writer.bytes
-        }
-        var sensitive = ByteWriter(capacity: sensitiveSize(body))
-        writeSensitive(body, into: &sensitive)
-        let sealed = try sealer.seal(sensitive.bytes, partition: body.partition, id: body.id)
-        var writer = ByteWriter(capacity: headerSize(body) + 4 + sealed.count)
-        writeHeader(body, sealed: true, into: &writer)
-        writer.data(sealed)
+    /// The plain encoding (a sealed queue seals it whole: ``RecordFormat``),
+    /// in one buffer of exactly the right size.
+    package static func encode(_ body: EntryBody) -> [UInt8] {
+        var writer = ByteWriter(capacity: headerSize(body) + sensitiveSize(body))
+        writeHeader(body, into: &writer)
+        writeSensitive(body, into: &writer)
         return writer.bytes
     }
 
-    private static func writeHeader(_ body: EntryBody, sealed: Bool, into writer: inout ByteWriter) {
+    private static func writeHeader(_ body: EntryBody, into writer: inout ByteWriter) {
         writer.integer(version)
-        writer.integer(
-            (sealed ? sealedFlag : 0) | (body.keySuppliedByApp ? appKeyFlag : 0)
-                | (body.payloadFile == nil ? 0 : payloadFileFlag))
+        writer.integer((body.keySuppliedByApp ? appKeyFlag : 0) | (body.payloadFile == nil ? 0 : payloadFileFlag))
         writer.uuid(body.id.uuid)
         writer.integer(body.sequence)
         writer.integer(body.createdAt)
@@ -118,11 +108,10 @@ package enum EntryCodec {
         return size
     }
 
-    /// The scheduling fields of a body, without touching the sensitive part
-    /// (no key needed: a store opens and schedules without decrypting).
+    /// The scheduling fields of a body, without decoding the request
+    /// (endpoint, headers, payload), which scheduling never needs.
     package struct Header {
         package var body: EntryBody  // endpoint, headers and payload left empty
-        package var sealed: Bool
         var sensitive: [UInt8]
     }
 
@@ -132,7 +121,7 @@ package enum EntryCodec {
             let version = try reader.integer(UInt8.self)
             guard version == Self.version else { throw ByteReader.Failure(reason: "unknown entry version \(version)") }
             let flags = try reader.integer(UInt8.self)
-            guard flags & ~(sealedFlag | appKeyFlag | payloadFileFlag) == 0 else { throw ByteReader.Failure(reason: "unknown entry flags \(flags)") }
+            guard flags & ~(appKeyFlag | payloadFileFlag) == 0 else { throw ByteReader.Failure(reason: "unknown entry flags \(flags)") }
             let id = OutboxEntryID(bytes: try reader.slice(16))
             let sequence = try reader.integer(UInt64.self)
             guard sequence <= EntryMetadata.sequenceLimit else {
@@ -151,8 +140,7 @@ package enum EntryCodec {
             let idempotencyKey = try reader.string()
             let method = try reader.string()
             let payloadFile = flags & payloadFileFlag != 0 ? try PayloadFileReference.decode(from: &reader) : nil
-            let sealed = flags & sealedFlag != 0
-            let sensitive = sealed ? try reader.data() : try reader.raw(bytes.count - reader.offset)
+            let sensitive = try reader.raw(bytes.count - reader.offset)
             try reader.expectEnd()
             let body = EntryBody(
                 id: id, sequence: sequence, createdAt: createdAt, priority: priority, maxAttempts: maxAttempts,
@@ -160,25 +148,18 @@ package enum EntryCodec {
                 dependencies: dependencies, idempotencyKey: idempotencyKey, keySuppliedByApp: flags & appKeyFlag != 0,
                 method: method, endpoint: "",
                 headers: [:], payload: [], payloadFile: payloadFile)
-            return Header(body: body, sealed: sealed, sensitive: sensitive)
+            return Header(body: body, sensitive: sensitive)
         } catch {
             throw OutboxError(.corruptEntry, "cannot decode an entry: \(error.reason)")
         }
     }
 
-    /// The whole body, opening the sensitive part with `sealer` if sealed.
-    package static func decode(_ bytes: [UInt8], sealer: PayloadSealer?) throws(OutboxError) -> EntryBody {
+    /// The whole body, from its plain encoding.
+    package static func decode(_ bytes: [UInt8]) throws(OutboxError) -> EntryBody {
         let header = try decodeHeader(bytes)
         var body = header.body
-        var sensitive = header.sensitive
-        if header.sealed {
-            guard let sealer else {
-                throw OutboxError(.keyRequired, "the entry is encrypted and no key was given", entry: body.id)
-            }
-            sensitive = try sealer.open(sensitive, partition: body.partition, id: body.id)
-        }
         do throws(ByteReader.Failure) {
-            var reader = ByteReader(sensitive)
+            var reader = ByteReader(header.sensitive)
             body.endpoint = try reader.string()
             var previous: String?
             for _ in 0..<(try reader.integer(UInt16.self)) {

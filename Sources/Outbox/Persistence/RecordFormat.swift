@@ -16,10 +16,6 @@ import OutboxLog
 /// completion's box holds the entry's id before the plain completion: its key
 /// no longer tells it. Only the sequence, the record kind, the lengths and
 /// the log's own framing are in the clear (Docs/SECURITY.md).
-///
-/// **Legacy** (stores written before issue 15, read only to migrate them):
-/// plain keys and values, with the endpoint, headers and payload of a body
-/// sealed in place under the app's key (``PayloadSealer``).
 package struct RecordFormat: Sendable {
     static let entryPrefix: UInt8 = 0x45  // "E": body (value) and state (annotation)
     static let completionPrefix: UInt8 = 0x43  // "C": the completion
@@ -32,33 +28,14 @@ package struct RecordFormat: Sendable {
 
     package let partition: String
     package let sealer: RecordSealer?
-    /// For legacy stores: the key their bodies' sensitive parts are sealed with.
-    let legacyPayloadKey: SymmetricKey?
 
     /// Plain, or sealed under `key`.
     package init(partition: String, key: SymmetricKey?) {
         self.partition = partition
         sealer = key.map(RecordSealer.init(key:))
-        legacyPayloadKey = nil
-    }
-
-    /// A store written before issue 15, whose bodies' sensitive parts may be
-    /// sealed under `key`.
-    static func legacy(partition: String, key: SymmetricKey?) -> RecordFormat {
-        RecordFormat(partition: partition, legacyPayloadKey: key)
-    }
-
-    private init(partition: String, legacyPayloadKey: SymmetricKey?) {
-        self.partition = partition
-        sealer = nil
-        self.legacyPayloadKey = legacyPayloadKey
     }
 
     package var isSealed: Bool { sealer != nil }
-
-    /// What opens a legacy body's sensitive part (nothing in the new formats,
-    /// whose bodies are plain inside).
-    var payloadSealer: PayloadSealer? { legacyPayloadKey.map(PayloadSealer.init(key:)) }
 
     // MARK: Keys
 

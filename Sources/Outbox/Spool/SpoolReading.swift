@@ -86,7 +86,7 @@ package enum SpoolReading {
     package static func entry(
         key: LogKey, value: [UInt8], format: RecordFormat, queueFormat: RecordFormat?
     ) throws(OutboxError) -> (body: EntryBody, stored: [UInt8]) {
-        let body = try EntryCodec.decode(try format.plainBody(value, key: key), sealer: nil)
+        let body = try EntryCodec.decode(try format.plainBody(value, key: key))
         guard body.partition == format.partition, format.entryKey(body.id) == key else {
             throw OutboxError(.corruptEntry, "a spooled entry of another queue", entry: body.id)
         }

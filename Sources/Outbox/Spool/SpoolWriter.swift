@@ -43,7 +43,7 @@ package enum SpoolWriter {
         do throws(OutboxError) {
             var batches: [[LogWrite]] = [[]]
             var bytes = 0
-            if let sealer = configuration.encryptionKey.map(PayloadSealer.init(key:)) {
+            if let sealer = configuration.encryptionKey.map(KeyCheck.init(key:)) {
                 // The owner checks it before reading anything else.
                 batches[0].append(.value(RecordFormat.canaryKey, try sealer.sealCanary(partition: format.partition)))
             }

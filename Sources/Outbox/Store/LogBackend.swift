@@ -28,7 +28,7 @@ package final class LogBackend: StoreBackend {
 
     /// `body` as its record's value in `format` (a queue's, or a spool's: the same bytes).
     package static func prepare(_ body: EntryBody, format: RecordFormat) throws(OutboxError) -> PreparedBody {
-        let encoded = try format.storedBody(try EntryCodec.encode(body, sealer: nil), id: body.id)
+        let encoded = try format.storedBody(try EntryCodec.encode(body), id: body.id)
         return PreparedBody(body: body, encoded: encoded, storedBytes: Self.storedBytes(record: encoded.count, file: body.payloadFile))
     }
 
@@ -166,7 +166,7 @@ package final class LogBackend: StoreBackend {
         do { records = try await log.get(keys) } catch { throw .storage(error) }
         return try zip(keys, records).map { (key, record) throws(OutboxError) -> EntryBody? in
             guard let record else { return nil }
-            var body = try EntryCodec.decode(try format.plainBody(record.value, key: key), sealer: format.payloadSealer)
+            var body = try EntryCodec.decode(try format.plainBody(record.value, key: key))
             body.largePayload = body.payloadFile.map { payloadFiles.handle($0, id: body.id) }
             return body
         }

@@ -195,7 +195,7 @@ public final class LogOutboxStore: OutboxStore, CoreBackedStore {
         fileSystem: any FileSystem = PosixFileSystem()
     ) async throws(OutboxError) {
         let (directories, sealedQueues, named) = try await offThePool { () throws(OutboxError) -> ([FilePath], Bool, FilePath?) in
-            var directories = [PartitionDirectory.legacyPath(root: root, partition: partition)]
+            var directories: [FilePath] = []
             var named: FilePath?
             if let naming = try PartitionDirectory.naming(root: root, key: encryptionKey, fileSystem: fileSystem, create: false) {
                 named = PartitionDirectory.path(root: root, name: PartitionDirectory.name(partition, naming: naming))
@@ -272,7 +272,7 @@ public final class LogOutboxStore: OutboxStore, CoreBackedStore {
     static func checkKey(
         _ log: OutboxLog, key: SymmetricKey?, partition: String, writing: Bool
     ) async throws(OutboxError) {
-        let sealer = key.map(PayloadSealer.init(key:))
+        let sealer = key.map(KeyCheck.init(key:))
         let canary: LogEntry?
         do { canary = try await log.get(RecordFormat.canaryKey) } catch { throw .storage(error) }
         switch (canary, sealer) {

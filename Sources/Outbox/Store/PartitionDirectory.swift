@@ -18,11 +18,6 @@ import SystemPackage
 /// unencrypted root, without guessing the name) a path says nothing about
 /// whose queue it is; an app that knows its key lists its users through the
 /// `PARTITION` files, which open only with that key.
-///
-/// Before issue 15 a queue lived at `partitions/<percent-escaped name>/`
-/// (``legacyName(_:)``); ``LogOutboxStore`` moves such a directory to its
-/// new name on open. `+` is never produced by the old escaping, so the two
-/// kinds of name cannot be confused.
 enum PartitionDirectory {
     static let prefix = "outbox+"
     static let saltName = "SALT"
@@ -40,11 +35,6 @@ enum PartitionDirectory {
     }
 
     static func path(root: FilePath, name: String) -> FilePath { partitionsDirectory(root).appending(name) }
-
-    /// Where the queue of `partition` lived before issue 15.
-    static func legacyPath(root: FilePath, partition: String) -> FilePath {
-        partitionsDirectory(root).appending(legacyName(partition))
-    }
 
     // MARK: Naming keys
 
@@ -115,20 +105,15 @@ enum PartitionDirectory {
     // MARK: Listing
 
     /// The partitions under `root` this caller can name: with `key`, the
-    /// queues sealed under it; without, the unencrypted ones. Queues not yet
-    /// moved to their new name (from before issue 15) are listed by their
-    /// old name. Blocking.
+    /// queues sealed under it; without, the unencrypted ones. Blocking.
     static func list(root: FilePath, key: SymmetricKey?, fileSystem: any FileSystem) -> [String] {
         let names = (try? fileSystem.contentsOfDirectory(partitionsDirectory(root))) ?? []
         let naming = try? naming(root: root, key: key, fileSystem: fileSystem, create: false)
         var result: Set<String> = []
         for name in names {
-            if name.hasPrefix(prefix) {
-                let directory = path(root: root, name: name)
-                if let partition = readName(directory: directory, key: key, naming: naming, fileSystem: fileSystem) {
-                    result.insert(partition)
-                }
-            } else if !name.hasSuffix(PartitionRewrite.temporarySuffix), let partition = unescape(name) {
+            guard name.hasPrefix(prefix) else { continue }
+            let directory = path(root: root, name: name)
+            if let partition = readName(directory: directory, key: key, naming: naming, fileSystem: fileSystem) {
                 result.insert(partition)
             }
         }
@@ -150,43 +135,5 @@ enum PartitionDirectory {
             else { return nil }
             return (name, contents)
         }
-    }
-
-    // MARK: Names from before issue 15
-
-    /// The percent-escaped directory name queues had before issue 15
-    /// (everything but ASCII letters, digits, `-`, `_` and a `.` that is not
-    /// first escaped).
-    static func legacyName(_ partition: String) -> String {
-        var result = ""
-        for byte in partition.utf8 {
-            switch byte {
-            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
-                UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"), UInt8(ascii: "_"):
-                result.append(Character(Unicode.Scalar(byte)))
-            case UInt8(ascii: ".") where !result.isEmpty:
-                result.append(".")
-            default:
-                let digits = String(byte, radix: 16, uppercase: true)
-                result += "%" + (digits.count == 1 ? "0" : "") + digits
-            }
-        }
-        return result.isEmpty ? "%" : result
-    }
-
-    static func unescape(_ name: String) -> String? {
-        var bytes: [UInt8] = []
-        var iterator = name.utf8.makeIterator()
-        while let byte = iterator.next() {
-            if byte == UInt8(ascii: "%") {
-                guard let high = iterator.next(), let low = iterator.next(),
-                    let value = UInt8(String(decoding: [high, low], as: UTF8.self), radix: 16)
-                else { return name == "%" ? "" : nil }
-                bytes.append(value)
-            } else {
-                bytes.append(byte)
-            }
-        }
-        return String(checkedUTF8: bytes)
     }
 }

@@ -3,8 +3,8 @@ import OutboxLog
 import SystemPackage
 
 /// Copies a queue into a new directory in another ``RecordFormat`` — to seal
-/// a queue from before issue 15, or to re-encrypt one under a new key — and
-/// puts it in place with one rename.
+/// a plain queue, or to re-encrypt one under a new key — and puts it in
+/// place with one rename.
 ///
 /// The copy is built in `<target>.rewrite`, synced, closed, and renamed to
 /// `<target>`; the partitions directory is synced after the rename. That
@@ -42,7 +42,7 @@ enum PartitionRewrite {
             target: PayloadFileStore(queue: temporary, fileSystem: fileSystem, format: targetFormat, observe: { _ in }))
         do throws(OutboxError) {
             if let targetKey {
-                let canary = try PayloadSealer(key: targetKey).sealCanary(partition: targetFormat.partition)
+                let canary = try KeyCheck(key: targetKey).sealCanary(partition: targetFormat.partition)
                 try await append(copy, [.value(RecordFormat.canaryKey, canary)])
             }
             try await append(copy, [.value(sequenceFloorKey, littleEndian(source.statistics.nextSequence))])
@@ -93,15 +93,11 @@ enum PartitionRewrite {
         switch key.bytes[0] {
         case RecordFormat.entryPrefix:
             var plain = try source.plainBody(record.value, key: key)
-            if source.legacyPayloadKey != nil || plain.count > 1 && plain[1] & 1 != 0 {
-                // A body whose request was sealed in place: store it plain inside.
-                plain = try EntryCodec.encode(EntryCodec.decode(plain, sealer: source.payloadSealer), sealer: nil)
-            }
             if let payloadFile {
                 // Its payload file was copied (and sealed) under a new reference.
-                var body = try EntryCodec.decode(plain, sealer: nil)
+                var body = try EntryCodec.decode(plain)
                 body.payloadFile = payloadFile
-                plain = try EntryCodec.encode(body, sealer: nil)
+                plain = try EntryCodec.encode(body)
             }
             let id = OutboxEntryID(bytes: Array(plain[2..<18]))
             let newKey = target.entryKey(id)

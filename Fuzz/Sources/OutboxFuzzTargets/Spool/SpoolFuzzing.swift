@@ -107,7 +107,7 @@ package enum SpoolFuzzing {
             throw FuzzViolation("a spooled record that reads has no plain body: \(error)")
         }
         let encoded: [UInt8]
-        do { encoded = try EntryCodec.encode(body, sealer: nil) } catch {
+        do { encoded = try EntryCodec.encode(body) } catch {
             throw FuzzViolation("a spooled entry that reads does not encode: \(error)")
         }
         guard encoded == plain else { throw FuzzViolation("a spooled entry read as \(body) encodes to other bytes") }

@@ -1,18 +1,17 @@
 import Crypto
 import Foundation
 
-/// The seal of stores written before issue 15: the sensitive part of an
-/// entry (endpoint, headers, payload) sealed in place with AES-GCM under the
-/// app's key, the partition and the entry id bound as associated data. Read
-/// only, to move such stores to ``RecordFormat``'s whole-record seal; and
-/// still the format of the key-check record (`K`), which every sealed queue
-/// has.
-package struct PayloadSealer: Sendable {
+/// The key-check record (`K`) of a sealed queue: a fixed text sealed with
+/// AES-GCM under the app's key, the partition bound as associated data.
+/// Written when the queue (or a spool of it) is created and checked at every
+/// open, so a wrong key is refused before anything is read or written
+/// (Docs/FORMAT.md).
+struct KeyCheck: Sendable {
     let key: SymmetricKey
 
-    package init(key: SymmetricKey) { self.key = key }
+    init(key: SymmetricKey) { self.key = key }
 
-    func seal(_ plaintext: [UInt8], partition: String, id: OutboxEntryID) throws(OutboxError) -> [UInt8] {
+    private func seal(_ plaintext: [UInt8], partition: String, id: OutboxEntryID) throws(OutboxError) -> [UInt8] {
         do {
             let box = try AES.GCM.seal(plaintext, using: key, authenticating: Self.associatedData(partition, id))
             guard let combined = box.combined else { throw OutboxError(.invalidArgument, "AES-GCM produced no output") }
@@ -24,7 +23,7 @@ package struct PayloadSealer: Sendable {
         }
     }
 
-    func open(_ sealed: [UInt8], partition: String, id: OutboxEntryID) throws(OutboxError) -> [UInt8] {
+    private func open(_ sealed: [UInt8], partition: String, id: OutboxEntryID) throws(OutboxError) -> [UInt8] {
         do {
             let box = try AES.GCM.SealedBox(combined: sealed)
             return Array(try AES.GCM.open(box, using: key, authenticating: Self.associatedData(partition, id)))
