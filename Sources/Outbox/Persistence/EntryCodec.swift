@@ -4,28 +4,22 @@ import Foundation
 ///
 /// Body (the value record, written once):
 /// ```
-/// u8 version (1) · u8 flags (bit 0: sensitive part sealed; bit 1: idempotency key supplied by the app;
-///                            bit 2: payload in a file)
+/// u8 version (1) · u8 flags (bit 1: idempotency key supplied by the app; bit 2: payload in a file;
+///                            no other bit)
 /// 16 id · u64 sequence · i64 createdAt (ms) · i16 priority · u16 maxAttempts
 /// str type · str? scope · str? coalescingKey · str partition
 /// u16 n · 16·n dependency ids · str idempotencyKey · str method
 /// [payload file reference]   — only with bit 2 (``PayloadFileReference``, 61 bytes)
-/// sensitive part, plaintext or sealed (AES-GCM combined, u32-prefixed):
-///   str endpoint · u16 m · m × (str name, str value) · data payload (empty with bit 2)
+/// str endpoint · u16 m · m × (str name, str value) · data payload (empty with bit 2)
 /// ```
 /// State (the annotation, rewritten on every status change):
 /// ```
-/// u8 version (1) · u8 status · u16 attempts · i64 when (ms)
+/// u8 version (3) · u8 status · u16 attempts · i64 when (ms)
 /// i32 httpStatus (−1: none) · str? lastError
-/// [i64 firstAnsweredAt (ms)]   — present only if the server has answered;
-///                                 older readers ignore it, newer ones read
-///                                 its absence as "never answered"
+/// u8 fields (1 first answer, 2 outcome unknown, 4 dependency; no other bit)
+/// [i64 firstAnsweredAt (ms)] · [i64 outcomeUnknownSince (ms)]
+/// [u8 dependency failure (``DependencyFailure/code``) · 16 parent id]   — each if its field is set
 /// ```
-/// State version 2, written only while an attempt's outcome is unknown (so
-/// that every other state stays readable by builds from before it): the same
-/// fields up to `lastError`, then `i64? firstAnsweredAt` (u8 presence flag,
-/// then i64) and `i64 outcomeUnknownSince (ms)`. A build from before version
-/// 2 refuses such a record as corrupt rather than misread it.
 /// Completion (its own key): `u8 version · i64 syncedAt (ms) · str? serverID`,
 /// then, in version 2 only (written when the app supplied the entry's
 /// idempotency key), `str? idempotencyKey`; version 1 otherwise.
@@ -182,24 +176,32 @@ package enum EntryCodec {
 
     // MARK: State
 
-    /// The state record's version while an attempt's outcome is unknown.
-    static let unknownOutcomeStateVersion: UInt8 = 2
+    /// The state record's version: its failure's optional parts follow a
+    /// field mask (nothing was released, so no earlier version is read).
+    static let stateVersion: UInt8 = 3
+    private static let answeredField: UInt8 = 1
+    private static let unknownOutcomeField: UInt8 = 2
+    private static let dependencyField: UInt8 = 4
 
     package static func encodeState(_ metadata: EntryMetadata, failure: FailureInfo?) -> [UInt8] {
-        var writer = ByteWriter(capacity: 48 + (failure?.message?.utf8.count ?? 0))
-        let unknownSince = failure?.outcomeUnknownSince
-        writer.integer(unknownSince == nil ? version : unknownOutcomeStateVersion)
+        var writer = ByteWriter(capacity: 64 + (failure?.message?.utf8.count ?? 0))
+        writer.integer(stateVersion)
         writer.integer(metadata.status.code)
         writer.integer(metadata.attempts)
         writer.integer(metadata.when)
         writer.integer(Int32(clamping: failure?.httpStatus ?? -1))
         writer.optionalString(failure?.message.map { String($0.prefix(maximumErrorLength)) })
-        if let unknownSince {
-            writer.integer(UInt8(failure?.firstAnsweredAt == nil ? 0 : 1))
-            if let firstAnsweredAt = failure?.firstAnsweredAt { writer.integer(firstAnsweredAt) }
-            writer.integer(unknownSince)
-        } else if let firstAnsweredAt = failure?.firstAnsweredAt {
-            writer.integer(firstAnsweredAt)
+        let firstAnsweredAt = failure?.firstAnsweredAt
+        let unknownSince = failure?.outcomeUnknownSince
+        let dependency = failure?.dependency
+        writer.integer(
+            (firstAnsweredAt == nil ? 0 : answeredField) | (unknownSince == nil ? 0 : unknownOutcomeField)
+                | (dependency == nil ? 0 : dependencyField))
+        if let firstAnsweredAt { writer.integer(firstAnsweredAt) }
+        if let unknownSince { writer.integer(unknownSince) }
+        if let dependency {
+            writer.integer(dependency.code)
+            writer.uuid(dependency.parent.uuid)
         }
         return writer.bytes
     }
@@ -214,10 +216,8 @@ package enum EntryCodec {
     package static func decodeState(_ bytes: [UInt8]) throws(OutboxError) -> State {
         do throws(ByteReader.Failure) {
             var reader = ByteReader(bytes)
-            let stateVersion = try reader.integer(UInt8.self)
-            guard stateVersion == version || stateVersion == unknownOutcomeStateVersion else {
-                throw ByteReader.Failure(reason: "unknown state version \(stateVersion)")
-            }
+            let version = try reader.integer(UInt8.self)
+            guard version == stateVersion else { throw ByteReader.Failure(reason: "unknown state version \(version)") }
             let code = try reader.integer(UInt8.self)
             guard let status = OutboxStatus(code: code) else { throw ByteReader.Failure(reason: "unknown status \(code)") }
             let attempts = try reader.integer(UInt16.self)
@@ -228,24 +228,26 @@ package enum EntryCodec {
             if let message, message.count > maximumErrorLength {
                 throw ByteReader.Failure(reason: "an error message of \(message.count) characters")
             }
-            var firstAnsweredAt: Int64?
-            var outcomeUnknownSince: Int64?
-            if stateVersion == unknownOutcomeStateVersion {
-                switch try reader.integer(UInt8.self) {
-                case 0: break
-                case 1: firstAnsweredAt = try reader.date("the first answer's time")
-                case let flag: throw ByteReader.Failure(reason: "presence flag \(flag) for firstAnsweredAt")
+            let fields = try reader.integer(UInt8.self)
+            guard fields & ~(answeredField | unknownOutcomeField | dependencyField) == 0 else {
+                throw ByteReader.Failure(reason: "unknown state fields \(fields)")
+            }
+            let firstAnsweredAt = fields & answeredField != 0 ? try reader.date("the first answer's time") : nil
+            let outcomeUnknownSince = fields & unknownOutcomeField != 0 ? try reader.date("the unknown outcome's time") : nil
+            var dependency: DependencyFailure?
+            if fields & dependencyField != 0 {
+                let code = try reader.integer(UInt8.self)
+                guard let cause = DependencyFailure(code: code, parent: OutboxEntryID(bytes: try reader.slice(16))) else {
+                    throw ByteReader.Failure(reason: "unknown dependency failure \(code)")
                 }
-                outcomeUnknownSince = try reader.date("the unknown outcome's time")
-            } else if !reader.isAtEnd {
-                firstAnsweredAt = try reader.date("the first answer's time")
+                dependency = cause
             }
             try reader.expectEnd()
             let failure =
-                message == nil && httpStatus < 0 && firstAnsweredAt == nil && outcomeUnknownSince == nil ? nil
+                message == nil && httpStatus < 0 && fields == 0 ? nil
                 : FailureInfo(
                     message: message, httpStatus: httpStatus < 0 ? nil : Int(httpStatus), firstAnsweredAt: firstAnsweredAt,
-                    outcomeUnknownSince: outcomeUnknownSince)
+                    outcomeUnknownSince: outcomeUnknownSince, dependency: dependency)
             return State(status: status, attempts: attempts, when: when, failure: failure)
         } catch {
             throw OutboxError(.corruptEntry, "cannot decode an entry's state: \(error.reason)")

@@ -90,11 +90,16 @@ package enum StoreCheckpointBody {
         if failure.httpStatus != nil { fields |= 2 }
         if failure.firstAnsweredAt != nil { fields |= 4 }
         if failure.outcomeUnknownSince != nil { fields |= 8 }
+        if failure.dependency != nil { fields |= 16 }
         writer.integer(fields)
         if let message = failure.message { writer.string(message) }
         if let status = failure.httpStatus { writer.integer(Int64(status)) }
         if let time = failure.firstAnsweredAt { writer.integer(time) }
         if let time = failure.outcomeUnknownSince { writer.integer(time) }
+        if let dependency = failure.dependency {
+            writer.integer(dependency.code)
+            writer.uuid(dependency.parent.uuid)
+        }
     }
 
     // MARK: Decoding
@@ -256,7 +261,7 @@ package enum StoreCheckpointBody {
 
     private static func decodeFailure(_ reader: inout ByteReader) throws(Failure) -> FailureInfo {
         let fields = try reader.integer(UInt8.self)
-        guard fields & ~15 == 0 else { throw Failure(reason: "unknown failure fields \(fields)") }
+        guard fields & ~31 == 0 else { throw Failure(reason: "unknown failure fields \(fields)") }
         var failure = FailureInfo()
         if fields & 1 != 0 { failure.message = try reader.string() }
         if fields & 2 != 0 {
@@ -266,6 +271,13 @@ package enum StoreCheckpointBody {
         }
         if fields & 4 != 0 { failure.firstAnsweredAt = try reader.date("the first answer's time") }
         if fields & 8 != 0 { failure.outcomeUnknownSince = try reader.date("the unknown outcome's time") }
+        if fields & 16 != 0 {
+            let code = try reader.integer(UInt8.self)
+            guard let cause = DependencyFailure(code: code, parent: OutboxEntryID(bytes: try reader.slice(16))) else {
+                throw Failure(reason: "unknown dependency failure \(code)")
+            }
+            failure.dependency = cause
+        }
         return failure
     }
 }

@@ -1,12 +1,8 @@
-/// Why an entry was quarantined because of one of its dependencies.
-///
-/// The one place these reasons are written and read back: an entry's
-/// failure reason is kept as text in its state record (Docs/FORMAT.md), and
-/// reviving dependents must know which parent a reason names. So
-/// ``init(reason:)`` accepts exactly what ``reason`` writes — the prefix,
-/// a whole entry id and one of the phrases below — rather than testing a
-/// reason for a prefix (which a handler's own reason could share).
-enum DependencyFailure: Hashable, Sendable {
+/// Why an entry was quarantined because of one of its dependencies: kept
+/// in its state record as a code and the parent's id (``code`` and
+/// ``init(code:parent:)``; EntryCodec), so that reviving dependents reads
+/// which parent it was from the record, never from the reason's text.
+package enum DependencyFailure: Hashable, Sendable {
     /// The parent is quarantined.
     case quarantined(OutboxEntryID)
     /// The parent was evicted to make room (outbox full).
@@ -23,10 +19,8 @@ enum DependencyFailure: Hashable, Sendable {
     /// dependent is revived: how it went is not recorded).
     case gone(OutboxEntryID)
 
-    static let prefix = "dependencyFailed: "
-
     /// The parent this failure names.
-    var parent: OutboxEntryID {
+    package var parent: OutboxEntryID {
         switch self {
         case .quarantined(let id), .evicted(let id), .unknownToQueue(let id), .removed(let id), .discarded(let id),
             .discardedServerWins(let id), .gone(let id):
@@ -34,23 +28,35 @@ enum DependencyFailure: Hashable, Sendable {
         }
     }
 
-    /// The reason as recorded and shown: `dependencyFailed: <parent> <phrase>`.
-    var reason: String { "\(Self.prefix)\(parent) \(Self.phrase(of: self))" }
+    /// The reason shown to people: `dependencyFailed: <parent> <phrase>`.
+    var reason: String { "dependencyFailed: \(parent) \(Self.phrase(of: self))" }
 
-    /// Parses a reason that ``reason`` wrote; `nil` for any other text.
-    init?(reason: String) {
-        guard reason.hasPrefix(Self.prefix) else { return nil }
-        let rest = reason.dropFirst(Self.prefix.count)
-        guard let space = rest.firstIndex(of: " "), let parent = OutboxEntryID(rest[..<space]),
-            !rest[..<space].hasPrefix(OutboxEntryID.localPrefix)
-        else { return nil }
-        let phrase = rest[rest.index(after: space)...]
-        let candidates: [DependencyFailure] = [
-            .quarantined(parent), .evicted(parent), .unknownToQueue(parent), .removed(parent), .discarded(parent),
-            .discardedServerWins(parent), .gone(parent),
-        ]
-        guard let match = candidates.first(where: { Self.phrase(of: $0) == phrase }) else { return nil }
-        self = match
+    /// The failure's code in a state record and a checkpoint (1…7).
+    package var code: UInt8 {
+        switch self {
+        case .quarantined: 1
+        case .evicted: 2
+        case .unknownToQueue: 3
+        case .removed: 4
+        case .discarded: 5
+        case .discardedServerWins: 6
+        case .gone: 7
+        }
+    }
+
+    /// The failure a record's `code` and parent id stand for; `nil` for a
+    /// code no store writes.
+    package init?(code: UInt8, parent: OutboxEntryID) {
+        switch code {
+        case 1: self = .quarantined(parent)
+        case 2: self = .evicted(parent)
+        case 3: self = .unknownToQueue(parent)
+        case 4: self = .removed(parent)
+        case 5: self = .discarded(parent)
+        case 6: self = .discardedServerWins(parent)
+        case 7: self = .gone(parent)
+        default: return nil
+        }
     }
 
     private static func phrase(of failure: DependencyFailure) -> String {

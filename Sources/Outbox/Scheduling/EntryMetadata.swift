@@ -73,14 +73,25 @@ package struct FailureInfo: Sendable, Hashable {
     /// decides (retry, conflict, quarantine): the dispatcher's key-retention
     /// guard counts from here.
     var outcomeUnknownSince: Int64? = nil
+    /// Quarantined because of a dependency: which parent, and what became
+    /// of it. What revives the entry with its parent is this, never the
+    /// message (a handler's reason may read the same).
+    package var dependency: DependencyFailure? = nil
 
     package init(
-        message: String? = nil, httpStatus: Int? = nil, firstAnsweredAt: Int64? = nil, outcomeUnknownSince: Int64? = nil
+        message: String? = nil, httpStatus: Int? = nil, firstAnsweredAt: Int64? = nil, outcomeUnknownSince: Int64? = nil,
+        dependency: DependencyFailure? = nil
     ) {
         self.message = message
         self.httpStatus = httpStatus
         self.firstAnsweredAt = firstAnsweredAt
         self.outcomeUnknownSince = outcomeUnknownSince
+        self.dependency = dependency
+    }
+
+    /// Quarantined because of `dependency`, with its reason as the message.
+    init(dependency: DependencyFailure) {
+        self.init(message: dependency.reason, dependency: dependency)
     }
 }
 

@@ -28,7 +28,7 @@ extension Scheduler {
         var removed: [OutboxEntryID] = []
         var changes: StoreChanges = []
         for entry in expired where entries[entry.id] != nil {
-            removeEntry(entry.id, cascadeReason: DependencyFailure.removed(entry.id).reason, collecting: &changes)
+            removeEntry(entry.id, cascade: .removed(entry.id), collecting: &changes)
             changes.append(.remove(entry.id))
             removed.append(entry.id)
         }

@@ -22,35 +22,35 @@ extension Scheduler {
 
     /// Why a new entry can never be sent because of a dependency, if so:
     /// a parent that is quarantined, or one that was evicted to make room for it.
-    func failedDependency(of request: OutboxEnqueueRequest, evicted: [OutboxEntryID]) -> String? {
+    func failedDependency(of request: OutboxEnqueueRequest, evicted: [OutboxEntryID]) -> DependencyFailure? {
         for parent in request.dependencies where completions[parent] == nil {
             guard let metadata = entries[parent] else {
                 // Only a spooled entry gets here with a parent never seen (see enqueue).
-                return evicted.contains(parent)
-                    ? DependencyFailure.evicted(parent).reason
-                    : DependencyFailure.unknownToQueue(parent).reason
+                return evicted.contains(parent) ? .evicted(parent) : .unknownToQueue(parent)
             }
-            if metadata.status == .quarantined { return DependencyFailure.quarantined(parent).reason }
+            if metadata.status == .quarantined { return .quarantined(parent) }
         }
         return nil
     }
 
-    /// Quarantines every live entry that depends, directly or not, on `root`.
+    /// Quarantines every live entry that depends, directly or not, on
+    /// `root`: its children because of `cause` (what happened to `root`),
+    /// theirs because their parent is quarantined.
     mutating func cascadeDeath(
-        from root: OutboxEntryID, reason: String, changes: inout StoreChanges
+        from root: OutboxEntryID, cause: DependencyFailure, changes: inout StoreChanges
     ) -> [OutboxEntryID] {
         var affected: [OutboxEntryID] = []
-        var queue = [(root, reason)]
+        var queue = [(root, cause)]
         while let (parent, why) = queue.popLast() {
             for child in dependents[parent] ?? [] {
                 guard var entry = entries[child], entry.status.canMove(to: .quarantined), entry.status != .inFlight else { continue }
                 leaveScope(entry)
                 setStatus(&entry, .quarantined)
-                failures[child] = FailureInfo(message: why, httpStatus: nil)
+                failures[child] = FailureInfo(dependency: why)
                 commit(entry)
                 changes.append(.state(child))
                 affected.append(child)
-                queue.append((child, DependencyFailure.quarantined(child).reason))
+                queue.append((child, .quarantined(child)))
             }
         }
         blocked[root] = nil
@@ -83,7 +83,8 @@ extension Scheduler {
     }
 
     /// Revives, transitively, the quarantined dependents of `root` that were
-    /// quarantined because of it (their reason names it). Returns them.
+    /// quarantined because of it (their recorded cause names it, never their
+    /// message: a handler's reason may read the same). Returns them.
     ///
     /// A dependent with another parent that still cannot succeed stays
     /// quarantined — brought back, it would wait as pending for that parent
@@ -97,10 +98,10 @@ extension Scheduler {
         while let parent = queue.popLast() {
             for child in dependents[parent] ?? [] {
                 guard let dependent = entries[child], dependent.status == .quarantined,
-                    let cause = failures[child]?.message.flatMap(DependencyFailure.init(reason:)), cause.parent == parent
+                    let cause = failures[child]?.dependency, cause.parent == parent
                 else { continue }
                 if let blocking = blockingDependency(of: dependent) {
-                    failures[child]?.message = blocking.reason
+                    failures[child] = FailureInfo(dependency: blocking)
                     changes.append(.state(child))
                     continue
                 }

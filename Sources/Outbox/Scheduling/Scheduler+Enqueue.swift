@@ -38,7 +38,7 @@ extension Scheduler {
 
         var changes: StoreChanges = []
         for id in evicted {
-            changes += removeEntry(id, cascadeReason: DependencyFailure.evicted(id).reason)
+            changes += removeEntry(id, cascade: .evicted(id))
             changes.append(.remove(id))
         }
         // A replacement keeps the replaced entry's place in the order — in its
@@ -50,7 +50,7 @@ extension Scheduler {
         let newQueue = queue(ofScope: scope, hasDependencies: !request.dependencies.isEmpty)
         let takesReplacedSlot = keepsPlace && newQueue != nil && replaced.flatMap { queue(of: $0) } == newQueue
         if let replaced {
-            changes += removeEntry(replaced.id, cascadeReason: nil, keepScopeSlotFor: takesReplacedSlot ? request.id : nil)
+            changes += removeEntry(replaced.id, cascade: nil, keepScopeSlotFor: takesReplacedSlot ? request.id : nil)
             changes.append(.remove(replaced.id))
         }
         let sequence = keepsPlace ? replaced!.sequence : nextSequence
@@ -65,10 +65,10 @@ extension Scheduler {
         entry.version = 1
         install(entry, request: request, storedBytes: storedBytes, takesReplacedSlot: takesReplacedSlot)
         changes.append(.newEntry(entry.id))
-        if let reason = failedDependency(of: request, evicted: evicted) {
+        if let cause = failedDependency(of: request, evicted: evicted) {
             // It could never be sent: quarantined at once, like the
             // dependents of a parent that dies later (and revived with it).
-            quarantineAtEnqueue(entry.id, reason: reason)
+            quarantineAtEnqueue(entry.id, cause: cause)
             changes.append(.state(entry.id))
         }
         if let replaced { return (.coalesced(replaced: replaced.id), changes) }
@@ -110,11 +110,11 @@ extension Scheduler {
         consider(entry.id)
     }
 
-    private mutating func quarantineAtEnqueue(_ id: OutboxEntryID, reason: String) {
+    private mutating func quarantineAtEnqueue(_ id: OutboxEntryID, cause: DependencyFailure) {
         guard var entry = entries[id] else { return }
         leaveScope(entry)
         setStatus(&entry, .quarantined)
-        failures[id] = FailureInfo(message: reason, httpStatus: nil)
+        failures[id] = FailureInfo(dependency: cause)
         commit(entry)
     }
 

@@ -41,7 +41,7 @@ extension Scheduler {
             commit(entry)
             changes.append(.state(id))
         } else {
-            _ = removeEntry(id, cascadeReason: nil)
+            _ = removeEntry(id, cascade: nil)
             changes.append(.remove(id))
         }
         changes.append(.completion(id))
@@ -115,7 +115,7 @@ extension Scheduler {
     ) throws(OutboxError) -> (OutboxCascade, StoreChanges) {
         try setAside(id, as: .quarantined, reason: reason, httpStatus: httpStatus)
         var changes = StoreChanges(.state(id))
-        let cascade = cascadeDeath(from: id, reason: DependencyFailure.quarantined(id).reason, changes: &changes)
+        let cascade = cascadeDeath(from: id, cause: .quarantined(id), changes: &changes)
         return (OutboxCascade(dependents: cascade), changes)
     }
 

@@ -8,7 +8,7 @@ extension Scheduler {
             throw OutboxError(.invalidTransition, "cannot discard an entry while it is being sent", entry: id)
         }
         var changes: StoreChanges = []
-        let cascade = removeEntry(id, cascadeReason: DependencyFailure.discarded(id).reason, collecting: &changes)
+        let cascade = removeEntry(id, cascade: .discarded(id), collecting: &changes)
         changes.insert(.remove(id), at: 0)
         return (OutboxCascade(dependents: cascade), changes)
     }
@@ -17,7 +17,7 @@ extension Scheduler {
     mutating func clear() -> StoreChanges {
         let changes = StoreChanges(
             entries.keys.map { StoreChange.remove($0) } + completions.keys.map { StoreChange.removeCompletion($0) })
-        for id in Array(entries.keys) { _ = removeEntry(id, cascadeReason: nil) }
+        for id in Array(entries.keys) { _ = removeEntry(id, cascade: nil) }
         completions.removeAll()
         keyHolders.removeAll()
         appKeys.removeAll()
@@ -33,7 +33,7 @@ extension Scheduler {
         var changes: StoreChanges = []
         if let retention = configuration.succeededRetention {
             for entry in entries.values where entry.status == .succeeded && entry.when + retention.milliseconds <= now {
-                _ = removeEntry(entry.id, cascadeReason: nil)
+                _ = removeEntry(entry.id, cascade: nil)
                 changes.append(.remove(entry.id))
             }
         }
@@ -48,23 +48,23 @@ extension Scheduler {
     }
 
     mutating func removeEntry(
-        _ id: OutboxEntryID, cascadeReason: String?, keepScopeSlotFor replacement: OutboxEntryID? = nil
+        _ id: OutboxEntryID, cascade cause: DependencyFailure?, keepScopeSlotFor replacement: OutboxEntryID? = nil
     ) -> StoreChanges {
         var changes: StoreChanges = []
-        _ = removeEntry(id, cascadeReason: cascadeReason, keepScopeSlotFor: replacement, collecting: &changes)
+        _ = removeEntry(id, cascade: cause, keepScopeSlotFor: replacement, collecting: &changes)
         return changes
     }
 
-    /// Forgets an entry; with `cascadeReason`, quarantines its dependents.
+    /// Forgets an entry; with a `cascade` cause, quarantines its dependents.
     /// With `replacement`, the replacement takes its place in its scope.
     @discardableResult
     mutating func removeEntry(
-        _ id: OutboxEntryID, cascadeReason: String?, keepScopeSlotFor replacement: OutboxEntryID? = nil,
+        _ id: OutboxEntryID, cascade cause: DependencyFailure?, keepScopeSlotFor replacement: OutboxEntryID? = nil,
         collecting changes: inout StoreChanges
     ) -> [OutboxEntryID] {
         guard let entry = entries[id] else { return [] }
         var cascade: [OutboxEntryID] = []
-        if let cascadeReason { cascade = cascadeDeath(from: id, reason: cascadeReason, changes: &changes) }
+        if let cause { cascade = cascadeDeath(from: id, cause: cause, changes: &changes) }
         if let replacement, let queue = queue(of: entry), let at = scopes[queue]?.firstIndex(of: id) {
             scopes[queue]![at] = replacement
         } else {

@@ -80,6 +80,11 @@ extension EntryCodecFuzzing {
         seeds.append([2] + EntryCodec.encodeCompletion(Completion(serverID: "msg/9", syncedAt: 1_767_225_700_000)))
         seeds.append(
             [1] + EntryCodec.encodeState(metadata, failure: FailureInfo(message: nil, httpStatus: 409, firstAnsweredAt: 1_767_225_650_000)))
+        seeds.append(
+            [1] + EntryCodec.encodeState(
+                metadata, failure: FailureInfo(
+                    message: nil, httpStatus: nil, firstAnsweredAt: 1_767_225_650_000, outcomeUnknownSince: 1_767_225_655_000,
+                    dependency: .gone(dependency))))
         seeds.append([2] + EntryCodec.encodeCompletion(Completion(serverID: nil, syncedAt: 1_767_225_700_000)))
         seeds.append(
             [2] + EntryCodec.encodeCompletion(Completion(serverID: "msg/9", syncedAt: 1_767_225_700_000, idempotencyKey: "order-9")))
