@@ -19,6 +19,10 @@ struct CheckpointBodyTests {
         var flags: UInt8 = 0
         var appKey: String?
         var logKey = false
+        /// Dependencies, by the byte their ids repeat.
+        var dependencies: [UInt8] = []
+        /// A dependency failure: its code and the byte its parent's id repeats.
+        var cause: (code: UInt8, parent: UInt8)?
 
         func write(into writer: inout ByteWriter) {
             writer.raw([UInt8](repeating: id, count: 16))
@@ -33,8 +37,18 @@ struct CheckpointBodyTests {
             writer.integer(UInt16(0))
             writer.integer(UInt16(10))
             writer.integer(status.code)
-            writer.integer(flags | (appKey != nil ? 4 : 0) | (logKey ? 16 : 0))
+            writer.integer(
+                flags | (dependencies.isEmpty ? 0 : 2) | (appKey != nil ? 4 : 0) | (cause != nil ? 8 : 0) | (logKey ? 16 : 0))
+            if !dependencies.isEmpty {
+                writer.integer(UInt16(dependencies.count))
+                for parent in dependencies { writer.raw([UInt8](repeating: parent, count: 16)) }
+            }
             if let appKey { writer.string(appKey) }
+            if let cause {
+                writer.integer(UInt8(16))  // failure fields: the dependency failure alone
+                writer.integer(cause.code)
+                writer.raw([UInt8](repeating: cause.parent, count: 16))
+            }
             if logKey { writer.raw([UInt8](repeating: 0xEE, count: 16)) }
         }
     }
@@ -65,6 +79,19 @@ struct CheckpointBodyTests {
     static func loads(_ body: [UInt8], sealed: Bool = false) -> Bool {
         var scheduler = Scheduler(partition: "p", configuration: OutboxStoreConfiguration())
         return (try? StoreCheckpointBody.decode(body, into: &scheduler, nextSequence: 100, sealed: sealed)) != nil
+    }
+
+    @Test("a dependency failure loads only where a store records one: on a quarantined entry, naming one of its dependencies, with a known code")
+    func dependencyFailures() {
+        let parent = Entry(id: 1, status: .quarantined)
+        func loads(_ child: Entry) -> Bool { Self.loads(Self.body(entries: [parent, child])) }
+        #expect(loads(Entry(id: 2, status: .quarantined, dependencies: [1], cause: (1, 1))))
+        #expect(!loads(Entry(id: 2, status: .pending, dependencies: [1], cause: (1, 1))), "not quarantined")
+        #expect(!loads(Entry(id: 2, status: .quarantined, dependencies: [1], cause: (1, 9))), "not one of its dependencies")
+        #expect(!loads(Entry(id: 2, status: .quarantined, cause: (1, 1))), "no dependencies at all")
+        for code: UInt8 in [0, 7, 255] {
+            #expect(!loads(Entry(id: 2, status: .quarantined, dependencies: [1], cause: (code, 1))), "code \(code)")
+        }
     }
 
     @Test("a body as a store writes it loads, plain and sealed")

@@ -11,7 +11,7 @@ struct DependencyFailureTests {
     static let parent = OutboxEntryID(UUID(uuidString: "6F9619FF-8B86-D011-B42D-00C04FC964FF")!)
     static let causes: [DependencyFailure] = [
         .quarantined(parent), .evicted(parent), .unknownToQueue(parent), .removed(parent),
-        .discarded(parent), .discardedServerWins(parent), .gone(parent),
+        .discarded(parent), .gone(parent),
     ]
 
     static func metadata(_ status: OutboxStatus) -> EntryMetadata {
@@ -36,7 +36,7 @@ struct DependencyFailureTests {
 
     @Test("a code no store writes, or a state field no store sets, is corruption")
     func unknownCodes() throws {
-        for code: UInt8 in [0, 8, 255] { #expect(DependencyFailure(code: code, parent: Self.parent) == nil) }
+        for code: UInt8 in [0, 7, 255] { #expect(DependencyFailure(code: code, parent: Self.parent) == nil) }
         let bytes = EntryCodec.encodeState(Self.metadata(.quarantined), failure: FailureInfo(dependency: .evicted(Self.parent)))
         var unknownCode = bytes
         unknownCode[bytes.count - 17] = 8  // the cause's code, before the 16-byte parent id

@@ -19,6 +19,9 @@ struct ReferenceOutbox {
         /// When it may be sent (failed, revived), or `nil`: at once.
         var notBefore: Date?
         var reason: String?
+        /// The parent whose failure quarantined it (what revives it with
+        /// that parent: the store's recorded cause, never the reason's text).
+        var quarantinedWith: OutboxEntry.ID?
         /// Its status never changed since its enqueue.
         var pristine = true
     }
@@ -128,6 +131,7 @@ struct ReferenceOutbox {
         if let parent, !delivered.contains(parent), entries[parent]?.status == .quarantined {
             entry.status = .quarantined
             entry.reason = "dependencyFailed: \(parent) is quarantined"
+            entry.quarantinedWith = parent
         }
         entries[id] = entry
         leftPending(entry)
@@ -178,6 +182,7 @@ struct ReferenceOutbox {
         guard [.pending, .waitingToRetry, .inFlight, .conflict].contains(entry.status) else { throw .invalidTransition }
         entry.status = .quarantined
         entry.reason = "quarantined"
+        entry.quarantinedWith = nil
         entries[id] = entry
         leftPending(entry)
         return killDependents(of: id, reason: "dependencyFailed: \(id) is quarantined")
@@ -192,6 +197,7 @@ struct ReferenceOutbox {
                 guard var entry = entries[child], [.pending, .waitingToRetry, .conflict].contains(entry.status) else { continue }
                 entry.status = .quarantined
                 entry.reason = why
+                entry.quarantinedWith = parent
                 entries[child] = entry
                 leftPending(entry)
                 killed.append(child)
@@ -226,8 +232,7 @@ struct ReferenceOutbox {
         var work = [id]
         while let parent = work.popLast() {
             for child in children(of: parent) {
-                guard let entry = entries[child], entry.status == .quarantined,
-                    entry.reason?.hasPrefix("dependencyFailed: \(parent)") == true
+                guard let entry = entries[child], entry.status == .quarantined, entry.quarantinedWith == parent
                 else { continue }
                 revive(child, at: now)
                 revived.append(child)
@@ -242,6 +247,7 @@ struct ReferenceOutbox {
         entries[id]!.attempts = 0
         entries[id]!.notBefore = now
         entries[id]!.reason = nil
+        entries[id]!.quarantinedWith = nil
     }
 
     mutating func discard(_ id: OutboxEntry.ID) throws(Failure) -> [OutboxEntry.ID] {

@@ -55,8 +55,9 @@ enum CheckpointTarget {
         let quarantined = request("quarantined")
         let unknown = request("unknown")
         let dependent = request("dependent", after: [failed.id])
+        let orphan = request("orphan", after: [quarantined.id])  // quarantined with it: a dependency failure
         let draft = request("draft", coalescing: "draft-7")
-        _ = try await store.enqueue([delivered, failed, inFlight, quarantined, unknown, dependent, draft])
+        _ = try await store.enqueue([delivered, failed, inFlight, quarantined, unknown, dependent, orphan, draft])
         let lease = Duration.seconds(60)
         _ = try await store.beginAttempt(delivered.id, at: now, lease: lease)
         try await store.recordSuccess(delivered.id, serverID: "msg/1", at: now)

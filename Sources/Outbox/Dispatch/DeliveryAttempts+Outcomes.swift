@@ -184,7 +184,7 @@ extension DeliveryAttempts {
             metrics.quarantined.increment(by: cascade.dependents.count)
             publish(.discarded(entry.id, reason: "server wins: \(reason)"))
             for dependent in cascade.dependents {
-                publish(.quarantined(dependent, reason: DependencyFailure.discardedServerWins(entry.id).reason))
+                publish(.quarantined(dependent, reason: DependencyFailure.discarded(entry.id).reason))
             }
         case .clientWins:
             // Resend what was sent: the same remapped endpoint and payload.

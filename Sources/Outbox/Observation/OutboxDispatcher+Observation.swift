@@ -21,7 +21,7 @@ extension OutboxDispatcher {
     ///
     /// ```swift
     /// for try await state in dispatcher.updates(of: sent.id) {
-    ///     row.label = state.status == .failed ? "retrying at \(state.nextAttemptAt!)" : "\(state.status)"
+    ///     row.label = state.status == .waitingToRetry ? "retrying at \(state.nextAttemptAt!)" : "\(state.status)"
     /// }
     /// ```
     public nonisolated func updates(of id: OutboxEntry.ID) -> OutboxEntryUpdates {

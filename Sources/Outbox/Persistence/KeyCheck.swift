@@ -11,40 +11,33 @@ struct KeyCheck: Sendable {
 
     init(key: SymmetricKey) { self.key = key }
 
-    private func seal(_ plaintext: [UInt8], partition: String, id: OutboxEntryID) throws(OutboxError) -> [UInt8] {
+    /// What the record seals, and what it must open to.
+    private static let text = Array("swift-outbox key check".utf8)
+
+    /// The record's value for a new queue (or spool) of `partition`: a
+    /// fresh nonce each time.
+    func sealCanary(partition: String) throws(OutboxError) -> [UInt8] {
         do {
-            let box = try AES.GCM.seal(plaintext, using: key, authenticating: Self.associatedData(partition, id))
+            let box = try AES.GCM.seal(Self.text, using: key, authenticating: Self.associatedData(partition))
             guard let combined = box.combined else { throw OutboxError(.invalidArgument, "AES-GCM produced no output") }
             return Array(combined)
         } catch let error as OutboxError {
             throw error
         } catch {
-            throw OutboxError(.invalidArgument, "cannot seal entry: \(error)", entry: id)
+            throw OutboxError(.invalidArgument, "cannot seal the key check: \(error)")
         }
     }
 
-    private func open(_ sealed: [UInt8], partition: String, id: OutboxEntryID) throws(OutboxError) -> [UInt8] {
-        do {
-            let box = try AES.GCM.SealedBox(combined: sealed)
-            return Array(try AES.GCM.open(box, using: key, authenticating: Self.associatedData(partition, id)))
-        } catch {
-            throw OutboxError(.wrongKey, "the entry does not open with this key", entry: id)
-        }
-    }
-
-    /// A value sealed at creation so a wrong key is caught at open, before
-    /// anything is read or written.
-    func sealCanary(partition: String) throws(OutboxError) -> [UInt8] {
-        try seal(Array("swift-outbox key check".utf8), partition: partition, id: Self.canaryID)
-    }
-
+    /// Whether `sealed` is a key check of `partition` that opens under this key.
     func checkCanary(_ sealed: [UInt8], partition: String) -> Bool {
-        (try? open(sealed, partition: partition, id: Self.canaryID)) == Array("swift-outbox key check".utf8)
+        guard let box = try? AES.GCM.SealedBox(combined: sealed),
+            let opened = try? AES.GCM.open(box, using: key, authenticating: Self.associatedData(partition))
+        else { return false }
+        return Array(opened) == Self.text
     }
 
-    static let canaryID = OutboxEntryID(bytes: [UInt8](repeating: 0, count: 16))
-
-    private static func associatedData(_ partition: String, _ id: OutboxEntryID) -> Data {
-        Data(Array(partition.utf8) + [0] + id.bytes)
+    /// The associated data: the partition, a zero byte, and 16 zero bytes.
+    private static func associatedData(_ partition: String) -> Data {
+        Data(Array(partition.utf8) + [0] + [UInt8](repeating: 0, count: 16))
     }
 }

@@ -187,13 +187,15 @@ package enum StoreCheckpointBody {
             }
             let failure = flags & hasFailure != 0 ? try decodeFailure(&reader) : nil
             if let key = try logKey(&reader, flags: flags, sealed: sealed, of: "entry \(id)") { logKeys.entries[key] = id }
+            let metadata = EntryMetadata(
+                id: id, sequence: sequence, status: status, priority: priority, attempts: attempts,
+                maxAttempts: maxAttempts, scope: scope, type: type, coalescing: coalescing, when: when,
+                createdAt: createdAt, storedBytes: storedBytes, dependencies: dependencies)
+            if let cause = failure?.dependency, !cause.fits(metadata) {
+                throw Failure(reason: "entry \(id) has a dependency failure no store records for it")
+            }
             // Names are set once every entry is in (loading does not read them).
-            let isNew = scheduler.load(
-                EntryMetadata(
-                    id: id, sequence: sequence, status: status, priority: priority, attempts: attempts,
-                    maxAttempts: maxAttempts, scope: scope, type: type, coalescing: coalescing, when: when,
-                    createdAt: createdAt, storedBytes: storedBytes, dependencies: dependencies),
-                failure: failure, unchanged: flags & unchanged != 0, appKey: appKey)
+            let isNew = scheduler.load(metadata, failure: failure, unchanged: flags & unchanged != 0, appKey: appKey)
             // A repeated id rejects the checkpoint; the scheduler it went
             // into is then discarded, so the overwrite above does no harm.
             guard isNew else { throw Failure(reason: "entry \(id) appears twice") }

@@ -9,12 +9,12 @@ package enum DependencyFailure: Hashable, Sendable {
     case evicted(OutboxEntryID)
     /// A spooled entry names a parent this queue never saw.
     case unknownToQueue(OutboxEntryID)
-    /// The parent was removed (`removeAll(matching:)`).
+    /// The parent was removed with the other quarantined entries past their
+    /// retention (`removeQuarantined(before:)`).
     case removed(OutboxEntryID)
-    /// The parent was discarded by the app.
+    /// The parent was discarded (by the app, or because the server's
+    /// version won a conflict).
     case discarded(OutboxEntryID)
-    /// The parent was discarded because the server's version won a conflict.
-    case discardedServerWins(OutboxEntryID)
     /// The parent is gone without having been delivered (found so when a
     /// dependent is revived: how it went is not recorded).
     case gone(OutboxEntryID)
@@ -23,15 +23,22 @@ package enum DependencyFailure: Hashable, Sendable {
     package var parent: OutboxEntryID {
         switch self {
         case .quarantined(let id), .evicted(let id), .unknownToQueue(let id), .removed(let id), .discarded(let id),
-            .discardedServerWins(let id), .gone(let id):
+            .gone(let id):
             return id
         }
+    }
+
+    /// Whether a store could have recorded this cause for `entry`: only a
+    /// quarantined entry has one, and it names one of its dependencies.
+    /// Anything else read back is damage.
+    func fits(_ entry: EntryMetadata) -> Bool {
+        entry.status == .quarantined && (entry.dependencies?.contains(parent) ?? false)
     }
 
     /// The reason shown to people: `dependencyFailed: <parent> <phrase>`.
     var reason: String { "dependencyFailed: \(parent) \(Self.phrase(of: self))" }
 
-    /// The failure's code in a state record and a checkpoint (1…7).
+    /// The failure's code in a state record and a checkpoint (1…6).
     package var code: UInt8 {
         switch self {
         case .quarantined: 1
@@ -39,8 +46,7 @@ package enum DependencyFailure: Hashable, Sendable {
         case .unknownToQueue: 3
         case .removed: 4
         case .discarded: 5
-        case .discardedServerWins: 6
-        case .gone: 7
+        case .gone: 6
         }
     }
 
@@ -53,8 +59,7 @@ package enum DependencyFailure: Hashable, Sendable {
         case 3: self = .unknownToQueue(parent)
         case 4: self = .removed(parent)
         case 5: self = .discarded(parent)
-        case 6: self = .discardedServerWins(parent)
-        case 7: self = .gone(parent)
+        case 6: self = .gone(parent)
         default: return nil
         }
     }
@@ -66,7 +71,6 @@ package enum DependencyFailure: Hashable, Sendable {
         case .unknownToQueue: return "is unknown to this queue (spooled by another process)"
         case .removed: return "was removed"
         case .discarded: return "was discarded"
-        case .discardedServerWins: return "was discarded (server wins)"
         case .gone: return "is gone without having been delivered"
         }
     }

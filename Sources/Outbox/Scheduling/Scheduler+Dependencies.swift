@@ -36,7 +36,7 @@ extension Scheduler {
     /// Quarantines every live entry that depends, directly or not, on
     /// `root`: its children because of `cause` (what happened to `root`),
     /// theirs because their parent is quarantined.
-    mutating func cascadeDeath(
+    mutating func cascadeQuarantine(
         from root: OutboxEntryID, cause: DependencyFailure, changes: inout StoreChanges
     ) -> [OutboxEntryID] {
         var affected: [OutboxEntryID] = []

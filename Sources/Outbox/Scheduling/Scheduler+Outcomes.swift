@@ -115,7 +115,7 @@ extension Scheduler {
     ) throws(OutboxError) -> (OutboxCascade, StoreChanges) {
         try setAside(id, as: .quarantined, reason: reason, httpStatus: httpStatus)
         var changes = StoreChanges(.state(id))
-        let cascade = cascadeDeath(from: id, cause: .quarantined(id), changes: &changes)
+        let cascade = cascadeQuarantine(from: id, cause: .quarantined(id), changes: &changes)
         return (OutboxCascade(dependents: cascade), changes)
     }
 

@@ -64,7 +64,7 @@ extension Scheduler {
     ) -> [OutboxEntryID] {
         guard let entry = entries[id] else { return [] }
         var cascade: [OutboxEntryID] = []
-        if let cause { cascade = cascadeDeath(from: id, cause: cause, changes: &changes) }
+        if let cause { cascade = cascadeQuarantine(from: id, cause: cause, changes: &changes) }
         if let replacement, let queue = queue(of: entry), let at = scopes[queue]?.firstIndex(of: id) {
             scopes[queue]![at] = replacement
         } else {

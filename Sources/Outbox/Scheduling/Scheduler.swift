@@ -28,27 +28,28 @@ import HeapModule
 /// enqueue, scope queues, dependencies, due selection, outcomes, removal,
 /// keys, status, queries, batches, controls). Swift keeps stored properties
 /// in this declaration, so the state is here, each property saying which
-/// job owns it. It is `internal` only so that those files can change it:
-/// nothing outside `Sources/Outbox/Scheduling` writes it (stores read
-/// ``entries``, ``completions``, ``strings`` and ``failure(_:)`` under their lock).
+/// job owns it. Nothing outside `Sources/Outbox/Scheduling` writes it (stores
+/// read ``entries``, ``completions``, ``strings`` and ``failure(_:)`` under
+/// their lock); the fuzz harness reads a few properties (`package`, set only
+/// inside the module).
 package struct Scheduler: Sendable {
     let partition: String
     let configuration: OutboxStoreConfiguration
 
     /// Every live entry's metadata. Owned by status (``commit(_:)``,
     /// `Scheduler+Status.swift`); written by every job.
-    package var entries = EntryTable()
+    package internal(set) var entries = EntryTable()
     /// Why each entry last failed. Owned by outcomes (`Scheduler+Outcomes.swift`).
-    package var failures: [OutboxEntryID: FailureInfo] = [:]
+    package internal(set) var failures: [OutboxEntryID: FailureInfo] = [:]
     /// Delivered entries' marks (server id, app key). Owned by outcomes
     /// (``succeed(_:serverID:now:)``); read by dependencies.
-    package var completions: [OutboxEntryID: Completion] = [:]
+    package internal(set) var completions: [OutboxEntryID: Completion] = [:]
     /// Interned scopes, types and coalescing keys. Owned by enqueue and
     /// loading (retain), removal (release).
-    package var strings = StringInterner()
+    package internal(set) var strings = StringInterner()
     /// The sequence number of the next new entry. Owned by enqueue
     /// (`Scheduler+Enqueue.swift`) and loading.
-    package var nextSequence: UInt64 = 1
+    package internal(set) var nextSequence: UInt64 = 1
 
     /// Unfinished entries (pending, waitingToRetry, in flight) of each scope, in
     /// sequence order. Owned by scope queues (`Scheduler+ScopeQueues.swift`).
@@ -81,13 +82,13 @@ package struct Scheduler: Sendable {
     var keyed: [UInt32: [OutboxEntryID]] = [:]
     /// Entries with a coalescing key whose status never changed since their
     /// enqueue (on disk: no state record). Owned by keys; ended by status.
-    package var pristine: Set<OutboxEntryID> = []
+    package internal(set) var pristine: Set<OutboxEntryID> = []
     /// App-supplied idempotency key → the entry (live, or delivered while its
     /// completion is kept) holding it, and the reverse. Derived keys are
     /// not listed: the id already identifies them. Owned by keys.
     var keyHolders: [String: OutboxEntryID] = [:]
     /// Entry → its app-supplied idempotency key. Owned by keys.
-    package var appKeys: [OutboxEntryID: String] = [:]
+    package internal(set) var appKeys: [OutboxEntryID: String] = [:]
     /// Entries per status. Owned by status (``adjust(_:count:bytes:)``).
     var counts: [OutboxStatus: Int] = [:]
     /// Stored bytes per status. Owned by status.

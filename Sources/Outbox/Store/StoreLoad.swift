@@ -108,6 +108,9 @@ enum StoreLoad {
                 metadata.attempts = state.attempts
                 metadata.when = state.when
                 failure = state.failure
+                if let cause = failure?.dependency, !cause.fits(metadata) {
+                    throw OutboxError(.corruptEntry, "a dependency failure no store records for this entry", entry: body.id)
+                }
             }
             scheduler.load(
                 metadata, failure: failure, unchanged: record.annotation == nil,

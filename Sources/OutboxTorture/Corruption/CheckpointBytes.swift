@@ -74,6 +74,7 @@ enum CheckpointBytes {
                 guard let present = walker.integer(1) else { return fields }
                 if present & 1 != 0, !walker.string() { return fields }
                 for bit in [2, 4, 8] as [UInt64] where present & bit != 0 { guard walker.skip(8) else { return fields } }
+                if present & 16 != 0, !walker.skip(17) { return fields }  // the dependency failure: code, parent id
             }
             if flags & 16 != 0, !walker.skip(16) { return fields }
         }

@@ -7,8 +7,8 @@ import SystemPackage
 /// files beside its log — its checkpoint (`SCHEDULE`), its spools, its
 /// payload files (``StoreDamage``) — in copies of a real outbox root
 /// (``StoreBase``: plain, or sealed with `--encrypted`), each opened by the
-/// queue's owner and held to ``StoreOpenCheck``: a bad file quarantines
-/// itself, never the store.
+/// queue's owner and held to ``StoreOpenCheck``: a bad file is set aside,
+/// never fatal to the store.
 ///
 /// One cycle in ``every`` of the mode is a store case. The kinds of damage
 /// run in turn (sometimes a second one is drawn on top), so that a few

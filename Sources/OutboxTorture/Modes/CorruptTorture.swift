@@ -26,7 +26,7 @@ import SystemPackage
 /// One cycle in ``StoreCorruption/every`` is a store case instead: damage
 /// to the outbox store's own files beside its log (its checkpoint, its
 /// spools, its payload files) in a copy of a real queue, held to the rule
-/// that a bad file quarantines itself, never the store (``StoreOpenCheck``).
+/// that a bad file is set aside, never fatal to the store (``StoreOpenCheck``).
 enum CorruptTorture {
     /// Cases per base log before a new one is made.
     static let casesPerBase = 50

@@ -1,4 +1,4 @@
-@_spi(OutboxInternals) import IdempotencyKeyMiddleware
+import IdempotencyKeyMiddleware
 extension JournalFuzzing {
     /// Seed inputs from the segments and index files a store wrote: each
     /// segment's frames (from its first, and from its header), its header,

@@ -1,11 +1,11 @@
-@_spi(OutboxInternals) import IdempotencyKeyMiddleware
+import IdempotencyKeyMiddleware
 import Foundation
 import OutboxLog
 
 /// Fuzz entry point for the key journal's files (``JournalFormat``): its
 /// frames, read at any offset as a scan reads them; a segment's header; a
 /// sealed segment's index file; one record's payload (``JournalRecord``);
-/// and the names of segment files. See `FuzzViolation` in OutboxLog and
+/// and the names of segment files. See `FuzzViolation` (Log/FuzzViolation.swift) and
 /// Fuzz/README.md.
 ///
 /// What decodes must be what the bytes say: a frame, header, index file or

@@ -1,4 +1,4 @@
-@_spi(OutboxInternals) import Outbox
+import Outbox
 import Crypto
 import OutboxLog
 import SystemPackage

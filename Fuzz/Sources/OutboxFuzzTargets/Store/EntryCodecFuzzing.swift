@@ -1,9 +1,8 @@
-@_spi(OutboxInternals) import Outbox
-import Crypto
+import Outbox
 import OutboxLog
 
 /// Fuzz entry point for the entry codec: the bodies, states and completions
-/// a store reads back from its log (see `FuzzViolation` in OutboxLog and
+/// a store reads back from its log (see `FuzzViolation` and
 /// Fuzz/README.md). A decode that succeeds must give back what the bytes
 /// say — no part dropped, none invented: encoding the result again gives
 /// the same bytes. (A sealed queue seals these encodings whole; the
@@ -56,7 +55,7 @@ package enum EntryCodecFuzzing {
 }
 
 extension EntryCodecFuzzing {
-    /// Seed inputs: a plain and a sealed body, each state, completions with and without an app's key.
+    /// Seed inputs: a full and a bare body, states with each optional part, completions with and without an app's key.
     package static func seeds() throws -> [[UInt8]] {
         let id = OutboxEntryID(bytes: Array(1...16))
         let dependency = OutboxEntryID(bytes: Array(101...116))

@@ -1,4 +1,4 @@
-@_spi(OutboxInternals) import Outbox
+import Outbox
 import OutboxLog
 
 extension StoreCheckpointFuzzing {

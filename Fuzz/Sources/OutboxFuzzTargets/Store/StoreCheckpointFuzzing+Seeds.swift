@@ -1,5 +1,4 @@
-@_spi(OutboxInternals) import Outbox
-import Crypto
+import Outbox
 import OutboxLog
 
 extension StoreCheckpointFuzzing {

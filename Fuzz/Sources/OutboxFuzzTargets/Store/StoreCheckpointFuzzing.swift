@@ -1,4 +1,4 @@
-@_spi(OutboxInternals) import Outbox
+import Outbox
 import Crypto
 import OutboxLog
 import SystemPackage
@@ -10,7 +10,7 @@ import SystemPackage
 /// ``StoreCheckpoint/readBody(_:format:fileSystem:)`` and
 /// ``StoreCheckpointBody/decode(_:into:nextSequence:sealed:)`` into a
 /// fresh scheduler, and the end of the load (`finishLoading`). See
-/// `FuzzViolation` in OutboxLog and Fuzz/README.md.
+/// `FuzzViolation` (Log/FuzzViolation.swift) and Fuzz/README.md.
 ///
 /// What decodes must be what the bytes say: a plain file that loads is
 /// exactly the file the store writes for that body, position and next
