@@ -158,7 +158,7 @@ extension DeliveryAttempts {
             metrics.quarantined.increment(by: 1 + cascade.dependents.count)
             warnQuarantined(entry, reason: why, httpStatus: status)
             publish(.quarantined(entry.id, reason: why))
-            publishCascade(cascade, parent: entry.id)
+            publishCascade(cascade, cause: .quarantined(entry.id))
         } else {
             report.waitingToRetry += 1
             metrics.waitingToRetry.increment()
@@ -183,9 +183,7 @@ extension DeliveryAttempts {
             report.quarantined += cascade.dependents.count
             metrics.quarantined.increment(by: cascade.dependents.count)
             publish(.discarded(entry.id, reason: "server wins: \(reason)"))
-            for dependent in cascade.dependents {
-                publish(.quarantined(dependent, reason: DependencyFailure.discarded(entry.id).reason))
-            }
+            publishCascade(cascade, cause: .discarded(entry.id))
         case .clientWins:
             // Resend what was sent: the same remapped endpoint and payload.
             let resend = delivery ?? OutboxDelivery(entry: entry, endpoint: entry.endpoint, payload: entry.payload, attempt: entry.attempts)
@@ -216,7 +214,7 @@ extension DeliveryAttempts {
         metrics.quarantined.increment(by: 1 + cascade.dependents.count)
         warnQuarantined(entry, reason: reason, httpStatus: httpStatus)
         publish(.quarantined(entry.id, reason: reason))
-        publishCascade(cascade, parent: entry.id)
+        publishCascade(cascade, cause: .quarantined(entry.id))
     }
 
     /// One warning per quarantined entry, naming the request: what a
@@ -250,7 +248,11 @@ extension DeliveryAttempts {
         min(max(wait, configuration.retryAfterFloor), max(configuration.retryAfterFloor, configuration.retryAfterCap))
     }
 
-    func publishCascade(_ cascade: OutboxCascade, parent: OutboxEntry.ID) {
-        for dependent in cascade.dependents { publish(.quarantined(dependent, reason: DependencyFailure.quarantined(parent).reason)) }
+    /// One `.quarantined` event per dependent, with the reason its entry
+    /// records (`cause`'s, from a store that gives none).
+    func publishCascade(_ cascade: OutboxCascade, cause: DependencyFailure) {
+        for dependent in cascade.dependents {
+            publish(.quarantined(dependent, reason: cascade.reasons[dependent] ?? cause.reason))
+        }
     }
 }

@@ -25,7 +25,7 @@ extension DeliveryAttempts {
             report.quarantined += 1 + cascade.dependents.count
             metrics.quarantined.increment(by: 1 + cascade.dependents.count)
             publish(.quarantined(entry.id, reason: "gave up after \(entry.attempts) attempt(s): \(reason)"))
-            publishCascade(cascade, parent: entry.id)
+            publishCascade(cascade, cause: .quarantined(entry.id))
             return
         }
         report.waitingToRetry += 1

@@ -230,7 +230,9 @@ public actor OutboxDispatcher {
     public func discard(_ id: OutboxEntry.ID) async throws(OutboxError) {
         let cascade = try await store.discard(id)
         publish(.discarded(id, reason: "discarded by the app"))
-        for dependent in cascade.dependents { publish(.quarantined(dependent, reason: DependencyFailure.discarded(id).reason)) }
+        for dependent in cascade.dependents {
+            publish(.quarantined(dependent, reason: cascade.reasons[dependent] ?? DependencyFailure.discarded(id).reason))
+        }
     }
 
     nonisolated func publish(_ event: @autoclosure () -> OutboxEvent) { broadcaster.publish(event()) }

@@ -65,6 +65,13 @@ public struct OutboxFilter: Sendable, Hashable {
 public struct OutboxCascade: Sendable, Hashable {
     /// Dependents quarantined (reason `dependencyFailed`) or revived with it.
     public var dependents: [OutboxEntry.ID]
+    /// Why each quarantined dependent was quarantined, as its entry records
+    /// it: the failure of its own parent (a grandchild names the child, not
+    /// the root). Empty for a retry.
+    public var reasons: [OutboxEntry.ID: String]
 
-    public init(dependents: [OutboxEntry.ID] = []) { self.dependents = dependents }
+    public init(dependents: [OutboxEntry.ID] = [], reasons: [OutboxEntry.ID: String] = [:]) {
+        self.dependents = dependents
+        self.reasons = reasons
+    }
 }

@@ -57,6 +57,13 @@ extension Scheduler {
         return affected
     }
 
+    /// The cascade of dependents `quarantined` just now, with the reason each records.
+    func quarantineCascade(_ quarantined: [OutboxEntryID]) -> OutboxCascade {
+        var reasons: [OutboxEntryID: String] = [:]
+        for id in quarantined { reasons[id] = failures[id]?.message }
+        return OutboxCascade(dependents: quarantined, reasons: reasons)
+    }
+
     /// Throws unless every dependency of `entry` can still succeed: brought
     /// back, it would wait forever for a parent that cannot.
     func checkDependenciesCanSucceed(_ entry: EntryMetadata) throws(OutboxError) {

@@ -116,7 +116,7 @@ extension Scheduler {
         try setAside(id, as: .quarantined, reason: reason, httpStatus: httpStatus)
         var changes = StoreChanges(.state(id))
         let cascade = cascadeQuarantine(from: id, cause: .quarantined(id), changes: &changes)
-        return (OutboxCascade(dependents: cascade), changes)
+        return (quarantineCascade(cascade), changes)
     }
 
     /// Records a conflict left for a person to resolve.

@@ -10,7 +10,7 @@ extension Scheduler {
         var changes: StoreChanges = []
         let cascade = removeEntry(id, cascade: .discarded(id), collecting: &changes)
         changes.insert(.remove(id), at: 0)
-        return (OutboxCascade(dependents: cascade), changes)
+        return (quarantineCascade(cascade), changes)
     }
 
     /// Removes every entry and completion.
