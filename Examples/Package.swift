@@ -78,7 +78,7 @@ let package = Package(
             swiftSettings: strictImports
         ),
         // Sources/Outbox/Outbox.docc: the getting-started tutorial and an
-        // article per feature (issue 17). Each runs on its own, with an
+        // article per feature. Each runs on its own, with an
         // in-memory store and a stand-in server.
         .executableTarget(
             name: "GettingStartedSample",

@@ -2,7 +2,7 @@ import Foundation
 import Outbox
 import Testing
 
-/// Issue 17, item 5: send now, bulk retry and discard, coming back online,
+/// Send now, bulk retry and discard, coming back online,
 /// pause and resume, and the retention of quarantined entries.
 @Suite("Controls", .timeLimit(.minutes(1)))
 struct ControlsTests {

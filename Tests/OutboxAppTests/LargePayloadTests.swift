@@ -41,7 +41,7 @@ func permissions(_ url: URL) throws -> Int {
     try #require(try FileManager.default.attributesOfItem(atPath: url.path)[.posixPermissions] as? Int)
 }
 
-/// Issue 17, item 4: bodies above `largePayloadThreshold` go to a file beside
+/// Bodies above `largePayloadThreshold` go to a file beside
 /// the log — written and synced before their entry, deleted when it ends,
 /// sealed with the store, and never sent with another body.
 @Suite("Large payloads", .timeLimit(.minutes(3)))

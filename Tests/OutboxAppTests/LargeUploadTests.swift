@@ -27,7 +27,7 @@ struct UploadOriginal: OutboxAction {
     func payload() throws -> [UInt8] { bytes }
 }
 
-/// Issue 17, item 4's done-when: a 50 MB photo upload works end to end,
+/// A 50 MB photo upload works end to end,
 /// streamed from its file through `HTTPOutboxHandler` to the reference
 /// server, which checks the bytes against their `Content-Digest`.
 @Suite("Large uploads over HTTP", .timeLimit(.minutes(5)))

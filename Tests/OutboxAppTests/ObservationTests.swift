@@ -2,7 +2,7 @@ import Foundation
 import Outbox
 import Testing
 
-/// Issue 17, item 2: observing one entry and the whole queue through the
+/// Observing one entry and the whole queue through the
 /// dispatcher, on a manual clock, waiting on the observations themselves
 /// (never on time).
 @Suite("Observation", .timeLimit(.minutes(1)))

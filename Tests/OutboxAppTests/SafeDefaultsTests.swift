@@ -2,7 +2,7 @@ import Foundation
 import Outbox
 import Testing
 
-/// Issue 17, item 6: the defaults survive an ordinary bad week — a day of
+/// The defaults survive an ordinary bad week — a day of
 /// 503s, a week offline — and unscoped entries go in order, as the seeds
 /// promise, unless the app opts into concurrency.
 @Suite("Safe defaults", .timeLimit(.minutes(2)))

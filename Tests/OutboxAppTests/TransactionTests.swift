@@ -17,7 +17,7 @@ struct AddPhoto: OutboxAction, Encodable {
     var endpoint: String { "/albums/\(album.localReference)/photos" }
 }
 
-/// Issue 17, item 3 (and the `local:` part of item 7): several writes all or
+/// Several writes all or
 /// nothing, referring to one another by `local:` id carried as a plain
 /// `OutboxEntryID` property.
 @Suite("Transactions", .timeLimit(.minutes(1)))

@@ -12,7 +12,7 @@ struct Transfer: OutboxAction, Codable {
     var dependencies: [OutboxEntry.ID] { parent.map { [$0] } ?? [] }
 }
 
-/// Issue 17, item 7: handlers registered by action type get the action back,
+/// Handlers registered by action type get the action back,
 /// decoded from the payload the dispatcher resolved.
 @Suite("Typed handlers", .timeLimit(.minutes(1)))
 struct TypedHandlerTests {

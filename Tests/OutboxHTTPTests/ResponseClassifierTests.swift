@@ -4,7 +4,7 @@ import OutboxHTTP
 import Testing
 
 /// What Idempotency-Key servers we did not write say, and how the handler
-/// reads it (issue #21): in progress is not a conflict, a replay is a
+/// reads it: in progress is not a conflict, a replay is a
 /// delivery.
 @Suite("Response classifier", .serialized, .timeLimit(.minutes(1)))
 struct ResponseClassifierTests {

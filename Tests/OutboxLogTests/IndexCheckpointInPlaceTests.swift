@@ -3,8 +3,8 @@ import OutboxLogTesting
 import Testing
 
 /// Periodic index checkpoints bound what a killed process re-reads at its
-/// next open (issue #23). They must also be written when every append is
-/// written in place by its caller (issue #16) and the writer thread never
+/// next open. They must also be written when every append is
+/// written in place by its caller and the writer thread never
 /// runs a batch of its own.
 @Suite("Index checkpoint with writes in place")
 struct IndexCheckpointInPlaceTests {

@@ -4,7 +4,7 @@ import Outbox
 import SystemPackage
 import Testing
 
-/// Issue 15, item 1: with encryption on, nothing the app or the server wrote
+/// With encryption on, nothing the app or the server wrote
 /// is readable anywhere under the root — not in a file's bytes, not in a
 /// path — and everything reads back with the key.
 @Suite("Encryption at rest")

@@ -4,7 +4,7 @@ import Outbox
 import SystemPackage
 import Testing
 
-/// Issue 15, item 3: after real use (enqueue, deliver, fail, compact by
+/// After real use (enqueue, deliver, fail, compact by
 /// reopening, purge of another user) every file under the root is 0600 and
 /// every directory 0700 — with encryption on and off.
 @Suite("File permissions")

@@ -5,7 +5,7 @@ import Outbox
 import SystemPackage
 import Testing
 
-/// Issue 15, item 6: key rotation, and `outbox rekey` killed with SIGKILL at
+/// Key rotation, and `outbox rekey` killed with SIGKILL at
 /// each step of it.
 @Suite("Key rotation")
 struct RekeyTests {

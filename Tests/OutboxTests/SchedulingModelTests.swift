@@ -44,7 +44,7 @@ struct SchedulingModelTests {
 
     /// `parent` counts back from the newest known entry, so an entry often
     /// depends on one enqueued just before it — behind an older entry of the
-    /// same scope that a coalescing enqueue may replace (issue 13, item 8).
+    /// same scope that a coalescing enqueue may replace.
     static let step = Gen<Step>.frequency(
         (6, zip(Gen.int(in: 0...3), Gen.int(in: 0...9), Gen.int(in: -1...1), Gen.int(in: 0...5), Gen.int(in: 0...19)).map {
             Step.enqueue(
@@ -52,7 +52,7 @@ struct SchedulingModelTests {
                 duplicateOf: $4 == 0 ? $1 : nil)
         }),
         // A quarantined or conflicting entry brought back while another entry of
-        // its scope may be in flight (issue 13, item 9).
+        // its scope may be in flight.
         (2, Gen.int(in: 0...9).map { Step.retryQuarantined($0) }),
         (4, Gen.int(in: 0...5).map { Step.begin($0) }),
         (1, Gen.int(in: 0...9).map { Step.beginAny($0) }),

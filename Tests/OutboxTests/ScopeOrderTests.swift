@@ -2,8 +2,7 @@ import Foundation
 import Outbox
 import Testing
 
-/// The two ways a scope's order could break that the outside review of
-/// issue 13 found: a coalesced entry placed ahead of its own dependency (a
+/// Two ways a scope's order could break: a coalesced entry placed ahead of its own dependency (a
 /// scope deadlocked for good), and a retried entry placed ahead of a head
 /// already being sent (two entries of one scope in flight).
 @Suite("Scope order")

@@ -31,8 +31,8 @@ func quietConfiguration() -> OutboxStoreConfiguration {
     configuration.log.logger = Logger(label: "outbox.test", factory: { _ in SwiftLogNoOpLogHandler() })
     configuration.log.automaticCompactionRatio = nil
     // These suites specify the scheduling of independent unscoped entries
-    // (the rules before issue 17 made in-order the default, and still an
-    // option); OutboxAppTests/SafeDefaultsTests covers the default.
+    // (in order is the default, and an option they test apart);
+    // OutboxAppTests/SafeDefaultsTests covers the default.
     configuration.unscopedDelivery = .concurrent
     return configuration
 }

@@ -5,7 +5,7 @@ import Testing
 
 @testable import Outbox
 
-/// Issue 17 (follow-up): a transaction is checked first and then applied to
+/// A transaction is checked first and then applied to
 /// the scheduler itself (`Scheduler.enqueueAll`), instead of running on a
 /// copy of the scheduler. The model is the copy: on random queues (limits,
 /// coalescing keys, app keys, dependencies, entries in every status) and

@@ -3,7 +3,7 @@ import Outbox
 import Testing
 
 /// Exactly-once only holds inside the server's key retention, and a server
-/// may report the first request in progress for a long time (issue #21):
+/// may report the first request in progress for a long time:
 /// the key-retention guard, the in-progress budget, replays and
 /// `markDelivered`. Manual clock: nothing sleeps.
 @Suite("Unknown outcomes", .timeLimit(.minutes(1)))

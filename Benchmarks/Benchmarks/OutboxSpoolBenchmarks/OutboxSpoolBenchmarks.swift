@@ -1,4 +1,4 @@
-// Enqueue from another process (issue 18): one 256-byte durable enqueue
+// Enqueue from another process: one 256-byte durable enqueue
 // through `LogOutboxStore.enqueue(_:root:partition:configuration:)`,
 // directly (no process holds the queue: open, enqueue, close) and spooled
 // (a holder has it open: a new spool, written, synced, closed, poked),

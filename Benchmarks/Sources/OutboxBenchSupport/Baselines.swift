@@ -51,7 +51,7 @@ public final class RawAppendFile: @unchecked Sendable {
     deinit { close(descriptor) }
 }
 
-/// The limit for durable appends into space allocated ahead (issue 23):
+/// The limit for durable appends into space allocated ahead:
 /// `pwrite(2)` of `recordSize` bytes at the next offset of a file
 /// preallocated to `capacity` bytes (`posix_fallocate` on Linux; zeros
 /// written once on Apple), then `fdatasync` (`F_FULLFSYNC` on Apple). The
