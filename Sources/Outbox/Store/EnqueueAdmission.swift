@@ -26,7 +26,7 @@ extension StoreCore {
 
     /// The body of an admitted `request`, encoded through `prepare` with
     /// sequence 0; `.tooLarge` if its record would not fit the log.
-    package static func prepareBody(
+    static func prepareBody(
         _ request: OutboxEnqueueRequest, partition: String, configuration: OutboxStoreConfiguration, now: Int64,
         payloadFile: PayloadFileReference? = nil, prepare: (EntryBody) throws(OutboxError) -> PreparedBody
     ) throws(OutboxError) -> PreparedBody {

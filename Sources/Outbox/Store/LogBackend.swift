@@ -4,7 +4,7 @@ import OutboxLog
 /// Entries as records of an ``OutboxLog``, in a ``RecordFormat`` (plain, or
 /// sealed under the app's key); payloads above the threshold in files
 /// beside it (``PayloadFileStore``).
-package final class LogBackend: StoreBackend {
+final class LogBackend: StoreBackend {
     let log: OutboxLog
     let format: RecordFormat
     let payloadFiles: PayloadFileStore
@@ -27,7 +27,7 @@ package final class LogBackend: StoreBackend {
 
 
     /// `body` as its record's value in `format` (a queue's, or a spool's: the same bytes).
-    package static func prepare(_ body: EntryBody, format: RecordFormat) throws(OutboxError) -> PreparedBody {
+    static func prepare(_ body: EntryBody, format: RecordFormat) throws(OutboxError) -> PreparedBody {
         let encoded = try format.storedBody(try EntryCodec.encode(body), id: body.id)
         return PreparedBody(body: body, encoded: encoded, storedBytes: Self.storedBytes(record: encoded.count, file: body.payloadFile))
     }

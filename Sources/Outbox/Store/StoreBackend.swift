@@ -160,3 +160,22 @@ struct StoreAcknowledgement: Sendable {
         announcement.feed.publish(announcement.changes.lazy.compactMap(\.entryID))
     }
 }
+
+extension PreparedBody {
+    /// `request`'s body as a log-backed store prepares it for a log of
+    /// `format` (the same admission and encoding), for tools that write
+    /// records a store must read: the torture suite's crafted spools.
+    package static func forLog(
+        _ request: OutboxEnqueueRequest, partition: String, format: RecordFormat, configuration: OutboxStoreConfiguration,
+        now: Int64
+    ) throws(OutboxError) -> PreparedBody {
+        try StoreCore.prepareBody(request, partition: partition, configuration: configuration, now: now) {
+            body throws(OutboxError) in try LogBackend.prepare(body, format: format)
+        }
+    }
+
+    /// `body` encoded for a log of `format`, as a log-backed store encodes it.
+    package static func forLog(_ body: EntryBody, format: RecordFormat) throws(OutboxError) -> PreparedBody {
+        try LogBackend.prepare(body, format: format)
+    }
+}

@@ -31,7 +31,7 @@ extension StoreCore {
     /// `nil` if that number would pass ``EntryMetadata/sequenceLimit``: no
     /// store gets there, so the checkpoint or the log is not to be believed
     /// (the store then reads every entry).
-    package static func earlySequence(checkpoint: StoreCheckpoint, logNext: UInt64) -> UInt64? {
+    static func earlySequence(checkpoint: StoreCheckpoint, logNext: UInt64) -> UInt64? {
         let recordsSince = logNext > checkpoint.position.sequence ? logNext - checkpoint.position.sequence - 1 : 0
         let (early, overflow) = checkpoint.nextSequence.addingReportingOverflow(recordsSince)
         guard !overflow, early <= EntryMetadata.sequenceLimit else { return nil }
@@ -185,4 +185,11 @@ extension StoreCore {
         }
         for waiter in waiters { waiter.resume() }
     }
+}
+
+extension StoreCheckpoint {
+    /// The first sequence number an open admits entries under before the
+    /// load ends (``StoreCore/earlySequence(checkpoint:logNext:)``), for
+    /// the fuzz target that holds it below every limit.
+    package func earlySequence(logNext: UInt64) -> UInt64? { StoreCore.earlySequence(checkpoint: self, logNext: logNext) }
 }

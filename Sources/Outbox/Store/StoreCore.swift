@@ -15,7 +15,7 @@ import OutboxLocking
 /// ``beginAttempt(_:at:lease:)``) before the entry's own enqueue has reached
 /// `enqueueDurability`: the server must never apply a write whose enqueue
 /// may still fail, or be undone by a power loss.
-package final class StoreCore: Sendable {
+final class StoreCore: Sendable {
     let partition: String
     let configuration: OutboxStoreConfiguration
     let backend: any StoreBackend

@@ -47,9 +47,8 @@ package enum SpoolForging {
         let now = Date().milliseconds
         var bodies: [PreparedBody] = []
         for (request, forgery) in records {
-            let prepared = try StoreCore.prepareBody(request, partition: partition, configuration: configuration, now: now) {
-                body throws(OutboxError) in try LogBackend.prepare(body, format: format)
-            }
+            let prepared = try PreparedBody.forLog(
+                request, partition: partition, format: format, configuration: configuration, now: now)
             bodies.append(try forgery.map { forgery throws(OutboxError) in try forge(prepared, forgery, format: format) } ?? prepared)
         }
         return try await SpoolWriter.write(bodies, format: format, spools: spools, configuration: configuration).description
@@ -83,6 +82,6 @@ package enum SpoolForging {
             garbage.encoded = (0..<(8 + (prepared.encoded?.count ?? 0) / 2)).map { _ in UInt8.random(in: 0 ... .max) }
             return garbage
         }
-        return try LogBackend.prepare(body, format: format)
+        return try PreparedBody.forLog(body, format: format)
     }
 }

@@ -115,7 +115,7 @@ package enum StoreCheckpointFuzzing {
         // What an open computes from the header before the log is read.
         for logNext in [1, checkpoint.position.sequence, checkpoint.position.sequence &+ 1, EntryMetadata.sequenceLimit] {
             guard (1...EntryMetadata.sequenceLimit).contains(logNext) else { continue }
-            if let early = StoreCore.earlySequence(checkpoint: checkpoint, logNext: logNext), early > EntryMetadata.sequenceLimit {
+            if let early = checkpoint.earlySequence(logNext: logNext), early > EntryMetadata.sequenceLimit {
                 throw FuzzViolation("an early next sequence number of \(early), past any a store reaches")
             }
         }
