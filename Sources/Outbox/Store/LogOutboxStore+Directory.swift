@@ -93,18 +93,9 @@ extension LogOutboxStore {
         do { log = try await OutboxLog.open(at: source, configuration: logConfiguration) } catch { throw .storage(error) }
         do {
             try await checkKey(log, key: key, partition: partition, writing: false)
-            // The plain queue is named in the copy until it is deleted: opens refuse it.
-            let previous = source.lastComponent?.string ?? ""
-            let targetName = target.lastComponent?.string ?? ""
             try await PartitionRewrite.copy(
-                log, as: RecordFormat(partition: partition, key: nil), to: target,
-                as: RecordFormat(partition: partition, key: key), targetKey: key, configuration: configuration.log,
-                beforeCommit: { temporary throws(OutboxError) in
-                    try PartitionDirectory.writeName(partition, directory: temporary, name: targetName, key: key, fileSystem: fileSystem)
-                    try SmallFile.write(
-                        Array(previous.utf8), to: temporary.appending(PartitionDirectory.previousFileName),
-                        fileSystem: fileSystem, replacing: true)
-                })
+                log, as: RecordFormat(partition: partition, key: nil), replacing: source.lastComponent?.string ?? "", to: target,
+                as: RecordFormat(partition: partition, key: key), targetKey: key, configuration: configuration.log)
             try await log.closeForMove()
         } catch {
             try? await log.close()

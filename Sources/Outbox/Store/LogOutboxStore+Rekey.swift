@@ -91,14 +91,8 @@ extension LogOutboxStore {
         do {
             try await checkKey(log, key: oldKey, partition: partition, writing: false)
             try await PartitionRewrite.copy(
-                log, as: RecordFormat(partition: partition, key: oldKey), to: new,
+                log, as: RecordFormat(partition: partition, key: oldKey), replacing: oldName, to: new,
                 as: RecordFormat(partition: partition, key: newKey), targetKey: newKey, configuration: configuration.log,
-                beforeCommit: { temporary throws(OutboxError) in
-                    try PartitionDirectory.writeName(partition, directory: temporary, name: newName, key: newKey, fileSystem: fileSystem)
-                    try SmallFile.write(
-                        Array(oldName.utf8), to: temporary.appending(PartitionDirectory.previousFileName),
-                        fileSystem: fileSystem, replacing: true)
-                },
                 progress: progress)
         } catch {
             try? await log.close()

@@ -83,6 +83,29 @@ enum PartitionRewrite {
         }
     }
 
+    /// ``copy`` into `target`, a queue directory that replaces the one named
+    /// `previous`: before the commit the copy gets its `PARTITION` file
+    /// (sealed under `targetKey`) and a `PREVIOUS` file naming `previous`, so
+    /// that opens refuse that queue until it is deleted.
+    static func copy(
+        _ source: OutboxLog, as sourceFormat: RecordFormat, replacing previous: String, to target: FilePath,
+        as targetFormat: RecordFormat, targetKey: SymmetricKey, configuration: OutboxLog.Configuration,
+        progress: @Sendable (RekeyStep) -> Void = { _ in }
+    ) async throws(OutboxError) {
+        let fileSystem = configuration.fileSystem
+        let partition = targetFormat.partition
+        let targetName = target.lastComponent?.string ?? ""
+        try await copy(
+            source, as: sourceFormat, to: target, as: targetFormat, targetKey: targetKey, configuration: configuration,
+            beforeCommit: { temporary throws(OutboxError) in
+                try PartitionDirectory.writeName(partition, directory: temporary, name: targetName, key: targetKey, fileSystem: fileSystem)
+                try SmallFile.write(
+                    Array(previous.utf8), to: temporary.appending(PartitionDirectory.previousFileName),
+                    fileSystem: fileSystem, replacing: true)
+            },
+            progress: progress)
+    }
+
     /// The records of `record` in the target format (none for the key check
     /// and the sequence floor, which the copy writes itself).
     static func translate(
