@@ -160,7 +160,8 @@ tests_under_sanitizer() {
     run "$name" test_bundle "$scratch" --xunit-output "$logs/$name.xml" "$@" || status=$?
     [ "$status" -ne 0 ] || return 0
     # No report: the bundle did not finish (a crash, a sanitizer abort).
-    failed=$(failed_tests "$logs/$name.xml") || return "$status"
+    # The summary at the end repeats what crashed: CI keeps only the end.
+    failed=$(failed_tests "$logs/$name.xml") || { crash_summary "$logs/$name.log" >"$logs/$name.crash"; return "$status"; }
     # Finished with every test passing: the status is LeakSanitizer's at
     # exit, and its report is in the reports folder.
     [ -n "$failed" ] || return "$status"
@@ -175,6 +176,24 @@ tests_under_sanitizer() {
         fi
     done <<<"$failed"
     return 0
+}
+
+# crash_summary LOG: the runtime's message of a bundle that crashed, and
+# the tests that had started and not ended when it did.
+crash_summary() {
+    grep -a -m 5 -E "Fatal error|fatal error|Precondition failed|Assertion failed|BUG DETECTED|leaking promise|Illegal instruction" "$1" |
+        cut -c1-400 | sed 's/^/    /'
+    python3 - "$1" <<'PY'
+import re, sys
+started, ended = [], set()
+for line in open(sys.argv[1], encoding="utf-8", errors="replace"):
+    if m := re.search(r'Test "(.*)" started\.$', line):
+        started.append(m.group(1))
+    elif m := re.search(r'Test "(.*)" (passed|failed|skipped)', line):
+        ended.add(m.group(1))
+running = [name for name in dict.fromkeys(started) if name not in ended]
+print("    running when it crashed: " + ("; ".join(running[-12:]) if running else "none named"))
+PY
 }
 
 # failed_tests XUNIT: one --filter pattern per failed test in an xunit
@@ -290,6 +309,11 @@ for log in "$logs"/*.log; do
 done
 for name in tsan-tests asan-tests; do
     [ -f "$logs/$name.log" ] && grep -a -E "Test run with [0-9]+ tests" "$logs/$name.log" | tail -1 | sed "s/^/  $name: /" || true
+done
+for crash in "$logs"/*.crash; do
+    [ -f "$crash" ] || continue
+    echo "  $(basename "$crash" .crash): the test bundle crashed"
+    cat "$crash"
 done
 grep -a -h "^stat::number_of_executed_units" "$logs"/fuzz-*.log 2>/dev/null | awk '{ n += $2 } END { if (n) print "  fuzz: " n " inputs run in all" }'
 grep -a -E "^(violations|VIOLATION)" "$logs/asan-torture.log" 2>/dev/null | sed 's/^/  torture: /' | head -5 || true
