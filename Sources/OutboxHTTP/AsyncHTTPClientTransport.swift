@@ -67,6 +67,25 @@ public final class AsyncHTTPClientTransport: HTTPTransport {
     /// Closes the connections of a transport made with ``init(configuration:)``.
     public func shutdown() async throws { try await client.shutdown() }
 
+    /// Runs `body` with a transport of its own and shuts it down when `body`
+    /// returns or throws: a transport dropped without ``shutdown()`` leaks
+    /// its connections (and stops a debug build).
+    public static func with<Result>(
+        configuration: Configuration, isolation: isolated (any Actor)? = #isolation,
+        _ body: (AsyncHTTPClientTransport) async throws -> Result
+    ) async throws -> Result {
+        let transport = AsyncHTTPClientTransport(configuration: configuration)
+        let result: Result
+        do {
+            result = try await body(transport)
+        } catch {
+            try? await transport.shutdown()
+            throw error
+        }
+        try await transport.shutdown()
+        return result
+    }
+
     public func send(_ request: HTTPTransportRequest, timeout: Duration) async -> HTTPTransportResult {
         var headers = HTTPHeaders()
         for (name, value) in request.headers { headers.add(name: name, value: value) }

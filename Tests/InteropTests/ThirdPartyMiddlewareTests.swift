@@ -124,23 +124,24 @@ struct ThirdPartyMiddlewareTests {
     @Test("a keep-alive connection idle past uvicorn's keep-alive (5 s) still gets its answer through the proxy: the harness itself adds no fault")
     func idleKeepAliveThroughTheProxy() async throws {
         let server = try await InteropServer(.asgiIdempotencyHeader, rate: 0)
-        let transport = AsyncHTTPClientTransport(configuration: .init())  // keeps idle connections 20 s
-        func post(_ key: String) async -> HTTPTransportResult {
-            await transport.send(
-                HTTPTransportRequest(
-                    method: "POST", url: server.baseURL.appendingPathComponent("messages"),
-                    headers: [("Content-Type", "application/json"), ("Idempotency-Key", key)],
-                    body: Array(#"{"text":"idle"}"#.utf8)),
-                timeout: .seconds(10))
+        // The transport keeps idle connections 20 s.
+        let (first, second) = try await AsyncHTTPClientTransport.with(configuration: .init()) { transport in
+            func post(_ key: String) async -> HTTPTransportResult {
+                await transport.send(
+                    HTTPTransportRequest(
+                        method: "POST", url: server.baseURL.appendingPathComponent("messages"),
+                        headers: [("Content-Type", "application/json"), ("Idempotency-Key", key)],
+                        body: Array(#"{"text":"idle"}"#.utf8)),
+                    timeout: .seconds(10))
+            }
+            let first = await post("idle-1")
+            // Not a timing assertion: the idle time is the condition under test
+            // (uvicorn's keep-alive timer, in another process, on the real clock).
+            try await Task.sleep(for: .milliseconds(6500))
+            return (first, await post("idle-2"))
         }
-        let first = await post("idle-1")
-        // Not a timing assertion: the idle time is the condition under test
-        // (uvicorn's keep-alive timer, in another process, on the real clock).
-        try await Task.sleep(for: .milliseconds(6500))
-        let second = await post("idle-2")
         let record = try await server.report()
         await server.stop()
-        try await transport.shutdown()
         for (name, result) in [("first", first), ("after the idle gap", second)] {
             guard case .response(let status, _, _) = result else {
                 Issue.record("\(name): no answer: \(result); proxy \(record.faults)")

@@ -182,16 +182,15 @@ struct HandlerOptionsTests {
     func hugeRequestTimeout(timeout: Duration) async throws {
         let server = try await LoopbackServer { _, _ in .init(status: 201, body: #"{"id":"s1"}"#) }
         defer { server.stop() }
-        let transport = AsyncHTTPClientTransport(configuration: {
-            var configuration = AsyncHTTPClientTransport.Configuration()
-            configuration.idleTimeout = timeout
-            return configuration
-        }())
-        let handler = Self.handler(server) {
-            $0.requestTimeout = timeout
-            $0.transport = transport
+        var configuration = AsyncHTTPClientTransport.Configuration()
+        configuration.idleTimeout = timeout
+        try await AsyncHTTPClientTransport.with(configuration: configuration) { transport in
+            let handler = Self.handler(server) {
+                $0.requestTimeout = timeout
+                $0.transport = transport
+            }
+            let outcome = try await handler.deliver(Self.delivery())
+            #expect(outcome == .delivered(serverID: "s1"))
         }
-        #expect(try await handler.deliver(Self.delivery()) == .delivered(serverID: "s1"))
-        try await transport.shutdown()
     }
 }

@@ -50,18 +50,18 @@ struct StreamedBodyTests {
         let root = FileManager.default.temporaryDirectory.appendingPathComponent("outbox-stream-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: root) }
         let (store, file) = try await Self.storeWithFileBody(at: root)
-        let transport = AsyncHTTPClientTransport(configuration: .init())
         let request = Self.upload(file, to: server)
         let timeout: Duration = behaviour == .stallInBody(resetAfter: nil) ? .seconds(10) : .seconds(60)
-        let outcome = await transport.send(request, timeout: timeout)
-        guard case .failure(let failure) = outcome else {
-            Issue.record("a request whose body the server never read was answered: \(outcome)")
-            return
+        try await AsyncHTTPClientTransport.with(configuration: .init()) { transport in
+            let outcome = await transport.send(request, timeout: timeout)
+            guard case .failure(let failure) = outcome else {
+                Issue.record("a request whose body the server never read was answered: \(outcome)")
+                return
+            }
+            #expect(failure.stage == .notSent, "the body was never all written")
+            #expect(server.captures.count == 1, "one request head reached the server")
+            #expect(transport.bodyStreamsRunning == 0, "the stream reading the file outlived its request")
         }
-        #expect(failure.stage == .notSent, "the body was never all written")
-        #expect(server.captures.count == 1, "one request head reached the server")
-        #expect(transport.bodyStreamsRunning == 0, "the stream reading the file outlived its request")
-        try await transport.shutdown()
         try await store.close()
     }
 
@@ -72,18 +72,16 @@ struct StreamedBodyTests {
         let root = FileManager.default.temporaryDirectory.appendingPathComponent("outbox-stream-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: root) }
         let (store, file) = try await Self.storeWithFileBody(at: root)
-        let transport = AsyncHTTPClientTransport(configuration: .init())
         let request = Self.upload(file, to: server)
-        let outcome = await transport.send(request, timeout: .seconds(10))
-        guard case .response(let status, _, _) = outcome else {
-            Issue.record("the server's 413 was lost: \(outcome)")
-            try await transport.shutdown()
-            try await store.close()
-            return
+        try await AsyncHTTPClientTransport.with(configuration: .init()) { transport in
+            let outcome = await transport.send(request, timeout: .seconds(10))
+            guard case .response(let status, _, _) = outcome else {
+                Issue.record("the server's 413 was lost: \(outcome)")
+                return
+            }
+            #expect(status == 413)
+            #expect(transport.bodyStreamsRunning == 0)
         }
-        #expect(status == 413)
-        #expect(transport.bodyStreamsRunning == 0)
-        try await transport.shutdown()
         try await store.close()
     }
 }
