@@ -64,8 +64,8 @@ struct ThirdPartyMiddlewareTests {
     /// with the id the server created for it, and nothing needing a person.
     static func expectAgreement(_ drain: Drain, _ server: InteropServer.Report, count: Int, _ middleware: InteropServer.Middleware) {
         let report = drain.report
-        #expect(report.delivered == count, "\(middleware): \(report); left: \(drain.left.map { "\($0.status): \($0.lastError ?? "")" })")
-        #expect(report.conflicts == 0, "\(middleware): \(drain.left.map { $0.lastError ?? "" })")
+        #expect(report.delivered == count, "\(middleware): \(report); left: \(drain.left.map { "\($0.status): \($0.lastFailure.map(String.init(describing:)) ?? "")" })")
+        #expect(report.conflicts == 0, "\(middleware): \(drain.left.map { $0.lastFailure.map(String.init(describing:)) ?? "" })")
         #expect(report.needsAttention == 0)
         #expect(report.quarantined == 0)
         #expect(drain.left.isEmpty)

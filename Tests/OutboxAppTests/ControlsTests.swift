@@ -90,8 +90,8 @@ struct ControlsTests {
         await dispatcher.flush()
         #expect(try await dispatcher.status(of: id) == nil)
         await dispatcher.stop()
-        var removal: String?
-        for await event in events { if case .discarded(id, let reason) = event { removal = reason } }
-        #expect(removal?.contains("retention") == true)
+        var removal: OutboxDiscard?
+        for await event in events { if case .discarded(id, let why) = event { removal = why } }
+        #expect(removal == .quarantinedTooLong(.seconds(24 * 3600)), "\(removal.map(String.init(describing:)) ?? "none")")
     }
 }

@@ -255,7 +255,8 @@ struct LargePayloadTests {
             Issue.record("an entry whose payload file is missing was delivered")
         } catch let failure as OutboxDeliveryFailure {
             #expect(failure.kind == .quarantined)
-            #expect(failure.reason?.contains("missing") == true, "\(failure)")
+            #expect(failure.failure?.cause == .payloadFileDamaged, "\(failure)")
+            #expect(failure.failure?.message?.contains("missing") == true, "\(failure)")
         }
         #expect(try await store.entry(lost)?.status == .quarantined)
         #expect(await sent.bodies == [photoBytes(10_000, seed: 7)])
@@ -309,7 +310,7 @@ struct LargePayloadTests {
             Issue.record("\(damage), key \(key != nil): a damaged payload was delivered")
         } catch let failure as OutboxDeliveryFailure {
             #expect(failure.kind == .quarantined)
-            #expect(failure.reason?.contains("damaged payload") == true, "\(damage): \(failure)")
+            #expect(failure.failure?.cause == .payloadFileDamaged, "\(damage): \(failure)")
         }
         #expect(try await store.entry(victim)?.status == .quarantined)
         #expect(await !sent.bodies.contains(photoBytes(200_000, seed: 8)))

@@ -19,7 +19,7 @@ struct ObservationTests {
         let waiting = try #require(try await app.dispatcher.status(of: id))
         #expect(waiting.status == .waitingToRetry)
         #expect(waiting.nextAttemptAt == app.clock.now().addingTimeInterval(30))
-        #expect(waiting.lastHTTPStatus == 500)
+        #expect(waiting.lastFailure?.httpStatus == 500)
         #expect(waiting.attempts == 1)
         app.clock.advance(by: .seconds(30))
         await app.dispatcher.flush()
@@ -71,8 +71,7 @@ struct ObservationTests {
             return
         }
         #expect(failure.kind == .quarantined)
-        #expect(failure.reason == "HTTP 422: too long")
-        #expect(failure.httpStatus == 422)
+        #expect(failure.failure == OutboxFailure(.permanent, httpStatus: 422, message: "HTTP 422: too long"))
         // Its dependent, and a delivered entry waited for again: settled at once.
         await #expect(throws: OutboxDeliveryFailure.self) { try await app.dispatcher.waitUntilDelivered(child) }
         #expect(try await app.dispatcher.waitUntilDelivered(good) == "srv-good")

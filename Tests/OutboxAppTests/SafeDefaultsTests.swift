@@ -76,7 +76,8 @@ struct SafeDefaultsTests {
         let child = try await app.add(Post(text: "child", after: [id]))
         try await app.pump { try await app.status(id) == .quarantined }
         let entry = try #require(try await app.store.entry(id))
-        #expect(entry.lastError?.hasPrefix("expired after: HTTP 503") == true)
+        #expect(entry.lastFailure?.cause == .expired)
+        #expect(entry.lastFailure?.httpStatus == 503)
         #expect(try await app.status(child) == .quarantined)
         #expect(app.clock.now() >= start.addingTimeInterval(7 * Self.day - 3600))
     }
@@ -88,7 +89,7 @@ struct SafeDefaultsTests {
         let id = try await app.add(Post(text: "poison"))
         try await app.pump { try await app.status(id) == .quarantined }
         #expect(await app.server.deliveries(of: id).count == 10)  // the store's default maxAttempts
-        #expect(try await app.store.entry(id)?.lastError?.hasPrefix("gave up after 10") == true)
+        #expect(try await app.store.entry(id)?.lastFailure?.cause == .attemptsUsedUp)
     }
 
     @Test("unscoped entries go one at a time, in the order they were enqueued, whatever their priority")
@@ -182,7 +183,7 @@ struct SafeDefaultsTests {
         // The head was attempted and failed: it keeps the lead after the reopen.
         let claim = try await store.claimDue(at: Date(), limit: 4, lease: .seconds(60)) { _ in true }
         #expect(claim.entries.map(\.id) == [ids[0]])
-        _ = try await store.recordFailure(ids[0], error: "HTTP 500", httpStatus: 500, retryAt: Date())
+        _ = try await store.recordFailure(ids[0], OutboxFailure(.transient, httpStatus: 500, message: "HTTP 500"), retryAt: Date())
         try await store.close()
         store = try await LogOutboxStore.open(root: root, partition: "user", configuration: configuration)
         let server = ScriptedServer()

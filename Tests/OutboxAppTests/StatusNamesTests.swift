@@ -35,7 +35,7 @@ struct StatusNamesTests {
         let store = InMemoryOutboxStore()
         let id = try await store.enqueue(OutboxEnqueueRequest(type: "post", method: "POST", endpoint: "/posts")).id
         _ = try await store.beginAttempt(id, at: Date(), lease: .seconds(60))
-        _ = try await store.quarantine(id, reason: "HTTP 404", httpStatus: 404)
+        _ = try await store.quarantine(id, OutboxFailure(.permanent, httpStatus: 404, message: "HTTP 404"))
         #expect(try #require(try await store.entry(id)).status == .quarantined)
     }
 }

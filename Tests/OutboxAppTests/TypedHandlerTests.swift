@@ -41,7 +41,8 @@ struct TypedHandlerTests {
         await dispatcher.flush()
         let failure = try #require(try await dispatcher.status(of: garbage.id))
         #expect(failure.status == .quarantined)
-        #expect(failure.lastError?.contains("Transfer") == true)
+        #expect(failure.lastFailure?.cause == .permanent)
+        #expect(failure.lastFailure?.message?.contains("Transfer") == true)
         await dispatcher.stop()
     }
 }

@@ -60,13 +60,13 @@ struct DrainCommandTests {
         #expect(summary["delivered"] as? Int == 0)
         // What is left, and why: the entries go in order, so the
         // second waits behind the first, which the server keeps refusing.
-        #expect(summary["left"] as? [String: Int] == ["waitingToRetry: HTTP 503": 1, "pending: not attempted yet": 1], "\(summary)")
+        #expect(summary["left"] as? [String: Int] == ["waitingToRetry: unavailable, HTTP 503": 1, "pending: not attempted yet": 1], "\(summary)")
         #expect(summary["nextRetryAt"] is String)
 
         let text = try await OutboxTool.run(
             ["drain", root, "--base-url", "http://127.0.0.1:\(server.port)", "--until-empty", "--timeout", "4"])
         #expect(text.status == 1)
-        #expect(text.stdoutLines.contains { $0.hasPrefix("left: ") && $0.contains("1 × waitingToRetry: HTTP 503") && $0.contains("; next retry at ") },
+        #expect(text.stdoutLines.contains { $0.hasPrefix("left: ") && $0.contains("1 × waitingToRetry: unavailable, HTTP 503") && $0.contains("; next retry at ") },
                 "\(text.stdout)")
 
         let bad = try await OutboxTool.run(["drain", root, "--base-url", "ftp://nowhere"])
@@ -106,15 +106,39 @@ struct DrainCommandTests {
         #expect(byRequest["PUT /items/0"]?["httpStatus"] as? Int == 409)
         #expect((byRequest["PUT /items/0"]?["reason"] as? String)?.contains("changed by someone else") == true)
         #expect(byRequest["PUT /items/2"]?["status"] as? String == "quarantined")
-        #expect((byRequest["PUT /items/2"]?["reason"] as? String)?.hasPrefix("HTTP 404") == true)
+        #expect(byRequest["PUT /items/2"]?["cause"] as? String == "permanent")
+        #expect(byRequest["PUT /items/0"]?["cause"] as? String == "conflict")
+        #expect((byRequest["PUT /items/2"]?["reason"] as? String)?.hasPrefix("refused: HTTP 404") == true)
 
         // Nothing left to send, but still not "done": the text says why.
         let again = try await OutboxTool.run(["drain", root, "--base-url", base, "--user", "fay"])
         #expect(again.status == 3)
         let lines = again.stdoutLines.filter { $0.hasPrefix("needs attention: ") }
         #expect(lines.count == 2, "\(again.stdout)")
-        #expect(lines.contains { $0.contains("PUT /items/0 (conflict, HTTP 409): HTTP 409: ") }, "\(lines)")
-        #expect(lines.contains { $0.contains("PUT /items/2 (quarantined, HTTP 404): HTTP 404") }, "\(lines)")
+        #expect(lines.contains { $0.contains("PUT /items/0 (conflict): conflict: HTTP 409: ") }, "\(lines)")
+        #expect(lines.contains { $0.contains("PUT /items/2 (quarantined): refused: HTTP 404") }, "\(lines)")
+
+        // `list --json` gives the failure as its parts: cause, status, message.
+        let list = try await OutboxTool.run(["list", root, "--user", "fay", "--json", "--status", "quarantined"])
+        let quarantined = try #require(list.stdoutLines.compactMap(OutboxTool.jsonObject).first, "\(list.stdout)")
+        let failure = try #require(quarantined["lastFailure"] as? [String: Any], "\(quarantined)")
+        #expect(failure["cause"] as? String == "permanent")
+        #expect(failure["httpStatus"] as? Int == 404)
+        #expect((failure["message"] as? String)?.contains("no such list") == true)
+        #expect(failure["parent"] == nil)
+
+
+        // A dependent of the quarantined entry: quarantined at once, its
+        // failure naming the parent and what became of it.
+        let parent = try #require(quarantined["id"] as? String)
+        let dependent = try await OutboxTool.run(
+            ["enqueue", root, "--count", "1", "--size", "10", "--user", "fay", "--depends-on", parent])
+        #expect(dependent.status == 0, "\(dependent.stderr)")
+        let listed = try await OutboxTool.run(["list", root, "--user", "fay", "--json", "--status", "quarantined"])
+        let dependency = listed.stdoutLines.compactMap(OutboxTool.jsonObject).compactMap { $0["lastFailure"] as? [String: Any] }
+            .first { $0["cause"] as? String == "dependency" }
+        #expect(dependency?["parent"] as? String == parent, "\(listed.stdout)")
+        #expect(dependency?["parentFate"] as? String == "quarantined")
     }
 
     @Test("an answer lost after the request was sent: list shows since when the outcome is unknown; past --key-retention the entry is not resent but needs attention (exit 3)")
@@ -136,7 +160,7 @@ struct DrainCommandTests {
         let late = try await OutboxTool.run(
             ["drain", root, "--base-url", base, "--user", "gus", "--key-retention", "0.0001", "--until-empty", "--timeout", "5"])
         #expect(late.status == 3, "\(late.stdout)\(late.stderr)")
-        #expect(late.stdoutLines.contains { $0.contains("(conflict): outcome unknown and the server may have forgotten the key") },
+        #expect(late.stdoutLines.contains { $0.contains("(conflict): outcome unknown, and the server may have forgotten the key") },
                 "\(late.stdout)")
         #expect(server.captures.count == sent, "it was resent")
     }
@@ -159,7 +183,7 @@ struct DrainCommandTests {
         #expect(summary["quarantined"] as? Int == 0)
         let left = try #require(summary["left"] as? [String: Int])
         // In order: the first meets the outage, the others wait behind it.
-        #expect(left.filter { $0.key.hasPrefix("waitingToRetry: not sent: cannot connect to host") }.values.reduce(0, +) == 1, "\(left)")
+        #expect(left.filter { $0.key.hasPrefix("waitingToRetry: notSent: cannot connect to host") }.values.reduce(0, +) == 1, "\(left)")
         #expect(left["pending: not attempted yet"] == 2, "\(left)")
         // Nothing stays in flight, and no attempt was used up.
         let list = try await OutboxTool.run(["list", root, "--user", "eve", "--json"])

@@ -22,7 +22,7 @@ struct HTTPOutboxHandlerTests {
             id: OutboxEntry.ID(), idempotencyKey: UUID().uuidString, type: "thing", method: "POST", endpoint: endpoint,
             payload: Array(payload.utf8), headers: ["Content-Type": "application/json"], partition: "u", scope: nil,
             dependencies: [], priority: 0, sequence: 1, coalescingKey: nil, status: .inFlight, attempts: attempt,
-            maxAttempts: 10, nextAttemptAt: Date(), lastError: nil, lastHTTPStatus: nil, createdAt: Date(), syncedAt: nil,
+            maxAttempts: 10, nextAttemptAt: Date(), lastFailure: nil, createdAt: Date(), syncedAt: nil,
             serverID: nil, storedBytes: 0)
         return OutboxDelivery(entry: entry, endpoint: endpoint, payload: Array(payload.utf8), attempt: attempt)
     }

@@ -14,7 +14,7 @@ struct HandlerOptionsTests {
             id: OutboxEntry.ID(), idempotencyKey: key, type: "thing", method: "POST", endpoint: "/things",
             payload: Array(payload.utf8), headers: headers.merging(["Content-Type": "application/json"]) { a, _ in a },
             partition: "u", scope: nil, dependencies: [], priority: 0, sequence: 1, coalescingKey: nil, status: .inFlight,
-            attempts: attempt, maxAttempts: 10, nextAttemptAt: Date(), lastError: nil, lastHTTPStatus: nil, createdAt: Date(),
+            attempts: attempt, maxAttempts: 10, nextAttemptAt: Date(), lastFailure: nil, createdAt: Date(),
             syncedAt: nil, serverID: nil, storedBytes: 0)
         return OutboxDelivery(entry: entry, endpoint: "/things", payload: Array(payload.utf8), attempt: attempt)
     }

@@ -93,7 +93,7 @@ struct ResponseRulesTests {
         for id in ids {
             let entry = try #require(try await store.entry(id))
             #expect(entry.status == .conflict)
-            #expect(entry.lastError?.contains("already processed") == true || entry.lastError?.contains("has processed") == true)
+            #expect(entry.lastFailure?.cause == .alreadyProcessed, "\(entry.lastFailure.map(String.init(describing:)) ?? "")")
         }
         for child in children { #expect(try await store.entry(child)?.status == .pending) }
     }
@@ -144,7 +144,8 @@ struct ResponseRulesTests {
             let entry = try #require(try await store.entry(id))
             #expect(entry.status == .waitingToRetry)
             #expect(entry.attempts == 0)
-            #expect(entry.lastError?.contains("cannot connect") == true)
+            #expect(entry.lastFailure?.cause == .notSent)
+            #expect(entry.lastFailure?.message?.contains("cannot connect") == true)
             // Capped backoff: never more than 5 minutes away.
             #expect(entry.nextAttemptAt <= clock.now().addingTimeInterval(300))
         }
@@ -164,7 +165,7 @@ struct ResponseRulesTests {
             clock.set(to: next)
             await dispatcher.flush()
         }
-        let left = try await store.entries(matching: .all).map { "\($0.status): \($0.lastError ?? "")" }
+        let left = try await store.entries(matching: .all).map { "\($0.status): \($0.lastFailure.map(String.init(describing:)) ?? "")" }
         #expect(try await store.summary().total == 0, "left: \(left)")
         for id in ids { #expect(try await store.completion(of: id)?.serverID == "up") }
         await dispatcher.stop()

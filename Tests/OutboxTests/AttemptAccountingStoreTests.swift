@@ -17,14 +17,14 @@ struct AttemptAccountingStoreTests {
             #expect(claim.entries.map(\.id) == [id])
             #expect(claim.entries.first?.attempts == 1)
             let (status, _) = try await store.recordFailure(
-                id, error: "not sent: refused", httpStatus: nil, retryAt: now.addingTimeInterval(Double(round) + 1),
-                countsAsAttempt: false, serverAnsweredAt: nil)
+                id, OutboxFailure(.notSent, message: "refused"), retryAt: now.addingTimeInterval(Double(round) + 1),
+                countsAsAttempt: false, serverAnsweredAt: nil, outcomeUnknownAt: nil)
             #expect(status == .waitingToRetry)
             #expect(try await store.entry(id)?.attempts == 0)
         }
         _ = try await store.claimDue(at: now.addingTimeInterval(10), limit: 1, lease: .seconds(60)) { _ in true }
         let (status, _) = try await store.recordFailure(
-            id, error: "HTTP 503", httpStatus: 503, retryAt: now.addingTimeInterval(11), countsAsAttempt: true, serverAnsweredAt: now)
+            id, OutboxFailure(.transient, httpStatus: 503, message: "HTTP 503"), retryAt: now.addingTimeInterval(11), countsAsAttempt: true, serverAnsweredAt: now, outcomeUnknownAt: nil)
         #expect(status == .quarantined)
         try await subject.close()
     }
@@ -36,21 +36,21 @@ struct AttemptAccountingStoreTests {
         let first = Date(timeIntervalSince1970: 1_800_000_000)
         _ = try await subject.store.claimDue(at: first, limit: 1, lease: .seconds(60)) { _ in true }
         _ = try await subject.store.recordFailure(
-            id, error: "refused", httpStatus: nil, retryAt: first, countsAsAttempt: false, serverAnsweredAt: nil)
+            id, OutboxFailure(.transient, message: "refused"), retryAt: first, countsAsAttempt: false, serverAnsweredAt: nil, outcomeUnknownAt: nil)
         #expect(try await subject.store.entry(id)?.firstAnswerAt == nil)
         _ = try await subject.store.claimDue(at: first, limit: 1, lease: .seconds(60)) { _ in true }
         _ = try await subject.store.recordFailure(
-            id, error: "HTTP 503", httpStatus: 503, retryAt: first.addingTimeInterval(5), countsAsAttempt: true,
-            serverAnsweredAt: first)
+            id, OutboxFailure(.transient, httpStatus: 503, message: "HTTP 503"), retryAt: first.addingTimeInterval(5), countsAsAttempt: true,
+            serverAnsweredAt: first, outcomeUnknownAt: nil)
         _ = try await subject.store.claimDue(at: first.addingTimeInterval(5), limit: 1, lease: .seconds(60)) { _ in true }
         _ = try await subject.store.recordFailure(
-            id, error: "HTTP 503", httpStatus: 503, retryAt: first.addingTimeInterval(10), countsAsAttempt: true,
-            serverAnsweredAt: first.addingTimeInterval(5))
+            id, OutboxFailure(.transient, httpStatus: 503, message: "HTTP 503"), retryAt: first.addingTimeInterval(10), countsAsAttempt: true,
+            serverAnsweredAt: first.addingTimeInterval(5), outcomeUnknownAt: nil)
         #expect(try await subject.store.entry(id)?.firstAnswerAt == first)
         try await subject.reopen(now: first.addingTimeInterval(20))
         let reopened = try #require(try await subject.store.entry(id))
         #expect(reopened.firstAnswerAt == first)
-        #expect(reopened.lastHTTPStatus == 503)
+        #expect(reopened.lastFailure?.httpStatus == 503)
         try await subject.close()
     }
 
@@ -68,7 +68,7 @@ struct AttemptAccountingStoreTests {
         let entry = try #require(try await store.entry(stuck))
         #expect(entry.status == .pending)
         #expect(entry.attempts == 1)
-        #expect(entry.lastError?.contains("lease expired") == true)
+        #expect(entry.lastFailure?.cause == .leaseExpired)
         #expect(try await store.status(running) == .inFlight)
         let again = try await store.claimDue(at: now.addingTimeInterval(10), limit: 1, lease: .seconds(10)) { _ in true }
         #expect(again.entries.map(\.id) == [stuck])

@@ -19,24 +19,24 @@ struct CascadeEventTests {
             events.contains { if case .quarantined(grandchild, _) = $0 { true } else { false } }
         }
         for (dependent, parent) in [(child, root), (grandchild, child)] {
-            let reasons = fixture.events.all.compactMap { event -> String? in
-                if case .quarantined(dependent, let reason) = event { reason } else { nil }
+            let published = fixture.events.all.compactMap { event -> OutboxFailure? in
+                if case .quarantined(dependent, let failure) = event { failure } else { nil }
             }
-            let recorded = try #require(try await fixture.store.entry(dependent)?.lastError)
-            #expect(recorded.hasPrefix("dependencyFailed: \(parent) "))
-            #expect(reasons == [recorded])
+            let recorded = try #require(try await fixture.store.entry(dependent)?.lastFailure)
+            #expect(recorded.cause == .dependency(.quarantined(parent)))
+            #expect(published == [recorded])
         }
     }
 
-    @Test("the store's cascade gives each quarantined dependent's reason")
+    @Test("the store's cascade gives each quarantined dependent's cause")
     func storeCascadeReasons() async throws {
         let store = InMemoryOutboxStore(partition: "u", configuration: quietConfiguration())
         let root = try await store.add(request())
         let child = try await store.add(request(dependencies: [root]))
         let grandchild = try await store.add(request(dependencies: [child]))
-        let cascade = try await store.quarantine(root, reason: "by hand", httpStatus: nil)
+        let cascade = try await store.quarantine(root, OutboxFailure(.permanent, message: "by hand"))
         #expect(Set(cascade.dependents) == [child, grandchild])
-        #expect(cascade.reasons[child] == DependencyFailure.quarantined(root).reason)
-        #expect(cascade.reasons[grandchild] == DependencyFailure.quarantined(child).reason)
+        #expect(cascade.causes[child] == .quarantined(root))
+        #expect(cascade.causes[grandchild] == .quarantined(child))
     }
 }

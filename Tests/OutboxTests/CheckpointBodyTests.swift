@@ -45,9 +45,12 @@ struct CheckpointBodyTests {
             }
             if let appKey { writer.string(appKey) }
             if let cause {
-                writer.integer(UInt8(16))  // failure fields: the dependency failure alone
+                writer.integer(UInt8(1))  // failure fields: the last failure alone
+                writer.integer(UInt8(13))  // cause: a dependency
                 writer.integer(cause.code)
                 writer.raw([UInt8](repeating: cause.parent, count: 16))
+                writer.integer(Int32(-1))  // no HTTP status
+                writer.integer(UInt8(0))  // no message
             }
             if logKey { writer.raw([UInt8](repeating: 0xEE, count: 16)) }
         }

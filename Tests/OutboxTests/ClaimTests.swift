@@ -89,15 +89,18 @@ private final class DefaultClaimStore: OutboxStore {
         try await base.recordSuccess(id, serverID: serverID, at: now)
     }
     func recordFailure(
-        _ id: OutboxEntry.ID, error: String, httpStatus: Int?, retryAt: Date
+        _ id: OutboxEntry.ID, _ failure: OutboxFailure, retryAt: Date, countsAsAttempt: Bool, serverAnsweredAt: Date?,
+        outcomeUnknownAt: Date?
     ) async throws(OutboxError) -> (status: OutboxStatus, cascade: OutboxCascade) {
-        try await base.recordFailure(id, error: error, httpStatus: httpStatus, retryAt: retryAt)
+        try await base.recordFailure(
+            id, failure, retryAt: retryAt, countsAsAttempt: countsAsAttempt, serverAnsweredAt: serverAnsweredAt,
+            outcomeUnknownAt: outcomeUnknownAt)
     }
-    func quarantine(_ id: OutboxEntry.ID, reason: String, httpStatus: Int?) async throws(OutboxError) -> OutboxCascade {
-        try await base.quarantine(id, reason: reason, httpStatus: httpStatus)
+    func quarantine(_ id: OutboxEntry.ID, _ failure: OutboxFailure) async throws(OutboxError) -> OutboxCascade {
+        try await base.quarantine(id, failure)
     }
-    func markConflict(_ id: OutboxEntry.ID, reason: String, httpStatus: Int?) async throws(OutboxError) {
-        try await base.markConflict(id, reason: reason, httpStatus: httpStatus)
+    func markConflict(_ id: OutboxEntry.ID, _ failure: OutboxFailure) async throws(OutboxError) {
+        try await base.markConflict(id, failure)
     }
     func retry(_ id: OutboxEntry.ID, at now: Date) async throws(OutboxError) -> OutboxCascade {
         try await base.retry(id, at: now)

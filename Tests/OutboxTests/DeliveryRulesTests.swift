@@ -187,7 +187,7 @@ struct DeliveryRulesTests {
             let entry = try #require(try await fixture.store.entry(id))
             #expect(entry.status == .waitingToRetry)
             #expect(entry.attempts == 0)
-            #expect(entry.lastError?.hasPrefix("interrupted") == true)
+            #expect(entry.lastFailure?.cause == .interrupted)
         }
         #expect(await flush.value.interrupted == 2)
     }
@@ -370,24 +370,20 @@ final class InterceptingStore: OutboxStore {
     func recordSuccess(_ id: OutboxEntry.ID, serverID: String?, at now: Date) async throws(OutboxError) {
         try await base.recordSuccess(id, serverID: serverID, at: now)
     }
-    func recordFailure(_ id: OutboxEntry.ID, error: String, httpStatus: Int?, retryAt: Date) async throws(OutboxError)
-        -> (status: OutboxStatus, cascade: OutboxCascade)
-    {
-        try await base.recordFailure(id, error: error, httpStatus: httpStatus, retryAt: retryAt)
-    }
     func recordFailure(
-        _ id: OutboxEntry.ID, error: String, httpStatus: Int?, retryAt: Date, countsAsAttempt: Bool, serverAnsweredAt: Date?
+        _ id: OutboxEntry.ID, _ failure: OutboxFailure, retryAt: Date, countsAsAttempt: Bool, serverAnsweredAt: Date?,
+        outcomeUnknownAt: Date?
     ) async throws(OutboxError) -> (status: OutboxStatus, cascade: OutboxCascade) {
         try await base.recordFailure(
-            id, error: error, httpStatus: httpStatus, retryAt: retryAt, countsAsAttempt: countsAsAttempt,
-            serverAnsweredAt: serverAnsweredAt)
+            id, failure, retryAt: retryAt, countsAsAttempt: countsAsAttempt, serverAnsweredAt: serverAnsweredAt,
+            outcomeUnknownAt: outcomeUnknownAt)
     }
     func reclaimExpiredLeases(at now: Date) async throws(OutboxError) -> [OutboxEntry.ID] { try await base.reclaimExpiredLeases(at: now) }
-    func quarantine(_ id: OutboxEntry.ID, reason: String, httpStatus: Int?) async throws(OutboxError) -> OutboxCascade {
-        try await base.quarantine(id, reason: reason, httpStatus: httpStatus)
+    func quarantine(_ id: OutboxEntry.ID, _ failure: OutboxFailure) async throws(OutboxError) -> OutboxCascade {
+        try await base.quarantine(id, failure)
     }
-    func markConflict(_ id: OutboxEntry.ID, reason: String, httpStatus: Int?) async throws(OutboxError) {
-        try await base.markConflict(id, reason: reason, httpStatus: httpStatus)
+    func markConflict(_ id: OutboxEntry.ID, _ failure: OutboxFailure) async throws(OutboxError) {
+        try await base.markConflict(id, failure)
     }
     func retry(_ id: OutboxEntry.ID, at now: Date) async throws(OutboxError) -> OutboxCascade { try await base.retry(id, at: now) }
     func discard(_ id: OutboxEntry.ID) async throws(OutboxError) -> OutboxCascade { try await base.discard(id) }

@@ -53,7 +53,7 @@ struct DispatcherContractTests {
         #expect(report.discarded == 1)
         #expect(report.quarantined == 1)
         #expect(try await fixture.store.status(photo) == .quarantined)
-        await fixture.events.wait { $0.contains { if case .quarantined(photo, let reason) = $0 { reason.contains("dependencyFailed") } else { false } } }
+        await fixture.events.wait { $0.contains { if case .quarantined(photo, let failure) = $0 { failure.cause == .dependency(.discarded(album)) } else { false } } }
     }
 
     @Test("client wins resends what was sent, with local: ids already replaced")
@@ -105,7 +105,7 @@ struct DispatcherContractTests {
         fixture.clock.advance(by: .seconds(31))
         _ = await second.value
         #expect(calls.withLock { $0 } == 1)
-        #expect(try await fixture.store.entry(id)?.lastError?.contains("still running") == true)
+        #expect(try await fixture.store.entry(id)?.lastFailure?.message?.contains("still running") == true)
         #expect(fixture.events.count { $0.deliveredID == id } == 0)
 
         // Once it ends, the next attempt goes out.

@@ -40,7 +40,7 @@ struct DispatcherTests {
         #expect(afterFirst.status == .waitingToRetry)
         // Full jitter: within [0, base] for the first retry.
         #expect(afterFirst.nextAttemptAt >= start && afterFirst.nextAttemptAt <= start.addingTimeInterval(1))
-        #expect(afterFirst.lastHTTPStatus == 500)
+        #expect(afterFirst.lastFailure?.httpStatus == 500)
         // Nothing is sent again before its time.
         #expect(await fixture.dispatcher.flush().waitingToRetry == 0)
         #expect(fixture.handler.deliveries.count == 1)
@@ -66,7 +66,7 @@ struct DispatcherTests {
         await fixture.dispatcher.flush()
         let dead = try #require(try await fixture.store.entry(doomed))
         #expect(dead.status == .quarantined)
-        #expect(dead.lastError?.contains("gave up after 2") == true)
+        #expect(dead.lastFailure?.cause == .attemptsUsedUp)
 
         // The server answers (its first answer starts the maximum age) with a
         // Retry-After past it: 7200 s, clamped to the 1 h cap, still ends at
@@ -75,7 +75,7 @@ struct DispatcherTests {
         let old = try await fixture.add("old")
         await fixture.dispatcher.flush()
         #expect(try await fixture.store.status(old) == .quarantined)
-        #expect(try await fixture.store.entry(old)?.lastError?.hasPrefix("expired") == true)
+        #expect(try await fixture.store.entry(old)?.lastFailure?.cause == .expired)
         await fixture.events.wait { events in events.filter { if case .quarantined = $0 { true } else { false } }.count == 2 }
     }
 
@@ -90,8 +90,8 @@ struct DispatcherTests {
         let report = await fixture.dispatcher.flush()
         #expect(report.delivered == 2)
         #expect(report.quarantined == 2)
-        #expect(try await fixture.store.entry(poison)?.lastHTTPStatus == 422)
-        #expect(try await fixture.store.entry(child)?.lastError?.hasPrefix("dependencyFailed") == true)
+        #expect(try await fixture.store.entry(poison)?.lastFailure?.httpStatus == 422)
+        #expect(try await fixture.store.entry(child)?.lastFailure?.cause == .dependency(.quarantined(poison)))
         #expect(try await fixture.store.completion(of: sameScope) != nil)
         #expect(try await fixture.store.completion(of: otherScope) != nil)
         #expect(fixture.handler.deliveries(of: child).isEmpty)
@@ -148,8 +148,9 @@ struct DispatcherTests {
         #expect(report.waitingToRetry >= 1)
         // A delivery past its timeout may have been sent: interrupted, resent soon, not counted.
         #expect(report.interrupted == 1)
-        #expect(try await fixture.store.entry(throwing)?.lastError?.contains("threw") == true)
-        #expect(try await fixture.store.entry(hanging)?.lastError?.contains("delivery timeout") == true)
+        #expect(try await fixture.store.entry(throwing)?.lastFailure?.cause == .handlerError)
+        #expect(try await fixture.store.entry(hanging)?.lastFailure?.cause == .interrupted)
+        #expect(try await fixture.store.entry(hanging)?.lastFailure?.message?.contains("delivery timeout") == true)
         #expect(try await fixture.store.entry(hanging)?.attempts == 0)
         #expect(try await fixture.store.status(hanging) == .waitingToRetry)
     }

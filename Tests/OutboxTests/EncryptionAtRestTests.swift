@@ -52,7 +52,7 @@ struct EncryptionAtRestTests {
             OutboxEnqueueRequest(type: s["type"]!, method: "PUT", endpoint: s["endpoint"]!, dependencies: [parent]))
         let now = Date()
         _ = try await store.beginAttempt(failed, at: now, lease: .seconds(30))
-        _ = try await store.recordFailure(failed, error: s["lastError"]!, httpStatus: 503, retryAt: now.addingTimeInterval(60))
+        _ = try await store.recordFailure(failed, OutboxFailure(.transient, httpStatus: 503, message: s["lastError"]!), retryAt: now.addingTimeInterval(60))
         try await store.deliver(parent, serverID: s["serverID"]!, at: now)
         try await store.close()
         return [failed, child, parent]
@@ -81,8 +81,7 @@ struct EncryptionAtRestTests {
         #expect(failed.endpoint == Self.secrets["endpoint"])
         #expect(failed.headers == [Self.secrets["headerName"]!: Self.secrets["headerValue"]!])
         #expect(failed.payload == Array(Self.secrets["payload"]!.utf8))
-        #expect(failed.lastError == Self.secrets["lastError"])
-        #expect(failed.lastHTTPStatus == 503)
+        #expect(failed.lastFailure == OutboxFailure(.transient, httpStatus: 503, message: Self.secrets["lastError"]))
         #expect(failed.priority == 3)
         #expect(try await store.entry(ids[1])?.dependencies == [Self.parentID])
         #expect(try await store.completion(of: Self.parentID)?.serverID == Self.secrets["serverID"])

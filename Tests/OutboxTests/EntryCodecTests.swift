@@ -17,7 +17,9 @@ struct EntryCodecTests {
         let metadata = EntryMetadata(
             id: body.id, sequence: 9, status: .waitingToRetry, priority: 1, attempts: 2, maxAttempts: 5, scope: 0, type: 0,
             coalescing: 0, when: 5_000, createdAt: 1_000, storedBytes: 0, dependencies: nil)
-        return EntryCodec.encodeState(metadata, failure: FailureInfo(message: message, httpStatus: httpStatus, firstAnsweredAt: firstAnsweredAt))
+        return EntryCodec.encodeState(metadata, failure: FailureInfo(
+                last: message == nil && httpStatus == nil ? nil : OutboxFailure(.transient, httpStatus: httpStatus, message: message),
+                firstAnsweredAt: firstAnsweredAt))
     }
 
     static func refused(_ decode: () throws(OutboxError) -> Void) -> Bool {
@@ -35,9 +37,9 @@ struct EntryCodecTests {
         let completion = Completion(serverID: "s/1", syncedAt: 3)
         #expect(try EntryCodec.decodeCompletion(EntryCodec.encodeCompletion(completion)) == completion)
         let state = try EntryCodec.decodeState(Self.state(httpStatus: 503, message: "busy"))
-        #expect(state.failure == FailureInfo(message: "busy", httpStatus: 503))
+        #expect(state.failure == FailureInfo(last: OutboxFailure(.transient, httpStatus: 503, message: "busy")))
         let answered = try EntryCodec.decodeState(Self.state(httpStatus: 409, message: nil, firstAnsweredAt: 4_000))
-        #expect(answered.failure == FailureInfo(message: nil, httpStatus: 409, firstAnsweredAt: 4_000))
+        #expect(answered.failure == FailureInfo(last: OutboxFailure(.transient, httpStatus: 409), firstAnsweredAt: 4_000))
         let keyed = Completion(serverID: nil, syncedAt: 3, idempotencyKey: "order-9")
         #expect(try EntryCodec.decodeCompletion(EntryCodec.encodeCompletion(keyed)) == keyed)
     }
@@ -90,7 +92,7 @@ struct EntryCodecTests {
     @Test("an error message longer than the 2,048 characters encoding keeps is corruption")
     func longMessage() throws {
         let kept = String(repeating: "e", count: 2048)
-        #expect(try EntryCodec.decodeState(Self.state(httpStatus: nil, message: kept)).failure?.message == kept)
+        #expect(try EntryCodec.decodeState(Self.state(httpStatus: nil, message: kept)).failure?.last?.message == kept)
         var long = Self.state(httpStatus: nil, message: kept)
         // Grow the message by one character past the limit: length prefix and bytes.
         long.append(UInt8(ascii: "e"))

@@ -22,7 +22,7 @@ struct FilePermissionTests {
             let second = try await store.add(request(payload: "two"))
             try await store.deliver(first, serverID: "s1")
             _ = try await store.beginAttempt(second, at: Date(), lease: .seconds(30))
-            _ = try await store.recordFailure(second, error: "timeout", httpStatus: nil, retryAt: Date())
+            _ = try await store.recordFailure(second, OutboxFailure(.transient, message: "timeout"), retryAt: Date())
             try await store.close()
         }
         try await LogOutboxStore.purge(root: outbox, partition: "bob", configuration: configuration)

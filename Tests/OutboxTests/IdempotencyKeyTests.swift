@@ -152,7 +152,7 @@ struct IdempotencyKeyTests {
         var dead = request(payload: "dead")
         dead.idempotencyKey = "k-dead"
         try await subject.store.add(dead)
-        _ = try await subject.store.quarantine(dead.id, reason: "by hand", httpStatus: nil)
+        _ = try await subject.store.quarantine(dead.id, OutboxFailure(.permanent, message: "by hand"))
         var retried = request(payload: "dead")
         retried.idempotencyKey = "k-dead"
         try await subject.reopen()

@@ -175,10 +175,10 @@ struct InputValidationTests {
             },
             BadCall(name: "recordFailure retrying at NaN") { store, id in
                 _ = try await store.beginAttempt(id, at: Date(), lease: .seconds(30))
-                _ = try await store.recordFailure(id, error: "503", httpStatus: 503, retryAt: nan)
+                _ = try await store.recordFailure(id, OutboxFailure(.transient, httpStatus: 503, message: "503"), retryAt: nan)
             },
             BadCall(name: "retry at NaN") { store, id in
-                _ = try await store.quarantine(id, reason: "by hand", httpStatus: nil)
+                _ = try await store.quarantine(id, OutboxFailure(.permanent, message: "by hand"))
                 _ = try await store.retry(id, at: nan)
             },
             BadCall(name: "prune at NaN") { store, _ in try await store.prune(at: nan) },
@@ -218,11 +218,12 @@ struct InputValidationTests {
         var subject = try await StoreUnderTest.make(kind)
         let id = try await subject.store.add(request())
         _ = try await subject.store.beginAttempt(id, at: Date(), lease: .seconds(30))
-        _ = try await subject.store.recordFailure(id, error: String(repeating: "e", count: 100_000), httpStatus: 500, retryAt: Date())
-        let inMemory = try await subject.store.entry(id)?.lastError
-        #expect(inMemory?.count == 2048)
+        _ = try await subject.store.recordFailure(
+            id, OutboxFailure(.transient, httpStatus: 500, message: String(repeating: "e", count: 100_000)), retryAt: Date())
+        let inMemory = try await subject.store.entry(id)?.lastFailure
+        #expect(inMemory?.message?.count == 2048)
         try await subject.reopen()
-        #expect(try await subject.store.entry(id)?.lastError == inMemory)
+        #expect(try await subject.store.entry(id)?.lastFailure == inMemory)
         try await subject.close()
     }
 

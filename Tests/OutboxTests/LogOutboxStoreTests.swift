@@ -27,7 +27,7 @@ struct LogOutboxStoreTests {
             for id in idStrings { try await store.add(request(OutboxEntry.ID(id)!)) }
             _ = try await store.beginAttempt(OutboxEntry.ID(idStrings[0])!, at: Date(), lease: .seconds(30))
             _ = try await store.beginAttempt(OutboxEntry.ID(idStrings[1])!, at: Date(), lease: .seconds(30))
-            _ = try await store.recordFailure(OutboxEntry.ID(idStrings[1])!, error: "503", httpStatus: 503, retryAt: Date())
+            _ = try await store.recordFailure(OutboxEntry.ID(idStrings[1])!, OutboxFailure(.transient, httpStatus: 503, message: "503"), retryAt: Date())
             _ = try await store.beginAttempt(OutboxEntry.ID(idStrings[1])!, at: Date(), lease: .seconds(30))
             kill(getpid(), SIGKILL)
         }

@@ -25,7 +25,7 @@ struct RekeyTests {
         for index in 0..<40 { ids.append(try await store.add(request(payload: "entry \(index)", scope: "chat-\(index % 3)"))) }
         let failed = ids[0]  // the head of its scope
         _ = try await store.beginAttempt(failed, at: Date(), lease: .seconds(30))
-        _ = try await store.recordFailure(failed, error: "busy", httpStatus: 503, retryAt: Date())
+        _ = try await store.recordFailure(failed, OutboxFailure(.transient, httpStatus: 503, message: "busy"), retryAt: Date())
         let delivered = try await store.add(request(payload: "delivered"))
         try await store.deliver(delivered, serverID: "srv-1")
         try await store.close()
@@ -60,7 +60,7 @@ struct RekeyTests {
         try await LogOutboxStore.rekey(root: root.path, partition: "gina", from: old, to: new, configuration: quietConfiguration())
         let store = try await LogOutboxStore.open(root: root.path, partition: "gina", configuration: Self.sealed(new))
         #expect(Set(try await store.entries(matching: .all).map(\.id)) == ids)
-        #expect(try await store.entries(matching: .all).contains { $0.lastError == "busy" && $0.attempts == 1 })
+        #expect(try await store.entries(matching: .all).contains { $0.lastFailure?.message == "busy" && $0.attempts == 1 })
         #expect(try await store.completion(of: delivered)?.serverID == "srv-1")
         try await store.close()
         guard case .failure(let error) = await Self.contents(root: root.path, key: old) else {

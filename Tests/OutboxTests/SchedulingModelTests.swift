@@ -141,7 +141,7 @@ struct SchedulingModelTests {
                         return "\(status) \(cascade.sorted())"
                     }
                     actual = await Self.outcome {
-                        let result = try await store.recordFailure(id, error: "503", httpStatus: 503, retryAt: retryAt)
+                        let result = try await store.recordFailure(id, OutboxFailure(.transient, httpStatus: 503, message: "503"), retryAt: retryAt)
                         return "\(result.status) \(result.cascade.dependents.sorted())"
                     }
                 case .retryQuarantined(let n):
@@ -157,10 +157,10 @@ struct SchedulingModelTests {
                     switch step {
                     case .quarantine:
                         expected = await Self.outcome { try reference.quarantine(id).sorted() }
-                        actual = await Self.outcome { try await store.quarantine(id, reason: "bad", httpStatus: 400).dependents.sorted() }
+                        actual = await Self.outcome { try await store.quarantine(id, OutboxFailure(.permanent, httpStatus: 400, message: "bad")).dependents.sorted() }
                     case .conflict:
                         expected = await Self.outcome { try reference.conflict(id) }
-                        actual = await Self.outcome { try await store.markConflict(id, reason: "409", httpStatus: 409) }
+                        actual = await Self.outcome { try await store.markConflict(id, OutboxFailure(.conflict, httpStatus: 409, message: "409")) }
                     case .retry:
                         expected = await Self.outcome { try reference.retry(id, at: now).sorted() }
                         actual = await Self.outcome { try await store.retry(id, at: now).dependents.sorted() }

@@ -104,7 +104,7 @@ struct SpoolTests {
         #expect(report.quarantined == 1)
         let entry = try #require(try await owner.entry(orphan.id))
         #expect(entry.status == .quarantined)
-        #expect(entry.lastError?.contains("unknown to this queue") == true)
+        #expect(entry.lastFailure?.dependency?.name == "unknownToQueue")
         try await owner.close()
     }
 

@@ -101,10 +101,10 @@ struct StoreCheckpointModelTests {
                 case .fail(let n):
                     if !inFlight.isEmpty {
                         _ = try? await store.recordFailure(
-                            inFlight[n % inFlight.count], error: "503", httpStatus: 503, retryAt: now.addingTimeInterval(30))
+                            inFlight[n % inFlight.count], OutboxFailure(.transient, httpStatus: 503, message: "503"), retryAt: now.addingTimeInterval(30))
                     }
                 case .quarantine(let n):
-                    if !known.isEmpty { _ = try? await store.quarantine(known[n % known.count], reason: "bad", httpStatus: 400) }
+                    if !known.isEmpty { _ = try? await store.quarantine(known[n % known.count], OutboxFailure(.permanent, httpStatus: 400, message: "bad")) }
                 case .retry(let n):
                     if !known.isEmpty { _ = try? await store.retry(known[n % known.count], at: now) }
                 case .discard(let n):

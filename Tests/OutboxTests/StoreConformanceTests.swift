@@ -69,7 +69,7 @@ struct StoreConformanceTests {
 
         // A transient failure holds the scope until its retry time.
         let retryAt = now.addingTimeInterval(60)
-        _ = try await subject.store.recordFailure(a1, error: "timeout", httpStatus: nil, retryAt: retryAt)
+        _ = try await subject.store.recordFailure(a1, OutboxFailure(.transient, message: "timeout"), retryAt: retryAt)
         try await subject.reopen(now: now)
         #expect(try await subject.store.dueIDs(at: now) == [b1])
         #expect(try await subject.store.nextDueDate().map { abs($0.timeIntervalSince(retryAt)) < 0.01 } == true)
@@ -77,7 +77,7 @@ struct StoreConformanceTests {
 
         // A quarantined entry leaves the scope: the next one goes.
         _ = try await subject.store.beginAttempt(a1, at: retryAt, lease: .seconds(30))
-        _ = try await subject.store.quarantine(a1, reason: "422 invalid", httpStatus: 422)
+        _ = try await subject.store.quarantine(a1, OutboxFailure(.permanent, httpStatus: 422, message: "422 invalid"))
         #expect(try await subject.store.dueIDs(at: retryAt) == [a2, b1])
         try await subject.store.deliver(a2, at: retryAt)
         try await subject.reopen(now: retryAt)
@@ -97,11 +97,11 @@ struct StoreConformanceTests {
         #expect(try await subject.store.dependents(of: album) == [photo])
 
         _ = try await subject.store.beginAttempt(album, at: now, lease: .seconds(30))
-        let cascade = try await subject.store.quarantine(album, reason: "403 forbidden", httpStatus: 403)
+        let cascade = try await subject.store.quarantine(album, OutboxFailure(.permanent, httpStatus: 403, message: "403 forbidden"))
         #expect(Set(cascade.dependents) == [photo, caption])
         try await subject.reopen(now: now)
         #expect(try await subject.store.status(photo) == .quarantined)
-        #expect(try await subject.store.entry(caption)?.lastError?.hasPrefix("dependencyFailed") == true)
+        #expect(try await subject.store.entry(caption)?.lastFailure?.cause == .dependency(.quarantined(photo)))
         #expect(try await subject.store.dueIDs(at: now).isEmpty)
 
         let revived = try await subject.store.retry(album, at: now)
@@ -123,9 +123,9 @@ struct StoreConformanceTests {
         let id = try await subject.store.add(request())
         await expectOutboxError(.invalidTransition) { try await subject.store.recordSuccess(id, serverID: nil, at: now) }
         await expectOutboxError(.invalidTransition) {
-            try await subject.store.recordFailure(id, error: "x", httpStatus: nil, retryAt: now)
+            try await subject.store.recordFailure(id, OutboxFailure(.transient, message: "x"), retryAt: now)
         }
-        await expectOutboxError(.invalidTransition) { try await subject.store.markConflict(id, reason: "x", httpStatus: 409) }
+        await expectOutboxError(.invalidTransition) { try await subject.store.markConflict(id, OutboxFailure(.conflict, httpStatus: 409, message: "x")) }
         await expectOutboxError(.invalidTransition) { try await subject.store.retry(id, at: now) }
         await expectOutboxError(.notFound) { try await subject.store.beginAttempt(OutboxEntry.ID(), at: now, lease: .seconds(1)) }
         _ = try await subject.store.beginAttempt(id, at: now, lease: .seconds(30))
@@ -149,7 +149,7 @@ struct StoreConformanceTests {
             #expect(try await subject.store.dueIDs(at: now) == [id], "attempt \(attempt)")
             _ = try await subject.store.beginAttempt(id, at: now, lease: .seconds(30))
             let outcome = try await subject.store.recordFailure(
-                id, error: "503 unavailable", httpStatus: 503, retryAt: now.addingTimeInterval(10))
+                id, OutboxFailure(.transient, httpStatus: 503, message: "503 unavailable"), retryAt: now.addingTimeInterval(10))
             #expect(outcome.status == (attempt < 3 ? .waitingToRetry : .quarantined))
             if attempt == 3 { #expect(outcome.cascade.dependents == [child]) }
             #expect(try await subject.store.dueIDs(at: now).isEmpty)
@@ -159,8 +159,8 @@ struct StoreConformanceTests {
         let dead = try #require(try await subject.store.entry(id))
         #expect(dead.status == .quarantined)
         #expect(dead.attempts == 3)
-        #expect(dead.lastHTTPStatus == 503)
-        #expect(dead.lastError?.contains("gave up after 3") == true)
+        #expect(dead.lastFailure?.httpStatus == 503)
+        #expect(dead.lastFailure?.cause == .attemptsUsedUp)
         #expect(try await subject.store.status(child) == .quarantined)
         try await subject.close()
     }
@@ -173,7 +173,7 @@ struct StoreConformanceTests {
         let next = try await subject.store.add(request(scope: "doc-1"))
         let child = try await subject.store.add(request(dependencies: [id]))
         _ = try await subject.store.beginAttempt(id, at: now, lease: .seconds(30))
-        try await subject.store.markConflict(id, reason: "409 version mismatch", httpStatus: 409)
+        try await subject.store.markConflict(id, OutboxFailure(.conflict, httpStatus: 409, message: "409 version mismatch"))
         try await subject.reopen(now: now)
         #expect(try await subject.store.status(id) == .conflict)
         // The conflict leaves its scope; the dependent waits for the decision.
@@ -248,7 +248,7 @@ struct StoreConformanceTests {
         var subject = try await StoreUnderTest.make(kind)
         let now = Date()
         let held = try await subject.store.add(request(payload: "v1", coalescingKey: "k"))
-        _ = try await subject.store.quarantine(held, reason: "by hand", httpStatus: nil)
+        _ = try await subject.store.quarantine(held, OutboxFailure(.permanent, message: "by hand"))
         _ = try await subject.store.retry(held, at: now)
         try await subject.reopen(now: now)
         let result = try await subject.store.enqueue(request(payload: "v2", coalescingKey: "k"))
@@ -279,7 +279,7 @@ struct StoreConformanceTests {
             Issue.record("expected a new entry, got \(unlike)")
             return
         }
-        _ = try await subject.store.quarantine(unliked.id, reason: "by hand", httpStatus: nil)
+        _ = try await subject.store.quarantine(unliked.id, OutboxFailure(.permanent, message: "by hand"))
         _ = try await subject.store.retry(unliked.id, at: now)  // pending again, but changed: it gave the key up
         _ = try await subject.store.discard(comment)
         try await subject.reopen(now: now)
@@ -319,14 +319,14 @@ struct StoreConformanceTests {
         let now = Date()
         let parent = try await subject.store.add(request(payload: "album"))
         _ = try await subject.store.beginAttempt(parent, at: now, lease: .seconds(30))
-        _ = try await subject.store.quarantine(parent, reason: "422", httpStatus: 422)
+        _ = try await subject.store.quarantine(parent, OutboxFailure(.permanent, httpStatus: 422, message: "422"))
         let result = try await subject.store.enqueue(request(payload: "photo", dependencies: [parent]))
         guard case .enqueued(let child) = result else {
             Issue.record("expected the child to be recorded, got \(result)")
             return
         }
         #expect(child.status == .quarantined)
-        #expect(child.lastError?.hasPrefix("dependencyFailed: \(parent)") == true)
+        #expect(child.lastFailure?.cause == .dependency(.quarantined(parent)))
         try await subject.reopen(now: now)
         #expect(try await subject.store.status(child.id) == .quarantined)
         #expect(try await subject.store.summary().unsent == 0)  // nothing waits forever
@@ -346,18 +346,18 @@ struct StoreConformanceTests {
         let child = try await subject.store.add(request(payload: "photo", dependencies: [first, second]))
         for parent in [first, second] {
             _ = try await subject.store.beginAttempt(parent, at: now, lease: .seconds(30))
-            _ = try await subject.store.quarantine(parent, reason: "422", httpStatus: 422)
+            _ = try await subject.store.quarantine(parent, OutboxFailure(.permanent, httpStatus: 422, message: "422"))
         }
-        #expect(try await subject.store.entry(child)?.lastError?.hasPrefix("dependencyFailed: \(first)") == true)
+        #expect(try await subject.store.entry(child)?.lastFailure?.dependency?.parent == first)
 
         // Its reason named the first; the second is still quarantined: brought
         // back now it would wait, pending, for a parent that cannot succeed.
         #expect(try await subject.store.retry(first, at: now).dependents.isEmpty)
         #expect(try await subject.store.status(child) == .quarantined)
-        #expect(try await subject.store.entry(child)?.lastError?.hasPrefix("dependencyFailed: \(second)") == true)
+        #expect(try await subject.store.entry(child)?.lastFailure?.dependency?.parent == second)
         try await subject.reopen(now: now)
         #expect(try await subject.store.status(child) == .quarantined)
-        #expect(try await subject.store.entry(child)?.lastError?.hasPrefix("dependencyFailed: \(second)") == true)
+        #expect(try await subject.store.entry(child)?.lastFailure?.dependency?.parent == second)
         #expect(try await subject.store.summary().unsent == 1)  // the first, retried; nothing waits forever
 
         #expect(try await subject.store.retry(second, at: now).dependents == [child])
@@ -375,7 +375,7 @@ struct StoreConformanceTests {
         await expectOutboxError(.full) { try await subject.store.add(request()) }
         #expect(try await subject.store.summary().total == 3)
         _ = try await subject.store.beginAttempt(one, at: now, lease: .seconds(1))
-        _ = try await subject.store.quarantine(one, reason: "bad", httpStatus: 400)
+        _ = try await subject.store.quarantine(one, OutboxFailure(.permanent, httpStatus: 400, message: "bad"))
         await expectOutboxError(.full) { try await subject.store.add(request()) }
         try await subject.close()
 
@@ -386,7 +386,7 @@ struct StoreConformanceTests {
         let dead = try await evicting.store.add(request())
         let pending1 = try await evicting.store.add(request())
         let pending2 = try await evicting.store.add(request())
-        _ = try await evicting.store.quarantine(dead, reason: "bad", httpStatus: 400)
+        _ = try await evicting.store.quarantine(dead, OutboxFailure(.permanent, httpStatus: 400, message: "bad"))
         let newcomer = try await evicting.store.add(request())
         try await evicting.reopen(now: now)
         #expect(try await evicting.store.entry(dead) == nil)
@@ -411,8 +411,8 @@ struct StoreConformanceTests {
             try await subject.store.add(request()),
         ]
         _ = try await subject.store.beginAttempt(ids[0], at: now, lease: .seconds(30))
-        _ = try await subject.store.recordFailure(ids[0], error: "x", httpStatus: nil, retryAt: now)
-        _ = try await subject.store.quarantine(ids[2], reason: "y", httpStatus: nil)
+        _ = try await subject.store.recordFailure(ids[0], OutboxFailure(.transient, message: "x"), retryAt: now)
+        _ = try await subject.store.quarantine(ids[2], OutboxFailure(.permanent, message: "y"))
         try await subject.reopen(now: now)
         let summary = try await subject.store.summary()
         #expect(summary.count(.pending) == 1)
@@ -430,7 +430,7 @@ struct StoreConformanceTests {
         let a = try await subject.store.add(request(type: "message", scope: "chat-1"))
         let b = try await subject.store.add(request(type: "like"))
         let c = try await subject.store.add(request(type: "message", scope: "chat-2"))
-        _ = try await subject.store.quarantine(b, reason: "no", httpStatus: nil)
+        _ = try await subject.store.quarantine(b, OutboxFailure(.permanent, message: "no"))
         try await subject.reopen()
         #expect(try await subject.store.entries(matching: .all).map(\.id) == [a, b, c])
         #expect(try await subject.store.entries(matching: OutboxFilter(type: "message")).map(\.id) == [a, c])

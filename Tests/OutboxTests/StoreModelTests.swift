@@ -63,8 +63,7 @@ struct StoreModelTests {
         var status: OutboxStatus
         var attempts: Int
         var nextAttemptAt: Date
-        var lastError: String?
-        var lastHTTPStatus: Int?
+        var lastFailure: OutboxFailure?
         var payload: [UInt8]
         var scope: String?
         var dependencies: [OutboxEntry.ID]
@@ -78,8 +77,7 @@ struct StoreModelTests {
             // wall clock, for the retention of quarantined entries): not compared.
             nextAttemptAt = entry.status == .quarantined
                 ? .distantPast : Date(timeIntervalSince1970: (entry.nextAttemptAt.timeIntervalSince1970 * 1000).rounded(.down) / 1000)
-            lastError = entry.lastError
-            lastHTTPStatus = entry.lastHTTPStatus
+            lastFailure = entry.lastFailure
             payload = entry.payload
             scope = entry.scope
             dependencies = entry.dependencies
@@ -147,7 +145,7 @@ struct StoreModelTests {
                     guard !inFlight.isEmpty else { continue }
                     let id = inFlight[n % inFlight.count]
                     try await both {
-                        let outcome = try await $0.recordFailure(id, error: "503", httpStatus: 503, retryAt: now.addingTimeInterval(30))
+                        let outcome = try await $0.recordFailure(id, OutboxFailure(.transient, httpStatus: 503, message: "503"), retryAt: now.addingTimeInterval(30))
                         return "\(outcome.status) \(outcome.cascade.dependents.sorted())"
                     }
                 case .quarantine(let n), .retry(let n), .discard(let n), .conflict(let n):
@@ -155,11 +153,11 @@ struct StoreModelTests {
                     let id = known[n % known.count]
                     try await both { store -> String in
                         switch step {
-                        case .quarantine: return "\(try await store.quarantine(id, reason: "bad", httpStatus: 400).dependents.sorted())"
+                        case .quarantine: return "\(try await store.quarantine(id, OutboxFailure(.permanent, httpStatus: 400, message: "bad")).dependents.sorted())"
                         case .retry: return "\(try await store.retry(id, at: now).dependents.sorted())"
                         case .discard: return "\(try await store.discard(id).dependents.sorted())"
                         default:
-                            try await store.markConflict(id, reason: "409", httpStatus: 409)
+                            try await store.markConflict(id, OutboxFailure(.conflict, httpStatus: 409, message: "409"))
                             return "conflict"
                         }
                     }

@@ -119,8 +119,8 @@ struct TransactionEquivalenceTests {
             case .claim(let limit):
                 _ = scheduler.claim(now: now, limit: limit, leaseUntil: now + 60_000, accepts: { _ in true })
             case .succeed(let n): _ = try? scheduler.succeed(ids[n], serverID: "s\(n)", now: now)
-            case .fail(let n): _ = try? scheduler.fail(ids[n], error: "no", httpStatus: 503, retryAt: now)
-            case .quarantine(let n): _ = try? scheduler.quarantine(ids[n], reason: "bad", httpStatus: 422)
+            case .fail(let n): _ = try? scheduler.fail(ids[n], OutboxFailure(.transient, httpStatus: 503, message: "no"), retryAt: now)
+            case .quarantine(let n): _ = try? scheduler.quarantine(ids[n], OutboxFailure(.permanent, httpStatus: 422, message: "bad"))
             case .discard(let n): _ = try? scheduler.discard(ids[n])
             }
         }

@@ -27,8 +27,8 @@ struct UnknownOutcomeTests {
         #expect(report.delivered == 0)
         let entry = try #require(try await fixture.store.entry(id))
         #expect(entry.status == .conflict)
-        #expect(entry.lastError?.hasPrefix("outcome unknown and the server may have forgotten the key") == true, "\(entry.lastError ?? "")")
-        #expect(entry.lastError?.contains("24 hours") == true)
+        #expect(entry.lastFailure?.cause == .keyMayBeForgotten)
+        #expect(entry.lastFailure?.message?.contains("24 hours") == true)
         #expect(fixture.handler.deliveries(of: id).count == 1, "it was resent blindly")
         await fixture.events.wait { $0.contains { if case .conflict(id, _) = $0 { true } else { false } } }
 
@@ -109,13 +109,13 @@ struct UnknownOutcomeTests {
         // Kept across another reopen, with a later answer's time beside it.
         _ = try await subject.store.beginAttempt(id, at: sent.addingTimeInterval(700), lease: .seconds(90))
         _ = try await subject.store.recordFailure(
-            id, error: "HTTP 503", httpStatus: 503, retryAt: sent.addingTimeInterval(701), countsAsAttempt: true,
-            serverAnsweredAt: sent.addingTimeInterval(700))
+            id, OutboxFailure(.transient, httpStatus: 503, message: "HTTP 503"), retryAt: sent.addingTimeInterval(701), countsAsAttempt: true,
+            serverAnsweredAt: sent.addingTimeInterval(700), outcomeUnknownAt: nil)
         try await subject.reopen(now: sent.addingTimeInterval(800))
         let again = try #require(try await subject.store.entry(id))
         #expect(again.outcomeUnknownSince == sent.addingTimeInterval(90))
         #expect(again.firstAnswerAt == sent.addingTimeInterval(700))
-        #expect(again.lastHTTPStatus == 503)
+        #expect(again.lastFailure?.httpStatus == 503)
 
         let clock = ManualOutboxClock(now: sent.addingTimeInterval(Self.day + 60))
         let handler = ScriptedHandler()
@@ -148,8 +148,8 @@ struct UnknownOutcomeTests {
         #expect(polls > 15, "\(polls) polls in 60 s")
         let entry = try #require(try await fixture.store.entry(id))
         #expect(entry.status == .conflict)
-        #expect(entry.lastError?.hasPrefix("the server still reports the first request in progress after 60 seconds") == true,
-                "\(entry.lastError ?? "")")
+        #expect(entry.lastFailure?.cause == .inProgressTooLong)
+        #expect(entry.lastFailure?.message?.hasPrefix("60 seconds") == true, "\(entry.lastFailure.map(String.init(describing:)) ?? "")")
         #expect(fixture.clock.now() >= start.addingTimeInterval(60))
         #expect(fixture.clock.now() <= start.addingTimeInterval(64))
     }

@@ -86,13 +86,13 @@ let benchmarks: @Sendable () -> Void = {
     storeBenchmark("status.beginAttempt.written") { _, fixture, id in
         _ = try await fixture.store.beginAttempt(id, at: Date(), lease: Workload.lease)
     }
-    // inFlight → failed with a retry time, `durable` (the default outcome durability).
+    // inFlight → waitingToRetry with a retry time, `durable` (the default outcome durability).
     // (The attempt starts before `startMeasurement()`: only the failure is measured.)
     storeBenchmark("status.recordFailure.durable") { benchmark, fixture, id in
         _ = try await fixture.store.beginAttempt(id, at: Date(), lease: Workload.lease)
         benchmark.startMeasurement()
         _ = try await fixture.store.recordFailure(
-            id, error: "HTTP 503", httpStatus: 503, retryAt: Date().addingTimeInterval(60))
+            id, OutboxFailure(.transient, httpStatus: 503, message: "HTTP 503"), retryAt: Date().addingTimeInterval(60))
     }
 
     // MARK: Acknowledge / delete

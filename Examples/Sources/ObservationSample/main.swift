@@ -10,7 +10,7 @@ struct Like: OutboxAction, Encodable {
 
 let store = InMemoryOutboxStore(partition: "user-42")
 let server = ClosureOutboxHandler { delivery in
-    delivery.entry.lastHTTPStatus == nil
+    delivery.entry.lastFailure == nil
         ? .transient(reason: "HTTP 503", httpStatus: 503, retryAfter: .seconds(1))   // busy: retried, not counted
         : .delivered(serverID: "like-1")
 }
@@ -28,7 +28,7 @@ let liked = try await dispatcher.enqueue(Like(post: "p1"))
 // One row of the UI: this entry's state as it changes, until it is delivered.
 for try await state in dispatcher.updates(of: liked.id) {
     switch state.status {
-    case .waitingToRetry: print("row: will retry at \(state.nextAttemptAt!): \(state.lastError ?? "")")
+    case .waitingToRetry: print("row: will retry at \(state.nextAttemptAt!): \(state.lastFailure.map(String.init(describing:)) ?? "")")
     case .succeeded: print("row: sent as \(state.serverID ?? "?")")
     default: print("row: \(state.status)")
     }

@@ -63,13 +63,15 @@ enum CheckpointTarget {
         try await store.recordSuccess(delivered.id, serverID: "msg/1", at: now)
         _ = try await store.beginAttempt(failed.id, at: now, lease: lease)
         _ = try await store.recordFailure(
-            failed.id, error: "503 Service Unavailable", httpStatus: 503, retryAt: now.addingTimeInterval(60), countsAsAttempt: true,
+            failed.id, OutboxFailure(.transient, httpStatus: 503, message: "Service Unavailable"),
+            retryAt: now.addingTimeInterval(60), countsAsAttempt: true,
             serverAnsweredAt: now, outcomeUnknownAt: nil)
         _ = try await store.beginAttempt(unknown.id, at: now, lease: lease)
         _ = try await store.recordFailure(
-            unknown.id, error: "timed out", httpStatus: nil, retryAt: now.addingTimeInterval(30), countsAsAttempt: false,
+            unknown.id, OutboxFailure(.interrupted, message: "timed out"), retryAt: now.addingTimeInterval(30),
+            countsAsAttempt: false,
             serverAnsweredAt: nil, outcomeUnknownAt: now)
-        _ = try await store.quarantine(quarantined.id, reason: "400 Bad Request", httpStatus: 400)
+        _ = try await store.quarantine(quarantined.id, OutboxFailure(.permanent, httpStatus: 400, message: "Bad Request"))
         _ = try await store.beginAttempt(inFlight.id, at: now, lease: lease)
         try await store.close()
         guard let path = disk.allFiles().first(where: { $0.lastComponent?.string == "SCHEDULE" }), let bytes = disk.contents(of: path) else {

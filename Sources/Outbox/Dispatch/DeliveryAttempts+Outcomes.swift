@@ -5,9 +5,12 @@ import Logging
 extension DeliveryAttempts {
     /// Records `outcome` of an attempt on `entry`; `delivery` is what was
     /// sent (references remapped), if anything was, and `startedAt` when.
+    /// `cause` names a transient or permanent outcome's cause when the
+    /// dispatcher, not the handler, decided it (a damaged payload file, an
+    /// unresolved reference, a handler that threw).
     func apply(
         _ outcome: OutboxOutcome, to entry: OutboxEntry, delivery: OutboxDelivery?, handler: any OutboxHandler,
-        startedAt: Date? = nil, into report: inout OutboxFlushReport
+        startedAt: Date? = nil, cause: OutboxFailure.Cause? = nil, into report: inout OutboxFlushReport
     ) async throws(OutboxError) {
         if case .inProgress = outcome {} else { inProgressRuns.withLock { $0[entry.id] = nil } }
         switch outcome {
@@ -24,32 +27,35 @@ extension DeliveryAttempts {
             publish(.delivered(entry.id, serverID: serverID))
 
         case .permanent(let reason, let status):
-            try await quarantine(entry, reason: reason, httpStatus: status, into: &report)
+            try await quarantine(entry, OutboxFailure(cause ?? .permanent, httpStatus: status, message: reason), into: &report)
 
         case .transient(let reason, let status, let retryAfter):
-            try await recordTransient(entry, reason: reason, httpStatus: status, retryAfter: retryAfter, into: &report)
+            try await recordTransient(
+                entry, OutboxFailure(cause ?? .transient, httpStatus: status, message: reason), retryAfter: retryAfter,
+                into: &report)
 
         case .notSent(let reason):
             // The server never saw it: back off (capped), but never count it.
             let retryAt = clock.now().adding(nextDelay(for: entry.id, using: configuration.backoff))
+            let failure = OutboxFailure(.notSent, message: reason)
             _ = try await store.recordFailure(
-                entry.id, error: "not sent: \(reason)", httpStatus: nil, retryAt: retryAt, countsAsAttempt: false,
-                serverAnsweredAt: nil)
+                entry.id, failure, retryAt: retryAt, countsAsAttempt: false, serverAnsweredAt: nil, outcomeUnknownAt: nil)
             report.notSent += 1
             metrics.notSent.increment()
-            publish(.waitingToRetry(entry.id, at: retryAt, reason: "not sent: \(reason)"))
+            publish(.waitingToRetry(entry.id, at: retryAt, failure: failure))
 
         case .interrupted(let reason):
             // Sent, answer lost: resend soon with the same key. The outcome
             // is unknown from now on (the key-retention guard counts from
             // the earliest such attempt).
             let retryAt = clock.now().adding(nextDelay(for: entry.id, using: configuration.interruptedBackoff))
+            let failure = OutboxFailure(.interrupted, message: reason)
             _ = try await store.recordFailure(
-                entry.id, error: "interrupted: \(reason)", httpStatus: nil, retryAt: retryAt, countsAsAttempt: false,
-                serverAnsweredAt: nil, outcomeUnknownAt: startedAt ?? clock.now())
+                entry.id, failure, retryAt: retryAt, countsAsAttempt: false, serverAnsweredAt: nil,
+                outcomeUnknownAt: startedAt ?? clock.now())
             report.interrupted += 1
             metrics.interrupted.increment()
-            publish(.interrupted(entry.id, at: retryAt, reason: reason))
+            publish(.interrupted(entry.id, at: retryAt, failure: failure))
 
         case .inProgress(let reason, let retryAfter):
             try await recordInProgress(entry, reason: reason, retryAfter: retryAfter, into: &report)
@@ -57,11 +63,13 @@ extension DeliveryAttempts {
         case .alreadyProcessed(let reason, let status):
             // Applied, most likely, but the answer is gone: a person (or the
             // app) decides; dependents wait instead of being quarantined.
-            try await leaveForTheApp(entry, reason: reason, httpStatus: status, into: &report)
+            try await leaveForTheApp(
+                entry, OutboxFailure(.alreadyProcessed, httpStatus: status, message: reason), into: &report)
 
         case .conflict(let reason, let status):
             try await resolveConflict(
-                outcome, reason: reason, httpStatus: status, entry: entry, delivery: delivery, handler: handler, into: &report)
+                outcome, OutboxFailure(.conflict, httpStatus: status, message: reason), entry: entry, delivery: delivery,
+                handler: handler, into: &report)
         }
     }
 
@@ -81,20 +89,19 @@ extension DeliveryAttempts {
         }
         if now >= run.since.adding(configuration.inProgressBudget) {
             inProgressRuns.withLock { $0[entry.id] = nil }
-            try await leaveForTheApp(
-                entry,
-                reason: "the server still reports the first request in progress after "
-                    + "\(Self.describe(configuration.inProgressBudget)) (\(run.polls) polls; the last: \(reason)); "
-                    + "retry it later with the same key, or mark it delivered if the server applied it",
-                httpStatus: 409, into: &report)
+            let message =
+                "\(Self.describe(configuration.inProgressBudget)), \(run.polls) polls (the last: \(reason)); "
+                + "retry it later with the same key, or mark it delivered if the server applied it"
+            try await leaveForTheApp(entry, OutboxFailure(.inProgressTooLong, httpStatus: 409, message: message), into: &report)
             return
         }
         let wait = retryAfter.map(clampRetryAfter) ?? inProgressDelay(poll: run.polls)
         let retryAt = now.adding(wait)
+        let failure = OutboxFailure(.inProgress, httpStatus: 409, message: reason)
         _ = try await store.recordFailure(
-            entry.id, error: reason, httpStatus: 409, retryAt: retryAt, countsAsAttempt: false, serverAnsweredAt: now)
+            entry.id, failure, retryAt: retryAt, countsAsAttempt: false, serverAnsweredAt: now, outcomeUnknownAt: nil)
         report.inProgress += 1
-        publish(.waitingToRetry(entry.id, at: retryAt, reason: reason))
+        publish(.waitingToRetry(entry.id, at: retryAt, failure: failure))
     }
 
     /// The n-th in-progress poll's delay: uniform in `[c/2, c]`, `c = min(cap,
@@ -113,28 +120,26 @@ extension DeliveryAttempts {
     /// past the budget, an unknown outcome older than the key retention):
     /// whatever the conflict policy, and its dependents wait.
     func leaveForTheApp(
-        _ entry: OutboxEntry, reason: String, httpStatus status: Int?, into report: inout OutboxFlushReport
+        _ entry: OutboxEntry, _ failure: OutboxFailure, into report: inout OutboxFlushReport
     ) async throws(OutboxError) {
         streaks.withLock { $0[entry.id] = nil }
-        try await store.markConflict(entry.id, reason: reason, httpStatus: status)
+        try await store.markConflict(entry.id, failure)
         report.conflicts += 1
         report.needsAttention += 1
         metrics.conflicts.increment()
-        logger.warning(
-            "needs attention: \(entry.method) \(entry.endpoint): \(reason)",
-            metadata: metadata(entry, httpStatus: status, reason: reason))
-        publish(.conflict(entry.id, reason: reason))
+        logger.warning("needs attention: \(entry.method) \(entry.endpoint): \(failure)", metadata: metadata(entry, failure))
+        publish(.conflict(entry.id, failure: failure))
     }
 
     /// A failure the server answered (or a thrown error): counted; backoff
     /// or the server's clamped `Retry-After`; quarantined past `maxAttempts`
     /// or the maximum age since the server's first answer.
     func recordTransient(
-        _ entry: OutboxEntry, reason: String, httpStatus status: Int?, retryAfter: Duration?,
-        into report: inout OutboxFlushReport
+        _ entry: OutboxEntry, _ failure: OutboxFailure, retryAfter: Duration?, into report: inout OutboxFlushReport
     ) async throws(OutboxError) {
+        let status = failure.httpStatus
         if let status, configuration.unavailableStatuses.contains(status) {
-            try await recordUnavailable(entry, reason: reason, httpStatus: status, retryAfter: retryAfter, into: &report)
+            try await recordUnavailable(entry, failure.becoming(.unavailable), retryAfter: retryAfter, into: &report)
             return
         }
         let now = clock.now()
@@ -145,30 +150,36 @@ extension DeliveryAttempts {
         if let maximumAge = configuration.maximumAge, let first = entry.firstAnswerAt ?? answered,
             retryAt >= first.adding(maximumAge)
         {
-            try await quarantine(entry, reason: "expired after: \(reason)", httpStatus: status, into: &report)
+            try await quarantine(entry, failure.becoming(.expired), into: &report)
             return
         }
         streaks.withLock { $0[entry.id] = nil }
         let (newStatus, cascade) = try await store.recordFailure(
-            entry.id, error: reason, httpStatus: status, retryAt: retryAt, countsAsAttempt: true,
-            serverAnsweredAt: answered)
+            entry.id, failure, retryAt: retryAt, countsAsAttempt: true, serverAnsweredAt: answered, outcomeUnknownAt: nil)
         if newStatus == .quarantined {
-            let why = "gave up after \(entry.attempts) attempt(s): \(reason)"
-            report.quarantined += 1 + cascade.dependents.count
-            metrics.quarantined.increment(by: 1 + cascade.dependents.count)
-            warnQuarantined(entry, reason: why, httpStatus: status)
-            publish(.quarantined(entry.id, reason: why))
-            publishCascade(cascade, cause: .quarantined(entry.id))
+            publishGaveUp(entry, failure, cascade: cascade, into: &report)
         } else {
             report.waitingToRetry += 1
             metrics.waitingToRetry.increment()
-            publish(.waitingToRetry(entry.id, at: retryAt, reason: reason))
+            publish(.waitingToRetry(entry.id, at: retryAt, failure: failure))
         }
+    }
+
+    /// An entry the store quarantined because the attempt was its last.
+    func publishGaveUp(
+        _ entry: OutboxEntry, _ failure: OutboxFailure, cascade: OutboxCascade, into report: inout OutboxFlushReport
+    ) {
+        let gaveUp = failure.becoming(.attemptsUsedUp)
+        report.quarantined += 1 + cascade.dependents.count
+        metrics.quarantined.increment(by: 1 + cascade.dependents.count)
+        warnQuarantined(entry, gaveUp)
+        publish(.quarantined(entry.id, failure: gaveUp))
+        publishCascade(cascade, cause: .quarantined(entry.id))
     }
 
     /// A conflict, resolved by the handler's policy.
     private func resolveConflict(
-        _ outcome: OutboxOutcome, reason: String, httpStatus status: Int?, entry: OutboxEntry, delivery: OutboxDelivery?,
+        _ outcome: OutboxOutcome, _ failure: OutboxFailure, entry: OutboxEntry, delivery: OutboxDelivery?,
         handler: any OutboxHandler, into report: inout OutboxFlushReport
     ) async throws(OutboxError) {
         streaks.withLock { $0[entry.id] = nil }
@@ -177,12 +188,12 @@ extension DeliveryAttempts {
         switch handler.conflictPolicy {
         case .serverWins:
             // The attempt is over; the entry is no longer in flight.
-            try await store.markConflict(entry.id, reason: reason, httpStatus: status)
+            try await store.markConflict(entry.id, failure)
             let cascade = try await store.discard(entry.id)
             report.discarded += 1
             report.quarantined += cascade.dependents.count
             metrics.quarantined.increment(by: cascade.dependents.count)
-            publish(.discarded(entry.id, reason: "server wins: \(reason)"))
+            publish(.discarded(entry.id, because: .serverWon(failure)))
             publishCascade(cascade, cause: .discarded(entry.id))
         case .clientWins:
             // Resend what was sent: the same remapped endpoint and payload.
@@ -196,41 +207,37 @@ extension DeliveryAttempts {
             if case .finished(.success(let second)) = retried, second != outcome, !second.isConflict, !second.isAlreadyProcessed {
                 try await apply(second, to: entry, delivery: resend, handler: handler, startedAt: clock.now(), into: &report)
             } else {
-                try await store.markConflict(entry.id, reason: reason, httpStatus: status)
-                publish(.conflict(entry.id, reason: reason))
+                try await store.markConflict(entry.id, failure)
+                publish(.conflict(entry.id, failure: failure))
             }
         case .manual:
-            try await store.markConflict(entry.id, reason: reason, httpStatus: status)
-            publish(.conflict(entry.id, reason: reason))
+            try await store.markConflict(entry.id, failure)
+            publish(.conflict(entry.id, failure: failure))
         }
     }
 
-    func quarantine(
-        _ entry: OutboxEntry, reason: String, httpStatus: Int?, into report: inout OutboxFlushReport
-    ) async throws(OutboxError) {
+    func quarantine(_ entry: OutboxEntry, _ failure: OutboxFailure, into report: inout OutboxFlushReport) async throws(OutboxError) {
         streaks.withLock { $0[entry.id] = nil }
-        let cascade = try await store.quarantine(entry.id, reason: reason, httpStatus: httpStatus)
+        let cascade = try await store.quarantine(entry.id, failure)
         report.quarantined += 1 + cascade.dependents.count
         metrics.quarantined.increment(by: 1 + cascade.dependents.count)
-        warnQuarantined(entry, reason: reason, httpStatus: httpStatus)
-        publish(.quarantined(entry.id, reason: reason))
+        warnQuarantined(entry, failure)
+        publish(.quarantined(entry.id, failure: failure))
         publishCascade(cascade, cause: .quarantined(entry.id))
     }
 
     /// One warning per quarantined entry, naming the request: what a
     /// developer needs to find the route or the payload at fault.
-    func warnQuarantined(_ entry: OutboxEntry, reason: String, httpStatus: Int?) {
-        logger.warning(
-            "quarantined \(entry.method) \(entry.endpoint)\(httpStatus.map { " (HTTP \($0))" } ?? ""): \(reason)",
-            metadata: metadata(entry, httpStatus: httpStatus, reason: reason))
+    func warnQuarantined(_ entry: OutboxEntry, _ failure: OutboxFailure) {
+        logger.warning("quarantined \(entry.method) \(entry.endpoint): \(failure)", metadata: metadata(entry, failure))
     }
 
-    func metadata(_ entry: OutboxEntry, httpStatus: Int?, reason: String) -> Logger.Metadata {
+    func metadata(_ entry: OutboxEntry, _ failure: OutboxFailure) -> Logger.Metadata {
         var metadata: Logger.Metadata = [
             "id": "\(entry.id)", "type": "\(entry.type)", "method": "\(entry.method)", "endpoint": "\(entry.endpoint)",
-            "reason": "\(reason)",
+            "cause": "\(failure.cause.name)", "reason": "\(failure)",
         ]
-        if let httpStatus { metadata["status"] = "\(httpStatus)" }
+        if let httpStatus = failure.httpStatus { metadata["status"] = "\(httpStatus)" }
         return metadata
     }
 
@@ -248,11 +255,11 @@ extension DeliveryAttempts {
         min(max(wait, configuration.retryAfterFloor), max(configuration.retryAfterFloor, configuration.retryAfterCap))
     }
 
-    /// One `.quarantined` event per dependent, with the reason its entry
-    /// records (`cause`'s, from a store that gives none).
-    func publishCascade(_ cascade: OutboxCascade, cause: DependencyFailure) {
+    /// One `.quarantined` event per dependent, with the cause its entry
+    /// records (`cause`, from a store that gives none).
+    func publishCascade(_ cascade: OutboxCascade, cause: OutboxDependencyFailure) {
         for dependent in cascade.dependents {
-            publish(.quarantined(dependent, reason: cascade.reasons[dependent] ?? cause.reason))
+            publish(.quarantined(dependent, failure: OutboxFailure(.dependency(cascade.causes[dependent] ?? cause))))
         }
     }
 }

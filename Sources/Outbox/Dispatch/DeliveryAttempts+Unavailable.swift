@@ -10,26 +10,22 @@ extension DeliveryAttempts {
     /// maximum age, counted from the server's first answer, ends it:
     /// quarantined, as any expiry, when the retry would fall past it.
     func recordUnavailable(
-        _ entry: OutboxEntry, reason: String, httpStatus status: Int, retryAfter: Duration?,
-        into report: inout OutboxFlushReport
+        _ entry: OutboxEntry, _ failure: OutboxFailure, retryAfter: Duration?, into report: inout OutboxFlushReport
     ) async throws(OutboxError) {
         let now = clock.now()
         let retryAt = now.adding(retryAfter.map(clampRetryAfter) ?? nextDelay(for: entry.id, using: configuration.backoff))
         if let maximumAge = configuration.maximumAge, retryAt >= (entry.firstAnswerAt ?? now).adding(maximumAge) {
-            try await quarantine(entry, reason: "expired after: \(reason)", httpStatus: status, into: &report)
+            try await quarantine(entry, failure.becoming(.expired), into: &report)
             return
         }
         let (newStatus, cascade) = try await store.recordFailure(
-            entry.id, error: reason, httpStatus: status, retryAt: retryAt, countsAsAttempt: false, serverAnsweredAt: now)
-        guard newStatus != .quarantined else {  // a store that counts it anyway (the protocol's default)
-            report.quarantined += 1 + cascade.dependents.count
-            metrics.quarantined.increment(by: 1 + cascade.dependents.count)
-            publish(.quarantined(entry.id, reason: "gave up after \(entry.attempts) attempt(s): \(reason)"))
-            publishCascade(cascade, cause: .quarantined(entry.id))
+            entry.id, failure, retryAt: retryAt, countsAsAttempt: false, serverAnsweredAt: now, outcomeUnknownAt: nil)
+        guard newStatus != .quarantined else {  // a store that counts it anyway
+            publishGaveUp(entry, failure, cascade: cascade, into: &report)
             return
         }
         report.waitingToRetry += 1
         metrics.waitingToRetry.increment()
-        publish(.waitingToRetry(entry.id, at: retryAt, reason: reason))
+        publish(.waitingToRetry(entry.id, at: retryAt, failure: failure))
     }
 }

@@ -88,7 +88,7 @@ final class DeliveryAttempts: Sendable {
             // the server's last answer must not kill a write unasked.
             if let since = entry.outcomeUnknownSince, let reason = keyMayBeForgotten(since: since) {
                 guard worker.finish(number) else { return }
-                try await leaveForTheApp(entry, reason: reason, httpStatus: nil, into: &report)
+                try await leaveForTheApp(entry, OutboxFailure(.keyMayBeForgotten, message: reason), into: &report)
                 inbox.ended(report: report)
                 return
             }
@@ -104,24 +104,27 @@ final class DeliveryAttempts: Sendable {
             publish(.sending(entry.id, attempt: entry.attempts))
 
             var outcome: OutboxOutcome
+            var cause: OutboxFailure.Cause?
             var sent: OutboxDelivery?
             let resolution: Resolution
             do throws(OutboxError) {
                 resolution = try await resolveReferences(entry)
             } catch {
                 // Nothing was sent: end the attempt, do not leave it in flight.
-                resolution = .unresolved(.notSent(reason: "cannot resolve its local: references: \(error)"))
+                resolution = .unresolved(.notSent(reason: "cannot resolve its local: references: \(error)"), cause: .notSent)
             }
             switch resolution {
-            case .unresolved(let unresolved):
+            case .unresolved(let unresolved, let why):
                 guard worker.finish(number) else { return }
                 outcome = unresolved
+                cause = why
             case .resolved(let delivery):
-                guard let (delivered, took) = await deliver(delivery, with: handler, worker, number, inbox: inbox, at: started)
+                guard let (delivered, why, took) = await deliver(delivery, with: handler, worker, number, inbox: inbox, at: started)
                 else {
                     return
                 }
                 outcome = delivered
+                cause = why
                 handlerTime = took
                 sent = delivery
             }
@@ -133,7 +136,8 @@ final class DeliveryAttempts: Sendable {
                 inbox.ended(report: report, delivered: .init(id: entry.id, serverID: serverID, replayed: true), handlerTime: handlerTime)
                 return
             default:
-                try await apply(outcome, to: entry, delivery: sent, handler: handler, startedAt: started, into: &report)
+                try await apply(
+                    outcome, to: entry, delivery: sent, handler: handler, startedAt: started, cause: cause, into: &report)
             }
         } catch {
             report.errors.append("\(entry.id): \(error)")
@@ -150,11 +154,11 @@ final class DeliveryAttempts: Sendable {
         var report = OutboxFlushReport()
         let now = clock.now()
         do throws(OutboxError) {
+            let failure = OutboxFailure(.notSent, message: reason)
             _ = try await store.recordFailure(
-                entry.id, error: "not sent: \(reason)", httpStatus: nil, retryAt: now, countsAsAttempt: false,
-                serverAnsweredAt: nil)
+                entry.id, failure, retryAt: now, countsAsAttempt: false, serverAnsweredAt: nil, outcomeUnknownAt: nil)
             report.notSent += 1
-            publish(.waitingToRetry(entry.id, at: now, reason: "not sent: \(reason)"))
+            publish(.waitingToRetry(entry.id, at: now, failure: failure))
         } catch {
             report.errors.append("\(entry.id): \(error)")
             publish(.storeFailed(entry.id, error: error))
@@ -169,8 +173,8 @@ final class DeliveryAttempts: Sendable {
         guard let current = try? await store.entry(id), current.status == .inFlight else { return }
         // Whatever the server answered is lost with it: the outcome is unknown.
         _ = try? await store.recordFailure(
-            id, error: "interrupted: the outcome could not be recorded (\(error))", httpStatus: nil,
-            retryAt: clock.now(), countsAsAttempt: false, serverAnsweredAt: nil, outcomeUnknownAt: clock.now())
+            id, OutboxFailure(.interrupted, message: "the outcome could not be recorded (\(error))"), retryAt: clock.now(),
+            countsAsAttempt: false, serverAnsweredAt: nil, outcomeUnknownAt: clock.now())
     }
 
     /// Why an entry whose earliest attempt of unknown outcome was made at
@@ -199,24 +203,31 @@ final class DeliveryAttempts: Sendable {
     /// outcome to record if one cannot be resolved.
     enum Resolution {
         case resolved(OutboxDelivery)
-        case unresolved(OutboxOutcome)
+        /// Not sent: the outcome to record, and its cause.
+        case unresolved(OutboxOutcome, cause: OutboxFailure.Cause)
     }
 
     private func resolveReferences(_ entry: OutboxEntry) async throws(OutboxError) -> Resolution {
-        if let unsendable = await checkLargePayload(entry) { return .unresolved(unsendable) }
+        if let unsendable = await checkLargePayload(entry) { return unsendable }
         var mapping: [OutboxEntry.ID: String] = [:]
         for reference in LocalReferenceRemapper.references(endpoint: entry.endpoint, payload: entry.payload) {
             if let completion = try await store.completion(of: reference) {
                 guard let serverID = completion.serverID else {
                     return .unresolved(
-                        .permanent(reason: "\(reference.localReference) was delivered without a server id", httpStatus: nil))
+                        .permanent(reason: "\(reference.localReference) was delivered without a server id", httpStatus: nil),
+                        cause: .unresolvedReference)
                 }
                 mapping[reference] = serverID
             } else if try await store.entry(reference) != nil {
                 return .unresolved(
-                    .transient(reason: "waiting for \(reference.localReference) to be delivered (declare it as a dependency)", httpStatus: nil, retryAfter: nil))
+                    .transient(
+                        reason: "waiting for \(reference.localReference) to be delivered (declare it as a dependency)",
+                        httpStatus: nil, retryAfter: nil),
+                    cause: .unresolvedReference)
             } else {
-                return .unresolved(.permanent(reason: "unknown local reference \(reference.localReference)", httpStatus: nil))
+                return .unresolved(
+                    .permanent(reason: "unknown local reference \(reference.localReference)", httpStatus: nil),
+                    cause: .unresolvedReference)
             }
         }
         let remapped = LocalReferenceRemapper.remap(endpoint: entry.endpoint, payload: entry.payload) { mapping[$0] }
@@ -225,13 +236,13 @@ final class DeliveryAttempts: Sendable {
     }
 
     /// Runs the handler in this task, watched by the dispatcher's watchdog.
-    /// Returns its outcome — a thrown error is transient — and the handler's
-    /// time, or `nil` if the watchdog (the delivery timeout) or a stop ended
+    /// Returns its outcome — a thrown error is transient, cause
+    /// ``OutboxFailure/Cause/handlerError`` — and the handler's time, or `nil` if the watchdog (the delivery timeout) or a stop ended
     /// the attempt first: they record it as interrupted (``expire(_:_:inbox:reason:)``).
     private func deliver(
         _ delivery: OutboxDelivery, with handler: any OutboxHandler, _ worker: DeliveryWorker, _ number: UInt64,
         inbox: AttemptInbox, at started: Date
-    ) async -> (OutboxOutcome, Duration)? {
+    ) async -> (OutboxOutcome, OutboxFailure.Cause?, Duration)? {
         // A strong reference: a watch ends at its deadline at the latest.
         let watch = watchdog.watch(until: started.adding(configuration.deliveryTimeout)) {
             self.expire(worker, number, inbox: inbox, reason: .timedOut)
@@ -250,11 +261,11 @@ final class DeliveryAttempts: Sendable {
         let took = timer.duration(to: .now)
         metrics.deliveryTime.record(duration: took)
         switch result {
-        case .success(let outcome): return (outcome, took)
+        case .success(let outcome): return (outcome, nil, took)
         case .failure(let error) where error is CancellationError:
-            return (.interrupted(reason: "the attempt was cancelled (the dispatcher stopped or its deadline passed)"), took)
+            return (.interrupted(reason: "the attempt was cancelled (the dispatcher stopped or its deadline passed)"), nil, took)
         case .failure(let error):
-            return (.transient(reason: "the handler threw: \(error)", httpStatus: nil, retryAfter: nil), took)
+            return (.transient(reason: "\(error)", httpStatus: nil, retryAfter: nil), .handlerError, took)
         }
     }
 

@@ -64,13 +64,13 @@ extension OutboxDispatcher {
 
     /// Removes the entries quarantined longer ago than
     /// ``OutboxDispatcherConfiguration/quarantineRetention``, each with a
-    /// ``OutboxEvent/discarded(_:reason:)`` event.
+    /// ``OutboxEvent/discarded(_:because:)`` event.
     func removeExpiredQuarantined(at now: Date) async {
         guard let retention = configuration.quarantineRetention else { return }
         do {
             let removed = try await store.removeQuarantined(before: now.adding(.zero - retention))
             for id in removed {
-                publish(.discarded(id, reason: "quarantined for longer than the quarantine retention (\(DeliveryAttempts.describe(retention)))"))
+                publish(.discarded(id, because: .quarantinedTooLong(retention)))
             }
         } catch {
             publish(.storeFailed(nil, error: error))

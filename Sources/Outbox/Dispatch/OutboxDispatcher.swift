@@ -160,9 +160,10 @@ public actor OutboxDispatcher {
             metrics.enqueued.increment()
             publish(.enqueued(entry))
             if entry.status == .quarantined {
-                // Its parent is quarantined: it is quarantined with it (see Scheduler).
+                // Its parent is quarantined: it is quarantined with it (see
+                // Scheduler), the entry saying which parent.
                 metrics.quarantined.increment()
-                publish(.quarantined(entry.id, reason: entry.lastError ?? "dependencyFailed"))
+                if let failure = entry.lastFailure { publish(.quarantined(entry.id, failure: failure)) }
             }
         case .duplicate:
             break
@@ -229,9 +230,9 @@ public actor OutboxDispatcher {
     /// Removes an entry that is not being sent; its dependents are quarantined.
     public func discard(_ id: OutboxEntry.ID) async throws(OutboxError) {
         let cascade = try await store.discard(id)
-        publish(.discarded(id, reason: "discarded by the app"))
+        publish(.discarded(id, because: .byApp))
         for dependent in cascade.dependents {
-            publish(.quarantined(dependent, reason: cascade.reasons[dependent] ?? DependencyFailure.discarded(id).reason))
+            publish(.quarantined(dependent, failure: OutboxFailure(.dependency(cascade.causes[dependent] ?? .discarded(id)))))
         }
     }
 

@@ -13,20 +13,21 @@ public enum OutboxEvent: Sendable, Hashable {
     /// was applied and its answer lost. Published just before
     /// ``delivered(_:serverID:)`` for the same entry.
     case replayed(OutboxEntry.ID, serverID: String?)
-    /// The attempt failed transiently; the next starts at `at`. Also sent
-    /// for attempts that did not reach the server, and for in-progress polls
-    /// (neither counts toward `maxAttempts`; the reason says which).
-    case waitingToRetry(OutboxEntry.ID, at: Date, reason: String)
+    /// The attempt failed; the next starts at `at`. Also sent for attempts
+    /// that did not reach the server, for in-progress polls and for an
+    /// unavailable server (none counts toward `maxAttempts`; the failure's
+    /// cause says which).
+    case waitingToRetry(OutboxEntry.ID, at: Date, failure: OutboxFailure)
     /// The request was sent but its answer was lost (dropped connection,
     /// timeout, cancelled attempt): resent promptly at `at`, not counted as
-    /// a failed attempt.
-    case interrupted(OutboxEntry.ID, at: Date, reason: String)
+    /// a failed attempt (cause ``OutboxFailure/Cause/interrupted``).
+    case interrupted(OutboxEntry.ID, at: Date, failure: OutboxFailure)
     /// Quarantined: tell the user; it needs retry or discard.
-    case quarantined(OutboxEntry.ID, reason: String)
-    /// A conflict left for the app to resolve.
-    case conflict(OutboxEntry.ID, reason: String)
-    /// Removed without delivery (server-wins conflict, or `discard`).
-    case discarded(OutboxEntry.ID, reason: String)
+    case quarantined(OutboxEntry.ID, failure: OutboxFailure)
+    /// Left in `conflict` for the app to resolve.
+    case conflict(OutboxEntry.ID, failure: OutboxFailure)
+    /// Removed without delivery.
+    case discarded(OutboxEntry.ID, because: OutboxDiscard)
     /// A `local:` reference was replaced by the server's id before sending.
     case remapped(OutboxEntry.ID, local: OutboxEntry.ID, serverID: String)
     /// No handler is registered for this entry's type: it is left alone.

@@ -1,8 +1,9 @@
-/// Why an entry was quarantined because of one of its dependencies: kept
-/// in its state record as a code and the parent's id (``code`` and
-/// ``init(code:parent:)``; EntryCodec), so that reviving dependents reads
-/// which parent it was from the record, never from the reason's text.
-package enum DependencyFailure: Hashable, Sendable {
+/// Why an entry was quarantined because of one of its dependencies: which
+/// parent, and what became of it (``OutboxFailure/Cause/dependency(_:)``).
+///
+/// A store keeps it as a code and the parent's id, so that retrying the
+/// parent revives exactly the dependents it holds back.
+public enum OutboxDependencyFailure: Hashable, Sendable, CustomStringConvertible {
     /// The parent is quarantined.
     case quarantined(OutboxEntryID)
     /// The parent was evicted to make room (outbox full).
@@ -20,7 +21,7 @@ package enum DependencyFailure: Hashable, Sendable {
     case gone(OutboxEntryID)
 
     /// The parent this failure names.
-    package var parent: OutboxEntryID {
+    public var parent: OutboxEntryID {
         switch self {
         case .quarantined(let id), .evicted(let id), .unknownToQueue(let id), .removed(let id), .discarded(let id),
             .gone(let id):
@@ -35,8 +36,20 @@ package enum DependencyFailure: Hashable, Sendable {
         entry.status == .quarantined && (entry.dependencies?.contains(parent) ?? false)
     }
 
-    /// The reason shown to people: `dependencyFailed: <parent> <phrase>`.
-    var reason: String { "dependencyFailed: \(parent) \(Self.phrase(of: self))" }
+    /// The case's name, as the CLI's JSON says it (`parentFate`).
+    public var name: String {
+        switch self {
+        case .quarantined: "quarantined"
+        case .evicted: "evicted"
+        case .unknownToQueue: "unknownToQueue"
+        case .removed: "removed"
+        case .discarded: "discarded"
+        case .gone: "gone"
+        }
+    }
+
+    /// For people: `dependency <parent> is quarantined`.
+    public var description: String { "dependency \(parent) \(Self.phrase(of: self))" }
 
     /// The failure's code in a state record and a checkpoint (1…6).
     package var code: UInt8 {
@@ -64,7 +77,7 @@ package enum DependencyFailure: Hashable, Sendable {
         }
     }
 
-    private static func phrase(of failure: DependencyFailure) -> String {
+    private static func phrase(of failure: OutboxDependencyFailure) -> String {
         switch failure {
         case .quarantined: return "is quarantined"
         case .evicted: return "was evicted (outbox full)"

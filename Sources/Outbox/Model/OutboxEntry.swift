@@ -59,10 +59,9 @@ public struct OutboxEntry: Sendable, Hashable, Identifiable {
     /// attempt's lease expires (`inFlight`), or when the entry was
     /// quarantined (the retention of quarantined entries counts from it).
     public var nextAttemptAt: Date
-    /// Why the last attempt failed, or why the entry was quarantined.
-    public var lastError: String?
-    /// The HTTP status of the last response, if there was one.
-    public var lastHTTPStatus: Int?
+    /// Why the last attempt failed, or why the entry was set aside
+    /// (quarantined, in conflict): its cause, HTTP status and message.
+    public var lastFailure: OutboxFailure?
     public var createdAt: Date
     /// When the server acknowledged it (`succeeded`).
     public var syncedAt: Date?
@@ -88,7 +87,7 @@ public struct OutboxEntry: Sendable, Hashable, Identifiable {
         id: ID, idempotencyKey: String, type: String, method: String, endpoint: String, payload: [UInt8],
         headers: [String: String], partition: String, scope: String?, dependencies: [ID], priority: Int,
         sequence: UInt64, coalescingKey: String?, status: OutboxStatus, attempts: Int, maxAttempts: Int,
-        nextAttemptAt: Date, lastError: String?, lastHTTPStatus: Int?, createdAt: Date, syncedAt: Date?,
+        nextAttemptAt: Date, lastFailure: OutboxFailure?, createdAt: Date, syncedAt: Date?,
         serverID: String?, storedBytes: Int, firstAnswerAt: Date? = nil, outcomeUnknownSince: Date? = nil,
         largePayload: OutboxLargePayload? = nil
     ) {
@@ -109,8 +108,7 @@ public struct OutboxEntry: Sendable, Hashable, Identifiable {
         self.attempts = attempts
         self.maxAttempts = maxAttempts
         self.nextAttemptAt = nextAttemptAt
-        self.lastError = lastError
-        self.lastHTTPStatus = lastHTTPStatus
+        self.lastFailure = lastFailure
         self.createdAt = createdAt
         self.syncedAt = syncedAt
         self.serverID = serverID

@@ -63,15 +63,16 @@ public struct OutboxFilter: Sendable, Hashable {
 
 /// What a quarantine, discard or retry did besides the entry itself.
 public struct OutboxCascade: Sendable, Hashable {
-    /// Dependents quarantined (reason `dependencyFailed`) or revived with it.
+    /// Dependents quarantined (cause ``OutboxFailure/Cause/dependency(_:)``)
+    /// or revived with it.
     public var dependents: [OutboxEntry.ID]
     /// Why each quarantined dependent was quarantined, as its entry records
-    /// it: the failure of its own parent (a grandchild names the child, not
+    /// it: what became of its own parent (a grandchild names the child, not
     /// the root). Empty for a retry.
-    public var reasons: [OutboxEntry.ID: String]
+    public var causes: [OutboxEntry.ID: OutboxDependencyFailure]
 
-    public init(dependents: [OutboxEntry.ID] = [], reasons: [OutboxEntry.ID: String] = [:]) {
+    public init(dependents: [OutboxEntry.ID] = [], causes: [OutboxEntry.ID: OutboxDependencyFailure] = [:]) {
         self.dependents = dependents
-        self.reasons = reasons
+        self.causes = causes
     }
 }

@@ -31,7 +31,7 @@ extension OutboxDispatcher {
     /// Waits until `id` is delivered and returns the server's id for it.
     ///
     /// - Throws: ``OutboxDeliveryFailure`` once the entry will not be
-    ///   delivered without the app: quarantined (with the reason),
+    ///   delivered without the app: quarantined (with its failure),
     ///   left in `conflict`, or removed without delivery;
     ///   ``OutboxError`` (`.notFound`) for an id the store does not know, or
     ///   a store error; `CancellationError` if the waiting task is cancelled.
@@ -42,8 +42,7 @@ extension OutboxDispatcher {
         while true {
             guard let state = try await store.state(of: id) else {
                 if known {
-                    throw OutboxDeliveryFailure(
-                        id: id, kind: .discarded, reason: "removed without delivery (discarded, or replaced by coalescing)")
+                    throw OutboxDeliveryFailure(id: id, kind: .discarded, failure: nil)
                 }
                 throw OutboxError(.notFound, "no such entry", entry: id)
             }
@@ -51,9 +50,9 @@ extension OutboxDispatcher {
             switch state.status {
             case .succeeded: return state.serverID
             case .quarantined:
-                throw OutboxDeliveryFailure(id: id, kind: .quarantined, reason: state.lastError, httpStatus: state.lastHTTPStatus)
+                throw OutboxDeliveryFailure(id: id, kind: .quarantined, failure: state.lastFailure)
             case .conflict:
-                throw OutboxDeliveryFailure(id: id, kind: .conflict, reason: state.lastError, httpStatus: state.lastHTTPStatus)
+                throw OutboxDeliveryFailure(id: id, kind: .conflict, failure: state.lastFailure)
             case .pending, .inFlight, .waitingToRetry: break
             }
             guard await changes.next() != nil else { throw CancellationError() }
@@ -131,12 +130,12 @@ extension OutboxDispatcher {
     /// How `id` ended, if it has: delivered, or set aside.
     private nonisolated func settlement(of id: OutboxEntry.ID) async throws(OutboxError) -> Result<OutboxEntry.ID, OutboxDeliveryFailure>? {
         guard let state = try await store.state(of: id) else {
-            return .failure(OutboxDeliveryFailure(id: id, kind: .discarded, reason: "removed without delivery"))
+            return .failure(OutboxDeliveryFailure(id: id, kind: .discarded, failure: nil))
         }
         switch state.status {
         case .succeeded: return .success(id)
-        case .quarantined: return .failure(OutboxDeliveryFailure(id: id, kind: .quarantined, reason: state.lastError, httpStatus: state.lastHTTPStatus))
-        case .conflict: return .failure(OutboxDeliveryFailure(id: id, kind: .conflict, reason: state.lastError, httpStatus: state.lastHTTPStatus))
+        case .quarantined: return .failure(OutboxDeliveryFailure(id: id, kind: .quarantined, failure: state.lastFailure))
+        case .conflict: return .failure(OutboxDeliveryFailure(id: id, kind: .conflict, failure: state.lastFailure))
         case .pending, .inFlight, .waitingToRetry: return nil
         }
     }

@@ -14,23 +14,21 @@ public struct OutboxEntryState: Sendable, Hashable {
     /// time (`waitingToRetry`); `nil` when it may go at once, is being sent, or is
     /// done.
     public var nextAttemptAt: Date?
-    /// Why the last attempt failed, or why the entry was quarantined.
-    public var lastError: String?
-    public var lastHTTPStatus: Int?
+    /// Why the last attempt failed, or why the entry was set aside.
+    public var lastFailure: OutboxFailure?
     /// The server's id for what the entry created, once delivered.
     public var serverID: String?
 
     public init(
         id: OutboxEntry.ID, status: OutboxStatus, attempts: Int = 0, maxAttempts: Int = 0, nextAttemptAt: Date? = nil,
-        lastError: String? = nil, lastHTTPStatus: Int? = nil, serverID: String? = nil
+        lastFailure: OutboxFailure? = nil, serverID: String? = nil
     ) {
         self.id = id
         self.status = status
         self.attempts = attempts
         self.maxAttempts = maxAttempts
         self.nextAttemptAt = nextAttemptAt
-        self.lastError = lastError
-        self.lastHTTPStatus = lastHTTPStatus
+        self.lastFailure = lastFailure
         self.serverID = serverID
     }
 
@@ -38,8 +36,8 @@ public struct OutboxEntryState: Sendable, Hashable {
     public init(_ entry: OutboxEntry) {
         self.init(
             id: entry.id, status: entry.status, attempts: entry.attempts, maxAttempts: entry.maxAttempts,
-            nextAttemptAt: entry.status == .waitingToRetry ? entry.nextAttemptAt : nil, lastError: entry.lastError,
-            lastHTTPStatus: entry.lastHTTPStatus, serverID: entry.serverID)
+            nextAttemptAt: entry.status == .waitingToRetry ? entry.nextAttemptAt : nil, lastFailure: entry.lastFailure,
+            serverID: entry.serverID)
     }
 
     /// Delivered and gone: whether the server applied it is settled.
@@ -65,15 +63,14 @@ public struct OutboxDeliveryFailure: Error, Sendable, Hashable, CustomStringConv
 
     public var id: OutboxEntry.ID
     public var kind: Kind
-    /// The entry's last error, or why it was removed, when known.
-    public var reason: String?
-    public var httpStatus: Int?
+    /// Why the entry was set aside (its ``OutboxEntry/lastFailure``), when
+    /// known; `nil` for a removed entry.
+    public var failure: OutboxFailure?
 
-    public init(id: OutboxEntry.ID, kind: Kind, reason: String?, httpStatus: Int? = nil) {
+    public init(id: OutboxEntry.ID, kind: Kind, failure: OutboxFailure?) {
         self.id = id
         self.kind = kind
-        self.reason = reason
-        self.httpStatus = httpStatus
+        self.failure = failure
     }
 
     public var description: String {
@@ -83,6 +80,6 @@ public struct OutboxDeliveryFailure: Error, Sendable, Hashable, CustomStringConv
         case .conflict: what = "left in conflict"
         case .discarded: what = "removed without delivery"
         }
-        return "entry \(id) was \(what)" + (reason.map { ": \($0)" } ?? "")
+        return "entry \(id) was \(what)" + (failure.map { ": \($0)" } ?? "")
     }
 }

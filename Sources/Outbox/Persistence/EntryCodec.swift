@@ -14,11 +14,9 @@ import Foundation
 /// ```
 /// State (the annotation, rewritten on every status change):
 /// ```
-/// u8 version (3) · u8 status · u16 attempts · i64 when (ms)
-/// i32 httpStatus (−1: none) · str? lastError
-/// u8 fields (1 first answer, 2 outcome unknown, 4 dependency; no other bit)
-/// [i64 firstAnsweredAt (ms)] · [i64 outcomeUnknownSince (ms)]
-/// [u8 dependency failure (``DependencyFailure/code``) · 16 parent id]   — each if its field is set
+/// u8 version (4) · u8 status · u16 attempts · i64 when (ms)
+/// failures (``FailureCoding``: the last failure's cause, status and message; the first answer's and the
+///           earliest unknown outcome's times)
 /// ```
 /// Completion (its own key): `u8 version · i64 syncedAt (ms) · str? serverID`,
 /// then, in version 2 only (written when the app supplied the entry's
@@ -26,8 +24,8 @@ import Foundation
 /// `str` is a u32 length and UTF-8; `str?` a u8 presence flag (0 or 1) then `str`.
 ///
 /// Decoding accepts only what encoding writes — no unknown flag, no byte
-/// left over, header names in ascending order without repeats, a lastError
-/// of at most 2,048 characters, a version 2 completion only with its key —
+/// left over, header names in ascending order without repeats, a failure
+/// message of at most 2,048 characters, a version 2 completion only with its key —
 /// so a record decodes to exactly what its bytes (vouched for by the log's
 /// CRC) say, never to less.
 package enum EntryCodec {
@@ -39,8 +37,6 @@ package enum EntryCodec {
     /// send an empty body.
     private static let payloadFileFlag: UInt8 = 4
     static let completionVersion: UInt8 = 2
-    /// The longest `lastError` kept, in characters.
-    static let maximumErrorLength = 2048
 
     // MARK: Body
 
@@ -176,33 +172,17 @@ package enum EntryCodec {
 
     // MARK: State
 
-    /// The state record's version: its failure's optional parts follow a
-    /// field mask (nothing was released, so no earlier version is read).
-    static let stateVersion: UInt8 = 3
-    private static let answeredField: UInt8 = 1
-    private static let unknownOutcomeField: UInt8 = 2
-    private static let dependencyField: UInt8 = 4
+    /// The state record's version: its failures are kept as causes
+    /// (nothing was released, so no earlier version is read).
+    static let stateVersion: UInt8 = 4
 
     package static func encodeState(_ metadata: EntryMetadata, failure: FailureInfo?) -> [UInt8] {
-        var writer = ByteWriter(capacity: 64 + (failure?.message?.utf8.count ?? 0))
+        var writer = ByteWriter(capacity: 64 + (failure?.last?.message?.utf8.count ?? 0))
         writer.integer(stateVersion)
         writer.integer(metadata.status.code)
         writer.integer(metadata.attempts)
         writer.integer(metadata.when)
-        writer.integer(Int32(clamping: failure?.httpStatus ?? -1))
-        writer.optionalString(failure?.message.map { String($0.prefix(maximumErrorLength)) })
-        let firstAnsweredAt = failure?.firstAnsweredAt
-        let unknownSince = failure?.outcomeUnknownSince
-        let dependency = failure?.dependency
-        writer.integer(
-            (firstAnsweredAt == nil ? 0 : answeredField) | (unknownSince == nil ? 0 : unknownOutcomeField)
-                | (dependency == nil ? 0 : dependencyField))
-        if let firstAnsweredAt { writer.integer(firstAnsweredAt) }
-        if let unknownSince { writer.integer(unknownSince) }
-        if let dependency {
-            writer.integer(dependency.code)
-            writer.uuid(dependency.parent.uuid)
-        }
+        FailureCoding.encode(failure, into: &writer)
         return writer.bytes
     }
 
@@ -222,32 +202,8 @@ package enum EntryCodec {
             guard let status = OutboxStatus(code: code) else { throw ByteReader.Failure(reason: "unknown status \(code)") }
             let attempts = try reader.integer(UInt16.self)
             let when = try reader.date("the next attempt's time")
-            let httpStatus = try reader.integer(Int32.self)
-            guard httpStatus >= -1 else { throw ByteReader.Failure(reason: "HTTP status \(httpStatus)") }
-            let message = try reader.optionalString()
-            if let message, message.count > maximumErrorLength {
-                throw ByteReader.Failure(reason: "an error message of \(message.count) characters")
-            }
-            let fields = try reader.integer(UInt8.self)
-            guard fields & ~(answeredField | unknownOutcomeField | dependencyField) == 0 else {
-                throw ByteReader.Failure(reason: "unknown state fields \(fields)")
-            }
-            let firstAnsweredAt = fields & answeredField != 0 ? try reader.date("the first answer's time") : nil
-            let outcomeUnknownSince = fields & unknownOutcomeField != 0 ? try reader.date("the unknown outcome's time") : nil
-            var dependency: DependencyFailure?
-            if fields & dependencyField != 0 {
-                let code = try reader.integer(UInt8.self)
-                guard let cause = DependencyFailure(code: code, parent: OutboxEntryID(bytes: try reader.slice(16))) else {
-                    throw ByteReader.Failure(reason: "unknown dependency failure \(code)")
-                }
-                dependency = cause
-            }
+            let failure = try FailureCoding.decode(&reader)
             try reader.expectEnd()
-            let failure =
-                message == nil && httpStatus < 0 && fields == 0 ? nil
-                : FailureInfo(
-                    message: message, httpStatus: httpStatus < 0 ? nil : Int(httpStatus), firstAnsweredAt: firstAnsweredAt,
-                    outcomeUnknownSince: outcomeUnknownSince, dependency: dependency)
             return State(status: status, attempts: attempts, when: when, failure: failure)
         } catch {
             throw OutboxError(.corruptEntry, "cannot decode an entry's state: \(error.reason)")

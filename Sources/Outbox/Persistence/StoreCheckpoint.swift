@@ -12,7 +12,7 @@ import SystemPackage
 /// ```
 /// header (in the clear):
 ///   8  magic "OBXSCHD\n"
-///   2  version (3)
+///   2  version (4)
 ///   2  flags: bit 0 = the body is sealed (AES-GCM under the queue's key)
 ///   4  header size H
 ///   8  next entry sequence number
@@ -40,7 +40,7 @@ import SystemPackage
 package struct StoreCheckpoint: Sendable {
     static let fileName = "SCHEDULE"
     static let magic: [UInt8] = Array("OBXSCHD\n".utf8)
-    static let version: UInt16 = 3
+    static let version: UInt16 = 4
     static let sealedFlag: UInt16 = 1
     /// The fixed part of the header, before the position.
     package static let fixedSize = 36

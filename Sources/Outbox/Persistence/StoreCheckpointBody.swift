@@ -11,7 +11,7 @@ import OutboxLog
 ///   u8 status (as in the state record) · u8 flags: 1 unchanged since enqueue, 2 dependencies,
 ///      4 app-supplied idempotency key, 8 failure, 16 log key
 ///   [u16 k · 16·k dependency ids] [str app key]
-///   [u8 fields (1 message, 2 HTTP status, 4 first answer, 8 outcome unknown since) · str · i64 · i64 · i64, each if present]
+///   [failures, as in the state record (``FailureCoding``), never with fields 0]
 ///   [16 log key (sealed queues: the keyed hash the entry's records are stored under)]
 /// u64 c · c × completion: 16 id · i64 synced at (ms) · u8 flags (1 server id, 4 app key, 16 log key)
 ///   [str server id] [str app key] [16 log key]
@@ -41,7 +41,7 @@ package enum StoreCheckpointBody {
         }
         writer.integer(UInt64(content.entries.count))
         content.entries.forEach { entry in
-            let failure = content.failures[entry.id]
+            let failure = content.failures[entry.id].flatMap { $0.isEmpty ? nil : $0 }
             let appKey = content.appKeys[entry.id]
             var flags: UInt8 = content.pristine.contains(entry.id) ? unchanged : 0
             if let dependencies = entry.dependencies, !dependencies.isEmpty { flags |= hasDependencies }
@@ -66,7 +66,7 @@ package enum StoreCheckpointBody {
                 for dependency in entry.dependencies! { writer.uuid(dependency.uuid) }
             }
             if let appKey { writer.string(appKey) }
-            if let failure { encode(failure, into: &writer) }
+            if failure != nil { FailureCoding.encode(failure, into: &writer) }
             if format.isSealed { writer.raw(format.entryKey(entry.id).bytes.dropFirst()) }
         }
         writer.integer(UInt64(content.completions.count))
@@ -82,24 +82,6 @@ package enum StoreCheckpointBody {
             if format.isSealed { writer.raw(format.completionKey(id).bytes.dropFirst()) }
         }
         return writer.bytes
-    }
-
-    private static func encode(_ failure: FailureInfo, into writer: inout ByteWriter) {
-        var fields: UInt8 = 0
-        if failure.message != nil { fields |= 1 }
-        if failure.httpStatus != nil { fields |= 2 }
-        if failure.firstAnsweredAt != nil { fields |= 4 }
-        if failure.outcomeUnknownSince != nil { fields |= 8 }
-        if failure.dependency != nil { fields |= 16 }
-        writer.integer(fields)
-        if let message = failure.message { writer.string(message) }
-        if let status = failure.httpStatus { writer.integer(Int64(status)) }
-        if let time = failure.firstAnsweredAt { writer.integer(time) }
-        if let time = failure.outcomeUnknownSince { writer.integer(time) }
-        if let dependency = failure.dependency {
-            writer.integer(dependency.code)
-            writer.uuid(dependency.parent.uuid)
-        }
     }
 
     // MARK: Decoding
@@ -262,24 +244,7 @@ package enum StoreCheckpointBody {
     }
 
     private static func decodeFailure(_ reader: inout ByteReader) throws(Failure) -> FailureInfo {
-        let fields = try reader.integer(UInt8.self)
-        guard fields & ~31 == 0 else { throw Failure(reason: "unknown failure fields \(fields)") }
-        var failure = FailureInfo()
-        if fields & 1 != 0 { failure.message = try reader.string() }
-        if fields & 2 != 0 {
-            let status = try reader.integer(Int64.self)
-            guard let value = Int(exactly: status) else { throw Failure(reason: "HTTP status \(status)") }
-            failure.httpStatus = value
-        }
-        if fields & 4 != 0 { failure.firstAnsweredAt = try reader.date("the first answer's time") }
-        if fields & 8 != 0 { failure.outcomeUnknownSince = try reader.date("the unknown outcome's time") }
-        if fields & 16 != 0 {
-            let code = try reader.integer(UInt8.self)
-            guard let cause = DependencyFailure(code: code, parent: OutboxEntryID(bytes: try reader.slice(16))) else {
-                throw Failure(reason: "unknown dependency failure \(code)")
-            }
-            failure.dependency = cause
-        }
+        guard let failure = try FailureCoding.decode(&reader) else { throw Failure(reason: "a failure with no field") }
         return failure
     }
 }

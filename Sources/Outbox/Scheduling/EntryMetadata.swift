@@ -60,10 +60,12 @@ package struct EntryMetadata: Sendable, Hashable {
     }
 }
 
-/// Why an entry last failed: kept only for entries that have failed.
+/// What a store keeps about an entry's failures: the last one, and when
+/// the server first answered and when an attempt of unknown outcome was
+/// first made. Kept only for entries that have failed (FailureCoding).
 package struct FailureInfo: Sendable, Hashable {
-    var message: String? = nil
-    var httpStatus: Int? = nil
+    /// The last attempt's failure, or why the entry was set aside.
+    package var last: OutboxFailure? = nil
     /// When the server first answered an attempt (ms since 1970): the
     /// dispatcher's maximum age counts from here.
     var firstAnsweredAt: Int64? = nil
@@ -73,25 +75,25 @@ package struct FailureInfo: Sendable, Hashable {
     /// decides (retry, conflict, quarantine): the dispatcher's key-retention
     /// guard counts from here.
     var outcomeUnknownSince: Int64? = nil
-    /// Quarantined because of a dependency: which parent, and what became
-    /// of it. What revives the entry with its parent is this, never the
-    /// message (a handler's reason may read the same).
-    package var dependency: DependencyFailure? = nil
 
-    package init(
-        message: String? = nil, httpStatus: Int? = nil, firstAnsweredAt: Int64? = nil, outcomeUnknownSince: Int64? = nil,
-        dependency: DependencyFailure? = nil
-    ) {
-        self.message = message
-        self.httpStatus = httpStatus
+    package init(last: OutboxFailure? = nil, firstAnsweredAt: Int64? = nil, outcomeUnknownSince: Int64? = nil) {
+        self.last = last
         self.firstAnsweredAt = firstAnsweredAt
         self.outcomeUnknownSince = outcomeUnknownSince
-        self.dependency = dependency
     }
 
-    /// Quarantined because of `dependency`, with its reason as the message.
-    init(dependency: DependencyFailure) {
-        self.init(message: dependency.reason, dependency: dependency)
+    /// Quarantined because of `dependency`.
+    init(dependency: OutboxDependencyFailure) {
+        self.init(last: OutboxFailure(.dependency(dependency)))
+    }
+
+    /// Whether nothing is kept (such a record is not written).
+    var isEmpty: Bool { last == nil && firstAnsweredAt == nil && outcomeUnknownSince == nil }
+
+    /// The dependency failure that quarantined the entry, if one did: what
+    /// reviving dependents reads, never the message.
+    package var dependency: OutboxDependencyFailure? {
+        if case .dependency(let dependency) = last?.cause { dependency } else { nil }
     }
 }
 

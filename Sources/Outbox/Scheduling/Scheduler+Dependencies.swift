@@ -22,7 +22,7 @@ extension Scheduler {
 
     /// Why a new entry can never be sent because of a dependency, if so:
     /// a parent that is quarantined, or one that was evicted to make room for it.
-    func failedDependency(of request: OutboxEnqueueRequest, evicted: [OutboxEntryID]) -> DependencyFailure? {
+    func failedDependency(of request: OutboxEnqueueRequest, evicted: [OutboxEntryID]) -> OutboxDependencyFailure? {
         for parent in request.dependencies where completions[parent] == nil {
             guard let metadata = entries[parent] else {
                 // Only a spooled entry gets here with a parent never seen (see enqueue).
@@ -37,7 +37,7 @@ extension Scheduler {
     /// `root`: its children because of `cause` (what happened to `root`),
     /// theirs because their parent is quarantined.
     mutating func cascadeQuarantine(
-        from root: OutboxEntryID, cause: DependencyFailure, changes: inout StoreChanges
+        from root: OutboxEntryID, cause: OutboxDependencyFailure, changes: inout StoreChanges
     ) -> [OutboxEntryID] {
         var affected: [OutboxEntryID] = []
         var queue = [(root, cause)]
@@ -57,11 +57,11 @@ extension Scheduler {
         return affected
     }
 
-    /// The cascade of dependents `quarantined` just now, with the reason each records.
+    /// The cascade of dependents `quarantined` just now, with the cause each records.
     func quarantineCascade(_ quarantined: [OutboxEntryID]) -> OutboxCascade {
-        var reasons: [OutboxEntryID: String] = [:]
-        for id in quarantined { reasons[id] = failures[id]?.message }
-        return OutboxCascade(dependents: quarantined, reasons: reasons)
+        var causes: [OutboxEntryID: OutboxDependencyFailure] = [:]
+        for id in quarantined { causes[id] = failures[id]?.dependency }
+        return OutboxCascade(dependents: quarantined, causes: causes)
     }
 
     /// Throws unless every dependency of `entry` can still succeed: brought
@@ -95,7 +95,7 @@ extension Scheduler {
     ///
     /// A dependent with another parent that still cannot succeed stays
     /// quarantined — brought back, it would wait as pending for that parent
-    /// forever — and its reason now names that parent, so retrying it is
+    /// forever — and its cause now names that parent, so retrying it is
     /// what brings the dependent back.
     mutating func reviveDependents(
         of root: OutboxEntryID, now: Int64, changes: inout StoreChanges
@@ -124,7 +124,7 @@ extension Scheduler {
     /// that is quarantined, or gone without having been delivered (an entry
     /// enqueued again under its id after it counts as gone: `entry` must not
     /// wait for a younger one).
-    func blockingDependency(of entry: EntryMetadata) -> DependencyFailure? {
+    func blockingDependency(of entry: EntryMetadata) -> OutboxDependencyFailure? {
         for parent in entry.dependencies ?? [] where completions[parent] == nil {
             guard let metadata = entries[parent], metadata.sequence < entry.sequence else { return .gone(parent) }
             if metadata.status == .quarantined { return .quarantined(parent) }

@@ -15,7 +15,7 @@ extension Scheduler {
     /// `spooled`: the entry was already acknowledged by another process
     /// (a spool, Docs/OUTBOX.md): a dependency this queue does not know
     /// cannot be refused back to its writer, so the entry is recorded and
-    /// quarantined at once instead, with the reason.
+    /// quarantined at once instead, with the dependency failure as its cause.
     mutating func enqueue(
         _ request: OutboxEnqueueRequest, storedBytes: Int, now: Int64, spooled: Bool = false
     ) throws(OutboxError) -> (EnqueueOutcome, StoreChanges) {
@@ -110,7 +110,7 @@ extension Scheduler {
         consider(entry.id)
     }
 
-    private mutating func quarantineAtEnqueue(_ id: OutboxEntryID, cause: DependencyFailure) {
+    private mutating func quarantineAtEnqueue(_ id: OutboxEntryID, cause: OutboxDependencyFailure) {
         guard var entry = entries[id] else { return }
         leaveScope(entry)
         setStatus(&entry, .quarantined)

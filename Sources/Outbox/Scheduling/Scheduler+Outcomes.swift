@@ -58,7 +58,7 @@ extension Scheduler {
     /// `outcomeUnknownAt` says the attempt's outcome is unknown (sent, answer
     /// lost) and when it was made; the earliest such time is kept.
     mutating func fail(
-        _ id: OutboxEntryID, error: String, httpStatus: Int?, retryAt: Int64, counted: Bool = true,
+        _ id: OutboxEntryID, _ failure: OutboxFailure, retryAt: Int64, counted: Bool = true,
         answeredAt: Int64? = nil, outcomeUnknownAt: Int64? = nil
     ) throws(OutboxError) -> (OutboxStatus, OutboxCascade, StoreChanges) {
         var entry = try existing(id)
@@ -68,14 +68,12 @@ extension Scheduler {
         if !counted {
             entry.attempts = entry.attempts > 0 ? entry.attempts - 1 : 0
         } else if entry.attempts >= entry.maxAttempts {
-            let (cascade, changes) = try quarantine(
-                id, reason: "gave up after \(entry.attempts) attempt(s): \(error)", httpStatus: httpStatus)
+            let (cascade, changes) = try quarantine(id, failure.becoming(.attemptsUsedUp))
             return (.quarantined, cascade, changes)
         }
         setStatus(&entry, .waitingToRetry)
         entry.when = retryAt
-        failures[id] = FailureInfo(
-            message: Self.kept(error), httpStatus: httpStatus, firstAnsweredAt: firstAnswer, outcomeUnknownSince: unknownSince)
+        failures[id] = FailureInfo(last: failure.kept, firstAnsweredAt: firstAnswer, outcomeUnknownSince: unknownSince)
         commit(entry)
         consider(id)
         return (.waitingToRetry, OutboxCascade(), StoreChanges(.state(id)))
@@ -91,8 +89,7 @@ extension Scheduler {
             setStatus(&entry, .pending)
             entry.when = now
             failures[id] = FailureInfo(
-                message: "the attempt's lease expired without an outcome", httpStatus: nil,
-                firstAnsweredAt: failures[id]?.firstAnsweredAt,
+                last: OutboxFailure(.leaseExpired), firstAnsweredAt: failures[id]?.firstAnsweredAt,
                 outcomeUnknownSince: min(failures[id]?.outcomeUnknownSince ?? leaseEnd, leaseEnd))
             commit(entry)
             consider(id)
@@ -109,32 +106,32 @@ extension Scheduler {
     }
 
     /// Quarantines an entry and, transitively, every entry that
-    /// depends on it (reason `dependencyFailed`).
+    /// depends on it (cause ``OutboxFailure/Cause/dependency(_:)``).
     mutating func quarantine(
-        _ id: OutboxEntryID, reason: String, httpStatus: Int?
+        _ id: OutboxEntryID, _ failure: OutboxFailure
     ) throws(OutboxError) -> (OutboxCascade, StoreChanges) {
-        try setAside(id, as: .quarantined, reason: reason, httpStatus: httpStatus)
+        try setAside(id, as: .quarantined, failure)
         var changes = StoreChanges(.state(id))
         let cascade = cascadeQuarantine(from: id, cause: .quarantined(id), changes: &changes)
         return (quarantineCascade(cascade), changes)
     }
 
     /// Records a conflict left for a person to resolve.
-    mutating func conflict(_ id: OutboxEntryID, reason: String, httpStatus: Int?) throws(OutboxError) -> StoreChanges {
-        try setAside(id, as: .conflict, reason: reason, httpStatus: httpStatus)
+    mutating func conflict(_ id: OutboxEntryID, _ failure: OutboxFailure) throws(OutboxError) -> StoreChanges {
+        try setAside(id, as: .conflict, failure)
         return StoreChanges(.state(id))
     }
 
     /// Takes an entry out of its scope for a person to decide on
-    /// (`quarantined` or `conflict`), keeping the reason.
+    /// (`quarantined` or `conflict`), keeping why.
     private mutating func setAside(
-        _ id: OutboxEntryID, as status: OutboxStatus, reason: String, httpStatus: Int?
+        _ id: OutboxEntryID, as status: OutboxStatus, _ failure: OutboxFailure
     ) throws(OutboxError) {
         var entry = try existing(id)
         guard entry.status.canMove(to: status) else { throw transitionError(entry, to: status) }
         leaveScope(entry)
         setStatus(&entry, status)
-        failures[id] = FailureInfo(message: Self.kept(reason), httpStatus: httpStatus)
+        failures[id] = FailureInfo(last: failure.kept)
         commit(entry)
     }
 

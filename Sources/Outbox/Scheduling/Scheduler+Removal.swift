@@ -48,7 +48,7 @@ extension Scheduler {
     }
 
     mutating func removeEntry(
-        _ id: OutboxEntryID, cascade cause: DependencyFailure?, keepScopeSlotFor replacement: OutboxEntryID? = nil
+        _ id: OutboxEntryID, cascade cause: OutboxDependencyFailure?, keepScopeSlotFor replacement: OutboxEntryID? = nil
     ) -> StoreChanges {
         var changes: StoreChanges = []
         _ = removeEntry(id, cascade: cause, keepScopeSlotFor: replacement, collecting: &changes)
@@ -59,7 +59,7 @@ extension Scheduler {
     /// With `replacement`, the replacement takes its place in its scope.
     @discardableResult
     mutating func removeEntry(
-        _ id: OutboxEntryID, cascade cause: DependencyFailure?, keepScopeSlotFor replacement: OutboxEntryID? = nil,
+        _ id: OutboxEntryID, cascade cause: OutboxDependencyFailure?, keepScopeSlotFor replacement: OutboxEntryID? = nil,
         collecting changes: inout StoreChanges
     ) -> [OutboxEntryID] {
         guard let entry = entries[id] else { return [] }

@@ -11,8 +11,6 @@ extension Scheduler {
         return entry
     }
 
-    /// What is kept of an error message or reason (in memory and on disk alike).
-    static func kept(_ message: String) -> String { message.count > 2048 ? String(message.prefix(2048)) : message }
 
     func transitionError(_ entry: EntryMetadata, to next: OutboxStatus) -> OutboxError {
         OutboxError(.invalidTransition, "cannot move from \(entry.status) to \(next)", entry: entry.id)

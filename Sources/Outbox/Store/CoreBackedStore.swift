@@ -51,34 +51,21 @@ extension CoreBackedStore {
         try await core.recordSuccesses(successes, at: now)
     }
     public func recordFailure(
-        _ id: OutboxEntry.ID, error: String, httpStatus: Int?, retryAt: Date
-    ) async throws(OutboxError) -> (status: OutboxStatus, cascade: OutboxCascade) {
-        try await core.recordFailure(id, error: error, httpStatus: httpStatus, retryAt: retryAt)
-    }
-    public func recordFailure(
-        _ id: OutboxEntry.ID, error: String, httpStatus: Int?, retryAt: Date, countsAsAttempt: Bool,
-        serverAnsweredAt: Date?
+        _ id: OutboxEntry.ID, _ failure: OutboxFailure, retryAt: Date, countsAsAttempt: Bool, serverAnsweredAt: Date?,
+        outcomeUnknownAt: Date?
     ) async throws(OutboxError) -> (status: OutboxStatus, cascade: OutboxCascade) {
         try await core.recordFailure(
-            id, error: error, httpStatus: httpStatus, retryAt: retryAt, countsAsAttempt: countsAsAttempt,
-            serverAnsweredAt: serverAnsweredAt)
-    }
-    public func recordFailure(
-        _ id: OutboxEntry.ID, error: String, httpStatus: Int?, retryAt: Date, countsAsAttempt: Bool,
-        serverAnsweredAt: Date?, outcomeUnknownAt: Date?
-    ) async throws(OutboxError) -> (status: OutboxStatus, cascade: OutboxCascade) {
-        try await core.recordFailure(
-            id, error: error, httpStatus: httpStatus, retryAt: retryAt, countsAsAttempt: countsAsAttempt,
-            serverAnsweredAt: serverAnsweredAt, outcomeUnknownAt: outcomeUnknownAt)
+            id, failure, retryAt: retryAt, countsAsAttempt: countsAsAttempt, serverAnsweredAt: serverAnsweredAt,
+            outcomeUnknownAt: outcomeUnknownAt)
     }
     public func reclaimExpiredLeases(at now: Date) async throws(OutboxError) -> [OutboxEntry.ID] {
         try await core.reclaimExpiredLeases(at: now)
     }
-    public func quarantine(_ id: OutboxEntry.ID, reason: String, httpStatus: Int?) async throws(OutboxError) -> OutboxCascade {
-        try await core.quarantine(id, reason: reason, httpStatus: httpStatus)
+    public func quarantine(_ id: OutboxEntry.ID, _ failure: OutboxFailure) async throws(OutboxError) -> OutboxCascade {
+        try await core.quarantine(id, failure)
     }
-    public func markConflict(_ id: OutboxEntry.ID, reason: String, httpStatus: Int?) async throws(OutboxError) {
-        try await core.markConflict(id, reason: reason, httpStatus: httpStatus)
+    public func markConflict(_ id: OutboxEntry.ID, _ failure: OutboxFailure) async throws(OutboxError) {
+        try await core.markConflict(id, failure)
     }
     public func retry(_ id: OutboxEntry.ID, at now: Date) async throws(OutboxError) -> OutboxCascade {
         try await core.retry(id, at: now)

@@ -34,8 +34,8 @@ extension StoreCore {
                 let waiting = metadata.status == .waitingToRetry && metadata.when != EntryMetadata.immediately
                 return OutboxEntryState(
                     id: id, status: metadata.status, attempts: Int(metadata.attempts), maxAttempts: Int(metadata.maxAttempts),
-                    nextAttemptAt: waiting ? Date(milliseconds: metadata.when) : nil, lastError: failure?.message,
-                    lastHTTPStatus: failure?.httpStatus, serverID: scheduler.completion(id)?.serverID)
+                    nextAttemptAt: waiting ? Date(milliseconds: metadata.when) : nil, lastFailure: failure?.last,
+                    serverID: scheduler.completion(id)?.serverID)
             }
             guard let completion = scheduler.completion(id) else { return nil }
             return OutboxEntryState(id: id, status: .succeeded, serverID: completion.serverID)

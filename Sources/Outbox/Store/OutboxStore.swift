@@ -62,35 +62,23 @@ public protocol OutboxStore: AnyObject, Sendable {
     func recordSuccesses(_ successes: [OutboxSuccess], at now: Date) async throws(OutboxError)
         -> [OutboxEntry.ID: OutboxError]
 
-    /// A transient failure: retried at `retryAt`, or quarantined if the
-    /// entry used all its attempts (then its dependents too).
+    /// A failed attempt: the entry waits to be retried at `retryAt`, or is
+    /// quarantined (cause ``OutboxFailure/Cause/attemptsUsedUp``, then its
+    /// dependents too) if the attempt counts and was its last.
+    ///
+    /// - `countsAsAttempt: false` gives the attempt back (a request that
+    ///   never reached the server, an answer lost after the request was sent,
+    ///   an in-progress poll): it neither uses up `maxAttempts` nor
+    ///   quarantines.
+    /// - `serverAnsweredAt` is when the server answered this attempt, if it
+    ///   did; the first such time is kept as ``OutboxEntry/firstAnswerAt``.
+    /// - `outcomeUnknownAt` is when an attempt was made that was sent whole
+    ///   but got no answer (it may have been applied); the earliest such time
+    ///   is kept as ``OutboxEntry/outcomeUnknownSince`` until the entry is
+    ///   delivered, retried or resolved.
     func recordFailure(
-        _ id: OutboxEntry.ID, error: String, httpStatus: Int?, retryAt: Date
-    ) async throws(OutboxError) -> (status: OutboxStatus, cascade: OutboxCascade)
-
-    /// A failed attempt, saying how it counts: `countsAsAttempt: false` gives
-    /// the attempt back (a request that never reached the server, an answer
-    /// lost after the request was sent, an in-progress poll), so it neither
-    /// uses up `maxAttempts` nor quarantines; `serverAnsweredAt` is when the
-    /// server answered this attempt, if it did (the first such time is kept
-    /// as ``OutboxEntry/firstAnswerAt``). The default forwards to
-    /// ``recordFailure(_:error:httpStatus:retryAt:)``, which counts.
-    func recordFailure(
-        _ id: OutboxEntry.ID, error: String, httpStatus: Int?, retryAt: Date, countsAsAttempt: Bool,
-        serverAnsweredAt: Date?
-    ) async throws(OutboxError) -> (status: OutboxStatus, cascade: OutboxCascade)
-
-    /// A failed attempt as above, and whether its outcome is unknown:
-    /// `outcomeUnknownAt` is when an attempt was made that was sent whole but
-    /// got no answer (it may have been applied). The store keeps the earliest
-    /// such time as ``OutboxEntry/outcomeUnknownSince`` until the entry is
-    /// delivered, retried or resolved. The default forwards to
-    /// ``recordFailure(_:error:httpStatus:retryAt:countsAsAttempt:serverAnsweredAt:)``
-    /// and keeps nothing (the dispatcher's key-retention guard then cannot
-    /// see such attempts).
-    func recordFailure(
-        _ id: OutboxEntry.ID, error: String, httpStatus: Int?, retryAt: Date, countsAsAttempt: Bool,
-        serverAnsweredAt: Date?, outcomeUnknownAt: Date?
+        _ id: OutboxEntry.ID, _ failure: OutboxFailure, retryAt: Date, countsAsAttempt: Bool, serverAnsweredAt: Date?,
+        outcomeUnknownAt: Date?
     ) async throws(OutboxError) -> (status: OutboxStatus, cascade: OutboxCascade)
 
     /// Puts entries whose lease expired at or before `now` back in the queue
@@ -100,11 +88,13 @@ public protocol OutboxStore: AnyObject, Sendable {
     /// their ids. The default reclaims nothing.
     func reclaimExpiredLeases(at now: Date) async throws(OutboxError) -> [OutboxEntry.ID]
 
-    /// Quarantines the entry and every entry that depends on it.
-    func quarantine(_ id: OutboxEntry.ID, reason: String, httpStatus: Int?) async throws(OutboxError) -> OutboxCascade
+    /// Quarantines the entry, keeping `failure` as why, and every entry that
+    /// depends on it (cause ``OutboxFailure/Cause/dependency(_:)``).
+    func quarantine(_ id: OutboxEntry.ID, _ failure: OutboxFailure) async throws(OutboxError) -> OutboxCascade
 
-    /// Leaves the entry in `conflict` for a person to resolve.
-    func markConflict(_ id: OutboxEntry.ID, reason: String, httpStatus: Int?) async throws(OutboxError)
+    /// Leaves the entry in `conflict` for a person to resolve, keeping
+    /// `failure` as why.
+    func markConflict(_ id: OutboxEntry.ID, _ failure: OutboxFailure) async throws(OutboxError)
 
     /// Puts a `quarantined` or `conflict` entry back to `pending` (fresh attempts);
     /// dependents quarantined because of it come back too.
@@ -208,20 +198,13 @@ extension OutboxStore {
         return refused
     }
 
+    /// A failed attempt that counts, with no answer time or unknown
+    /// outcome to keep: ``OutboxStore/recordFailure(_:_:retryAt:countsAsAttempt:serverAnsweredAt:outcomeUnknownAt:)``.
     public func recordFailure(
-        _ id: OutboxEntry.ID, error: String, httpStatus: Int?, retryAt: Date, countsAsAttempt: Bool,
-        serverAnsweredAt: Date?
-    ) async throws(OutboxError) -> (status: OutboxStatus, cascade: OutboxCascade) {
-        try await recordFailure(id, error: error, httpStatus: httpStatus, retryAt: retryAt)
-    }
-
-    public func recordFailure(
-        _ id: OutboxEntry.ID, error: String, httpStatus: Int?, retryAt: Date, countsAsAttempt: Bool,
-        serverAnsweredAt: Date?, outcomeUnknownAt: Date?
+        _ id: OutboxEntry.ID, _ failure: OutboxFailure, retryAt: Date
     ) async throws(OutboxError) -> (status: OutboxStatus, cascade: OutboxCascade) {
         try await recordFailure(
-            id, error: error, httpStatus: httpStatus, retryAt: retryAt, countsAsAttempt: countsAsAttempt,
-            serverAnsweredAt: serverAnsweredAt)
+            id, failure, retryAt: retryAt, countsAsAttempt: true, serverAnsweredAt: nil, outcomeUnknownAt: nil)
     }
 
     public func reclaimExpiredLeases(at now: Date) async throws(OutboxError) -> [OutboxEntry.ID] { [] }

@@ -99,15 +99,15 @@ extension StoreCore {
     }
 
     func recordFailure(
-        _ id: OutboxEntryID, error: String, httpStatus: Int?, retryAt: Date, countsAsAttempt: Bool = true,
-        serverAnsweredAt: Date? = nil, outcomeUnknownAt: Date? = nil
+        _ id: OutboxEntryID, _ failure: OutboxFailure, retryAt: Date, countsAsAttempt: Bool, serverAnsweredAt: Date?,
+        outcomeUnknownAt: Date?
     ) async throws(OutboxError) -> (status: OutboxStatus, cascade: OutboxCascade) {
         let retryTime = try Admission.milliseconds(retryAt, "retryAt", entry: id)
         let answeredTime = try serverAnsweredAt.map { date throws(OutboxError) in try Admission.milliseconds(date, "serverAnsweredAt", entry: id) }
         let unknownTime = try outcomeUnknownAt.map { date throws(OutboxError) in try Admission.milliseconds(date, "outcomeUnknownAt", entry: id) }
         return try await perform(configuration.outcomeDurability) { scheduler throws(OutboxError) in
             let (status, cascade, changes) = try scheduler.fail(
-                id, error: error, httpStatus: httpStatus, retryAt: retryTime, counted: countsAsAttempt,
+                id, failure, retryAt: retryTime, counted: countsAsAttempt,
                 answeredAt: answeredTime, outcomeUnknownAt: unknownTime)
             return ((status, cascade), changes)
         }
@@ -120,15 +120,15 @@ extension StoreCore {
         }
     }
 
-    func quarantine(_ id: OutboxEntryID, reason: String, httpStatus: Int?) async throws(OutboxError) -> OutboxCascade {
+    func quarantine(_ id: OutboxEntryID, _ failure: OutboxFailure) async throws(OutboxError) -> OutboxCascade {
         try await perform(configuration.outcomeDurability) { scheduler throws(OutboxError) in
-            try scheduler.quarantine(id, reason: reason, httpStatus: httpStatus)
+            try scheduler.quarantine(id, failure)
         }
     }
 
-    func markConflict(_ id: OutboxEntryID, reason: String, httpStatus: Int?) async throws(OutboxError) {
+    func markConflict(_ id: OutboxEntryID, _ failure: OutboxFailure) async throws(OutboxError) {
         try await perform(configuration.outcomeDurability) { scheduler throws(OutboxError) in
-            ((), try scheduler.conflict(id, reason: reason, httpStatus: httpStatus))
+            ((), try scheduler.conflict(id, failure))
         }
     }
 

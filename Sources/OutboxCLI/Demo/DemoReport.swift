@@ -64,7 +64,7 @@ struct DemoReport: Encodable {
         retries = tally.waitingToRetry
         interrupted = tally.interrupted
         remappedIDs = tally.remapped
-        self.quarantined = quarantined.map { Quarantined(id: $0.id.description, type: $0.type, reason: $0.lastError ?? "") }
+        self.quarantined = quarantined.map { Quarantined(id: $0.id.description, type: $0.type, reason: $0.lastFailure?.description ?? "") }
         self.remaining = remaining
         faults = ledger.faults
         let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18

@@ -122,6 +122,8 @@ struct OutboxDrain: AsyncParsableCommand {
         var id: String
         var status: String
         var request: String
+        /// The failure's cause (``OutboxFailure/Cause/name``).
+        var cause: String?
         var httpStatus: Int?
         var reason: String
     }
@@ -191,8 +193,7 @@ struct OutboxDrain: AsyncParsableCommand {
             }
             for entry in result.attention {
                 StandardStreams.writeLine(
-                    "needs attention: \(entry.id) \(entry.request) (\(entry.status)"
-                        + "\(entry.httpStatus.map { ", HTTP \($0)" } ?? "")): \(entry.reason)")
+                    "needs attention: \(entry.id) \(entry.request) (\(entry.status)): \(entry.reason)")
             }
         }
         if !result.attention.isEmpty { throw Self.needsAttentionExitCode }
@@ -204,20 +205,23 @@ struct OutboxDrain: AsyncParsableCommand {
         try await store.entries(matching: OutboxFilter(statuses: [.conflict, .quarantined])).map { entry in
             Attention(
                 id: "\(entry.id)", status: "\(entry.status)", request: "\(entry.method) \(entry.endpoint)",
-                httpStatus: entry.lastHTTPStatus, reason: oneLine(entry.lastError ?? "no reason recorded"))
+                cause: entry.lastFailure?.cause.name, httpStatus: entry.lastFailure?.httpStatus,
+                reason: oneLine(entry.lastFailure?.description ?? "no reason recorded"))
         }
     }
 
-    /// Why each unsent entry is still queued, grouped: its last error
-    /// (without the body excerpt), or that it was never attempted.
+    /// Why each unsent entry is still queued, grouped: its last failure's
+    /// cause, HTTP status and the gist of its message, or that it was never
+    /// attempted.
     static func whatIsLeft(_ store: LogOutboxStore) async throws -> (reasons: [String: Int], next: String?) {
         var reasons: [String: Int] = [:]
         var next: Date?
         let unsent = try await store.entries(matching: OutboxFilter(statuses: [.pending, .waitingToRetry, .inFlight]))
         for entry in unsent {
             let reason: String
-            if let error = entry.lastError {
-                reason = "\(entry.status): " + Self.gist(of: error)
+            if let failure = entry.lastFailure {
+                reason = "\(entry.status): \(failure.cause.name)" + (failure.httpStatus.map { ", HTTP \($0)" } ?? "")
+                    + (failure.message.flatMap(Self.gist).map { ": \($0)" } ?? "")
             } else if !entry.dependencies.isEmpty {
                 reason = "\(entry.status): waiting for a dependency"
             } else {
@@ -229,13 +233,14 @@ struct OutboxDrain: AsyncParsableCommand {
         return (reasons, next.map { ISO8601DateFormatter().string(from: $0) })
     }
 
-    /// A last error without what varies from entry to entry (a response
-    /// body after "HTTP 503:", a client's detail in parentheses), so equal
-    /// causes group together.
-    static func gist(of error: String) -> String {
-        var text = Substring(error)
+    /// A failure's message without what varies from entry to entry (a
+    /// client's detail in parentheses), so equal failures group together;
+    /// `nil` for an HTTP handler's message, which only repeats the status
+    /// and the server's body.
+    static func gist(of message: String) -> String? {
+        guard !message.hasPrefix("HTTP ") else { return nil }
+        var text = Substring(message)
         if let detail = text.range(of: " (") { text = text[..<detail.lowerBound] }
-        if text.hasPrefix("HTTP "), let body = text.range(of: ": ") { text = text[..<body.lowerBound] }
         return String(text.prefix(120))
     }
 }

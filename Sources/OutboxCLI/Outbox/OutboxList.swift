@@ -12,7 +12,8 @@ struct OutboxList: AsyncParsableCommand {
             scope, id, and the next attempt time and last error when there are any. With --json, \
             one object per line with sorted keys: id, idempotencyKey, type, method, endpoint, \
             status, attempts, maxAttempts, scope, dependencies, priority, sequence, nextAttemptAt, \
-            lastError, lastHTTPStatus, serverID, createdAt, syncedAt (dates in ISO 8601, absent \
+            lastFailure (an object: cause, httpStatus, message, and for a dependency parent and \
+            parentFate), serverID, createdAt, syncedAt (dates in ISO 8601, absent \
             values null), plus user, coalescingKey, storedBytes, payloadBytes and outcomeUnknownSince \
             (when the earliest attempt whose answer was lost was made). A user without a queue lists \
             nothing. \
@@ -83,8 +84,7 @@ struct OutboxList: AsyncParsableCommand {
         if entry.status == .waitingToRetry || entry.status == .inFlight {
             line += "  next \(OutboxEntryJSON.date(entry.nextAttemptAt))"
         }
-        if let status = entry.lastHTTPStatus { line += "  http \(status)" }
-        if let error = entry.lastError { line += "  error: \(oneLine(error))" }
+        if let failure = entry.lastFailure { line += "  error: \(oneLine(failure.description))" }
         return line
     }
 }
@@ -98,7 +98,7 @@ struct OutboxEntryJSON: Encodable {
 
     enum CodingKeys: String, CodingKey {
         case id, idempotencyKey, type, method, endpoint, status, attempts, maxAttempts, scope, dependencies
-        case priority, sequence, nextAttemptAt, lastError, lastHTTPStatus, serverID, createdAt, syncedAt
+        case priority, sequence, nextAttemptAt, lastFailure, serverID, createdAt, syncedAt
         case user, coalescingKey, storedBytes, payloadBytes, outcomeUnknownSince
     }
 
@@ -117,8 +117,7 @@ struct OutboxEntryJSON: Encodable {
         try container.encode(entry.priority, forKey: .priority)
         try container.encode(entry.sequence, forKey: .sequence)
         try container.encode(Self.date(entry.nextAttemptAt), forKey: .nextAttemptAt)
-        try container.encode(entry.lastError, forKey: .lastError)
-        try container.encode(entry.lastHTTPStatus, forKey: .lastHTTPStatus)
+        try container.encode(entry.lastFailure.map(OutboxFailureJSON.init), forKey: .lastFailure)
         try container.encode(entry.serverID, forKey: .serverID)
         try container.encode(Self.date(entry.createdAt), forKey: .createdAt)
         try container.encode(entry.syncedAt.map(Self.date), forKey: .syncedAt)
@@ -132,5 +131,27 @@ struct OutboxEntryJSON: Encodable {
     /// `2025-01-31T12:34:56.789Z`
     static func date(_ date: Date) -> String {
         Date.ISO8601FormatStyle(includingFractionalSeconds: true).format(date)
+    }
+}
+
+/// An ``OutboxFailure`` as JSON: `cause` (``OutboxFailure/Cause/name``),
+/// `httpStatus` and `message` (`null` when absent), and for a dependency
+/// failure `parent` and `parentFate` (``OutboxDependencyFailure/name``).
+struct OutboxFailureJSON: Encodable {
+    var failure: OutboxFailure
+
+    init(_ failure: OutboxFailure) { self.failure = failure }
+
+    enum CodingKeys: String, CodingKey { case cause, httpStatus, message, parent, parentFate }
+
+    func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(failure.cause.name, forKey: .cause)
+        try container.encode(failure.httpStatus, forKey: .httpStatus)
+        try container.encode(failure.message, forKey: .message)
+        if case .dependency(let dependency) = failure.cause {
+            try container.encode(dependency.parent.description, forKey: .parent)
+            try container.encode(dependency.name, forKey: .parentFate)
+        }
     }
 }

@@ -70,12 +70,7 @@ enum CheckpointBytes {
                 guard let count = walker.integer(2), walker.skip(16 * Int(count)) else { return fields }
             }
             if flags & 4 != 0, !walker.string() { return fields }
-            if flags & 8 != 0 {
-                guard let present = walker.integer(1) else { return fields }
-                if present & 1 != 0, !walker.string() { return fields }
-                for bit in [2, 4, 8] as [UInt64] where present & bit != 0 { guard walker.skip(8) else { return fields } }
-                if present & 16 != 0, !walker.skip(17) { return fields }  // the dependency failure: code, parent id
-            }
+            if flags & 8 != 0, !walker.failures() { return fields }
             if flags & 16 != 0, !walker.skip(16) { return fields }
         }
         fields.append(Field(name: "completion count", offset: walker.offset, width: 8))
@@ -101,6 +96,19 @@ enum CheckpointBytes {
         mutating func string() -> Bool {
             guard let length = integer(4) else { return false }
             return skip(Int(length))
+        }
+
+        /// An entry's failures: field mask; the last failure (cause, a
+        /// dependency's fate and parent, status, optional message); two
+        /// optional times.
+        mutating func failures() -> Bool {
+            guard let present = integer(1) else { return false }
+            if present & 1 != 0 {
+                guard let cause = integer(1), cause != 13 || skip(17), skip(4), let hasMessage = integer(1) else { return false }
+                if hasMessage != 0, !string() { return false }
+            }
+            for bit in [2, 4] as [UInt64] where present & bit != 0 { guard skip(8) else { return false } }
+            return true
         }
     }
 }

@@ -63,7 +63,8 @@ enum SealedStoreCorruption {
             written[id] = value
             if random.next(below: 4) == 0 {
                 _ = try? await store.beginAttempt(id, at: Date(), lease: .seconds(30))
-                _ = try? await store.recordFailure(id, error: "failed-\(index)", httpStatus: 500, retryAt: Date())
+                _ = try? await store.recordFailure(
+                    id, OutboxFailure(.transient, httpStatus: 500, message: "failed-\(index)"), retryAt: Date())
             }
         }
         try await store.close()

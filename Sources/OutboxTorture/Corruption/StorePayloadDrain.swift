@@ -33,10 +33,11 @@ enum StorePayloadDrain {
         if let sent = wrong.withLock({ $0.first }) { throw StoreOpenCheck.Violation("a damaged payload was sent: \(sent)") }
         for id in expectations.damagedPayloads where first[id] != nil {
             let entry = try await store.entry(id)
-            guard entry?.status == .quarantined, entry?.lastError?.contains("payload") == true else {
+            guard entry?.status == .quarantined, entry?.lastFailure?.cause == .payloadFileDamaged else {
                 throw StoreOpenCheck.Violation(
                     "the entry whose payload file is damaged is "
-                        + (entry.map { "\($0.status): \($0.lastError ?? "")" } ?? "gone") + " after a drain")
+                        + (entry.map { "\($0.status): \($0.lastFailure.map(String.init(describing:)) ?? "")" } ?? "gone")
+                        + " after a drain")
             }
         }
     }

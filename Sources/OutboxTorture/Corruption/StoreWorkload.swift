@@ -58,7 +58,8 @@ struct StoreWorkload {
                 delivered.append(id)
             case 5..<9:
                 guard (try? await store.beginAttempt(id, at: Date(), lease: .seconds(30))) != nil else { continue }
-                _ = try? await store.recordFailure(id, error: "failed \(id)", httpStatus: 503, retryAt: Date())
+                _ = try? await store.recordFailure(
+                    id, OutboxFailure(.transient, httpStatus: 503, message: "failed \(id)"), retryAt: Date())
             default:
                 break
             }

@@ -92,8 +92,9 @@ enum PayloadCorruption {
             defer { Task { try? await store.close() } }
             if let sent = wrong.withLock({ $0.first }) { return violation("\(damage.rawValue): a wrong body was sent: \(sent)") }
             let entry = try await store.entry(victim)
-            guard entry?.status == .quarantined, entry?.lastError?.contains("payload") == true else {
-                return violation("\(damage.rawValue): the damaged entry is \(entry.map { "\($0.status): \($0.lastError ?? "")" } ?? "gone")")
+            guard entry?.status == .quarantined, entry?.lastFailure?.cause == .payloadFileDamaged else {
+                return violation(
+                    "\(damage.rawValue): the damaged entry is \(entry.map { "\($0.status): \($0.lastFailure.map(String.init(describing:)) ?? "")" } ?? "gone")")
             }
             for id in ids where id != victim {
                 guard try await store.completion(of: id) != nil else { return violation("\(damage.rawValue): an intact entry was not delivered") }

@@ -75,15 +75,15 @@ extension EntryCodecFuzzing {
             id: id, sequence: 42, status: .waitingToRetry, priority: 5, attempts: 3, maxAttempts: 10, scope: 0, type: 0, coalescing: 0,
             when: 1_767_225_660_000, createdAt: 1_767_225_600_000, storedBytes: 0, dependencies: nil)
         seeds.append([1] + EntryCodec.encodeState(metadata, failure: nil))
-        seeds.append([1] + EntryCodec.encodeState(metadata, failure: FailureInfo(message: "503 Service Unavailable", httpStatus: 503)))
+        seeds.append([1] + EntryCodec.encodeState(metadata, failure: FailureInfo(last: OutboxFailure(.unavailable, httpStatus: 503, message: "Service Unavailable"))))
         seeds.append([2] + EntryCodec.encodeCompletion(Completion(serverID: "msg/9", syncedAt: 1_767_225_700_000)))
         seeds.append(
-            [1] + EntryCodec.encodeState(metadata, failure: FailureInfo(message: nil, httpStatus: 409, firstAnsweredAt: 1_767_225_650_000)))
+            [1] + EntryCodec.encodeState(metadata, failure: FailureInfo(last: OutboxFailure(.inProgress, httpStatus: 409), firstAnsweredAt: 1_767_225_650_000)))
         seeds.append(
             [1] + EntryCodec.encodeState(
                 metadata, failure: FailureInfo(
-                    message: nil, httpStatus: nil, firstAnsweredAt: 1_767_225_650_000, outcomeUnknownSince: 1_767_225_655_000,
-                    dependency: .gone(dependency))))
+                    last: OutboxFailure(.dependency(.gone(dependency))), firstAnsweredAt: 1_767_225_650_000,
+                    outcomeUnknownSince: 1_767_225_655_000)))
         seeds.append([2] + EntryCodec.encodeCompletion(Completion(serverID: nil, syncedAt: 1_767_225_700_000)))
         seeds.append(
             [2] + EntryCodec.encodeCompletion(Completion(serverID: "msg/9", syncedAt: 1_767_225_700_000, idempotencyKey: "order-9")))
