@@ -313,7 +313,7 @@ struct InputValidationTests {
         let dispatcher = OutboxDispatcher(store: store, handlers: ["post": handler], configuration: configuration)
         await expectOutboxError(.invalidArgument) { try await dispatcher.enqueue(request(type: "post")) }
         let report = await dispatcher.flush()
-        #expect(report.errors.count == 1 && report.errors[0].contains(bad.field), "\(report.errors)")
+        #expect(report.errors.count == 1 && report.errors[0].code == .invalidArgument && report.errors[0].message.contains(bad.field), "\(report.errors)")
         #expect(handler.deliveries.isEmpty)
         #expect(try await store.entry(waiting)?.status == .pending)
     }

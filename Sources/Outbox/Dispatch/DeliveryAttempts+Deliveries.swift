@@ -23,7 +23,7 @@ extension DeliveryAttempts {
         for delivery in batch {
             let id = delivery.id
             if let error = failed[id] {
-                report.errors.append("\(id): \(error)")
+                report.errors.append(error.about(id))
                 publish(.storeFailed(id, error: error))
                 logger.error("attempt failed in the store", metadata: ["id": "\(id)", "error": "\(error)"])
                 await release(id, because: error)

@@ -140,7 +140,7 @@ final class DeliveryAttempts: Sendable {
                     outcome, to: entry, delivery: sent, handler: handler, startedAt: started, cause: cause, into: &report)
             }
         } catch {
-            report.errors.append("\(entry.id): \(error)")
+            report.errors.append(error.about(entry.id))
             publish(.storeFailed(entry.id, error: error))
             logger.error("attempt failed in the store", metadata: ["id": "\(entry.id)", "error": "\(error)"])
             await release(entry.id, because: error)
@@ -160,7 +160,7 @@ final class DeliveryAttempts: Sendable {
             report.notSent += 1
             publish(.waitingToRetry(entry.id, at: now, failure: failure))
         } catch {
-            report.errors.append("\(entry.id): \(error)")
+            report.errors.append(error.about(entry.id))
             publish(.storeFailed(entry.id, error: error))
             logger.error("cannot give back a claimed entry", metadata: ["id": "\(entry.id)", "error": "\(error)"])
         }
@@ -304,7 +304,7 @@ final class DeliveryAttempts: Sendable {
                 try await apply(
                     outcome, to: entry, delivery: nil, handler: attempt.handler, startedAt: attempt.sentAt, into: &report)
             } catch {
-                report.errors.append("\(entry.id): \(error)")
+                report.errors.append(error.about(entry.id))
                 publish(.storeFailed(entry.id, error: error))
                 logger.error("attempt failed in the store", metadata: ["id": "\(entry.id)", "error": "\(error)"])
                 await release(entry.id, because: error)

@@ -51,14 +51,14 @@ extension OutboxDispatcher {
                     // Claim when a slot is free, or when the queue ahead of
                     // the workers is down to half.
                     if wanted > 0 && (inbox.workers < slots && inbox.queued == 0 || wanted >= max(1, lookahead / 2)) {
-                        do {
+                        do throws(OutboxError) {
                             claimedAny =
                                 try await claim(upTo: wanted, at: claimedAt, lease: lease, inbox: inbox, into: &report) > 0
                         } catch {
                             // Let the running attempts finish and record their outcomes.
                             storeFailed = true
-                            publish(.storeFailed(nil, error: (error as? OutboxError) ?? OutboxError(.storage, "\(error)")))
-                            report.errors.append("claimDue: \(error)")
+                            publish(.storeFailed(nil, error: error))
+                            report.errors.append(error)
                             logger.error("cannot claim due entries", metadata: ["error": "\(error)"])
                         }
                     }

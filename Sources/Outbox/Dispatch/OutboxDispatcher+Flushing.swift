@@ -111,7 +111,7 @@ extension OutboxDispatcher {
     func refusedForConfiguration() -> OutboxFlushReport? {
         guard let configurationError else { return nil }
         var report = OutboxFlushReport()
-        report.errors.append("\(configurationError)")
+        report.errors.append(configurationError)
         return report
     }
 

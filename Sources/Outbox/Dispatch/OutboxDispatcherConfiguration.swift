@@ -92,7 +92,7 @@ public struct OutboxDispatcherConfiguration: Sendable {
 }
 
 /// What one ``OutboxDispatcher/flush()`` did.
-public struct OutboxFlushReport: Sendable, Hashable, Codable {
+public struct OutboxFlushReport: Sendable, Hashable {
     public var delivered = 0
     public var waitingToRetry = 0
     public var quarantined = 0
@@ -114,8 +114,10 @@ public struct OutboxFlushReport: Sendable, Hashable, Codable {
     public var needsAttention = 0
     /// Entries left alone because no handler handles their type.
     public var unhandled = 0
-    /// Store or handler errors that ended an attempt early.
-    public var errors: [String] = []
+    /// The errors that ended an attempt early (a store failure while
+    /// recording it, naming the entry in ``OutboxError/entry``), or a run:
+    /// a failed claim, or a configuration the dispatcher refuses.
+    public var errors: [OutboxError] = []
 
     public init() {}
 

@@ -69,6 +69,13 @@ public struct OutboxError: Error, Sendable, Hashable, CustomStringConvertible {
             + (payloadFile.map { " (\($0))" } ?? "")
     }
 
+    /// This error, naming `id` as its entry unless it already names one.
+    func about(_ id: OutboxEntry.ID) -> OutboxError {
+        var error = self
+        if error.entry == nil { error.entry = id }
+        return error
+    }
+
     static func storage(_ error: OutboxLogError) -> OutboxError {
         OutboxError(.storage, "the outbox log failed", storage: error)
     }
