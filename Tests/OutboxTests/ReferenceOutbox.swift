@@ -18,9 +18,8 @@ struct ReferenceOutbox {
         var maxAttempts: Int
         /// When it may be sent (failed, revived), or `nil`: at once.
         var notBefore: Date?
-        var reason: String?
         /// The parent whose failure quarantined it (what revives it with
-        /// that parent: the store's recorded cause, never the reason's text).
+        /// that parent: the store's recorded cause).
         var quarantinedWith: OutboxEntry.ID?
         /// Its status never changed since its enqueue.
         var pristine = true
@@ -130,7 +129,6 @@ struct ReferenceOutbox {
         }
         if let parent, !delivered.contains(parent), entries[parent]?.status == .quarantined {
             entry.status = .quarantined
-            entry.reason = "dependencyFailed: \(parent) is quarantined"
             entry.quarantinedWith = parent
         }
         entries[id] = entry
@@ -181,27 +179,25 @@ struct ReferenceOutbox {
         var entry = try existing(id)
         guard [.pending, .waitingToRetry, .inFlight, .conflict].contains(entry.status) else { throw .invalidTransition }
         entry.status = .quarantined
-        entry.reason = "quarantined"
         entry.quarantinedWith = nil
         entries[id] = entry
         leftPending(entry)
-        return killDependents(of: id, reason: "dependencyFailed: \(id) is quarantined")
+        return killDependents(of: id)
     }
 
     /// Every live entry below `root` that can die (not in flight) dies.
-    private mutating func killDependents(of root: OutboxEntry.ID, reason: String) -> [OutboxEntry.ID] {
+    private mutating func killDependents(of root: OutboxEntry.ID) -> [OutboxEntry.ID] {
         var killed: [OutboxEntry.ID] = []
-        var work = [(root, reason)]
-        while let (parent, why) = work.popLast() {
+        var work = [root]
+        while let parent = work.popLast() {
             for child in children(of: parent) {
                 guard var entry = entries[child], [.pending, .waitingToRetry, .conflict].contains(entry.status) else { continue }
                 entry.status = .quarantined
-                entry.reason = why
                 entry.quarantinedWith = parent
                 entries[child] = entry
                 leftPending(entry)
                 killed.append(child)
-                work.append((child, "dependencyFailed: \(child) is quarantined"))
+                work.append(child)
             }
         }
         return killed
@@ -246,14 +242,13 @@ struct ReferenceOutbox {
         entries[id]!.status = .pending
         entries[id]!.attempts = 0
         entries[id]!.notBefore = now
-        entries[id]!.reason = nil
         entries[id]!.quarantinedWith = nil
     }
 
     mutating func discard(_ id: OutboxEntry.ID) throws(Failure) -> [OutboxEntry.ID] {
         let entry = try existing(id)
         guard entry.status != .inFlight else { throw .invalidTransition }
-        let killed = killDependents(of: id, reason: "dependencyFailed: \(id) was discarded")
+        let killed = killDependents(of: id)
         entries[id] = nil
         return killed
     }

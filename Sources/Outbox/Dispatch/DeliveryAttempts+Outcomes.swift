@@ -27,11 +27,11 @@ extension DeliveryAttempts {
             publish(.delivered(entry.id, serverID: serverID))
 
         case .permanent(let reason, let status):
-            try await quarantine(entry, OutboxFailure(cause ?? .permanent, httpStatus: status, message: reason), into: &report)
+            try await quarantine(entry, Self.failure(cause ?? .permanent, status: status, reason: reason), into: &report)
 
         case .transient(let reason, let status, let retryAfter):
             try await recordTransient(
-                entry, OutboxFailure(cause ?? .transient, httpStatus: status, message: reason), retryAfter: retryAfter,
+                entry, Self.failure(cause ?? .transient, status: status, reason: reason), retryAfter: retryAfter,
                 into: &report)
 
         case .notSent(let reason):
@@ -64,13 +64,23 @@ extension DeliveryAttempts {
             // Applied, most likely, but the answer is gone: a person (or the
             // app) decides; dependents wait instead of being quarantined.
             try await leaveForTheApp(
-                entry, OutboxFailure(.alreadyProcessed, httpStatus: status, message: reason), into: &report)
+                entry, Self.failure(.alreadyProcessed, status: status, reason: reason), into: &report)
 
         case .conflict(let reason, let status):
             try await resolveConflict(
-                outcome, OutboxFailure(.conflict, httpStatus: status, message: reason), entry: entry, delivery: delivery,
+                outcome, Self.failure(.conflict, status: status, reason: reason), entry: entry, delivery: delivery,
                 handler: handler, into: &report)
         }
+    }
+
+    /// The failure a handler's outcome stands for: a status no answer has
+    /// (outside ``OutboxFailure/httpStatuses``) is left out, its number
+    /// kept in the message, as the store would refuse it.
+    static func failure(_ cause: OutboxFailure.Cause, status: Int?, reason: String) -> OutboxFailure {
+        guard let status, !OutboxFailure.httpStatuses.contains(status) else {
+            return OutboxFailure(cause, httpStatus: status, message: reason)
+        }
+        return OutboxFailure(cause, message: "\(reason) (the handler's HTTP status \(status) is not 100…999)")
     }
 
     /// The server still processes an earlier request with this key: poll

@@ -31,8 +31,10 @@ public struct OutboxFailure: Sendable, Hashable, CustomStringConvertible {
         /// (``OutboxDispatcherConfiguration/unavailableStatuses``): not
         /// counted.
         case unavailable
-        /// A failure worth retrying, as the handler reported it
-        /// (``OutboxOutcome/transient(reason:httpStatus:retryAfter:)``). Counted.
+            /// A failure worth retrying: the handler's
+        /// ``OutboxOutcome/transient(reason:httpStatus:retryAfter:)``, or the
+        /// dispatcher's own (a payload file that cannot be read now, an
+        /// earlier attempt's handler still running). Counted.
         case transient
         /// The handler threw an error (a transient failure). Counted.
         case handlerError
@@ -67,8 +69,8 @@ public struct OutboxFailure: Sendable, Hashable, CustomStringConvertible {
         /// (``OutboxDispatcherConfiguration/keyRetention``).
         case keyMayBeForgotten
 
-        /// The cause's name in the CLI's and the demo's JSON: the case's
-        /// name (`dependency` for any dependency failure).
+        /// The cause's name in the CLI's JSON: the case's name (`dependency`
+        /// for any dependency failure).
         public var name: String {
             switch self {
             case .notSent: "notSent"
@@ -93,19 +95,24 @@ public struct OutboxFailure: Sendable, Hashable, CustomStringConvertible {
     }
 
     public var cause: Cause
-    /// The HTTP status of the answer this failure is about, if there was one.
+    /// The HTTP status of the answer this failure is about, if there was
+    /// one: a store records only ``httpStatuses``.
     public var httpStatus: Int?
-    /// What happened, for people (a handler's reason, an error's text): at
-    /// most ``OutboxFailure/maximumMessageLength`` characters are kept.
+    /// What happened, for people (a handler's reason, an error's text), cut
+    /// to ``maximumMessageBytes`` bytes of UTF-8.
     public var message: String?
 
-    /// The longest message a store keeps; a longer one is cut.
-    public static let maximumMessageLength = 2048
+    /// The longest message kept, in bytes of UTF-8: a longer one is cut
+    /// between two Unicode scalars.
+    public static let maximumMessageBytes = 2048
+    /// The statuses a store records: an HTTP status has three digits.
+    public static let httpStatuses = 100...999
 
+    /// `message` is cut to ``maximumMessageBytes``.
     public init(_ cause: Cause, httpStatus: Int? = nil, message: String? = nil) {
         self.cause = cause
         self.httpStatus = httpStatus
-        self.message = message
+        self.message = message.map(Self.cut)
     }
 
     /// The dependency failure, if that is the cause.
@@ -120,10 +127,22 @@ public struct OutboxFailure: Sendable, Hashable, CustomStringConvertible {
         OutboxFailure(cause, httpStatus: httpStatus, message: message)
     }
 
-    /// The message cut to what a store keeps.
-    var kept: OutboxFailure {
-        guard let message, message.count > Self.maximumMessageLength else { return self }
-        return OutboxFailure(cause, httpStatus: httpStatus, message: String(message.prefix(Self.maximumMessageLength)))
+    /// The message cut to what a store keeps (it may have been set after
+    /// the failure was made).
+    var kept: OutboxFailure { OutboxFailure(cause, httpStatus: httpStatus, message: message) }
+
+    /// `text`'s longest prefix of whole Unicode scalars that fits in
+    /// ``maximumMessageBytes`` bytes of UTF-8.
+    static func cut(_ text: String) -> String {
+        guard text.utf8.count > maximumMessageBytes else { return text }
+        var kept = String.UnicodeScalarView()
+        var bytes = 0
+        for scalar in text.unicodeScalars {
+            bytes += UTF8.width(scalar)
+            guard bytes <= maximumMessageBytes else { break }
+            kept.append(scalar)
+        }
+        return String(kept)
     }
 
     /// For people: what happened, the status (unless the message starts
@@ -131,9 +150,20 @@ public struct OutboxFailure: Sendable, Hashable, CustomStringConvertible {
     /// `gave up after using every attempt (HTTP 500): internal error`.
     public var description: String {
         var text = cause.phrase
-        if let httpStatus, message?.hasPrefix("HTTP \(httpStatus)") != true { text += " (HTTP \(httpStatus))" }
+        if let httpStatus, !Self.startsWithStatus(message, httpStatus) { text += " (HTTP \(httpStatus))" }
         if let message { text += ": \(message)" }
         return text
+    }
+}
+
+extension OutboxFailure {
+    /// Whether `message` starts with `HTTP <status>` and no more digits, as
+    /// an HTTP handler's reason does: the description then does not repeat
+    /// the status. For people only; nothing is decided from it.
+    fileprivate static func startsWithStatus(_ message: String?, _ status: Int) -> Bool {
+        guard let message, message.hasPrefix("HTTP \(status)") else { return false }
+        let rest = message.dropFirst("HTTP \(status)".count)
+        return rest.first.map { !$0.isNumber } ?? true
     }
 }
 

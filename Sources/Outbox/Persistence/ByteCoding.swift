@@ -95,14 +95,22 @@ package struct ByteReader {
     mutating func raw(_ count: Int) throws(Failure) -> [UInt8] { Array(try slice(count)) }
 
     mutating func data() throws(Failure) -> [UInt8] {
-        try raw(Int(try integer(UInt32.self)))
+        try raw(try length())
     }
 
     mutating func string() throws(Failure) -> String {
         let at = offset
-        let raw = try slice(Int(try integer(UInt32.self)))
+        let raw = try slice(try length())
         guard let text = String(checkedUTF8: raw) else { throw Failure(reason: "invalid UTF-8 at byte \(at)") }
         return text
+    }
+
+    /// A u32 length, refused where `Int` cannot hold it (32-bit watchOS).
+    private mutating func length() throws(Failure) -> Int {
+        let at = offset
+        let length = try integer(UInt32.self)
+        guard let count = Int(exactly: length) else { throw Failure(reason: "a length of \(length) at byte \(at)") }
+        return count
     }
 
     mutating func optionalString() throws(Failure) -> String? {

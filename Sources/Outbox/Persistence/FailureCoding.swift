@@ -6,13 +6,13 @@
 /// u8 fields (1 failure, 2 first answer, 4 outcome unknown; no other bit)
 /// [u8 cause (``OutboxFailure/Cause/code``)
 ///  · [u8 dependency failure (``OutboxDependencyFailure/code``) · 16 parent id]   — cause 13 only
-///  · i32 httpStatus (−1: none) · str? message (at most 2,048 characters)]        — field 1
+///  · i32 httpStatus (−1: none, else 100…999) · str? message (at most 2,048 bytes)]  — field 1
 /// [i64 firstAnsweredAt (ms)]                                                      — field 2
 /// [i64 outcomeUnknownSince (ms)]                                                  — field 4
 /// ```
 /// Decoding accepts only what encoding writes: a cause code, a dependency
-/// code or a field no store writes, an HTTP status below −1, or a longer
-/// message is damage.
+/// code or a field no store writes, an HTTP status other than −1 and
+/// 100…999, or a longer message is damage.
 enum FailureCoding {
     private static let failureField: UInt8 = 1
     private static let answeredField: UInt8 = 2
@@ -66,10 +66,12 @@ enum FailureCoding {
             throw ByteReader.Failure(reason: "unknown failure cause \(code)")
         }
         let httpStatus = try reader.integer(Int32.self)
-        guard httpStatus >= -1 else { throw ByteReader.Failure(reason: "HTTP status \(httpStatus)") }
+        guard httpStatus == -1 || OutboxFailure.httpStatuses.contains(Int(httpStatus)) else {
+            throw ByteReader.Failure(reason: "HTTP status \(httpStatus)")
+        }
         let message = try reader.optionalString()
-        if let message, message.count > OutboxFailure.maximumMessageLength {
-            throw ByteReader.Failure(reason: "a failure message of \(message.count) characters")
+        if let message, message.utf8.count > OutboxFailure.maximumMessageBytes {
+            throw ByteReader.Failure(reason: "a failure message of \(message.utf8.count) bytes")
         }
         return OutboxFailure(cause, httpStatus: httpStatus < 0 ? nil : Int(httpStatus), message: message)
     }

@@ -209,6 +209,16 @@ enum Admission {
     }
 
     /// `date` in milliseconds since 1970, if it is a date the store can keep.
+    /// A failure handed to the store: a status an answer can have, and no
+    /// dependency failure (the store records those itself, on the
+    /// dependents of what it quarantines or removes).
+    static func failure(_ failure: OutboxFailure, entry: OutboxEntryID) throws(OutboxError) {
+        if let status = failure.httpStatus, !OutboxFailure.httpStatuses.contains(status) {
+            throw reject("HTTP status \(status) is not 100…999", entry: entry)
+        }
+        if failure.dependency != nil { throw reject("a dependency failure is recorded by the store itself", entry: entry) }
+    }
+
     static func milliseconds(_ date: Date, _ name: String, entry: OutboxEntryID? = nil) throws(OutboxError) -> Int64 {
         let seconds = date.timeIntervalSince1970
         guard seconds.isFinite, OutboxLimits.dates.contains(date) else {

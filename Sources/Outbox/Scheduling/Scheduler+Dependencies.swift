@@ -1,6 +1,6 @@
 /// The dependency graph: entries that wait for other entries (`local:`
 /// references) to be delivered, parked until they are, and quarantined
-/// with them (`dependencyFailed`) when they cannot be.
+/// with them (cause `dependency`) when they cannot be.
 extension Scheduler {
     /// The first dependency that has not succeeded yet, if any.
     func unmetDependency(_ entry: EntryMetadata) -> OutboxEntryID? {

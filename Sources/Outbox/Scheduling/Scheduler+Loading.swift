@@ -164,6 +164,7 @@ extension Scheduler {
             // Cut short by the crash: the request may have been applied.
             var entry = entries[id]!
             markOutcomeUnknown(id, since: entry.when)
+            failures[id]?.last = OutboxFailure(.leaseExpired)
             setStatus(&entry, .pending)
             entry.when = now
             entries[id] = entry

@@ -102,6 +102,7 @@ extension StoreCore {
         _ id: OutboxEntryID, _ failure: OutboxFailure, retryAt: Date, countsAsAttempt: Bool, serverAnsweredAt: Date?,
         outcomeUnknownAt: Date?
     ) async throws(OutboxError) -> (status: OutboxStatus, cascade: OutboxCascade) {
+        try Admission.failure(failure, entry: id)
         let retryTime = try Admission.milliseconds(retryAt, "retryAt", entry: id)
         let answeredTime = try serverAnsweredAt.map { date throws(OutboxError) in try Admission.milliseconds(date, "serverAnsweredAt", entry: id) }
         let unknownTime = try outcomeUnknownAt.map { date throws(OutboxError) in try Admission.milliseconds(date, "outcomeUnknownAt", entry: id) }
@@ -121,12 +122,14 @@ extension StoreCore {
     }
 
     func quarantine(_ id: OutboxEntryID, _ failure: OutboxFailure) async throws(OutboxError) -> OutboxCascade {
-        try await perform(configuration.outcomeDurability) { scheduler throws(OutboxError) in
+        try Admission.failure(failure, entry: id)
+        return try await perform(configuration.outcomeDurability) { scheduler throws(OutboxError) in
             try scheduler.quarantine(id, failure)
         }
     }
 
     func markConflict(_ id: OutboxEntryID, _ failure: OutboxFailure) async throws(OutboxError) {
+        try Admission.failure(failure, entry: id)
         try await perform(configuration.outcomeDurability) { scheduler throws(OutboxError) in
             ((), try scheduler.conflict(id, failure))
         }
