@@ -80,25 +80,7 @@ extension OutboxDispatcher {
                     if last.results > 0 { continue }
                     break
                 }
-                // Free slots: also wake when the next retry comes due. One
-                // due at the claim's time was claimed above, or cannot be
-                // (its dependency or scope waits; one recorded since then
-                // comes with its attempt's own wake-up): no alarm for it,
-                // so no spin. One that came due after the claim's time —
-                // even if that is already past by now — gets its alarm,
-                // which then rings at once: measured against the clock's
-                // `now` instead, a retry due in that window would wait
-                // for the next attempt to end with a slot left idle.
-                if claiming, inbox.workers < slots,
-                    let next = try? await store.nextDueDate(), next > claimedAt, dueAlarm.map({ next < $0.at }) ?? true
-                {
-                    dueAlarm?.task.cancel()
-                    let clock = self.clock
-                    dueAlarm = (Task {
-                        do { try await clock.sleep(until: next) } catch { return }
-                        wakeup.signal()
-                    }, next)
-                }
+                if claiming, inbox.workers < slots { await armDueAlarm(&dueAlarm, claimedAt: claimedAt, wakeup: wakeup) }
                 await wakeup.wait()
                 if let alarm = dueAlarm, alarm.at <= clock.now() { dueAlarm = nil }
             }
@@ -107,6 +89,26 @@ extension OutboxDispatcher {
             wakeup.signal()
         }
         return report
+    }
+
+    /// With free slots, wakes the loop when the next retry comes due. One
+    /// due at the claim's time was claimed, or cannot be (its dependency or
+    /// scope waits; one recorded since then comes with its attempt's own
+    /// wake-up): no alarm for it, so no spin. One that came due after the
+    /// claim's time — even if that is already past by now — gets its alarm,
+    /// which then rings at once: measured against the clock's `now`
+    /// instead, a retry due in that window would wait for the next attempt
+    /// to end with a slot left idle.
+    private nonisolated func armDueAlarm(
+        _ alarm: inout (task: Task<Void, Never>, at: Date)?, claimedAt: Date, wakeup: Wakeup
+    ) async {
+        guard let next = try? await store.nextDueDate(), next > claimedAt, alarm.map({ next < $0.at }) ?? true else { return }
+        alarm?.task.cancel()
+        let clock = self.clock
+        alarm = (Task {
+            do { try await clock.sleep(until: next) } catch { return }
+            wakeup.signal()
+        }, next)
     }
 
     private static let notStarted = "claimed ahead, then the dispatcher stopped starting attempts"

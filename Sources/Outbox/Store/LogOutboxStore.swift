@@ -133,30 +133,9 @@ public final class LogOutboxStore: OutboxStore, CoreBackedStore {
             let checkpointFile = CheckpointFile(
                 path: checkpointPath, format: format, fileSystem: fileSystem, log: log,
                 interval: configuration.log.indexCheckpointInterval)
-            let core: StoreCore
-            if let (usable, earlySequence) = usable {
-                // Answer now; load the checkpoint and what changed after it meanwhile.
-                let loading = StoreLoading(nextSequence: earlySequence)
-                core = StoreCore(
-                    partition: partition, configuration: configuration, backend: backend,
-                    scheduler: Scheduler(partition: partition, configuration: configuration), loading: loading,
-                    checkpointFile: checkpointFile)
-                core.startLoad(from: usable, log: log, format: format, openedAt: openedAt)
-            } else {
-                var scheduler = Scheduler(partition: partition, configuration: configuration)
-                let floor = try await StoreLoad.full(log, into: &scheduler, format: format)
-                let changes = scheduler.finishLoading(
-                    now: openedAt, sequenceFloor: max(floor, log.statistics.nextSequence))
-                core = StoreCore(
-                    partition: partition, configuration: configuration, backend: backend, scheduler: scheduler,
-                    checkpointFile: checkpointFile)
-                try await core.persistLoadingChanges(changes)
-                // No checkpoint was usable: write one now if reading everything
-                // was costly, so the next open (after a kill, say) needs less.
-                if scheduler.entries.count + scheduler.completions.count >= StoreCore.checkpointAfterLoadThreshold {
-                    core.writeCheckpointSoon()
-                }
-            }
+            let core = try await makeCore(
+                loading: usable, partition: partition, configuration: configuration, backend: backend,
+                checkpointFile: checkpointFile, openedAt: openedAt)
             log.observeCompactions { [weak core] in core?.writeCheckpointSoon() }
             // With a checkpoint this waits for the load only if a spool holds
             // entries to move in (their ingestion needs the whole queue).
@@ -178,6 +157,39 @@ public final class LogOutboxStore: OutboxStore, CoreBackedStore {
             undoCreation(created, root: root, fileSystem: fileSystem)
             throw error
         }
+    }
+
+    /// The store's core over `backend`: answering at once and loading a
+    /// usable checkpoint (with the sequence numbers it may hand out
+    /// meanwhile) in the background, or, without one, after reading every
+    /// entry of the log.
+    private static func makeCore(
+        loading usable: (StoreCheckpoint, UInt64)?, partition: String, configuration: OutboxStoreConfiguration,
+        backend: LogBackend, checkpointFile: CheckpointFile, openedAt: Int64
+    ) async throws(OutboxError) -> StoreCore {
+        let log = backend.log
+        let format = backend.format
+        if let (usable, earlySequence) = usable {
+            let core = StoreCore(
+                partition: partition, configuration: configuration, backend: backend,
+                scheduler: Scheduler(partition: partition, configuration: configuration),
+                loading: StoreLoading(nextSequence: earlySequence), checkpointFile: checkpointFile)
+            core.startLoad(from: usable, log: log, format: format, openedAt: openedAt)
+            return core
+        }
+        var scheduler = Scheduler(partition: partition, configuration: configuration)
+        let floor = try await StoreLoad.full(log, into: &scheduler, format: format)
+        let changes = scheduler.finishLoading(now: openedAt, sequenceFloor: max(floor, log.statistics.nextSequence))
+        let core = StoreCore(
+            partition: partition, configuration: configuration, backend: backend, scheduler: scheduler,
+            checkpointFile: checkpointFile)
+        try await core.persistLoadingChanges(changes)
+        // No checkpoint was usable: write one now if reading everything was
+        // costly, so the next open (after a kill, say) needs less.
+        if scheduler.entries.count + scheduler.completions.count >= StoreCore.checkpointAfterLoadThreshold {
+            core.writeCheckpointSoon()
+        }
+        return core
     }
 
     /// Deletes `partition`'s queue under `root`, and what other processes

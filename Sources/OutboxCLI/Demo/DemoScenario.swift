@@ -79,29 +79,7 @@ struct DemoScenario {
         let started = ContinuousClock.now
         let deadline = started + options.deadline
         var random = SplitMix64(seed: options.seed)
-        var faults = ServerFaults.mixed(rate: options.faultRate, seed: options.seed)
-        faults.halfOpenHold = .seconds(2)  // past the demo client's 1 s timeout
-        if options.rejectEverything {
-            faults = ServerFaults()
-            faults.serverError = 1
-        }
-        let server: DemoServers
-        if let postgres = options.postgres {
-            server = try await .processes(
-                count: postgres.servers, postgres: postgres.url, faultRate: options.faultRate, seed: options.seed,
-                latency: options.latency)
-        } else {
-            server = try await .inProcess(faults: faults, directory: options.directory, latency: options.latency)
-        }
-        var faultText = options.rejectEverything ? "every write answered 503" : "faults: \(Int(options.faultRate * 100))% of writes"
-        if options.latency > .zero { faultText += "; each answer takes \(DemoReport.milliseconds(options.latency)) ms" }
-        if options.postgres != nil {
-            options.progress(
-                "\(server.baseURLs.count) reference server process(es) on one PostgreSQL database, round-robin: "
-                    + server.baseURLs.map(\.absoluteString).joined(separator: ", ") + " (\(faultText))")
-        } else {
-            options.progress("reference server on \(server.baseURLs[0]) (\(faultText))")
-        }
+        let server = try await startServers()
 
         let failures = DemoFailures()
         let tally = Tally()
@@ -162,20 +140,7 @@ struct DemoScenario {
             failure = DemoFailure("the outbox failed: \(error)")
         }
 
-        // What remained, from the app's own store when it is still open.
-        var remaining: Int?
-        var quarantinedEntries: [OutboxEntry] = []
-        if let life {
-            await life.stopDispatcher()
-            do {
-                remaining = try await life.store.summary().unsent
-                quarantinedEntries = try await life.store.entries(matching: OutboxFilter(statuses: [.quarantined]))
-                try await life.store.close()
-            } catch {
-                try? await life.store.close()
-                if failure == nil { failure = DemoFailure("cannot read the outbox: \(error)") }
-            }
-        }
+        let (remaining, quarantinedEntries) = await whatRemains(in: life, failure: &failure)
         let ledger: ReferenceLedger
         do {
             ledger = try await server.ledger()
@@ -195,6 +160,54 @@ struct DemoScenario {
             failure: failure?.message, concurrency: Self.concurrency, latency: options.latency)
         await server.stop()
         return report
+    }
+
+    /// Starts the reference server (or servers, on PostgreSQL) with the
+    /// options' faults and latency, and says where.
+    private func startServers() async throws -> DemoServers {
+        var faults = ServerFaults.mixed(rate: options.faultRate, seed: options.seed)
+        faults.halfOpenHold = .seconds(2)  // past the demo client's 1 s timeout
+        if options.rejectEverything {
+            faults = ServerFaults()
+            faults.serverError = 1
+        }
+        let server: DemoServers
+        if let postgres = options.postgres {
+            server = try await .processes(
+                count: postgres.servers, postgres: postgres.url, faultRate: options.faultRate, seed: options.seed,
+                latency: options.latency)
+        } else {
+            server = try await .inProcess(faults: faults, directory: options.directory, latency: options.latency)
+        }
+        var faultText = options.rejectEverything ? "every write answered 503" : "faults: \(Int(options.faultRate * 100))% of writes"
+        if options.latency > .zero { faultText += "; each answer takes \(DemoReport.milliseconds(options.latency)) ms" }
+        if options.postgres != nil {
+            options.progress(
+                "\(server.baseURLs.count) reference server process(es) on one PostgreSQL database, round-robin: "
+                    + server.baseURLs.map(\.absoluteString).joined(separator: ", ") + " (\(faultText))")
+        } else {
+            options.progress("reference server on \(server.baseURLs[0]) (\(faultText))")
+        }
+        return server
+    }
+
+    /// What remained, from the app's own store while it is still open: the
+    /// unsent count and the quarantined entries (`nil` and none without a
+    /// store, or if it cannot be read — then `failure` says so, unless the
+    /// run already failed).
+    private func whatRemains(in life: AppLife?, failure: inout DemoFailure?) async -> (Int?, [OutboxEntry]) {
+        guard let life else { return (nil, []) }
+        await life.stopDispatcher()
+        do {
+            let remaining = try await life.store.summary().unsent
+            let quarantined = try await life.store.entries(matching: OutboxFilter(statuses: [.quarantined]))
+            try await life.store.close()
+            return (remaining, quarantined)
+        } catch {
+            try? await life.store.close()
+            if failure == nil { failure = DemoFailure("cannot read the outbox: \(error)") }
+            return (nil, [])
+        }
     }
 
     /// Opens the app's store and starts a dispatcher on it.
