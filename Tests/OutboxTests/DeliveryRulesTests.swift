@@ -105,6 +105,25 @@ struct DeliveryRulesTests {
         _ = await flush.value
     }
 
+    @Test("an attempt never sent whose outcome cannot be recorded goes back as not sent: nothing marks its outcome unknown")
+    func unrecordedUnsentAttemptIsNotUnknown() async throws {
+        let store = InterceptingStore(base: InMemoryOutboxStore(partition: "u", configuration: quietConfiguration()))
+        let handler = ScriptedHandler()
+        handler.script("refused", .notSent(reason: "connection refused"))
+        var configuration = OutboxDispatcherConfiguration()
+        configuration.randomSeed = 1
+        let dispatcher = OutboxDispatcher(
+            store: store, handlers: [Note.type: handler], configuration: configuration, clock: ManualOutboxClock())
+        let id = try await store.add(OutboxEnqueueRequest(type: Note.type, method: "POST", endpoint: "/notes", payload: Array("refused".utf8)))
+        store.failNextFailure()
+        let report = await dispatcher.flush()
+        #expect(report.errors.map(\.entry) == [id])
+        let entry = try #require(try await store.entry(id))
+        #expect(entry.status == .waitingToRetry)
+        #expect(entry.lastFailure?.cause == .notSent, "\(entry.lastFailure.map(String.init(describing:)) ?? "none")")
+        #expect(entry.outcomeUnknownSince == nil)
+    }
+
     @Test("a store read failing while local: references are resolved ends the attempt; the entry is not left in flight")
     func readErrorDoesNotStickTheLease() async throws {
         let store = InterceptingStore(base: InMemoryOutboxStore(partition: "u", configuration: quietConfiguration()))
@@ -339,9 +358,12 @@ final class LogCapture: Sendable {
 final class InterceptingStore: OutboxStore {
     let base: InMemoryOutboxStore
     private let failNext = Locked(false)
+    private let failNextFailureRecord = Locked(false)
     private let afterNextDueDate = Locked<(@Sendable (Date?) -> Void)?>(nil)
     init(base: InMemoryOutboxStore) { self.base = base }
     func failNextCompletion() { failNext.withLock { $0 = true } }
+    /// The next `recordFailure` fails (a write error while recording an outcome).
+    func failNextFailure() { failNextFailureRecord.withLock { $0 = true } }
     /// Runs `hook` with every answer of `nextDueDate()` before the caller sees it.
     func afterNextDueDate(_ hook: @escaping @Sendable (Date?) -> Void) { afterNextDueDate.withLock { $0 = hook } }
 
@@ -374,7 +396,12 @@ final class InterceptingStore: OutboxStore {
         _ id: OutboxEntry.ID, _ failure: OutboxFailure, retryAt: Date, countsAsAttempt: Bool, serverAnsweredAt: Date?,
         outcomeUnknownAt: Date?
     ) async throws(OutboxError) -> (status: OutboxStatus, cascade: OutboxCascade) {
-        try await base.recordFailure(
+        let fail = failNextFailureRecord.withLock { flag -> Bool in
+            defer { flag = false }
+            return flag
+        }
+        if fail { throw OutboxError(.storage, "write failed (injected)") }
+        return try await base.recordFailure(
             id, failure, retryAt: retryAt, countsAsAttempt: countsAsAttempt, serverAnsweredAt: serverAnsweredAt,
             outcomeUnknownAt: outcomeUnknownAt)
     }

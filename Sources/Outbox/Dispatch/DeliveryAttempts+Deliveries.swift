@@ -26,7 +26,7 @@ extension DeliveryAttempts {
                 report.errors.append(error.about(id))
                 publish(.storeFailed(id, error: error))
                 logger.error("attempt failed in the store", metadata: ["id": "\(id)", "error": "\(error)"])
-                await release(id, because: error)
+                await release(id, because: error, sent: true)
                 continue
             }
             report.delivered += 1

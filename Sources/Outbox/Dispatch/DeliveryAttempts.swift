@@ -81,6 +81,9 @@ final class DeliveryAttempts: Sendable {
     ) async {
         var report = OutboxFlushReport()
         var handlerTime: Duration?
+        // Whether the request may have gone out: the handler ran and did
+        // not say it was never sent.
+        var mayHaveGoneOut = false
         do throws(OutboxError) {
             // No expiry check here: an entry past its maximum age is asked
             // once more, and expires only if the server answers that attempt
@@ -125,6 +128,7 @@ final class DeliveryAttempts: Sendable {
                 }
                 outcome = delivered
                 cause = why
+                if case .notSent = delivered {} else { mayHaveGoneOut = true }
                 handlerTime = took
                 sent = delivery
             }
@@ -143,7 +147,7 @@ final class DeliveryAttempts: Sendable {
             report.errors.append(error.about(entry.id))
             publish(.storeFailed(entry.id, error: error))
             logger.error("attempt failed in the store", metadata: ["id": "\(entry.id)", "error": "\(error)"])
-            await release(entry.id, because: error)
+            await release(entry.id, because: error, sent: mayHaveGoneOut)
         }
         inbox.ended(report: report, handlerTime: handlerTime)
     }
@@ -168,13 +172,15 @@ final class DeliveryAttempts: Sendable {
     }
 
     /// Ends an attempt whose outcome could not be recorded: the entry goes
-    /// back to the queue as interrupted, due at once.
-    func release(_ id: OutboxEntry.ID, because error: OutboxError) async {
+    /// back to the queue, due at once — interrupted if the request may have
+    /// gone out (`sent`: whatever the server answered is lost with it, so
+    /// the outcome is unknown), not sent otherwise.
+    func release(_ id: OutboxEntry.ID, because error: OutboxError, sent: Bool) async {
         guard let current = try? await store.entry(id), current.status == .inFlight else { return }
-        // Whatever the server answered is lost with it: the outcome is unknown.
+        let message = "the outcome could not be recorded (\(error))"
         _ = try? await store.recordFailure(
-            id, OutboxFailure(.interrupted, message: "the outcome could not be recorded (\(error))"), retryAt: clock.now(),
-            countsAsAttempt: false, serverAnsweredAt: nil, outcomeUnknownAt: clock.now())
+            id, OutboxFailure(sent ? .interrupted : .notSent, message: message), retryAt: clock.now(),
+            countsAsAttempt: false, serverAnsweredAt: nil, outcomeUnknownAt: sent ? clock.now() : nil)
     }
 
     /// Why an entry whose earliest attempt of unknown outcome was made at
@@ -307,7 +313,7 @@ final class DeliveryAttempts: Sendable {
                 report.errors.append(error.about(entry.id))
                 publish(.storeFailed(entry.id, error: error))
                 logger.error("attempt failed in the store", metadata: ["id": "\(entry.id)", "error": "\(error)"])
-                await release(entry.id, because: error)
+                await release(entry.id, because: error, sent: attempt.sentAt != nil)
             }
             inbox.ended(report: report, afterExpiry: true)
         }
