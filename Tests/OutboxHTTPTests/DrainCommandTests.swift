@@ -139,6 +139,11 @@ struct DrainCommandTests {
             .first { $0["cause"] as? String == "dependency" }
         #expect(dependency?["parent"] as? String == parent, "\(listed.stdout)")
         #expect(dependency?["parentFate"] as? String == "quarantined")
+        let last = try await OutboxTool.run(["drain", root, "--base-url", base, "--user", "fay", "--json"])
+        let named = try #require(last.stdoutLines.first.flatMap(OutboxTool.jsonObject)?["attention"] as? [[String: Any]])
+        let blocked = named.first { $0["cause"] as? String == "dependency" }
+        #expect(blocked?["parent"] as? String == parent, "\(last.stdout)")
+        #expect(blocked?["parentFate"] as? String == "quarantined")
     }
 
     @Test("an answer lost after the request was sent: list shows since when the outcome is unknown; past --key-retention the entry is not resent but needs attention (exit 3)")

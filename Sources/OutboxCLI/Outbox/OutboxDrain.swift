@@ -122,8 +122,11 @@ struct OutboxDrain: AsyncParsableCommand {
         var id: String
         var status: String
         var request: String
-        /// The failure's cause (``OutboxFailure/Cause/name``).
+        /// The failure's cause (``OutboxFailure/Cause/name``), and for a
+        /// dependency failure the parent and what became of it.
         var cause: String?
+        var parent: String?
+        var parentFate: String?
         var httpStatus: Int?
         var reason: String
     }
@@ -205,7 +208,8 @@ struct OutboxDrain: AsyncParsableCommand {
         try await store.entries(matching: OutboxFilter(statuses: [.conflict, .quarantined])).map { entry in
             Attention(
                 id: "\(entry.id)", status: "\(entry.status)", request: "\(entry.method) \(entry.endpoint)",
-                cause: entry.lastFailure?.cause.name, httpStatus: entry.lastFailure?.httpStatus,
+                cause: entry.lastFailure?.cause.name, parent: entry.lastFailure?.dependency.map { "\($0.parent)" },
+                parentFate: entry.lastFailure?.dependency?.name, httpStatus: entry.lastFailure?.httpStatus,
                 reason: oneLine(entry.lastFailure?.description ?? "no reason recorded"))
         }
     }
