@@ -103,93 +103,6 @@ extension LogCore {
         }
     }
 
-    /// Resumes a group's waiters. A large group is handed to one job on
-    /// the global pool, which resumes them all: the writer thread goes
-    /// back to the next group after one enqueue instead of one per waiter
-    /// (each may wake a pool thread), so the next sync starts sooner.
-    private static func resume(
-        _ finished: [(UnsafeContinuation<Result<Void, OutboxLogError>, Never>, Result<Void, OutboxLogError>)], inOneJob: Bool
-    ) {
-        guard inOneJob, finished.count >= resumeInOneJobFrom else {
-            for (continuation, result) in finished { continuation.resume(returning: result) }
-            return
-        }
-        DispatchQueue.global().async {
-            for (continuation, result) in finished { continuation.resume(returning: result) }
-        }
-    }
-
-    /// Groups at least this large are resumed in one job.
-    static let resumeInOneJobFrom = 8
-
-    /// What the last group commit looked like, to decide whether the next
-    /// one should wait a moment for more durable appends to join it.
-    struct GroupPacing {
-        /// A slowly decaying maximum of recent group sizes (durable waiters
-        /// per sync): how many producers seem to be taking part.
-        var recentPeak = 0.0
-        /// How long the last write + sync took.
-        var lastSync = Duration.zero
-        /// Whether the next sync may wait for company (once per sync).
-        var mayGather = false
-
-        /// How long to look for the next append before sleeping, after a
-        /// sync that served one or two producers; `nil`: sleep at once.
-        var linger: Duration?
-
-        mutating func record(group: Int, took duration: Duration) {
-            recentPeak = max(Double(group), recentPeak * 0.9)
-            lastSync = duration
-            mayGather = group >= Self.minimumGroup
-            linger = (1...2).contains(group) ? min(duration / 4, Self.maximumLinger) : nil
-        }
-
-        /// The longest the writer looks for the next durable append before sleeping.
-        static let maximumLinger = Duration.microseconds(100)
-
-        /// How many durable waiters are worth waiting for: half the recent
-        /// peak (measured best of 0.5, 0.75 and 0.9 with 64 producers).
-        var wanted: Int { Int(recentPeak * 0.5) }
-
-        /// Only after a sync that served several producers: one producer
-        /// at a time must never wait for company that is not coming.
-        static let minimumGroup = 4
-        /// Never hold a group longer than this, however slow the disk.
-        static let maximumDelay = Duration.milliseconds(2)
-    }
-
-    /// Commit delay (PostgreSQL's `commit_delay`, made adaptive). When the
-    /// last sync served many producers, each of them appends again as soon
-    /// as it is resumed — but they are resumed one by one on two threads,
-    /// so a sync started at once would carry only the first few and the
-    /// group would shrink. Waiting up to half the last sync's duration for
-    /// half of the recent group size to be back keeps groups
-    /// large: one sync per many appends. After a sync that served fewer
-    /// than four producers it never waits, so one producer at a time never
-    /// pays for this.
-    private func gatherDurableWaiters(_ pacing: inout GroupPacing) {
-        guard pacing.mayGather else { return }
-        pacing.mayGather = false
-        let wanted = pacing.wanted
-        let deadline = ContinuousClock.now.advanced(by: min(pacing.lastSync / 2, GroupPacing.maximumDelay))
-        while true {
-            let (waiting, stop) = state.withLock { state -> (Int, Bool) in
-                let count = Self.durableWaiters(in: state)
-                // Someone is waiting to be durable, but too few: sleep until
-                // the next append wakes the writer (or the deadline).
-                if count > 0 && count < wanted && !state.stopRequested { state.writerSleeping = true }
-                return (count, state.stopRequested)
-            }
-            if waiting == 0 || waiting >= wanted || stop { break }
-            let now = ContinuousClock.now
-            guard now < deadline else { break }
-            let left = now.duration(to: deadline)
-            let nanoseconds = Int(left.components.seconds) * 1_000_000_000 + Int(left.components.attoseconds / 1_000_000_000)
-            _ = writerWakeup.wait(timeout: .now() + .nanoseconds(nanoseconds))
-        }
-        state.withLock { $0.writerSleeping = false }
-    }
-
     /// The next work, or `nil` to sleep. After a sync that served a lone
     /// producer, it first looks for the next append for a moment (a
     /// fraction of that sync's time) without sleeping: that producer, just
@@ -215,7 +128,7 @@ extension LogCore {
     }
 
     /// Durable waiters not yet satisfied.
-    private static func durableWaiters(in state: LogState) -> Int {
+    static func durableWaiters(in state: LogState) -> Int {
         var count = 0
         for waiter in state.waiters where waiter.durable && waiter.sequence > state.durableSequence { count += 1 }
         return count
