@@ -157,6 +157,7 @@ struct CommandLineToolTests {
         #expect(tail["file"] as? String == newest.lastComponent?.string)
         #expect((tail["bytes"] as? NSNumber)?.intValue == 37)
         #expect(tail["reason"] is String)
+        #expect(tail["damage"] as? String == "implausibleLength", "\(tail)")  // 0xA5 bytes: a length of 0xA5A5A5A5
 
         let text = try await outbox("log", "verify", directory.path.string)
         #expect(text.status == 1)

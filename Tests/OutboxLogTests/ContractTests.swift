@@ -330,12 +330,13 @@ struct ContractTests {
 
         await #expect { try await OutboxLog.open(at: directory.path, configuration: smallSegments()) } throws: { error in
             let error = error as? OutboxLogError
-            return error?.code == .corruption && error?.message.contains("missing") == true
+            if case .missingSequences? = error?.damage { return error?.code == .corruption }
+            return false
         }
         var salvage = smallSegments()
         salvage.recoveryMode = .salvage
         let salvaged = try await OutboxLog.open(at: directory.path, configuration: salvage)
-        #expect(salvaged.recoveryReport.skipped.contains { $0.reason.contains("missing") })
+        #expect(salvaged.recoveryReport.skipped.contains { if case .missingSequences = $0.damage { true } else { false } })
         #expect(!salvaged.recoveryReport.isClean)
         try await salvaged.close()
     }

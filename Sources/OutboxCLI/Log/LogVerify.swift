@@ -52,10 +52,12 @@ struct RecoveryReportJSON: Encodable {
         case setAsideFiles, interruptedCompaction, removedTemporaryFiles, readOnly, durationSeconds, clean
     }
 
+    /// `damage` is the cause's name (``LogDamage/name``), `reason` it in words.
     private struct Tail: Encodable {
         var file: String
         var offset: Int64
         var bytes: Int64
+        var damage: String
         var reason: String
         var unreachableRecords: Int
     }
@@ -64,6 +66,7 @@ struct RecoveryReportJSON: Encodable {
         var file: String
         var offset: Int64
         var bytes: Int64
+        var damage: String
         var reason: String
     }
 
@@ -76,12 +79,15 @@ struct RecoveryReportJSON: Encodable {
         try container.encode(report.bytes, forKey: .bytes)
         try container.encode(report.nextSequence, forKey: .nextSequence)
         let tail = report.truncatedTail.map {
-            Tail(file: $0.file, offset: $0.offset, bytes: $0.bytes, reason: $0.reason,
-                 unreachableRecords: $0.unreachableRecords)
+            Tail(
+                file: $0.file, offset: $0.offset, bytes: $0.bytes, damage: $0.damage.name, reason: $0.reason,
+                unreachableRecords: $0.unreachableRecords)
         }
         try container.encode(tail, forKey: .truncatedTail)
         try container.encode(
-            report.skipped.map { Range(file: $0.file, offset: $0.offset, bytes: $0.bytes, reason: $0.reason) },
+            report.skipped.map {
+                Range(file: $0.file, offset: $0.offset, bytes: $0.bytes, damage: $0.damage.name, reason: $0.reason)
+            },
             forKey: .skipped)
         try container.encode(report.setAsideFiles, forKey: .setAsideFiles)
         try container.encode(report.interruptedCompaction?.rawValue, forKey: .interruptedCompaction)

@@ -79,13 +79,20 @@ public struct OutboxLogError: Error, Sendable, Hashable, CustomStringConvertible
     public var offset: Int64?
     /// The `errno` of the failed system call, if one failed.
     public var errno: Errno?
+    /// What is wrong with the bytes, for ``Code/corruption`` found in a
+    /// segment: the value ``message`` says in words.
+    public var damage: LogDamage?
 
-    public init(_ code: Code, _ message: String, file: FilePath? = nil, offset: Int64? = nil, errno: Errno? = nil) {
+    public init(
+        _ code: Code, _ message: String, file: FilePath? = nil, offset: Int64? = nil, errno: Errno? = nil,
+        damage: LogDamage? = nil
+    ) {
         self.code = code
         self.message = message
         self.file = file
         self.offset = offset
         self.errno = errno
+        self.damage = damage
     }
 
     public var description: String {
@@ -102,8 +109,8 @@ public struct OutboxLogError: Error, Sendable, Hashable, CustomStringConvertible
         OutboxLogError(.io, what, file: file, offset: offset, errno: errno)
     }
 
-    static func corruption(_ what: String, file: FilePath, offset: Int64? = nil) -> Self {
-        OutboxLogError(.corruption, what, file: file, offset: offset)
+    static func corruption(_ what: String, file: FilePath, offset: Int64? = nil, damage: LogDamage? = nil) -> Self {
+        OutboxLogError(.corruption, what, file: file, offset: offset, damage: damage)
     }
 
     static func closed() -> Self { OutboxLogError(.closed, "the log is closed") }

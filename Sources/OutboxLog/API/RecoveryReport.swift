@@ -12,8 +12,10 @@ public struct RecoveryReport: Sendable, Hashable, CustomStringConvertible {
         public var offset: Int64
         /// How many bytes were cut.
         public var bytes: Int64
-        /// Why the bytes were not records (e.g. "incomplete frame", "CRC mismatch").
-        public var reason: String
+        /// Why the bytes were not records.
+        public var damage: LogDamage
+        /// ``damage`` for people: `CRC mismatch`, `incomplete frame header`.
+        public var reason: String { damage.description }
         /// Complete, verified records found *after* the damage and dropped
         /// with it, because a crash lost unsynced bytes before them and
         /// keeping them would leave a hole in the history.
@@ -27,7 +29,17 @@ public struct RecoveryReport: Sendable, Hashable, CustomStringConvertible {
         public var file: String
         public var offset: Int64
         public var bytes: Int64
-        public var reason: String
+        /// Why the bytes were skipped.
+        public var damage: LogDamage
+        /// ``damage`` for people.
+        public var reason: String { damage.description }
+
+        public init(file: String, offset: Int64, bytes: Int64, damage: LogDamage) {
+            self.file = file
+            self.offset = offset
+            self.bytes = bytes
+            self.damage = damage
+        }
     }
 
     /// What happened to a compaction a crash interrupted.

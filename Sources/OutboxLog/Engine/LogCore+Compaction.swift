@@ -361,10 +361,10 @@ extension LogCore {
             do throws(OutboxLogError) {
                 for record in live {
                     let frame = try reader.window(at: record.offset, count: record.length)
-                    if let reason = RecordFrame.reverify(frame, crcSeed: file.crcSeed, sequence: record.sequence) {
+                    if let damage = RecordFrame.reverify(frame, crcSeed: file.crcSeed, sequence: record.sequence) {
                         throw OutboxLogError.corruption(
-                            "a live record no longer verifies when copied (\(reason)); the compaction stopped",
-                            file: file.path, offset: record.offset)
+                            "a live record no longer verifies when copied (\(damage)); the compaction stopped",
+                            file: file.path, offset: record.offset, damage: .noLongerVerifies(damage))
                     }
                     let to = try writer.append(frame: frame, sequence: record.sequence)
                     moved.append(
@@ -388,7 +388,8 @@ extension LogCore {
         drain()
         if let failure { throw failure }
         if let stop = run.stop {
-            throw .corruption("segment no longer verifies: \(stop.reason)", file: file.path, offset: stop.frame)
+            throw .corruption(
+                "segment no longer verifies: \(stop.damage)", file: file.path, offset: stop.frame, damage: stop.damage)
         }
     }
 }

@@ -169,7 +169,9 @@ extension LogCore {
                         run = try scanner.scanRun(
                             from: Int64(SegmentHeader.size), previous: nil, resumingAfterDamage: false, visit: collect)
                         if let stop = run.stop {
-                            throw .corruption("segment no longer verifies: \(stop.reason)", file: file.path, offset: stop.frame)
+                            throw .corruption(
+                                "segment no longer verifies: \(stop.damage)", file: file.path, offset: stop.frame,
+                                damage: stop.damage)
                         }
                     }
                     runLastSequence = run.lastSequence

@@ -94,18 +94,18 @@ package enum RecordFrame {
 
     /// Whether `frame` — bytes read again to be copied — is still exactly
     /// the frame a scan verified: the whole buffer one frame that verifies
-    /// against `crcSeed`, numbered `sequence`. Returns why not, or `nil`.
+    /// against `crcSeed`, numbered `sequence`. Returns what changed, or `nil`.
     ///
     /// Compaction and salvage scan a segment, then read each record again
     /// to copy it: a bit that flips in between must fail here, or
     /// ``reseal(_:crcSeed:)`` would give the damaged bytes a valid CRC.
-    static func reverify(_ frame: UnsafeRawBufferPointer, crcSeed: UInt32, sequence: UInt64) -> String? {
+    static func reverify(_ frame: UnsafeRawBufferPointer, crcSeed: UInt32, sequence: UInt64) -> LogDamage? {
         switch decode(frame, at: 0, crcSeed: crcSeed, maximumLength: OutboxLog.Configuration.absoluteMaximumRecordSize) {
-        case .failure(.incomplete): return "the record is cut short"
-        case .failure(.invalid(let reason)): return reason
+        case .failure(.incomplete): return .frameCut
+        case .failure(.invalid(let damage)): return damage
         case .success(let decoded):
-            if decoded.length != frame.count { return "the record's length changed to \(decoded.length)" }
-            if decoded.sequence != sequence { return "the record's sequence number changed to \(decoded.sequence)" }
+            if decoded.length != frame.count { return .lengthChanged(decoded.length) }
+            if decoded.sequence != sequence { return .sequenceChanged(decoded.sequence) }
             return nil
         }
     }
@@ -136,8 +136,8 @@ package enum RecordFrame {
         /// The bytes end before the frame does: a torn write, or the end of
         /// the data read so far.
         case incomplete
-        /// The bytes are not a valid frame; `reason` says why.
-        case invalid(String)
+        /// The bytes are not a valid frame, for this reason.
+        case invalid(LogDamage)
     }
 
     /// Decodes and verifies the frame starting at `offset` in `bytes`.
@@ -152,32 +152,32 @@ package enum RecordFrame {
         guard available >= headerSize else { return .failure(.incomplete) }
         let length = Int(bytes.loadLittleEndian(at: offset + 4, as: UInt32.self))
         guard length >= headerSize, length <= maximumLength else {
-            return .failure(.invalid("implausible length \(length)"))
+            return .failure(.invalid(.implausibleLength(UInt64(length))))
         }
         guard length <= available else { return .failure(.incomplete) }
         var crc = CRC32(continuing: crcSeed)
         crc.update(UnsafeRawBufferPointer(rebasing: bytes[(offset + 4)..<(offset + length)]))
         guard crc.value == bytes.loadLittleEndian(at: offset, as: UInt32.self) else {
-            return .failure(.invalid("CRC mismatch"))
+            return .failure(.invalid(.crcMismatch))
         }
         guard let kind = FrameKind(rawValue: bytes[offset + 8]) else {
-            return .failure(.invalid("unknown record kind \(bytes[offset + 8])"))
+            return .failure(.invalid(.unknownKind(bytes[offset + 8])))
         }
         let flags = bytes[offset + 9]
-        guard flags & ~knownFlags == 0 else { return .failure(.invalid("unknown flags \(flags)")) }
+        guard flags & ~knownFlags == 0 else { return .failure(.invalid(.unknownFlags(flags))) }
         let keyCount = Int(bytes.loadLittleEndian(at: offset + 10, as: UInt16.self))
-        guard headerSize + keyCount <= length else { return .failure(.invalid("key length \(keyCount) exceeds frame")) }
+        guard headerSize + keyCount <= length else { return .failure(.invalid(.keyBeyondFrame(keyCount))) }
         // Limits Docs/FORMAT.md states: a frame that verifies but breaks
         // one was not written by a version-1 writer, and is damage.
         guard keyCount <= LogKey.maximumLength else {
-            return .failure(.invalid("key length \(keyCount) exceeds the format's maximum of \(LogKey.maximumLength)"))
+            return .failure(.invalid(.keyTooLong(keyCount)))
         }
-        if kind != .marker && keyCount == 0 { return .failure(.invalid("\(kind) record with an empty key")) }
+        if kind != .marker && keyCount == 0 { return .failure(.invalid(.emptyKey(recordKind: kind.rawValue))) }
         if kind == .tombstone && length != headerSize + keyCount {
-            return .failure(.invalid("tombstone with a payload"))
+            return .failure(.invalid(.tombstoneWithPayload))
         }
         if kind == .marker && length != headerSize {
-            return .failure(.invalid("marker with a key or payload"))
+            return .failure(.invalid(.markerWithKeyOrPayload))
         }
         let keyStart = offset + headerSize
         return .success(

@@ -56,18 +56,7 @@ package struct SegmentHeader: Sendable, Hashable {
         return bytes
     }
 
-    package enum DecodeError: Error, Equatable {
-        /// The file is shorter than a header.
-        case truncated
-        /// The first eight bytes are not the magic: not a segment, or damaged.
-        case badMagic
-        /// The header's checksum fails.
-        case badChecksum
-        /// The header verifies but was written by an unknown format version.
-        case unsupportedVersion(UInt16)
-        /// The header verifies but its fields are inconsistent.
-        case inconsistent(String)
-    }
+    package typealias DecodeError = SegmentHeaderDamage
 
     /// Decodes a header from the first bytes of a file, in the order
     /// Docs/FORMAT.md gives ("Reading a header, step by step"): the CRC sits
@@ -80,27 +69,27 @@ package struct SegmentHeader: Sendable, Hashable {
         guard bytes.prefix(8).elementsEqual(magic) else { return .failure(.badMagic) }
         let version: UInt16 = bytes.loadLittleEndian(at: 8)
         let declaredSize = Int(bytes.loadLittleEndian(at: 10, as: UInt16.self))
-        guard declaredSize >= size else { return .failure(.inconsistent("header size \(declaredSize) is below \(size)")) }
+        guard declaredSize >= size else { return .failure(.sizeBelowMinimum(declaredSize)) }
         guard declaredSize <= bytes.count else { return .failure(.truncated) }
         let stored: UInt32 = bytes.loadLittleEndian(at: declaredSize - 4)
         guard stored == CRC32.checksum(UnsafeRawBufferPointer(rebasing: bytes[..<(declaredSize - 4)])) else {
             return .failure(.badChecksum)
         }
         guard version == currentVersion else { return .failure(.unsupportedVersion(version)) }
-        guard declaredSize == size else { return .failure(.inconsistent("header size \(declaredSize) in a version-1 header")) }
+        guard declaredSize == size else { return .failure(.sizeInVersion1(declaredSize)) }
         let flags: UInt32 = bytes.loadLittleEndian(at: 12)
-        guard flags & ~rewrittenFlag == 0 else { return .failure(.inconsistent("unknown flags \(flags)")) }
+        guard flags & ~rewrittenFlag == 0 else { return .failure(.unknownFlags(flags)) }
         let base: UInt64 = bytes.loadLittleEndian(at: 16)
         let end: UInt64 = bytes.loadLittleEndian(at: 24)
         let salt: UInt64 = bytes.loadLittleEndian(at: 32)
         let reserved: UInt32 = bytes.loadLittleEndian(at: 40)
-        guard salt != 0 else { return .failure(.inconsistent("zero salt")) }
-        guard reserved == 0 else { return .failure(.inconsistent("reserved field \(reserved) is not zero")) }
+        guard salt != 0 else { return .failure(.zeroSalt) }
+        guard reserved == 0 else { return .failure(.reservedNotZero(reserved)) }
         // Sequence numbers start at 1.
-        guard base != 0 else { return .failure(.inconsistent("base sequence 0")) }
+        guard base != 0 else { return .failure(.zeroBase) }
         let rewritten = flags & rewrittenFlag != 0
-        if rewritten && end < base { return .failure(.inconsistent("cover end \(end) before base \(base)")) }
-        if !rewritten && end != 0 { return .failure(.inconsistent("cover end set on an appended segment")) }
+        if rewritten && end < base { return .failure(.coverEndBeforeBase(end: end, base: base)) }
+        if !rewritten && end != 0 { return .failure(.coverEndOnAppended) }
         return .success(SegmentHeader(baseSequence: base, coverEnd: rewritten ? end : nil, salt: salt))
     }
 }

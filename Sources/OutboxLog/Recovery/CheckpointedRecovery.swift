@@ -42,8 +42,8 @@ struct CheckpointedRecovery {
         var scan = try chain.scan([newest], inventory: inventory, report: &report)
         if let damaged = scan.damaged.first {
             throw OutboxLogError(
-                .corruption, damaged.reason + "; open with recovery mode salvage to keep every intact record",
-                file: damaged.candidate.path, offset: damaged.offset)
+                .corruption, "\(damaged.damage); open with recovery mode salvage to keep every intact record",
+                file: damaged.candidate.path, offset: damaged.offset, damage: damaged.damage)
         }
         let tail = try TailRepair(layout: layout, configuration: configuration).run(&scan, report: &report)
         let newestFile = scan.files[0]

@@ -115,9 +115,9 @@ struct IndexLoader: Sendable {
         if let stop = run.stop {
             throw OutboxLogError(
                 .corruption,
-                "\(stop.reason) in a segment written before the open (found while loading the index after it); "
+                "\(stop.damage) in a segment written before the open (found while loading the index after it); "
                     + "open with recovery mode salvage to keep every intact record",
-                file: file.path, offset: stop.frame)
+                file: file.path, offset: stop.frame, damage: stop.damage)
         }
         for record in records { apply(record, after: applyAfter, file: file, into: &loaded) }
         return run.lastSequence

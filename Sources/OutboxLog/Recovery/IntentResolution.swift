@@ -24,7 +24,10 @@ struct IntentResolution {
             // `.seg` files as they are (its outputs not yet renamed are
             // ignored), and let the scan report the overlaps or gaps.
             let size = (try? fileSystem.readWholeFile(layout.intentFile).count).map(Int64.init) ?? 0
-            report.skipped.append(.init(file: DirectoryLayout.intentName, offset: 0, bytes: size, reason: error.message))
+            report.skipped.append(
+                .init(
+                    file: DirectoryLayout.intentName, offset: 0, bytes: size,
+                    damage: error.damage ?? .compactionIntent(detail: error.message)))
             report.removedTemporaryFiles = inventory.temporaries
             return inventory.segments.values.sorted { $0.base < $1.base }
         }
@@ -87,12 +90,9 @@ struct IntentResolution {
         case .failure(.unsupportedVersion(let version)):
             throw OutboxLogError(
                 .unsupportedFormat, "compaction record format version \(version) is unknown", file: layout.intentFile)
-        case .failure(.corrupt(let reason)):
-            throw OutboxLogError(
-                .corruption,
-                "compaction record is damaged (\(reason)): whether its compaction committed cannot be known; "
-                    + "`outbox log verify` reports the segments as they are",
-                file: layout.intentFile, offset: 0)
+        case .failure(.corrupt(let detail)):
+            let damage = LogDamage.compactionIntent(detail: detail)
+            throw OutboxLogError(.corruption, "\(damage)", file: layout.intentFile, offset: 0, damage: damage)
         }
     }
 }

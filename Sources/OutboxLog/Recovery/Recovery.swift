@@ -138,14 +138,14 @@ struct Recovery {
             if configuration.recoveryMode == .strict || salvaged {
                 throw OutboxLogError(
                     .corruption,
-                    first.reason + (scan.damaged.count > 1 ? " (and \(scan.damaged.count - 1) more damaged segment(s))" : "")
+                    "\(first.damage)" + (scan.damaged.count > 1 ? " (and \(scan.damaged.count - 1) more damaged segment(s))" : "")
                         + "; open with recovery mode salvage to keep every intact record",
-                    file: first.candidate.path, offset: first.offset)
+                    file: first.candidate.path, offset: first.offset, damage: first.damage)
             }
             if configuration.readOnly {
                 for segment in scan.damaged {
                     report.skipped += segment.analysis?.damage?.skipped
-                        ?? [.init(file: segment.name, offset: segment.offset, bytes: segment.candidate.size - segment.offset, reason: segment.reason)]
+                        ?? [.init(file: segment.name, offset: segment.offset, bytes: segment.candidate.size - segment.offset, damage: segment.damage)]
                 }
             } else {
                 try salvage.run(

@@ -7,7 +7,7 @@ struct DamagedSegment {
     /// `nil` if the header is unreadable (or names another base).
     var header: SegmentHeader?
     var offset: Int64
-    var reason: String
+    var damage: LogDamage
     /// Records below this sequence overlap the previous segment and are dropped.
     var minimumSequence: UInt64? = nil
     var analysis: SegmentAnalysis? = nil
@@ -60,7 +60,7 @@ struct Salvage {
             let nextBase = isNewest ? nil : ordered[position + 1].base
             guard let header = segment.header else {
                 report.skipped.append(
-                    .init(file: segment.name, offset: 0, bytes: segment.candidate.size, reason: segment.reason))
+                    .init(file: segment.name, offset: 0, bytes: segment.candidate.size, damage: segment.damage))
                 // Nothing in it can be trusted, not even its range: the file
                 // name says where it starts, the next segment where it ends.
                 // An empty placeholder keeps that range accounted for (and,
@@ -103,7 +103,7 @@ struct Salvage {
             visitLater: { if $0.sequence >= minimum { kept.append($0) } })
         report.skipped += analysis.damage?.skipped ?? []
         if minimum > 0 {
-            report.skipped.append(.init(file: segment.name, offset: 0, bytes: 0, reason: segment.reason))
+            report.skipped.append(.init(file: segment.name, offset: 0, bytes: 0, damage: segment.damage))
         }
         let base = max(header.baseSequence, minimum)
         let ownHighest = max(kept.last?.sequence ?? 0, analysis.damage?.highestSequenceAfter ?? 0)
@@ -116,7 +116,7 @@ struct Salvage {
             report.skipped.append(
                 .init(
                     file: segment.name, offset: 0, bytes: 0,
-                    reason: "\(kept.count - inRange.count) record(s) outside the segment's range \(base)..<\(max(coverEnd, base))"))
+                    damage: .recordsOutsideSegment(count: kept.count - inRange.count, segment: base..<max(coverEnd, base))))
         }
         // Nothing of the log's history is left in it (its whole range
         // belongs to its neighbours): no output, or one named after the
@@ -127,12 +127,12 @@ struct Salvage {
         var copied = 0
         for record in inRange {
             let frame = try reader.window(at: record.offset, count: record.length)
-            if let reason = RecordFrame.reverify(frame, crcSeed: header.recordCRCSeed, sequence: record.sequence) {
+            if let damage = RecordFrame.reverify(frame, crcSeed: header.recordCRCSeed, sequence: record.sequence) {
                 // Its bytes changed since the scan: damaged, like the rest.
                 report.skipped.append(
                     .init(
                         file: segment.name, offset: record.offset, bytes: Int64(record.length),
-                        reason: "record no longer verifies when copied: \(reason)"))
+                        damage: .noLongerVerifies(damage)))
                 continue
             }
             let start = bytes.count
@@ -146,7 +146,7 @@ struct Salvage {
         try? fileSystem.close(descriptor)
         logger.error(
             "salvaged a damaged segment",
-            metadata: ["file": "\(segment.name)", "kept": "\(copied)", "reason": "\(segment.reason)"])
+            metadata: ["file": "\(segment.name)", "kept": "\(copied)", "reason": "\(segment.damage)"])
         return .init(base: base, salt: output.salt)
     }
 

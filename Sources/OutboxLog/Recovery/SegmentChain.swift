@@ -154,12 +154,12 @@ struct SegmentChain {
                     segmentDamaged = true
                     scan.segmentsWithKnownDamage.insert(file.id)
                     if let after = damage.highestSequenceAfter { scan.highestSequence = max(scan.highestSequence, after) }
-                    let reason = damage.recordsAfter > 0
-                        ? "\(damage.reason), followed by \(damage.recordsAfter) valid record(s)"
-                        : "\(damage.reason) in a sealed segment"
+                    let found: LogDamage = damage.recordsAfter > 0
+                        ? .followedByRecords(damage.damage, records: damage.recordsAfter)
+                        : .inSealedSegment(damage.damage)
                     scan.damaged.append(
                         DamagedSegment(
-                            candidate: candidate, header: header, offset: damage.frameOffset, reason: reason,
+                            candidate: candidate, header: header, offset: damage.frameOffset, damage: found,
                             analysis: analysis))
                 }
             }
@@ -174,13 +174,13 @@ struct SegmentChain {
     /// in it is trusted, not even its range, which starts where an intact
     /// predecessor ends (salvage accounts for it from there).
     private func unreadableHeader(_ candidate: SegmentCandidate, after earlier: Previous?) -> DamagedSegment {
-        let reason: String
+        let damage: LogDamage
         switch candidate.header {
-        case .success(let header): reason = "header names base \(header.baseSequence), the file name \(candidate.base)"
-        case .failure(let failure): reason = "bad segment header (\(failure))"
+        case .success(let header): damage = .headerNamesOtherBase(header: header.baseSequence, fileName: candidate.base)
+        case .failure(let failure): damage = .segmentHeader(failure)
         }
         return DamagedSegment(
-            candidate: candidate, header: nil, offset: 0, reason: reason,
+            candidate: candidate, header: nil, offset: 0, damage: damage,
             minimumSequence: earlier?.expectedNext ?? candidate.base)
     }
 
@@ -198,26 +198,24 @@ struct SegmentChain {
             scan.damaged.append(
                 DamagedSegment(
                     candidate: candidate, header: header, offset: 0,
-                    reason: "segment starts at \(header.baseSequence), inside the previous segment's range",
+                    damage: .overlapsPrevious(base: header.baseSequence),
                     minimumSequence: expected))
             return Previous(
                 header: header, name: candidate.name, lastSequence: max(earlier.lastSequence ?? 0, expected - 1),
                 damaged: true)
         }
-        let gap: String?
+        let gap: LogDamage?
         if let expected {
-            gap = header.baseSequence > expected
-                ? "sequences \(expected)..<\(header.baseSequence) are missing before this segment (was a segment file deleted?)"
-                : nil
+            gap = header.baseSequence > expected ? .missingSequences(expected..<header.baseSequence) : nil
         } else {
-            gap = "the previous segment \(earlier.name) is empty but not the newest"
+            gap = .emptySegmentNotNewest(previous: earlier.name)
         }
         guard let gap else { return nil }
         guard toleratesGaps else {
-            scan.damaged.append(DamagedSegment(candidate: candidate, header: header, offset: 0, reason: gap))
+            scan.damaged.append(DamagedSegment(candidate: candidate, header: header, offset: 0, damage: gap))
             return Previous(header: header, name: candidate.name, lastSequence: nil, damaged: true)
         }
-        report.skipped.append(.init(file: candidate.name, offset: 0, bytes: 0, reason: gap))
+        report.skipped.append(.init(file: candidate.name, offset: 0, bytes: 0, damage: gap))
         if mayFillGaps {
             // Salvage records the loss on disk, so the next open (strict,
             // say) does not trip over the same gap. (A gap may show only

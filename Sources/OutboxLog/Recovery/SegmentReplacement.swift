@@ -98,7 +98,7 @@ struct SegmentReplacement {
         else {
             throw .corruption(
                 "the segment's records changed while recovery copied them"
-                    + (run.stop.map { " (\($0.reason) at offset \($0.frame) of the copy)" } ?? ""),
+                    + (run.stop.map { " (\($0.damage) at offset \($0.frame) of the copy)" } ?? ""),
                 file: source)
         }
     }

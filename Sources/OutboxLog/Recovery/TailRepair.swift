@@ -38,7 +38,7 @@ struct TailRepair {
         if let torn = scan.tornTail, let damage = torn.analysis.damage {
             let name = torn.candidate.name
             report.truncatedTail = .init(
-                file: name, offset: damage.offset, bytes: torn.candidate.size - damage.offset, reason: damage.reason,
+                file: name, offset: damage.offset, bytes: torn.candidate.size - damage.offset, damage: damage.damage,
                 unreachableRecords: damage.dataRecordsAfter)
             let metadata: Logger.Metadata = [
                 "file": "\(name)", "offset": "\(damage.offset)", "bytes": "\(torn.candidate.size - damage.offset)",

@@ -11,7 +11,7 @@ package struct SegmentAnalysis {
         /// The damaged frame (see ``SegmentScanner/Stop/frame``): where
         /// damage that is not a torn tail is reported.
         var frameOffset: Int64
-        var reason: String
+        var damage: LogDamage
         /// Committed frames (markers included) that verified *after* the damage.
         var recordsAfter = 0
         /// Of those, the records: what a torn tail makes unreachable.
@@ -48,13 +48,13 @@ package struct SegmentAnalysis {
             from: Int64(SegmentHeader.size), previous: nil, resumingAfterDamage: false, visit: visit)
         guard let stop = leading.stop else { return SegmentAnalysis(leading: leading, damage: nil) }
 
-        var damage = Damage(offset: stop.offset, frameOffset: stop.frame, reason: stop.reason)
+        var damage = Damage(offset: stop.offset, frameOffset: stop.frame, damage: stop.damage)
         if stop.offset == stop.frame, try scanner.isZero(from: stop.frame) {
             damage.isZeroTail = true
-            damage.reason = "zero bytes from here to the end of the file"
+            damage.damage = .zeroTail
             damage.skipped = [
                 RecoveryReport.SkippedRange(
-                    file: file, offset: stop.frame, bytes: scanner.fileSize - stop.frame, reason: damage.reason)
+                    file: file, offset: stop.frame, bytes: scanner.fileSize - stop.frame, damage: .zeroTail)
             ]
             return SegmentAnalysis(leading: leading, damage: damage)
         }
@@ -67,12 +67,12 @@ package struct SegmentAnalysis {
             damage.skipped.append(
                 RecoveryReport.SkippedRange(
                     file: file, offset: current.frame, bytes: (next ?? scanner.fileSize) - current.frame,
-                    reason: current.reason))
+                    damage: current.damage))
             if current.frame > current.offset {
                 damage.skipped.append(
                     RecoveryReport.SkippedRange(
                         file: file, offset: current.offset, bytes: current.frame - current.offset,
-                        reason: "intact records of a batch discarded with its damaged record at offset \(current.frame)"))
+                        damage: .discardedWithBatch(damagedFrameAt: current.frame)))
             }
             guard let next else { break }
             var dataRecords = 0
@@ -83,7 +83,7 @@ package struct SegmentAnalysis {
             damage.dataRecordsAfter += dataRecords
             if run.orphanBytes > 0 {
                 damage.skipped.append(
-                    RecoveryReport.SkippedRange(file: file, offset: next, bytes: run.orphanBytes, reason: "rest of a batch whose start was lost"))
+                    RecoveryReport.SkippedRange(file: file, offset: next, bytes: run.orphanBytes, damage: .batchStartLost))
             }
             damage.recordsAfter += run.records
             damage.maximumWatermarkAfter = max(damage.maximumWatermarkAfter, run.maximumWatermark)

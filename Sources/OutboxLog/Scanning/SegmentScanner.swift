@@ -49,7 +49,7 @@ package final class SegmentScanner {
         /// but a batch is broken, the batch's first frame. At or after
         /// `offset`; the batch's intact frames in between are discarded.
         var frame: Int64
-        var reason: String
+        var damage: LogDamage
     }
 
     package init(reader: ChunkedFileReader, header: SegmentHeader) {
@@ -83,16 +83,16 @@ package final class SegmentScanner {
 
         /// `frameLevel`: the frame at `position` is at fault; otherwise
         /// the open batch is (every frame of it verified).
-        func stop(_ reason: String, frameLevel: Bool = true) -> Run {
+        func stop(_ damage: LogDamage, frameLevel: Bool = true) -> Run {
             var result = run
             let committedEnd = batch.isEmpty ? position : batchStart
-            result.stop = Stop(offset: committedEnd, frame: frameLevel ? position : committedEnd, reason: reason)
+            result.stop = Stop(offset: committedEnd, frame: frameLevel ? position : committedEnd, damage: damage)
             return result
         }
 
         while position < fileSize {
             let head = try reader.window(at: position, count: RecordFrame.headerSize)
-            guard head.count == RecordFrame.headerSize else { return stop("incomplete frame header") }
+            guard head.count == RecordFrame.headerSize else { return stop(.frameHeaderCut) }
             let declared = Int(head.loadLittleEndian(at: 4, as: UInt32.self))
             var frameBytes = head
             if declared > RecordFrame.headerSize && declared <= maximumLength {
@@ -101,8 +101,8 @@ package final class SegmentScanner {
             let decoded: RecordFrame.Decoded
             switch RecordFrame.decode(frameBytes, at: 0, crcSeed: crcSeed, maximumLength: maximumLength) {
             case .success(let frame): decoded = frame
-            case .failure(.incomplete): return stop("frame extends past the end of the file")
-            case .failure(.invalid(let reason)): return stop(reason)
+            case .failure(.incomplete): return stop(.frameCut)
+            case .failure(.invalid(let damage)): return stop(damage)
             }
             if skippingOrphans {
                 if decoded.batchContinuation {
@@ -111,19 +111,21 @@ package final class SegmentScanner {
                     position += Int64(decoded.length)
                     run.orphanBytes += Int64(decoded.length)
                     run.end = position
-                    if let last = lastFrameSequence, decoded.sequence <= last { return stop("sequence out of order") }
+                    if let last = lastFrameSequence, decoded.sequence <= last {
+                        return stop(.sequenceOutOfOrder(decoded.sequence, previous: last))
+                    }
                     lastFrameSequence = decoded.sequence
                     allowGap = true
                     continue
                 }
                 skippingOrphans = false
             }
-            if let reason = sequenceViolation(decoded.sequence, after: lastFrameSequence, allowGap: allowGap) {
-                return stop(reason)
+            if let damage = sequenceViolation(decoded.sequence, after: lastFrameSequence, allowGap: allowGap) {
+                return stop(damage)
             }
             if decoded.batchContinuation != !batch.isEmpty {
                 return decoded.batchContinuation
-                    ? stop("batch continuation without its start") : stop("batch interrupted", frameLevel: false)
+                    ? stop(.continuationWithoutStart) : stop(.batchInterrupted, frameLevel: false)
             }
             allowGap = false
             lastFrameSequence = decoded.sequence
@@ -152,24 +154,24 @@ package final class SegmentScanner {
             run.endsWithMarker = decoded.kind == .marker
             run.end = position
         }
-        if !batch.isEmpty { return stop("incomplete batch at the end of the file", frameLevel: false) }
+        if !batch.isEmpty { return stop(.batchCut, frameLevel: false) }
         return run
     }
 
-    private func sequenceViolation(_ sequence: UInt64, after previous: UInt64?, allowGap: Bool) -> String? {
+    private func sequenceViolation(_ sequence: UInt64, after previous: UInt64?, allowGap: Bool) -> LogDamage? {
         if let coverEnd = header.coverEnd {
             if sequence < header.baseSequence || sequence >= coverEnd {
-                return "sequence \(sequence) outside the segment's range \(header.baseSequence)..<\(coverEnd)"
+                return .sequenceOutsideSegment(sequence, segment: header.baseSequence..<max(coverEnd, header.baseSequence))
             }
-            if let previous, sequence <= previous { return "sequence \(sequence) after \(previous)" }
+            if let previous, sequence <= previous { return .sequenceOutOfOrder(sequence, previous: previous) }
             return nil
         }
         guard let previous else {
             return sequence == header.baseSequence || (allowGap && sequence > header.baseSequence)
-                ? nil : "first sequence \(sequence) is not the segment's base \(header.baseSequence)"
+                ? nil : .firstSequenceNotBase(sequence, base: header.baseSequence)
         }
         if sequence == previous &+ 1 || (allowGap && sequence > previous) { return nil }
-        return "sequence \(sequence) after \(previous)"
+        return .sequenceOutOfOrder(sequence, previous: previous)
     }
 
     /// Whether every byte from `offset` to the end of the file is zero.
