@@ -111,7 +111,7 @@ struct IndexCheckpointTests {
         let reopened = try await OutboxLog.open(at: simulatedLogDirectory, configuration: Self.configuration(disk))
         try await expectLog(reopened, equals: model)
         #expect(reopened.recoveryReport.indexCheckpoint == nil)
-        #expect(reopened.recoveryReport.checkpointRejected?.contains("segments changed") == true)
+        #expect(reopened.recoveryReport.checkpointRejected == .segmentsChanged)
         try await reopened.close()
     }
 

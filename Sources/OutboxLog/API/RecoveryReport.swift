@@ -86,7 +86,7 @@ public struct RecoveryReport: Sendable, Hashable, CustomStringConvertible {
     public var indexCheckpoint: UInt64?
     /// Why an index checkpoint that was there was not used, if it was not:
     /// the open then read the whole log.
-    public var checkpointRejected: String?
+    public var checkpointRejected: IndexCheckpointRejection?
     /// How long the open took.
     public var duration: Duration = .zero
 

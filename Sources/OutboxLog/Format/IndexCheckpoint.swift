@@ -130,11 +130,7 @@ struct IndexCheckpoint: Sendable {
 
     // MARK: Reading
 
-    /// Why a checkpoint was not used.
-    struct Rejection: Error, Sendable, Hashable, CustomStringConvertible {
-        var reason: String
-        var description: String { reason }
-    }
+    typealias Rejection = IndexCheckpointRejection
 
     /// Decodes the header (the first ``headerSize`` bytes); the caller
     /// then reads the segment table, whose size ``tableSize(fromHeader:)``
@@ -142,20 +138,20 @@ struct IndexCheckpoint: Sendable {
     static func tableSize(fromHeader bytes: [UInt8]) -> Result<Int, Rejection> {
         bytes.withUnsafeBytes { raw in
             guard raw.count >= headerSize, raw.prefix(8).elementsEqual(magic) else {
-                return .failure(Rejection(reason: "not an index checkpoint (bad magic or too short)"))
+                return .failure(.notACheckpoint)
             }
             let stored: UInt32 = raw.loadLittleEndian(at: 60)
             guard stored == CRC32.checksum(UnsafeRawBufferPointer(rebasing: raw[..<60])) else {
-                return .failure(Rejection(reason: "the checkpoint's header fails its CRC"))
+                return .failure(.headerFailsCRC)
             }
             let version: UInt16 = raw.loadLittleEndian(at: 8)
             guard version == Self.version else {
-                return .failure(Rejection(reason: "checkpoint version \(version) is not one this library reads (1)"))
+                return .failure(.unsupportedVersion(version))
             }
             guard raw.loadLittleEndian(at: 10, as: UInt16.self) == UInt16(headerSize),
                 raw.loadLittleEndian(at: 12, as: UInt32.self) == 0, raw.loadLittleEndian(at: 28, as: UInt32.self) == 0,
                 raw.loadLittleEndian(at: 56, as: UInt32.self) == 0
-            else { return .failure(Rejection(reason: "the checkpoint's header is inconsistent")) }
+            else { return .failure(.headerInconsistent) }
             let count = Int(raw.loadLittleEndian(at: 24, as: UInt32.self))
             return .success(count * segmentEntrySize)
         }
@@ -171,11 +167,11 @@ struct IndexCheckpoint: Sendable {
         }
         return bytes.withUnsafeBytes { raw in
             guard raw.count == headerSize + tableSize else {
-                return .failure(Rejection(reason: "the checkpoint's segment table is cut short"))
+                return .failure(.segmentTableCut)
             }
             let table = UnsafeRawBufferPointer(rebasing: raw[headerSize...])
             guard CRC32.checksum(table) == raw.loadLittleEndian(at: 48, as: UInt32.self) else {
-                return .failure(Rejection(reason: "the checkpoint's segment table fails its CRC"))
+                return .failure(.segmentTableFailsCRC)
             }
             var segments: [Segment] = []
             for index in 0..<(tableSize / segmentEntrySize) {
@@ -191,7 +187,7 @@ struct IndexCheckpoint: Sendable {
                 guard covered == Int64(SegmentHeader.size) + usage.totalBytes, usage.liveBytes >= 0,
                     usage.liveBytes <= usage.totalBytes, usage.liveRecords >= 0, usage.liveRecords <= usage.records,
                     usage.markerBytes >= 0
-                else { return .failure(Rejection(reason: "the checkpoint's segment table is inconsistent")) }
+                else { return .failure(.segmentTableInconsistent) }
                 segments.append(
                     Segment(
                         base: table.loadLittleEndian(at: at), salt: table.loadLittleEndian(at: at + 8),
@@ -200,7 +196,7 @@ struct IndexCheckpoint: Sendable {
             let keyCount = Int(truncatingIfNeeded: raw.loadLittleEndian(at: 32, as: UInt64.self))
             let keyBytes = Int(truncatingIfNeeded: raw.loadLittleEndian(at: 40, as: UInt64.self))
             guard keyCount >= 0, keyBytes >= keyCount * 27, keyBytes <= Int(Int32.max) * 64 else {
-                return .failure(Rejection(reason: "the checkpoint's key section size is implausible"))
+                return .failure(.keySectionSizeImplausible)
             }
             return .success(
                 IndexCheckpoint(
@@ -214,7 +210,7 @@ struct IndexCheckpoint: Sendable {
     /// must lie within the covered bytes of its segment.
     func decodeIndex(_ section: [UInt8], firstID: UInt32) -> Result<LogIndex, Rejection> {
         guard section.count == keySectionSize, CRC32.checksum(section) == keySectionCRC else {
-            return .failure(Rejection(reason: "the checkpoint's key section fails its CRC"))
+            return .failure(.keySectionFailsCRC)
         }
         var index = LogIndex()
         index.entries.reserveCapacity(keyCount)
@@ -247,7 +243,7 @@ struct IndexCheckpoint: Sendable {
             }
             return at == raw.count
         }
-        guard decoded else { return .failure(Rejection(reason: "the checkpoint's key section is inconsistent")) }
+        guard decoded else { return .failure(.keySectionInconsistent) }
         return .success(index)
     }
 }

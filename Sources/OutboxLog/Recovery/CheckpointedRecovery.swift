@@ -59,7 +59,7 @@ struct CheckpointedRecovery {
             guard cut.allSatisfy({ $0.kind == .marker }),
                 keptEnd + cut.reduce(0, { $0 + Int64($1.length) }) == coveredEnd
             else {
-                report.checkpointRejected = "the newest segment lost records the checkpoint covers"
+                report.checkpointRejected = .newestSegmentLostRecords
                 return .recoverAgain
             }
             let bytes = coveredEnd - keptEnd
@@ -103,7 +103,7 @@ struct CheckpointedRecovery {
         let path = layout.indexCheckpointFile
         let descriptor: FileDescriptor
         do { descriptor = try fileSystem.openFile(path, mode: .readOnly) } catch {
-            if error != .noSuchFileOrDirectory { report.checkpointRejected = "cannot open the checkpoint: \(error)" }
+            if error != .noSuchFileOrDirectory { report.checkpointRejected = .unreadable(error) }
             return nil
         }
         defer { try? fileSystem.close(descriptor) }
@@ -114,14 +114,14 @@ struct CheckpointedRecovery {
             let checkpoint = try IndexCheckpoint.decodeHead(header + table).get()
             let size = try fileSystem.size(of: descriptor)
             guard size == Int64(checkpoint.keySectionOffset + checkpoint.keySectionSize) else {
-                report.checkpointRejected = "the checkpoint file is \(size) bytes, not the size its header gives"
+                report.checkpointRejected = .fileSizeMismatch(size)
                 return nil
             }
             return checkpoint
-        } catch let rejection as IndexCheckpoint.Rejection {
-            report.checkpointRejected = rejection.reason
+        } catch let rejection as IndexCheckpointRejection {
+            report.checkpointRejected = rejection
         } catch {
-            report.checkpointRejected = "cannot read the checkpoint: \(error)"
+            report.checkpointRejected = .unreadable((error as? Errno) ?? .ioError)
         }
         return nil
     }
@@ -134,14 +134,14 @@ struct CheckpointedRecovery {
         var current: [(segment: LogPosition.Segment, rewritten: Bool)] = []
         for candidate in ordered {
             guard let header = candidate.usableHeader else {
-                report.checkpointRejected = "\(candidate.name) has an unreadable header"
+                report.checkpointRejected = .segmentHeaderUnreadable(segment: candidate.name)
                 return nil
             }
             current.append((LogPosition.Segment(base: header.baseSequence, salt: header.salt), header.coverEnd != nil))
         }
         let count = checkpoint.segments.count
         guard count >= 1, checkpoint.position.matches(current) else {
-            report.checkpointRejected = "the log's segments changed since the checkpoint (a compaction, a repair, or another log's checkpoint)"
+            report.checkpointRejected = .segmentsChanged
             return nil
         }
         for (position, segment) in checkpoint.segments.enumerated() {
@@ -150,7 +150,7 @@ struct CheckpointedRecovery {
             guard candidate.usableHeader!.coverEnd == segment.coverEnd,
                 sealed ? candidate.size == segment.coveredEnd : candidate.size >= segment.coveredEnd
             else {
-                report.checkpointRejected = "\(candidate.name) does not have the size the checkpoint recorded"
+                report.checkpointRejected = .segmentSizeChanged(segment: candidate.name)
                 return nil
             }
         }

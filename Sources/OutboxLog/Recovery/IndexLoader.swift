@@ -38,7 +38,7 @@ struct IndexLoader: Sendable {
         /// Records read (the checkpoint's keys not counted).
         var records: Int
         /// Why the checkpoint's keys were not used, if they were not.
-        var rejected: String?
+        var rejected: IndexCheckpointRejection?
     }
 
     struct Cancelled: Error {}
@@ -64,8 +64,8 @@ struct IndexLoader: Sendable {
                 }
             }
         case .failure(let rejection):
-            logger.warning("index checkpoint not used", metadata: ["reason": "\(rejection.reason)"])
-            loaded.rejected = rejection.reason
+            logger.warning("index checkpoint not used", metadata: ["reason": "\(rejection)"])
+            loaded.rejected = rejection
             loaded.index = LogIndex()
             for file in load.older { loaded.index.usage[file.id] = SegmentUsage() }
             applyAfter = 0
@@ -96,7 +96,7 @@ struct IndexLoader: Sendable {
                 descriptor, count: checkpoint.keySectionSize, at: Int64(checkpoint.keySectionOffset))
             return checkpoint.decodeIndex(section, firstID: 1)
         } catch {
-            return .failure(IndexCheckpoint.Rejection(reason: "cannot read the checkpoint's keys: \(error)"))
+            return .failure(.unreadable(error))
         }
     }
 
