@@ -268,4 +268,43 @@ struct IndexCheckpointTests {
         try await expectLog(reference, equals: model)
         try await reference.close()
     }
+
+    /// Rewrites `INDEX` with `change` applied, its table's and header's
+    /// CRCs recomputed: a forged file, not a damaged one.
+    static func forge(_ disk: SimulatedFileSystem, _ change: (inout [UInt8]) -> Void) throws {
+        let path = simulatedLogDirectory.appending("INDEX")
+        var bytes = try #require(disk.contents(of: path))
+        change(&bytes)
+        let tableEnd = min(bytes.count, 64 + 72 * Int(bytes[24..<28].reversed().reduce(UInt32(0)) { $0 << 8 | UInt32($1) }))
+        if tableEnd > 64 { put(CRC32.checksum(bytes[64..<tableEnd]), at: 48, in: &bytes) }
+        put(CRC32.checksum(bytes[0..<60]), at: 60, in: &bytes)
+        try disk.setContents(of: path, to: bytes)
+    }
+
+    static func put<T: FixedWidthInteger>(_ value: T, at offset: Int, in bytes: inout [UInt8]) {
+        for index in 0..<(T.bitWidth / 8) { bytes[offset + index] = UInt8(truncatingIfNeeded: value >> (8 * index)) }
+    }
+
+    @Test("a forged checkpoint whose counts would overflow, or whose table would take gigabytes, is refused without trapping")
+    func forgedCounts() async throws {
+        let forgeries: [(String, IndexCheckpointRejection, (inout [UInt8]) -> Void)] = [
+            ("key count", .keySectionSizeImplausible, { Self.put(UInt64(1) << 59, at: 32, in: &$0) }),
+            ("segment bytes", .segmentTableInconsistent, { Self.put(UInt64(Int64.max), at: 64 + 32, in: &$0) }),
+            ("segment count", .fileSizeMismatch(0), { Self.put(UInt32.max, at: 24, in: &$0) }),
+        ]
+        for (what, expected, change) in forgeries {
+            let disk = SimulatedFileSystem(directories: ["/data"])
+            let model = try await Self.populated(disk)
+            try Self.forge(disk, change)
+            let log = try await OutboxLog.open(at: simulatedLogDirectory, configuration: Self.configuration(disk))
+            try await expectLog(log, equals: model, "\(what)")
+            let rejected = log.recoveryReport.checkpointRejected
+            if case .fileSizeMismatch = expected {
+                guard case .fileSizeMismatch = rejected else { Issue.record("\(what): \(String(describing: rejected))"); continue }
+            } else {
+                #expect(rejected == expected, "\(what)")
+            }
+            try await log.close()
+        }
+    }
 }

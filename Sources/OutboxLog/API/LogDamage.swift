@@ -36,6 +36,8 @@ public enum LogDamage: Sendable, Hashable, CustomStringConvertible {
     case sequenceOutsideSegment(UInt64, segment: Range<UInt64>)
     /// A record not numbered right after the one before it.
     case sequenceOutOfOrder(UInt64, previous: UInt64)
+    /// A record numbered at or above 2^63, where sequence numbers stop.
+    case sequenceBeyondLimit(UInt64)
     /// An appended segment whose first record is not numbered its base.
     case firstSequenceNotBase(UInt64, base: UInt64)
 
@@ -103,6 +105,7 @@ public enum LogDamage: Sendable, Hashable, CustomStringConvertible {
         case .sequenceOutsideSegment(let sequence, let segment):
             "sequence \(sequence) outside the segment's range \(segment.lowerBound)..<\(segment.upperBound)"
         case .sequenceOutOfOrder(let sequence, let previous): "sequence \(sequence) after \(previous)"
+        case .sequenceBeyondLimit(let sequence): "sequence \(sequence) is beyond 2^63"
         case .firstSequenceNotBase(let sequence, let base): "first sequence \(sequence) is not the segment's base \(base)"
         case .continuationWithoutStart: "batch continuation without its start"
         case .batchInterrupted: "batch interrupted"
@@ -145,6 +148,7 @@ public enum LogDamage: Sendable, Hashable, CustomStringConvertible {
         case .markerWithKeyOrPayload: "markerWithKeyOrPayload"
         case .sequenceOutsideSegment: "sequenceOutsideSegment"
         case .sequenceOutOfOrder: "sequenceOutOfOrder"
+        case .sequenceBeyondLimit: "sequenceBeyondLimit"
         case .firstSequenceNotBase: "firstSequenceNotBase"
         case .continuationWithoutStart: "continuationWithoutStart"
         case .batchInterrupted: "batchInterrupted"

@@ -17,6 +17,8 @@ public enum SegmentHeaderDamage: Error, Sendable, Hashable, CustomStringConverti
     case zeroSalt
     case reservedNotZero(UInt32)
     case zeroBase
+    /// A base or cover end at or above 2^63, where sequence numbers stop.
+    case beyondSequenceLimit(UInt64)
     /// A rewritten segment whose cover end is before its base.
     case coverEndBeforeBase(end: UInt64, base: UInt64)
     /// An appended segment with a cover end.
@@ -34,6 +36,7 @@ public enum SegmentHeaderDamage: Error, Sendable, Hashable, CustomStringConverti
         case .zeroSalt: "zero salt"
         case .reservedNotZero(let reserved): "reserved field \(reserved) is not zero"
         case .zeroBase: "base sequence 0"
+        case .beyondSequenceLimit(let value): "sequence \(value) is beyond 2^63"
         case .coverEndBeforeBase(let end, let base): "cover end \(end) before base \(base)"
         case .coverEndOnAppended: "cover end set on an appended segment"
         }

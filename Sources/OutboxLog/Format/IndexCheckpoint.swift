@@ -152,8 +152,13 @@ struct IndexCheckpoint: Sendable {
                 raw.loadLittleEndian(at: 12, as: UInt32.self) == 0, raw.loadLittleEndian(at: 28, as: UInt32.self) == 0,
                 raw.loadLittleEndian(at: 56, as: UInt32.self) == 0
             else { return .failure(.headerInconsistent) }
-            let count = Int(raw.loadLittleEndian(at: 24, as: UInt32.self))
-            return .success(count * segmentEntrySize)
+            // At most the segments a log can hold (every one at least a
+            // header and a record): on 32-bit platforms too.
+            let count = raw.loadLittleEndian(at: 24, as: UInt32.self)
+            guard let entries = Int(exactly: count), entries <= Int.max / segmentEntrySize else {
+                return .failure(.headerInconsistent)
+            }
+            return .success(entries * segmentEntrySize)
         }
     }
 
@@ -184,7 +189,8 @@ struct IndexCheckpoint: Sendable {
                 usage.records = Int(truncatingIfNeeded: table.loadLittleEndian(at: at + 48, as: UInt64.self))
                 usage.liveRecords = Int(truncatingIfNeeded: table.loadLittleEndian(at: at + 56, as: UInt64.self))
                 usage.markerBytes = table.loadLittleEndian(at: at + 64)
-                guard covered == Int64(SegmentHeader.size) + usage.totalBytes, usage.liveBytes >= 0,
+                guard usage.totalBytes >= 0, usage.totalBytes <= Int64.max - Int64(SegmentHeader.size),
+                    covered == Int64(SegmentHeader.size) + usage.totalBytes, usage.liveBytes >= 0,
                     usage.liveBytes <= usage.totalBytes, usage.liveRecords >= 0, usage.liveRecords <= usage.records,
                     usage.markerBytes >= 0
                 else { return .failure(.segmentTableInconsistent) }
@@ -195,7 +201,7 @@ struct IndexCheckpoint: Sendable {
             }
             let keyCount = Int(truncatingIfNeeded: raw.loadLittleEndian(at: 32, as: UInt64.self))
             let keyBytes = Int(truncatingIfNeeded: raw.loadLittleEndian(at: 40, as: UInt64.self))
-            guard keyCount >= 0, keyBytes >= keyCount * 27, keyBytes <= Int(Int32.max) * 64 else {
+            guard keyCount >= 0, keyBytes >= 0, keyCount <= keyBytes / 27, keyBytes <= Int(Int32.max) * 64 else {
                 return .failure(.keySectionSizeImplausible)
             }
             return .success(

@@ -30,6 +30,11 @@ package struct SegmentHeader: Sendable, Hashable {
     package var coverEnd: UInt64?
     var salt: UInt64
 
+    /// Every sequence number, base and cover end is below this (2^63): a
+    /// header or record numbered at or above it is damage, so that no
+    /// reader ever adds one to `UInt64.max` (Docs/FORMAT.md, "Sequence rules").
+    package static let sequenceLimit: UInt64 = 1 << 63
+
     package init(baseSequence: UInt64, coverEnd: UInt64?, salt: UInt64) {
         self.baseSequence = baseSequence
         self.coverEnd = coverEnd
@@ -87,8 +92,10 @@ package struct SegmentHeader: Sendable, Hashable {
         guard reserved == 0 else { return .failure(.reservedNotZero(reserved)) }
         // Sequence numbers start at 1.
         guard base != 0 else { return .failure(.zeroBase) }
+        guard base < sequenceLimit else { return .failure(.beyondSequenceLimit(base)) }
         let rewritten = flags & rewrittenFlag != 0
         if rewritten && end < base { return .failure(.coverEndBeforeBase(end: end, base: base)) }
+        if rewritten && end > sequenceLimit { return .failure(.beyondSequenceLimit(end)) }
         if !rewritten && end != 0 { return .failure(.coverEndOnAppended) }
         return .success(SegmentHeader(baseSequence: base, coverEnd: rewritten ? end : nil, salt: salt))
     }

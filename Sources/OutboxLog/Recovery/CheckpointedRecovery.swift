@@ -110,9 +110,15 @@ struct CheckpointedRecovery {
         do {
             let header = try fileSystem.readBytes(descriptor, count: IndexCheckpoint.headerSize, at: 0)
             let tableSize = try IndexCheckpoint.tableSize(fromHeader: header).get()
+            // The size before the table: a count read from the file must not
+            // make this read allocate more than the file holds.
+            let size = try fileSystem.size(of: descriptor)
+            guard Int64(IndexCheckpoint.headerSize) + Int64(tableSize) <= size else {
+                report.checkpointRejected = .fileSizeMismatch(size)
+                return nil
+            }
             let table = try fileSystem.readBytes(descriptor, count: tableSize, at: Int64(IndexCheckpoint.headerSize))
             let checkpoint = try IndexCheckpoint.decodeHead(header + table).get()
-            let size = try fileSystem.size(of: descriptor)
             guard size == Int64(checkpoint.keySectionOffset + checkpoint.keySectionSize) else {
                 report.checkpointRejected = .fileSizeMismatch(size)
                 return nil

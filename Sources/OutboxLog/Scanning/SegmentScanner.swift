@@ -111,6 +111,7 @@ package final class SegmentScanner {
                     position += Int64(decoded.length)
                     run.orphanBytes += Int64(decoded.length)
                     run.end = position
+                    if decoded.sequence >= SegmentHeader.sequenceLimit { return stop(.sequenceBeyondLimit(decoded.sequence)) }
                     if let last = lastFrameSequence, decoded.sequence <= last {
                         return stop(.sequenceOutOfOrder(decoded.sequence, previous: last))
                     }
@@ -159,6 +160,7 @@ package final class SegmentScanner {
     }
 
     private func sequenceViolation(_ sequence: UInt64, after previous: UInt64?, allowGap: Bool) -> LogDamage? {
+        guard sequence < SegmentHeader.sequenceLimit else { return .sequenceBeyondLimit(sequence) }
         if let coverEnd = header.coverEnd {
             if sequence < header.baseSequence || sequence >= coverEnd {
                 return .sequenceOutsideSegment(sequence, segment: header.baseSequence..<max(coverEnd, header.baseSequence))
@@ -213,7 +215,7 @@ package final class SegmentScanner {
             if length >= RecordFrame.headerSize, length <= maximumLength,
                 Int64(length) <= fileSize - candidate, (1...4).contains(kind),
                 flags & ~RecordFrame.knownFlags == 0, RecordFrame.headerSize + keyCount <= length,
-                sequence > floor
+                sequence > floor, sequence < SegmentHeader.sequenceLimit
             {
                 let frame = try reader.window(at: candidate, count: length)
                 if case .success = RecordFrame.decode(frame, at: 0, crcSeed: crcSeed, maximumLength: maximumLength) {
