@@ -105,6 +105,20 @@ struct DeliveryRulesTests {
         _ = await flush.value
     }
 
+    @Test("a server id longer than a store keeps: the entry is recorded delivered without it, once, not resent forever")
+    func oversizeServerID() async throws {
+        let fixture = DispatcherFixture()
+        let huge = String(repeating: "x", count: OutboxLimits.maximumServerIDBytes + 1)
+        fixture.handler.script("big", .delivered(serverID: huge))
+        let id = try await fixture.add("big")
+        let report = await fixture.dispatcher.flush()
+        #expect(report.delivered == 1, "\(report)")
+        #expect(fixture.handler.deliveries(of: id).count == 1)
+        let status = try await fixture.store.status(id)
+        #expect(status != .pending && status != .waitingToRetry, "\(String(describing: status))")
+        #expect(try await fixture.store.completion(of: id)?.serverID == nil)
+    }
+
     @Test("an attempt never sent whose outcome cannot be recorded goes back as not sent: nothing marks its outcome unknown")
     func unrecordedUnsentAttemptIsNotUnknown() async throws {
         let store = InterceptingStore(base: InMemoryOutboxStore(partition: "u", configuration: quietConfiguration()))

@@ -7,13 +7,26 @@ extension DeliveryAttempts {
     /// An entry whose success could not be recorded is released as an
     /// interrupted attempt (the server applied it; it is resent with the
     /// same key, and the server replays it).
+    /// `serverID` if a store keeps it; `nil`, with a warning, for one longer
+    /// than ``OutboxLimits/maximumServerIDBytes``: the server applied the
+    /// write, and a store that refused the success would have it resent —
+    /// and answered with the same id — for ever. Its `local:` references
+    /// then cannot resolve (their entries are quarantined, saying so).
+    func keptServerID(_ serverID: String?, of id: OutboxEntry.ID) -> String? {
+        guard let serverID, serverID.utf8.count > OutboxLimits.maximumServerIDBytes else { return serverID }
+        logger.warning(
+            "delivered, but the server's id is too long to keep",
+            metadata: ["id": "\(id)", "bytes": "\(serverID.utf8.count)", "limit": "\(OutboxLimits.maximumServerIDBytes)"])
+        return nil
+    }
+
     func recordDeliveries(_ batch: [AttemptInbox.Delivered]) async -> OutboxFlushReport {
         var report = OutboxFlushReport()
         streaks.withLock { streaks in for delivery in batch { streaks[delivery.id] = nil } }
         inProgressRuns.withLock { runs in for delivery in batch { runs[delivery.id] = nil } }
         var successes: [OutboxSuccess] = []
         successes.reserveCapacity(batch.count)
-        for delivery in batch { successes.append(OutboxSuccess(id: delivery.id, serverID: delivery.serverID)) }
+        for delivery in batch { successes.append(OutboxSuccess(id: delivery.id, serverID: keptServerID(delivery.serverID, of: delivery.id))) }
         var failed: [OutboxEntry.ID: OutboxError]
         do {
             failed = try await store.recordSuccesses(successes, at: clock.now())

@@ -16,7 +16,7 @@ extension DeliveryAttempts {
         switch outcome {
         case .delivered(let serverID), .replayed(let serverID):
             streaks.withLock { $0[entry.id] = nil }
-            try await store.recordSuccess(entry.id, serverID: serverID, at: clock.now())
+            try await store.recordSuccess(entry.id, serverID: keptServerID(serverID, of: entry.id), at: clock.now())
             report.delivered += 1
             metrics.delivered.increment()
             if case .replayed = outcome {

@@ -172,14 +172,17 @@ final class DeliveryAttempts: Sendable {
     }
 
     /// Ends an attempt whose outcome could not be recorded: the entry goes
-    /// back to the queue, due at once — interrupted if the request may have
-    /// gone out (`sent`: whatever the server answered is lost with it, so
-    /// the outcome is unknown), not sent otherwise.
+    /// back to the queue after the interrupted backoff — interrupted if the
+    /// request may have gone out (`sent`: whatever the server answered is
+    /// lost with it, so the outcome is unknown), not sent otherwise.
     func release(_ id: OutboxEntry.ID, because error: OutboxError, sent: Bool) async {
         guard let current = try? await store.entry(id), current.status == .inFlight else { return }
         let message = "the outcome could not be recorded (\(error))"
+        // Backed off like an interrupted attempt: a refusal that repeats
+        // must not turn into a resend loop.
+        let retryAt = clock.now().adding(nextDelay(for: id, using: configuration.interruptedBackoff))
         _ = try? await store.recordFailure(
-            id, OutboxFailure(sent ? .interrupted : .notSent, message: message), retryAt: clock.now(),
+            id, OutboxFailure(sent ? .interrupted : .notSent, message: message), retryAt: retryAt,
             countsAsAttempt: false, serverAnsweredAt: nil, outcomeUnknownAt: sent ? clock.now() : nil)
     }
 
