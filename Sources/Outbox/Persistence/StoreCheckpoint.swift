@@ -124,7 +124,7 @@ package struct StoreCheckpoint: Sendable {
             guard raw.count == fixedSize, raw.prefix(8).elementsEqual(magic) else {
                 throw Rejection(reason: "not a store checkpoint (bad magic or too short)")
             }
-            return Int(raw.loadLittleEndian(at: 12, as: UInt32.self))
+            return Int(clamping: raw.loadLittleEndian(at: 12, as: UInt32.self))
         }
         guard headerSize > fixedSize + 12 + 4, headerSize <= 1 << 24 else { throw Rejection(reason: "implausible header size") }
         let size: Int64
@@ -169,8 +169,8 @@ package struct StoreCheckpoint: Sendable {
             let keyCheckedBytes = fixedSize + used
             if sealed {
                 guard end + 4 <= rest.count else { throw Rejection(reason: "the checkpoint's key check is cut short") }
-                let count = Int(rest.loadLittleEndian(at: end, as: UInt32.self))
-                guard end + 4 + count <= rest.count else { throw Rejection(reason: "the checkpoint's key check is cut short") }
+                let count = Int(clamping: rest.loadLittleEndian(at: end, as: UInt32.self))
+                guard count <= rest.count - end - 4 else { throw Rejection(reason: "the checkpoint's key check is cut short") }
                 keyCheck = Array(rest[(end + 4)..<(end + 4 + count)])
                 end += 4 + count
             }

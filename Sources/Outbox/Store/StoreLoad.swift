@@ -103,7 +103,10 @@ enum StoreLoad {
                 dependencies: body.dependencies.isEmpty ? nil : body.dependencies)
             var failure: FailureInfo?
             if let annotation = record.annotation {
-                let state = try EntryCodec.decodeState(try format.plainState(annotation.payload, key: key))
+                let state: EntryCodec.State
+                do { state = try EntryCodec.decodeState(try format.plainState(annotation.payload, key: key)) } catch {
+                    throw error.about(body.id)
+                }
                 metadata.status = state.status
                 metadata.attempts = state.attempts
                 metadata.when = state.when

@@ -80,6 +80,9 @@ public enum LogDamage: Sendable, Hashable, CustomStringConvertible {
     /// A record that verified no longer does when it is read again to be
     /// copied (by salvage or compaction).
     indirect case noLongerVerifies(LogDamage)
+    /// Read again, a record's frame is cut short: its length field grew, or
+    /// the read came up short.
+    case recordCutShort
     /// Read again, a record's frame has another length.
     case lengthChanged(Int)
     /// Read again, a record's frame has another sequence number.
@@ -124,6 +127,7 @@ public enum LogDamage: Sendable, Hashable, CustomStringConvertible {
         case .recordsOutsideSegment(let count, let segment):
             "\(count) record(s) outside the segment's range \(segment.lowerBound)..<\(segment.upperBound)"
         case .noLongerVerifies(let damage): "record no longer verifies when copied: \(damage)"
+        case .recordCutShort: "the record is cut short"
         case .lengthChanged(let length): "the record's length changed to \(length)"
         case .sequenceChanged(let sequence): "the record's sequence number changed to \(sequence)"
         case .compactionIntent(let detail):
@@ -165,6 +169,7 @@ public enum LogDamage: Sendable, Hashable, CustomStringConvertible {
         case .emptySegmentNotNewest: "emptySegmentNotNewest"
         case .recordsOutsideSegment: "recordsOutsideSegment"
         case .noLongerVerifies: "noLongerVerifies"
+        case .recordCutShort: "recordCutShort"
         case .lengthChanged: "lengthChanged"
         case .sequenceChanged: "sequenceChanged"
         case .compactionIntent: "compactionIntent"

@@ -61,9 +61,9 @@ package struct LogPosition: Sendable, Hashable {
     package static func decode(_ bytes: UnsafeRawBufferPointer) -> (LogPosition, Int)? {
         guard bytes.count >= 12 else { return nil }
         let sequence: UInt64 = bytes.loadLittleEndian(at: 0)
-        let count = Int(bytes.loadLittleEndian(at: 8, as: UInt32.self))
+        let count = Int(clamping: bytes.loadLittleEndian(at: 8, as: UInt32.self))
+        guard count <= bytes.count / 16, 12 + 16 * count <= bytes.count else { return nil }
         let size = 12 + 16 * count
-        guard count <= bytes.count / 16, size <= bytes.count else { return nil }
         var segments: [Segment] = []
         segments.reserveCapacity(count)
         for index in 0..<count {

@@ -41,16 +41,18 @@ final class SegmentFile: Sendable {
             throw .io("cannot read record", error, file: path, offset: offset)
         }
         guard bytes.count == length else {
-            throw .corruption("record cut short: the file ends at \(offset + Int64(bytes.count))", file: path, offset: offset)
+            throw .corruption(
+                "record cut short: the file ends at \(offset + Int64(bytes.count))", file: path, offset: offset,
+                damage: .recordCutShort)
         }
         let decoded = bytes.withUnsafeBytes { raw in
             RecordFrame.decode(raw, at: 0, crcSeed: crcSeed, maximumLength: OutboxLog.Configuration.absoluteMaximumRecordSize)
         }
         switch decoded {
         case .failure(.incomplete):
-            throw .corruption("record length changed on disk", file: path, offset: offset)
-        case .failure(.invalid(let reason)):
-            throw .corruption("record no longer verifies: \(reason)", file: path, offset: offset)
+            throw .corruption("record length changed on disk", file: path, offset: offset, damage: .recordCutShort)
+        case .failure(.invalid(let damage)):
+            throw .corruption("record no longer verifies: \(damage)", file: path, offset: offset, damage: damage)
         case .success(let frame):
             guard frame.length == length, bytes[frame.keyRange].elementsEqual(key.bytes) else {
                 throw .corruption("record at this offset is not the one the index expects", file: path, offset: offset)

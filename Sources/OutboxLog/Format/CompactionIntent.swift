@@ -73,9 +73,11 @@ package struct CompactionIntent: Sendable, Hashable {
             let version: UInt16 = raw.loadLittleEndian(at: 8)
             guard version == currentVersion else { return .failure(.unsupportedVersion(version)) }
             let flags: UInt16 = raw.loadLittleEndian(at: 10)
-            let inputCount = Int(raw.loadLittleEndian(at: 12, as: UInt32.self))
-            let outputCount = Int(raw.loadLittleEndian(at: 16, as: UInt32.self))
-            guard flags & ~setAsideFlag == 0, 20 + 16 * (inputCount + outputCount) + 4 == raw.count else {
+            let inputCount = Int(clamping: raw.loadLittleEndian(at: 12, as: UInt32.self))
+            let outputCount = Int(clamping: raw.loadLittleEndian(at: 16, as: UInt32.self))
+            guard flags & ~setAsideFlag == 0, inputCount <= raw.count / 16, outputCount <= raw.count / 16,
+                20 + 16 * (inputCount + outputCount) + 4 == raw.count
+            else {
                 return .failure(.corrupt("inconsistent counts or flags"))
             }
             var segments: [SegmentIdentity] = []

@@ -101,7 +101,7 @@ package enum RecordFrame {
     /// ``reseal(_:crcSeed:)`` would give the damaged bytes a valid CRC.
     static func reverify(_ frame: UnsafeRawBufferPointer, crcSeed: UInt32, sequence: UInt64) -> LogDamage? {
         switch decode(frame, at: 0, crcSeed: crcSeed, maximumLength: OutboxLog.Configuration.absoluteMaximumRecordSize) {
-        case .failure(.incomplete): return .frameCut
+        case .failure(.incomplete): return .recordCutShort
         case .failure(.invalid(let damage)): return damage
         case .success(let decoded):
             if decoded.length != frame.count { return .lengthChanged(decoded.length) }
@@ -150,7 +150,8 @@ package enum RecordFrame {
     ) -> Result<Decoded, DecodeFailure> {
         let available = bytes.count - offset
         guard available >= headerSize else { return .failure(.incomplete) }
-        let length = Int(bytes.loadLittleEndian(at: offset + 4, as: UInt32.self))
+        // Clamped: on a 32-bit platform a length over 2^31 is implausible, not a trap.
+        let length = Int(clamping: bytes.loadLittleEndian(at: offset + 4, as: UInt32.self))
         guard length >= headerSize, length <= maximumLength else {
             return .failure(.invalid(.implausibleLength(UInt64(length))))
         }

@@ -138,14 +138,16 @@ struct IndexLoader: Sendable {
         guard let expected = previous.header.coverEnd ?? previous.last.map({ $0 + 1 }) else {
             throw OutboxLogError(
                 .corruption, "the segment before this one is empty but not the newest (found while loading the index)",
-                file: file.path, offset: 0)
+                file: file.path, offset: 0, damage: .emptySegmentNotNewest(previous: DirectoryLayout.segmentName(base: previous.header.baseSequence)))
         }
         guard file.header.baseSequence == expected else {
             throw OutboxLogError(
                 .corruption,
                 "segment starts at \(file.header.baseSequence), but the one before it ends at \(expected - 1) "
                     + "(found while loading the index)",
-                file: file.path, offset: 0)
+                file: file.path, offset: 0,
+                damage: file.header.baseSequence < expected
+                    ? .overlapsPrevious(base: file.header.baseSequence) : .missingSequences(expected..<file.header.baseSequence))
         }
     }
 }

@@ -93,7 +93,7 @@ package final class SegmentScanner {
         while position < fileSize {
             let head = try reader.window(at: position, count: RecordFrame.headerSize)
             guard head.count == RecordFrame.headerSize else { return stop(.frameHeaderCut) }
-            let declared = Int(head.loadLittleEndian(at: 4, as: UInt32.self))
+            let declared = Int(clamping: head.loadLittleEndian(at: 4, as: UInt32.self))
             var frameBytes = head
             if declared > RecordFrame.headerSize && declared <= maximumLength {
                 frameBytes = try reader.window(at: position, count: declared)
@@ -207,7 +207,7 @@ package final class SegmentScanner {
         while candidate + Int64(RecordFrame.headerSize) <= fileSize {
             let head = try reader.window(at: candidate, count: RecordFrame.headerSize)
             // Cheap plausibility checks first; the CRC decides.
-            let length = Int(head.loadLittleEndian(at: 4, as: UInt32.self))
+            let length = Int(clamping: head.loadLittleEndian(at: 4, as: UInt32.self))
             let kind = head[8]
             let flags = head[9]
             let keyCount = Int(head.loadLittleEndian(at: 10, as: UInt16.self))
