@@ -65,6 +65,8 @@ def read_header(data):
         return None, "inconsistent"
     if (rewritten and cover_end < base) or (not rewritten and cover_end != 0):
         return None, "inconsistent cover end"
+    if base >= SEQUENCE_LIMIT or cover_end > SEQUENCE_LIMIT:
+        return None, "beyond the sequence limit"
     return {"base": base, "cover_end": cover_end if rewritten else None, "salt": salt,
             "seed": zlib.crc32(struct.pack("<Q", salt))}, None
 
@@ -96,8 +98,13 @@ def decode(data, o, seed):
 
 # ---- One segment: batches, sequence rules, resynchronisation ----------------
 
+SEQUENCE_LIMIT = 1 << 63  # every sequence number, base and cover end is below it
+
+
 def sequence_ok(header, seq, previous, allow_gap):
     base, end = header["base"], header["cover_end"]
+    if seq >= SEQUENCE_LIMIT:
+        return False
     if end is not None:
         return base <= seq < end and (previous is None or seq > previous)
     if previous is None:
@@ -123,10 +130,12 @@ def scan_run(data, header, start, previous, resuming):
             return stop(True)
         if orphans:
             if f["flags"] & CONTINUATION:
+                # One out of order is the damage itself: checked before it
+                # is skipped, so the search resumes right after it.
+                if f["sequence"] >= SEQUENCE_LIMIT or (last_frame is not None and f["sequence"] <= last_frame):
+                    return stop(True)
                 pos += f["length"]
                 run["orphan_bytes"] += f["length"]
-                if last_frame is not None and f["sequence"] <= last_frame:
-                    return stop(True)
                 last_frame, allow_gap = f["sequence"], True
                 continue
             orphans = False
@@ -156,7 +165,7 @@ def resynchronize(data, header, after, previous):
     floor = previous if previous is not None else header["base"] - 1
     for c in range(after + 1, len(data) - FRAME_HEADER + 1):
         status, f = decode(data, c, header["seed"])
-        if status == "ok" and f["sequence"] > floor:
+        if status == "ok" and floor < f["sequence"] < SEQUENCE_LIMIT:
             return c
     return None
 

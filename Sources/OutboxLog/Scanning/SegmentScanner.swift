@@ -107,14 +107,17 @@ package final class SegmentScanner {
             if skippingOrphans {
                 if decoded.batchContinuation {
                     // The rest of a batch whose first records were destroyed:
-                    // never applied, because the batch is incomplete.
-                    position += Int64(decoded.length)
-                    run.orphanBytes += Int64(decoded.length)
-                    run.end = position
+                    // never applied, because the batch is incomplete. One out
+                    // of order is the damage itself (checked before it is
+                    // skipped, so the search for the next record starts
+                    // right after it).
                     if decoded.sequence >= SegmentHeader.sequenceLimit { return stop(.sequenceBeyondLimit(decoded.sequence)) }
                     if let last = lastFrameSequence, decoded.sequence <= last {
                         return stop(.sequenceOutOfOrder(decoded.sequence, previous: last))
                     }
+                    position += Int64(decoded.length)
+                    run.orphanBytes += Int64(decoded.length)
+                    run.end = position
                     lastFrameSequence = decoded.sequence
                     allowGap = true
                     continue
