@@ -88,8 +88,8 @@ public enum LogDamage: Sendable, Hashable, CustomStringConvertible {
     /// Read again, a record's frame has another sequence number.
     case sequenceChanged(UInt64)
     /// The compaction intent (`COMPACTION`) does not read: whether its
-    /// compaction committed cannot be known. `detail` says what is wrong.
-    case compactionIntent(detail: String)
+    /// compaction committed cannot be known.
+    case compactionIntent(CompactionIntentDamage)
 
     /// For people: `CRC mismatch`, `sequence 16 after 5`.
     public var description: String {
@@ -130,8 +130,8 @@ public enum LogDamage: Sendable, Hashable, CustomStringConvertible {
         case .recordCutShort: "the record is cut short"
         case .lengthChanged(let length): "the record's length changed to \(length)"
         case .sequenceChanged(let sequence): "the record's sequence number changed to \(sequence)"
-        case .compactionIntent(let detail):
-            "compaction record is damaged (\(detail)): whether its compaction committed cannot be known; "
+        case .compactionIntent(let problem):
+            "compaction record is damaged (\(problem)): whether its compaction committed cannot be known; "
                 + "`outbox log verify` reports the segments as they are"
         }
     }

@@ -59,16 +59,16 @@ package struct CompactionIntent: Sendable, Hashable {
     }
 
     package enum DecodeError: Error, Equatable {
-        case corrupt(String)
+        case corrupt(CompactionIntentDamage)
         case unsupportedVersion(UInt16)
     }
 
     package static func decode(_ bytes: [UInt8]) -> Result<CompactionIntent, DecodeError> {
         bytes.withUnsafeBytes { raw in
-            guard raw.count >= 24, raw.prefix(8).elementsEqual(magic) else { return .failure(.corrupt("bad magic")) }
+            guard raw.count >= 24, raw.prefix(8).elementsEqual(magic) else { return .failure(.corrupt(.badMagic)) }
             let stored: UInt32 = raw.loadLittleEndian(at: raw.count - 4)
             guard stored == CRC32.checksum(UnsafeRawBufferPointer(rebasing: raw[..<(raw.count - 4)])) else {
-                return .failure(.corrupt("CRC mismatch"))
+                return .failure(.corrupt(.crcMismatch))
             }
             let version: UInt16 = raw.loadLittleEndian(at: 8)
             guard version == currentVersion else { return .failure(.unsupportedVersion(version)) }
@@ -78,7 +78,7 @@ package struct CompactionIntent: Sendable, Hashable {
             guard flags & ~setAsideFlag == 0, inputCount <= raw.count / 16, outputCount <= raw.count / 16,
                 20 + 16 * (inputCount + outputCount) + 4 == raw.count
             else {
-                return .failure(.corrupt("inconsistent counts or flags"))
+                return .failure(.corrupt(.inconsistent))
             }
             var segments: [SegmentIdentity] = []
             for i in 0..<(inputCount + outputCount) {

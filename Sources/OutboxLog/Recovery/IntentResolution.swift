@@ -19,7 +19,8 @@ struct IntentResolution {
     func resolve(_ inventory: SegmentInventory, report: inout RecoveryReport) throws(OutboxLogError) -> [SegmentCandidate] {
         let intent: CompactionIntent?
         do { intent = try readIntent(present: inventory.hasIntent) } catch {
-            guard error.code == .corruption, error.file == layout.intentFile, reportsDamagedIntent else { throw error }
+            guard error.code == .corruption, error.file == layout.intentFile, reportsDamagedIntent, let damage = error.damage
+            else { throw error }
             // Whether the compaction committed cannot be known: read the
             // `.seg` files as they are (its outputs not yet renamed are
             // ignored), and let the scan report the overlaps or gaps.
@@ -27,7 +28,7 @@ struct IntentResolution {
             report.skipped.append(
                 .init(
                     file: DirectoryLayout.intentName, offset: 0, bytes: size,
-                    damage: error.damage ?? .compactionIntent(detail: error.message)))
+                    damage: damage))
             report.removedTemporaryFiles = inventory.temporaries
             return inventory.segments.values.sorted { $0.base < $1.base }
         }
@@ -90,8 +91,8 @@ struct IntentResolution {
         case .failure(.unsupportedVersion(let version)):
             throw OutboxLogError(
                 .unsupportedFormat, "compaction record format version \(version) is unknown", file: layout.intentFile)
-        case .failure(.corrupt(let detail)):
-            let damage = LogDamage.compactionIntent(detail: detail)
+        case .failure(.corrupt(let problem)):
+            let damage = LogDamage.compactionIntent(problem)
             throw OutboxLogError(.corruption, "\(damage)", file: layout.intentFile, offset: 0, damage: damage)
         }
     }
