@@ -29,7 +29,9 @@ FRAME_HEADER = 28
 MAX_FRAME = 1 << 30
 MAX_KEY = 1024
 VALUE, ANNOTATION, TOMBSTONE, MARKER = 1, 2, 3, 4
-CONTINUES, CONTINUATION = 1, 2
+CONTINUES, CONTINUATION, EXPIRES = 1, 2, 4
+EXPIRY_SIZE = 8
+VERSION = 2
 SEGMENT_NAME = re.compile(r"^([0-9]{20})\.seg$")
 
 
@@ -57,7 +59,7 @@ def read_header(data):
         return None, "bad header size"
     if zlib.crc32(data[:size - 4]) != u32(data, size - 4):
         return None, "bad checksum"
-    if version != 1:
+    if version != VERSION:
         return ("unsupported", version), None
     flags, base, cover_end, salt, reserved = u32(data, 12), u64(data, 16), u64(data, 24), u64(data, 32), u32(data, 40)
     rewritten = flags & 1 != 0
@@ -86,14 +88,18 @@ def decode(data, o, seed):
     if zlib.crc32(data[o + 4:o + length], seed) != u32(data, o):
         return "invalid", None
     kind, flags, k = data[o + 8], data[o + 9], u16(data, o + 10)
-    if kind not in (1, 2, 3, 4) or flags & ~3 or FRAME_HEADER + k > length or k > MAX_KEY:
+    expires = flags & EXPIRES != 0
+    key_start = FRAME_HEADER + (EXPIRY_SIZE if expires else 0)
+    if kind not in (1, 2, 3, 4) or flags & ~7 or key_start + k > length or k > MAX_KEY:
         return "invalid", None
-    if (kind != MARKER and k == 0) or (kind == TOMBSTONE and length != FRAME_HEADER + k) \
-            or (kind == MARKER and length != FRAME_HEADER):
+    if (kind != MARKER and k == 0) or (expires and kind in (TOMBSTONE, MARKER)) \
+            or (kind == TOMBSTONE and length != FRAME_HEADER + k) or (kind == MARKER and length != FRAME_HEADER):
         return "invalid", None
+    expiry = struct.unpack_from("<q", data, o + FRAME_HEADER)[0] if expires else None
     return "ok", {"offset": o, "length": length, "kind": kind, "flags": flags, "sequence": u64(data, o + 12),
-                  "watermark": u64(data, o + 20), "key": bytes(data[o + 28:o + 28 + k]),
-                  "payload": bytes(data[o + 28 + k:o + length])}
+                  "watermark": u64(data, o + 20), "expiry": expiry,
+                  "key": bytes(data[o + key_start:o + key_start + k]),
+                  "payload": bytes(data[o + key_start + k:o + length])}
 
 
 # ---- One segment: batches, sequence rules, resynchronisation ----------------
@@ -364,9 +370,13 @@ def entry_json(entry):
         out["key"] = value["key"].decode("utf-8")
     except UnicodeDecodeError:
         out["keyBase64"] = base64.b64encode(value["key"]).decode()
+    if value["expiry"] is not None:
+        out["expiresAt"] = value["expiry"]
     if note is not None:
         out["annotation"] = base64.b64encode(note["payload"]).decode()
         out["annotationSequence"] = note["sequence"]
+        if note["expiry"] is not None:
+            out["annotationExpiresAt"] = note["expiry"]
     return out
 
 

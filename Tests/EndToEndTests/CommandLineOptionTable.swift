@@ -1,6 +1,8 @@
 import Foundation
 import IdempotencyKeyMiddleware
 import Outbox
+import OutboxLog
+import SystemPackage
 
 /// Every command of the `outbox` tool, every option and positional argument
 /// it takes and how it takes its value, and a command line that runs it
@@ -78,10 +80,19 @@ enum CommandLineOptionTable {
         "log append": Command(
             options: [
                 "<directory>": .text, "--count": .integer, "--size": .integer, "--durability": .text, "--key-prefix": .text,
-                "--segment-size": .integer, "--batch": .integer,
+                "--segment-size": .integer, "--batch": .integer, "--expires-at-ms": .integer,
             ],
             words: { ["log", "append", "\($0.scratch)/log", "--create"] },
-            settings: { _ in [("--count", "2"), ("--size", "8"), ("--durability", "buffered")] }),
+            settings: { _ in [("--count", "2"), ("--size", "8"), ("--durability", "buffered")] },
+            ordinaryExits: [1: "an --expires-at-ms beyond what the log stores (±10^15 ms) is refused, writing nothing"]),
+        "log remove-expired": Command(
+            options: ["<directory>": .text, "--now-ms": .integer],
+            words: { ["log", "remove-expired", "\($0.scratch)/log"] },
+            prepare: { fixture in
+                let log = try await OutboxLog.open(at: FilePath("\(fixture.scratch)/log"))
+                try await log.put("k", [1], expiresAt: Date(timeIntervalSince1970: 1), durability: .durable)
+                try await log.close()
+            }),
         "log verify": textOnly("<directory>"),
         "log dump": textOnly("<directory>"),
         "log compact": textOnly("<directory>"),
@@ -172,7 +183,7 @@ enum CommandLineOptionTable {
 
     static let unsettledKeyName = "numbers-unsettled"
 
-    /// A key journal in `directory` holding one key whose outcome is
+    /// A durable key store in `directory` holding one key whose outcome is
     /// unknown (claimed by a server that never answered), for `keys resolve`.
     static func unsettledKey(in directory: String) async throws {
         let store = try await LogIdempotencyKeyStore.open(at: directory)

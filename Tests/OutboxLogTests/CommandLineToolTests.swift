@@ -226,7 +226,7 @@ struct CommandLineToolTests {
         let files = LogFiles(directory: directory.path)
         let segment = files.segments[0]
         var bytes = files.read(segment)
-        bytes[8] = 2  // version 2, with a valid header CRC
+        bytes[8] = 3  // version 3, with a valid header CRC
         bytes.replaceSubrange(44..<48, with: RawSegment.le(RawSegment.crc32(bytes[0..<44])))
         files.write(bytes, to: segment)
 

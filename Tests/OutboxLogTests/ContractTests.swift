@@ -260,7 +260,7 @@ struct ContractTests {
         let files = LogFiles(directory: directory.path)
         let newest = try #require(files.segments.last)
         var bytes = files.read(newest)
-        bytes[8] = 2  // format version 2
+        bytes[8] = 3  // format version 3
         let crc = CRC32.checksum(bytes[0..<44])
         withUnsafeBytes(of: crc.littleEndian) { for i in 0..<4 { bytes[44 + i] = $0[i] } }
         files.write(bytes + [0xFF, 0xFF], to: newest)  // and a torn tail that must not be cut

@@ -57,6 +57,10 @@ struct FormatLimitTests {
         ("a value with an empty key", .value(key: "", payload: [2], sequence: 2)),
         ("an annotation with an empty key", RawSegment.Frame(kind: 2, key: [], payload: [2], sequence: 2)),
         ("a tombstone with an empty key", RawSegment.Frame(kind: 3, key: [], payload: [], sequence: 2)),
+        ("a tombstone with an expiry", RawSegment.Frame(kind: 3, key: Array("b".utf8), payload: [], sequence: 2, flags: 4, expiry: 5)),
+        ("a marker with an expiry", RawSegment.Frame(kind: 4, key: [], payload: [], sequence: 2, flags: 4, expiry: 5)),
+        ("an expiry flag whose key would run past the frame", .value(key: "bb", payload: [], sequence: 2, flags: 4)),
+        ("flag bit 3", .value(key: "b", payload: [2], sequence: 2, flags: 8)),
     ]
 
     @Test("a frame that verifies but breaks a limit is damage at its own offset", arguments: 0..<badFrames.count)
@@ -132,12 +136,16 @@ struct FormatLimitTests {
         #expect(report.skipped.first?.offset == 0, "\(name): \(report)")
     }
 
-    @Test("a newer version whose larger header carries its CRC in its last 4 bytes is refused as unsupported, untouched")
-    func newerHeader() async throws {
+    @Test(
+        "another version, older or newer (a larger header carrying its CRC in its last 4 bytes), is refused as unsupported, untouched",
+        arguments: [1, 3])
+    func otherVersionHeader(version: UInt8) async throws {
         let directory = Self.logWithHeader { bytes in
-            bytes[8] = 2
-            bytes[10] = 56
-            bytes.insert(contentsOf: [UInt8](repeating: 0, count: 8), at: 44)
+            bytes[8] = version
+            if version > 2 {
+                bytes[10] = 56
+                bytes.insert(contentsOf: [UInt8](repeating: 0, count: 8), at: 44)
+            }
         }
         let before = LogFiles(directory: directory.path).snapshot()
         for readOnly in [true, false] {
@@ -151,8 +159,8 @@ struct FormatLimitTests {
         #expect(LogFiles(directory: directory.path).snapshot() == before)
     }
 
-    @Test("a version-1 header that declares another size is damage")
-    func versionOneWithOtherSize() async throws {
+    @Test("a version-2 header that declares another size is damage")
+    func currentVersionWithOtherSize() async throws {
         let directory = Self.logWithHeader { bytes in
             bytes[10] = 56
             bytes.insert(contentsOf: [UInt8](repeating: 0, count: 8), at: 44)
@@ -254,6 +262,8 @@ struct RawSegment {
         var sequence: UInt64
         var flags: UInt8 = 0
         var watermark: UInt64 = 0
+        /// Written before the key whenever set, whatever `flags` says.
+        var expiry: Int64? = nil
 
         static func value(key: String, payload: [UInt8], sequence: UInt64, flags: UInt8 = 0, watermark: UInt64 = 0) -> Frame {
             Frame(kind: 1, key: Array(key.utf8), payload: payload, sequence: sequence, flags: flags, watermark: watermark)
@@ -269,16 +279,17 @@ struct RawSegment {
 
     init(base: UInt64, coverEnd: UInt64? = nil, salt: UInt64 = 0x1234_5678_9ABC_DEF1) {
         self.salt = salt
-        var header = Array("OBXLOG\r\n".utf8) + Self.le(UInt16(1)) + Self.le(UInt16(48))
+        var header = Array("OBXLOG\r\n".utf8) + Self.le(UInt16(2)) + Self.le(UInt16(48))
         header += Self.le(UInt32(coverEnd == nil ? 0 : 1)) + Self.le(base) + Self.le(coverEnd ?? 0) + Self.le(salt)
         header += Self.le(UInt32(0))
         bytes = header + Self.le(Self.crc32(header[...]))
     }
 
     mutating func append(_ frame: Frame) {
-        var body = Self.le(UInt32(28 + frame.key.count + frame.payload.count)) + [frame.kind, frame.flags]
+        let expiry = frame.expiry.map(Self.le) ?? []
+        var body = Self.le(UInt32(28 + expiry.count + frame.key.count + frame.payload.count)) + [frame.kind, frame.flags]
         body += Self.le(UInt16(truncatingIfNeeded: frame.key.count)) + Self.le(frame.sequence) + Self.le(frame.watermark)
-        body += frame.key + frame.payload
+        body += expiry + frame.key + frame.payload
         let seed = Self.crc32(Self.le(salt)[...])
         bytes += Self.le(Self.crc32(body[...], continuing: seed)) + body
     }

@@ -275,7 +275,8 @@ struct IndexCheckpointTests {
         let path = simulatedLogDirectory.appending("INDEX")
         var bytes = try #require(disk.contents(of: path))
         change(&bytes)
-        let tableEnd = min(bytes.count, 64 + 72 * Int(bytes[24..<28].reversed().reduce(UInt32(0)) { $0 << 8 | UInt32($1) }))
+        // 64-byte header, 88-byte segment entries (Docs/FORMAT.md, "Index checkpoint").
+        let tableEnd = min(bytes.count, 64 + 88 * Int(bytes[24..<28].reversed().reduce(UInt32(0)) { $0 << 8 | UInt32($1) }))
         if tableEnd > 64 { put(CRC32.checksum(bytes[64..<tableEnd]), at: 48, in: &bytes) }
         put(CRC32.checksum(bytes[0..<60]), at: 60, in: &bytes)
         try disk.setContents(of: path, to: bytes)

@@ -1,4 +1,5 @@
 import ArgumentParser
+import Foundation
 import OutboxLog
 
 extension Durability: ExpressibleByArgument {}
@@ -14,7 +15,9 @@ struct LogAppend: AsyncParsableCommand {
             printed on its own line as soon as its append has returned, that is once the \
             record reached the --durability level. The log is closed (and synced) at the end. \
             --segment-size makes small logs roll into many segments (for tests of your own); \
-            --batch writes the records in atomic batches of that many.
+            --batch writes the records in atomic batches of that many; --expires-at-ms gives \
+            every record that expiry ('outbox log remove-expired' removes segments once all \
+            of theirs have passed).
             """
     )
 
@@ -38,6 +41,9 @@ struct LogAppend: AsyncParsableCommand {
     @Option(help: "Start a new segment once one reaches this many bytes (4096 to 2 GiB; default 8 MiB).")
     var segmentSize: Int?
 
+    @Option(help: "Give every record this expiry, in milliseconds since 1970 (for retention).")
+    var expiresAtMs: Int64?
+
     @Option(help: "Append the records in atomic batches of this many (1...\(OptionRange.maximumCount), its payloads at most 1 GiB; the last batch may be smaller).")
     var batch = 1
 
@@ -53,7 +59,7 @@ struct LogAppend: AsyncParsableCommand {
         guard longestKey.utf8.count <= LogKey.maximumLength else {
             throw ValidationError("keys would be longer than \(LogKey.maximumLength) bytes: shorten --key-prefix")
         }
-        let maximum = Self.maximumPayloadSize(longestKey: longestKey)
+        let maximum = Self.maximumPayloadSize(longestKey: longestKey, expires: expiresAtMs != nil)
         guard size <= maximum else {
             throw ValidationError(
                 "--size \(size) is too large: a record holds at most \(maximum) payload bytes with these keys "
@@ -64,12 +70,14 @@ struct LogAppend: AsyncParsableCommand {
 
     func run() async throws {
         do {
+            // The date that is stored as exactly this millisecond.
+            let expiresAt = expiresAtMs.map(RecordExpiry.date)
             try await options.withLog(.readWrite(create: create), segmentSize: segmentSize) { log in
                 for first in stride(from: 0, to: count, by: batch) {
                     let indices = first..<min(first + batch, count)
                     let writes = indices.map { index in
                         let key = Self.key(prefix: keyPrefix, index: index)
-                        return LogWrite.value(LogKey(key), Self.payload(key: key, size: size))
+                        return LogWrite.value(LogKey(key), Self.payload(key: key, size: size), expiresAt: expiresAt)
                     }
                     // A batch's records are numbered consecutively, ending at `last`.
                     let last = try await log.append(writes, durability: durability)
@@ -98,8 +106,8 @@ struct LogAppend: AsyncParsableCommand {
     }
 
     /// The largest payload the engine's default configuration accepts with a key of this length.
-    static func maximumPayloadSize(longestKey: String) -> Int {
-        let overhead = LogWrite.value(LogKey(longestKey), []).frameSize
+    static func maximumPayloadSize(longestKey: String, expires: Bool = false) -> Int {
+        let overhead = LogWrite.value(LogKey(longestKey), [], expiresAt: expires ? Date(timeIntervalSince1970: 0) : nil).frameSize
         return OutboxLog.Configuration().maximumRecordSize - overhead
     }
 }

@@ -7,7 +7,7 @@ struct LogCommand: AsyncParsableCommand {
         abstract: "Inspect and maintain an OutboxLog directory.",
         discussion: """
             Every command takes the log's directory. verify, dump and stats open it \
-            read-only and change nothing on disk; append and compact open it for writing. \
+            read-only and change nothing on disk; append, compact and remove-expired open it for writing. \
             A log can be open in only one process at a time.
             """,
         subcommands: [
@@ -15,6 +15,7 @@ struct LogCommand: AsyncParsableCommand {
             LogVerify.self,
             LogDump.self,
             LogCompact.self,
+            LogRemoveExpired.self,
             LogStats.self,
             LogMakeVectors.self,
         ]

@@ -12,7 +12,8 @@ struct LogDump: AsyncParsableCommand {
             and its annotation if it has one. With --json, one object per line: \
             {"sequence", "key" (or "keyBase64" when the key is not UTF-8), "type": "value", \
             "length" (payload bytes), "payload" (base64)} plus "annotation" (base64) and \
-            "annotationSequence" when the key has an annotation.
+            "annotationSequence" when the key has an annotation, and "expiresAt" and \
+            "annotationExpiresAt" (milliseconds since 1970) for records that carry an expiry.
             """
     )
 
@@ -43,8 +44,10 @@ struct LogDump: AsyncParsableCommand {
     /// `<sequence>  <key>  <length> bytes  <preview>[  annotation #<sequence> <length> bytes <preview>]`
     static func line(for entry: LogEntry) -> String {
         var line = "\(entry.sequence)  \(entry.key)  \(entry.value.count) bytes  \(preview(entry.value))"
+        if let expiry = entry.expiry { line += "  expires \(expiry)" }
         if let annotation = entry.annotation {
             line += "  annotation #\(annotation.sequence) \(annotation.payload.count) bytes  \(preview(annotation.payload))"
+            if let expiry = annotation.expiry { line += "  expires \(expiry)" }
         }
         return line
     }
@@ -76,6 +79,8 @@ struct EntryJSON: Encodable {
     var payload: String
     var annotation: String?
     var annotationSequence: UInt64?
+    var expiresAt: Int64?
+    var annotationExpiresAt: Int64?
 
     init(_ entry: LogEntry) {
         sequence = entry.sequence
@@ -86,9 +91,11 @@ struct EntryJSON: Encodable {
         }
         length = entry.value.count
         payload = Data(entry.value).base64EncodedString()
+        expiresAt = entry.expiry
         if let note = entry.annotation {
             annotation = Data(note.payload).base64EncodedString()
             annotationSequence = note.sequence
+            annotationExpiresAt = note.expiry
         }
     }
 }

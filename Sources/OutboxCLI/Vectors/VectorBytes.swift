@@ -9,8 +9,13 @@ struct VectorSegment {
         var flags: UInt8
         var sequence: UInt64
         var watermark: UInt64
+        /// Written (8 bytes before the key) whenever set, whatever the
+        /// flags say, so a case can pair them wrongly.
+        var expiry: Int64? = nil
         var key: [UInt8]
         var payload: [UInt8]
+
+        var size: Int { 28 + (expiry == nil ? 0 : 8) + key.count + payload.count }
     }
 
     /// The header's 48 bytes (its CRC is recomputed by ``encoded()``).
@@ -32,12 +37,15 @@ struct VectorSegment {
         while offset + 28 <= bytes.count {
             let length = Int(VectorBytes.load(bytes, at: offset + 4) as UInt32)
             let keyCount = Int(VectorBytes.load(bytes, at: offset + 10) as UInt16)
+            let expires = bytes[offset + 9] & 4 != 0
+            let keyStart = offset + (expires ? 36 : 28)
             frames.append(
                 Frame(
                     kind: bytes[offset + 8], flags: bytes[offset + 9], sequence: VectorBytes.load(bytes, at: offset + 12),
                     watermark: VectorBytes.load(bytes, at: offset + 20),
-                    key: Array(bytes[(offset + 28)..<(offset + 28 + keyCount)]),
-                    payload: Array(bytes[(offset + 28 + keyCount)..<(offset + length)])))
+                    expiry: expires ? VectorBytes.load(bytes, at: offset + 28) : nil,
+                    key: Array(bytes[keyStart..<(keyStart + keyCount)]),
+                    payload: Array(bytes[(keyStart + keyCount)..<(offset + length)])))
             offset += length
         }
     }
@@ -52,17 +60,22 @@ struct VectorSegment {
 
     /// Where frame `index` starts in ``encoded()``.
     func offset(ofFrame index: Int) -> Int {
-        48 + frames[..<index].reduce(0) { $0 + 28 + $1.key.count + $1.payload.count }
+        48 + frames[..<index].reduce(0) { $0 + $1.size }
     }
 
     static func encode(_ frame: Frame, salt: UInt64) -> [UInt8] {
         var body = [UInt8](repeating: 0, count: 24)
-        VectorBytes.store(UInt32(28 + frame.key.count + frame.payload.count), into: &body, at: 0)
+        VectorBytes.store(UInt32(frame.size), into: &body, at: 0)
         body[4] = frame.kind
         body[5] = frame.flags
         VectorBytes.store(UInt16(truncatingIfNeeded: frame.key.count), into: &body, at: 6)
         VectorBytes.store(frame.sequence, into: &body, at: 8)
         VectorBytes.store(frame.watermark, into: &body, at: 16)
+        if let expiry = frame.expiry {
+            var bytes = [UInt8](repeating: 0, count: 8)
+            VectorBytes.store(expiry, into: &bytes, at: 0)
+            body += bytes
+        }
         body += frame.key + frame.payload
         var saltBytes = [UInt8](repeating: 0, count: 8)
         VectorBytes.store(salt, into: &saltBytes, at: 0)

@@ -14,7 +14,15 @@ extension VectorCases {
             flipping(try await standard(), key: "key-4", at: 4, mask: 0x01)
         },
         VectorCase(name: "frame-kind-unknown", summary: "kind 9, resealed", files: standardFrame("key-4") { $0.kind = 9 }),
-        VectorCase(name: "frame-flags-unknown", summary: "flag bit 2, resealed", files: standardFrame("key-4") { $0.flags = 4 }),
+        VectorCase(name: "frame-flags-unknown", summary: "flag bit 3, resealed", files: standardFrame("key-4") { $0.flags = 8 }),
+        VectorCase(name: "frame-expiry-on-tombstone", summary: "a tombstone carrying an expiry (flag bit 2), resealed") {
+            let files = try await standard()
+            return resealed(files, segments(files)[0]) { segment in
+                let index = segment.frames.firstIndex { $0.kind == 3 }!
+                segment.frames[index].flags |= 4
+                segment.frames[index].expiry = 1_000
+            }
+        },
         VectorCase(name: "frame-key-too-long", summary: "a 1,025-byte key, resealed", files: standardFrame("key-4") {
             $0.key = [UInt8](repeating: UInt8(ascii: "k"), count: 1025)
         }),
@@ -72,14 +80,15 @@ extension VectorCases {
 
     static let headers: [VectorCase] = [
         VectorCase(name: "header-magic", summary: "a magic byte changed", files: header({ $0[3] ^= 0x20 }, reseal: true)),
-        VectorCase(name: "header-version-flipped", summary: "the version changed, CRC not: damage, not a newer version", files: header({ $0[8] = 2 }, reseal: false)),
-        VectorCase(name: "header-version-2", summary: "version 2 with a valid CRC: the open is refused, nothing changed", files: header({ $0[8] = 2 }, reseal: true)),
-        VectorCase(name: "header-grown-version-2", summary: "a 56-byte version-2 header, CRC in its last 4 bytes: refused as unsupported", files: header({ bytes in
-            bytes[8] = 2
+        VectorCase(name: "header-version-flipped", summary: "the version changed, CRC not: damage, not a newer version", files: header({ $0[8] = 3 }, reseal: false)),
+        VectorCase(name: "header-version-1", summary: "version 1 with a valid CRC: the open is refused, nothing changed", files: header({ $0[8] = 1 }, reseal: true)),
+        VectorCase(name: "header-version-3", summary: "version 3 with a valid CRC: the open is refused, nothing changed", files: header({ $0[8] = 3 }, reseal: true)),
+        VectorCase(name: "header-grown-version-3", summary: "a 56-byte version-3 header, CRC in its last 4 bytes: refused as unsupported", files: header({ bytes in
+            bytes[8] = 3
             bytes[10] = 56
             bytes.insert(contentsOf: [UInt8](repeating: 0, count: 8), at: 44)
         }, reseal: true)),
-        VectorCase(name: "header-version-1-size-56", summary: "a version-1 header declaring 56 bytes, CRC at 52: damage", files: header({ bytes in
+        VectorCase(name: "header-version-2-size-56", summary: "a version-2 header declaring 56 bytes, CRC at 52: damage", files: header({ bytes in
             bytes[10] = 56
             bytes.insert(contentsOf: [UInt8](repeating: 0, count: 8), at: 44)
         }, reseal: true)),

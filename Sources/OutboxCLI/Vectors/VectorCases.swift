@@ -86,6 +86,21 @@ enum VectorCases {
             }
             return VectorLogs.canonical(files)
         },
+        VectorCase(name: "clean-expiring-records", summary: "values and an annotation with expiries over several segments, then values without") {
+            VectorLogs.canonical(try await VectorLogs.expiring())
+        },
+        VectorCase(name: "clean-after-retention", summary: "the expired segments removed by retention: the log starts past sequence 1") {
+            VectorLogs.canonical(try await VectorLogs.afterRetention(try await VectorLogs.expiring()))
+        },
+        VectorCase(name: "retention-committed", summary: "a COMPACTION with inputs and no outputs (retention), nothing removed yet: completed") {
+            let before = try await VectorLogs.expiring()
+            let after = try await VectorLogs.afterRetention(before)
+            var files = VectorLogs.canonical(before)
+            let removed = segments(before).filter { after[$0] == nil }
+            files["COMPACTION"] = VectorBytes.intent(
+                inputs: removed.map { (VectorBytes.load(files[$0]!, at: 16), VectorBytes.load(files[$0]!, at: 32)) }, outputs: [])
+            return files
+        },
         VectorCase(name: "clean-empty-log", summary: "a log opened and closed with nothing in it") {
             VectorLogs.canonical(try await VectorLogs.write { _ in })
         },

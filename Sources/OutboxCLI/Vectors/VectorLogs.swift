@@ -84,6 +84,26 @@ enum VectorLogs {
         }
     }
 
+    /// Records that expire (at 1970 plus 1,000 s, one annotation at plus
+    /// 1,500 s) over several segments, then records that never do.
+    static func expiring() async throws -> VectorFiles {
+        try await write { log in
+            let soon = Date(timeIntervalSince1970: 1_000)
+            for index in 0..<30 {
+                try await log.put(LogKey("old-\(index)"), payload("old-\(index)", size: 100), expiresAt: soon, durability: .durable)
+            }
+            try await log.annotate(
+                "old-29", Array("kept a while".utf8), expiresAt: Date(timeIntervalSince1970: 1_500), durability: .durable)
+            for index in 0..<10 { try await log.put(LogKey("new-\(index)"), payload("new-\(index)", size: 100), durability: .durable) }
+        }
+    }
+
+    /// ``expiring()`` after retention at 1970 plus 2,000 s: the segments of
+    /// expired records only are gone.
+    static func afterRetention(_ before: VectorFiles) async throws -> VectorFiles {
+        try await write(startingFrom: before) { log in _ = try await log.removeExpired(now: Date(timeIntervalSince1970: 2_000)) }
+    }
+
     /// ``multiSegment()`` with most of its early keys overwritten or
     /// deleted: sealed segments full of dead records, not yet compacted.
     static func beforeCompaction() async throws -> VectorFiles {

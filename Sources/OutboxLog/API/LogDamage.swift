@@ -29,6 +29,9 @@ public enum LogDamage: Sendable, Hashable, CustomStringConvertible {
     case emptyKey(recordKind: UInt8)
     case tombstoneWithPayload
     case markerWithKeyOrPayload
+    /// A tombstone or marker (its kind's code) that carries an expiry: only
+    /// values and annotations may.
+    case expiryOnRecordKind(UInt8)
 
     // Order.
 
@@ -105,6 +108,7 @@ public enum LogDamage: Sendable, Hashable, CustomStringConvertible {
         case .emptyKey(let kind): "\(FrameKind(rawValue: kind).map { "\($0)" } ?? "kind \(kind)") record with an empty key"
         case .tombstoneWithPayload: "tombstone with a payload"
         case .markerWithKeyOrPayload: "marker with a key or payload"
+        case .expiryOnRecordKind(let kind): "\(FrameKind(rawValue: kind).map { "\($0)" } ?? "kind \(kind)") record with an expiry"
         case .sequenceOutsideSegment(let sequence, let segment):
             "sequence \(sequence) outside the segment's range \(segment.lowerBound)..<\(segment.upperBound)"
         case .sequenceOutOfOrder(let sequence, let previous): "sequence \(sequence) after \(previous)"
@@ -150,6 +154,7 @@ public enum LogDamage: Sendable, Hashable, CustomStringConvertible {
         case .emptyKey: "emptyKey"
         case .tombstoneWithPayload: "tombstoneWithPayload"
         case .markerWithKeyOrPayload: "markerWithKeyOrPayload"
+        case .expiryOnRecordKind: "expiryOnRecordKind"
         case .sequenceOutsideSegment: "sequenceOutsideSegment"
         case .sequenceOutOfOrder: "sequenceOutOfOrder"
         case .sequenceBeyondLimit: "sequenceBeyondLimit"

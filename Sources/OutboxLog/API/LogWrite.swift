@@ -1,3 +1,5 @@
+import Foundation
+
 /// One record of an append: a value, an annotation or a tombstone for a key.
 ///
 /// Pass several to ``OutboxLog/append(_:durability:)`` to write them as one
@@ -6,6 +8,17 @@ public struct LogWrite: Sendable, Hashable {
     public var kind: RecordKind
     public var key: LogKey
     public var payload: [UInt8]
+    /// When the record stops mattering, for retention: values and
+    /// annotations only (an append refuses it on a tombstone), stored
+    /// rounded up to the millisecond, so a record is never removed before
+    /// this time. `nil`, the default, never expires.
+    ///
+    /// Expiry does not hide a record: ``OutboxLog/get(_:)`` returns it with
+    /// its ``LogEntry/expiresAt`` until ``OutboxLog/removeExpired(now:)``
+    /// removes its segment, and deciding what an expired record means is the
+    /// caller's. An append refuses a date it cannot store exactly (not
+    /// finite, or more than about 31,700 years from 1970).
+    public var expiresAt: Date?
 
     /// Eight bytes of the payload to replace, as the record is encoded into
     /// the log, with a value the caller learns only under its own lock (the
@@ -14,21 +27,23 @@ public struct LogWrite: Sendable, Hashable {
     /// into a patched copy of its own first.
     package var payloadPatch: PayloadPatch?
 
-    public init(kind: RecordKind, key: LogKey, payload: [UInt8] = []) {
+    public init(kind: RecordKind, key: LogKey, payload: [UInt8] = [], expiresAt: Date? = nil) {
         self.kind = kind
         self.key = key
         self.payload = payload
+        self.expiresAt = expiresAt
     }
 
-    /// Sets `key`'s value (and clears its annotation).
-    public static func value(_ key: LogKey, _ payload: [UInt8]) -> LogWrite {
-        LogWrite(kind: .value, key: key, payload: payload)
+    /// Sets `key`'s value (and clears its annotation); with `expiresAt`,
+    /// the value expires then (see ``expiresAt``).
+    public static func value(_ key: LogKey, _ payload: [UInt8], expiresAt: Date? = nil) -> LogWrite {
+        LogWrite(kind: .value, key: key, payload: payload, expiresAt: expiresAt)
     }
 
     /// Replaces the annotation of `key`'s current value. The key must have a
     /// value (now, or earlier in the same batch).
-    public static func annotation(_ key: LogKey, _ payload: [UInt8]) -> LogWrite {
-        LogWrite(kind: .annotation, key: key, payload: payload)
+    public static func annotation(_ key: LogKey, _ payload: [UInt8], expiresAt: Date? = nil) -> LogWrite {
+        LogWrite(kind: .annotation, key: key, payload: payload, expiresAt: expiresAt)
     }
 
     /// Deletes `key`.
@@ -37,7 +52,13 @@ public struct LogWrite: Sendable, Hashable {
     }
 
     /// The bytes this record takes in a segment.
-    public var frameSize: Int { RecordFrame.size(keyCount: key.count, payloadCount: payload.count) }
+    public var frameSize: Int {
+        RecordFrame.size(keyCount: key.count, payloadCount: payload.count, expires: expiresAt != nil)
+    }
+
+    /// The expiry as stored; `nil` also for a date the format cannot hold,
+    /// which the append's validation refuses first.
+    var expiryMilliseconds: Int64? { expiresAt.flatMap(RecordExpiry.milliseconds) }
 }
 
 /// A little-endian `UInt64` written over the payload at `offset` (see
@@ -59,13 +80,25 @@ public struct LogEntry: Sendable, Hashable {
     /// The sequence number of the value's record.
     public var sequence: UInt64
     public var value: [UInt8]
+    /// The value's expiry as stored, in milliseconds since 1970.
+    package var expiry: Int64?
     /// The current annotation, if any.
     public var annotation: Annotation?
+
+    /// When the value expires (``LogWrite/expiresAt``, rounded up to its
+    /// millisecond); `nil` if it never does.
+    public var expiresAt: Date? { expiry.map(RecordExpiry.date) }
 
     public struct Annotation: Sendable, Hashable {
         /// The sequence number of the annotation's record.
         public var sequence: UInt64
         public var payload: [UInt8]
+        /// The annotation's expiry as stored, in milliseconds since 1970.
+        package var expiry: Int64?
+
+        /// When the annotation expires, rounded up to its millisecond;
+        /// `nil` if it never does.
+        public var expiresAt: Date? { expiry.map(RecordExpiry.date) }
     }
 }
 
@@ -98,4 +131,9 @@ public struct LogStatistics: Sendable, Hashable {
     public var syncs: Int
     /// Compactions finished since open.
     public var compactions: Int
+    /// The earliest time at which ``OutboxLog/removeExpired(now:)`` can
+    /// remove the oldest segment (its latest expiry); `nil` if it never can
+    /// by time alone, because that segment holds a value or annotation
+    /// without an expiry (or the log holds nothing that expires).
+    public var nextRemovalAt: Date? = nil
 }

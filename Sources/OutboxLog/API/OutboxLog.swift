@@ -1,3 +1,4 @@
+import Foundation
 import SystemPackage
 
 /// A segmented, CRC-framed, append-only log of keyed records: an embeddable
@@ -185,18 +186,22 @@ public final class OutboxLog: Sendable {
         try await core.waitForRoom(bytes: bytes)
     }
 
-    /// Sets the value of `key`. Returns the record's sequence number.
+    /// Sets the value of `key`, expiring at `expiresAt` if given (see
+    /// ``LogWrite/expiresAt``). Returns the record's sequence number.
     @discardableResult
-    public func put(_ key: LogKey, _ value: [UInt8], durability: Durability) async throws(OutboxLogError) -> UInt64 {
-        try await core.append(CollectionOfOne(.value(key, value)), durability: durability)
-    }
-
-    /// Replaces the annotation of `key`'s value. The key must have a value.
-    @discardableResult
-    public func annotate(_ key: LogKey, _ annotation: [UInt8], durability: Durability) async throws(OutboxLogError)
+    public func put(_ key: LogKey, _ value: [UInt8], expiresAt: Date? = nil, durability: Durability) async throws(OutboxLogError)
         -> UInt64
     {
-        try await core.append(CollectionOfOne(.annotation(key, annotation)), durability: durability)
+        try await core.append(CollectionOfOne(.value(key, value, expiresAt: expiresAt)), durability: durability)
+    }
+
+    /// Replaces the annotation of `key`'s value, expiring at `expiresAt` if
+    /// given. The key must have a value.
+    @discardableResult
+    public func annotate(_ key: LogKey, _ annotation: [UInt8], expiresAt: Date? = nil, durability: Durability)
+        async throws(OutboxLogError) -> UInt64
+    {
+        try await core.append(CollectionOfOne(.annotation(key, annotation, expiresAt: expiresAt)), durability: durability)
     }
 
     /// Deletes `key`. Returns the tombstone's sequence number, or `nil` (and
@@ -225,6 +230,12 @@ public final class OutboxLog: Sendable {
     /// has no value), in the order given: as ``get(_:)-(LogKey)`` for each,
     /// but read in one job on a reader thread.
     public func get(_ keys: [LogKey]) async throws(OutboxLogError) -> [LogEntry?] { try await core.get(keys) }
+
+    /// Every live key that starts with `prefix`, in no particular order.
+    /// Answers from memory.
+    ///
+    /// - Complexity: O(*n*) in live keys.
+    public func keys(withPrefix prefix: [UInt8]) -> [LogKey] { core.keys(withPrefix: prefix) }
 
     /// Whether `key` has a value. Answers from memory.
     public func contains(_ key: LogKey) -> Bool { core.contains(key) }
@@ -319,6 +330,32 @@ public final class OutboxLog: Sendable {
     @discardableResult
     public func compact() async throws(OutboxLogError) -> CompactionReport {
         try await core.compact(sealActive: true)
+    }
+
+    /// Removes the oldest segments whose every value and annotation has
+    /// expired by `now` (time-based retention, as Kafka's `retention.ms`
+    /// drops whole segments): the keys whose values they held are gone from
+    /// then on, with their annotations wherever those are, and their bytes
+    /// are freed without copying anything.
+    ///
+    /// A segment goes only with every segment before it, so a tombstone is
+    /// never removed while a record it deletes remains; a value or
+    /// annotation without an expiry (``LogWrite/expiresAt``), live or
+    /// superseded, keeps its segment, and every segment after it, until
+    /// compaction drops it. An active segment that holds only expired records
+    /// is sealed first, so that a quiet log's records go too; the new active
+    /// segment stays, empty (when every segment before it goes too: sealing
+    /// waits for a sync). The removal is atomic across a crash (the
+    /// compaction's intent, Docs/FORMAT.md), and waits for a running
+    /// compaction.
+    ///
+    /// - Complexity: O(*n*) in live keys, under the log's lock (appends and
+    ///   reads wait), to drop the removed ones from the index, plus one file
+    ///   deletion per segment removed; O(*s*) in segments when nothing has
+    ///   expired.
+    @discardableResult
+    public func removeExpired(now: Date = Date()) async throws(OutboxLogError) -> RetentionReport {
+        try await core.removeExpired(now: RecordExpiry.passed(at: now))
     }
 
     /// Waits until a compaction running in the background (started

@@ -11,8 +11,8 @@ public enum SegmentHeaderDamage: Error, Sendable, Hashable, CustomStringConverti
     case unsupportedVersion(UInt16)
     /// The declared size is below a header's.
     case sizeBelowMinimum(Int)
-    /// A version-1 header that declares another size.
-    case sizeInVersion1(Int)
+    /// A header of the current version that declares another size than its version's.
+    case unexpectedSize(Int)
     case unknownFlags(UInt32)
     case zeroSalt
     case reservedNotZero(UInt32)
@@ -31,7 +31,7 @@ public enum SegmentHeaderDamage: Error, Sendable, Hashable, CustomStringConverti
         case .badChecksum: "badChecksum"
         case .unsupportedVersion(let version): "unsupportedVersion(\(version))"
         case .sizeBelowMinimum(let size): "header size \(size) is below \(SegmentHeader.size)"
-        case .sizeInVersion1(let size): "header size \(size) in a version-1 header"
+        case .unexpectedSize(let size): "header size \(size) in a version-\(SegmentHeader.currentVersion) header"
         case .unknownFlags(let flags): "unknown flags \(flags)"
         case .zeroSalt: "zero salt"
         case .reservedNotZero(let reserved): "reserved field \(reserved) is not zero"

@@ -1,3 +1,5 @@
+import Foundation
+
 /// Appends: validated outside the lock, encoded and indexed under it, then
 /// (for `written` and `durable`) parked until the writer thread reports.
 extension LogCore {
@@ -223,6 +225,12 @@ extension LogCore {
             if write.kind == .tombstone && !write.payload.isEmpty {
                 throw OutboxLogError(.invalidArgument, "a tombstone carries no payload")
             }
+            if let expiresAt = write.expiresAt {
+                if write.kind == .tombstone { throw OutboxLogError(.invalidArgument, "a tombstone carries no expiry") }
+                if RecordExpiry.milliseconds(expiresAt) == nil {
+                    throw OutboxLogError(.invalidArgument, "expiry \(expiresAt.timeIntervalSince1970) s since 1970 cannot be stored")
+                }
+            }
             if let patch = write.payloadPatch, patch.offset < 0 || patch.offset > write.payload.count - 8 {
                 throw OutboxLogError(
                     .invalidArgument, "a payload patch at offset \(patch.offset) does not fit a payload of \(write.payload.count) bytes")
@@ -259,7 +267,8 @@ extension LogCore {
         for (position, write) in writes.enumerated() {
             sequence = state.encodeFrame(
                 FrameKind(write.kind), key: write.key, payload: write.payload,
-                batchContinues: position < count - 1, batchContinuation: position > 0, patch: write.payloadPatch)
+                batchContinues: position < count - 1, batchContinuation: position > 0, expiry: write.expiryMilliseconds,
+                patch: write.payloadPatch)
         }
         state.finishEncoding(configuration: configuration)
         return sequence

@@ -44,7 +44,23 @@ extension LogCore {
     func compact(sealActive: Bool) async throws(OutboxLogError) -> CompactionReport {
         if configuration.readOnly { throw OutboxLogError(.invalidArgument, "the log was opened read-only") }
         try await waitForIndex()
-        // Wait for a running (automatic) compaction, then claim the slot.
+        try await claimCompactionSlot()
+        if sealActive {
+            // Only worth sealing if it holds something to reclaim.
+            do { try await sealActiveSegment(when: { !$0.isClean }) } catch {
+                releaseCompaction()
+                throw error
+            }
+        }
+        // `compactClaimed` releases the slot itself, however it ends: a
+        // second release here could free a slot another compaction had
+        // claimed in between.
+        return try await runOnOwnThread { () throws(OutboxLogError) -> CompactionReport in try self.compactClaimed() }
+    }
+
+    /// Waits for a running compaction (or retention), then claims the slot
+    /// that keeps them one at a time.
+    func claimCompactionSlot() async throws(OutboxLogError) {
         while true {
             let claimed = try state.withLock { state throws(OutboxLogError) -> Bool in
                 if let error = state.isAcceptingWrites { throw error }
@@ -52,16 +68,17 @@ extension LogCore {
                 state.compactionRunning = true
                 return true
             }
-            if claimed { break }
+            if claimed { return }
             await waitForCompaction()
         }
-        do {
-            if sealActive { try await sealActiveSegment() }
-            return try await runOnOwnThread { () throws(OutboxLogError) -> CompactionReport in try self.compactClaimed() }
-        } catch {
-            releaseCompaction()
-            throw error
-        }
+    }
+
+    /// A swap committed its intent and then failed: the next open will
+    /// finish it or roll it back, and this log cannot know which, so it is
+    /// poisoned, as after any failed sync.
+    func failAfterCommit(_ error: OutboxLogError) {
+        let waiters = state.withLock { poison(error, in: &$0) }
+        for waiter in waiters { waiter.resume(returning: .failure(error)) }
     }
 
     /// Starts a compaction in the background if the sealed segments' dead
@@ -119,14 +136,14 @@ extension LogCore {
         for waiter in waiting { waiter.resume() }
     }
 
-    /// Makes the active segment sealed (if it holds records) and waits until
-    /// the writer has synced it and created its successor: the roll is
-    /// over, or failed (and poisoned the log), before the compaction starts.
-    private func sealActiveSegment() async throws(OutboxLogError) {
+    /// Makes the active segment sealed (if its usage passes `worthIt`) and
+    /// waits until the writer has synced it and created its successor: the
+    /// roll is over, or failed (and poisoned the log), before the compaction
+    /// (or retention) starts.
+    func sealActiveSegment(when worthIt: (SegmentUsage) -> Bool) async throws(OutboxLogError) {
         let sealed = try state.withLock { state throws(OutboxLogError) -> (last: UInt64, successor: UInt32)? in
             if let error = state.isAcceptingWrites { throw error }
-            // Only worth sealing if it holds something to reclaim.
-            guard let active = state.activeID, !(state.index.usage[active] ?? SegmentUsage()).isClean else {
+            guard let active = state.activeID, worthIt(state.index.usage[active] ?? SegmentUsage()) else {
                 return nil
             }
             state.startSegment()
@@ -160,7 +177,7 @@ extension LogCore {
         try outcome.withLock { $0 }.get()
     }
 
-    private func runOnOwnThread<T: Sendable>(_ body: @escaping @Sendable () throws(OutboxLogError) -> T) async throws(OutboxLogError) -> T {
+    func runOnOwnThread<T: Sendable>(_ body: @escaping @Sendable () throws(OutboxLogError) -> T) async throws(OutboxLogError) -> T {
         let result = await withCheckedContinuation { (continuation: CheckedContinuation<Result<T, OutboxLogError>, Never>) in
             EngineThread.start("outbox-compact") {
                 do throws(OutboxLogError) {
@@ -186,6 +203,7 @@ extension LogCore {
         var kind: FrameKind
         var from: Location
         var to: Location
+        var expiry: Int64?
     }
 
     /// Runs with `compactionRunning` claimed; releases it when done.
@@ -268,6 +286,9 @@ extension LogCore {
             let inputIDs = Set(plan.inputs.map(\.file.id))
             state.withLock { state in
                 for item in moved {
+                    // Every copy counts for retention, live or superseded
+                    // meanwhile: its bytes are in the output either way.
+                    state.index.usage[item.to.segment, default: SegmentUsage()].count(expiry: item.expiry)
                     guard var entry = state.index.entries[item.key] else { continue }
                     switch item.kind {
                     case .value where entry.value == item.from: entry.value = item.to
@@ -302,11 +323,8 @@ extension LogCore {
             }
             // The intent is in place but the directory sync after it failed:
             // the next open will finish the swap if the rename survives, or
-            // roll it back if not. Either way it needs the outputs, and this
-            // log cannot know which will happen: it is poisoned, as after
-            // any failed sync.
-            let waiters = state.withLock { poison(error, in: &$0) }
-            for waiter in waiters { waiter.resume(returning: .failure(error)) }
+            // roll it back if not. Either way it needs the outputs.
+            failAfterCommit(error)
             throw error
         }
 
@@ -322,8 +340,7 @@ extension LogCore {
                     setAsideInputs: false),
                 segmentSalts: salts)
         } catch {
-            let waiters = state.withLock { poison(error, in: &$0) }
-            for waiter in waiters { waiter.resume(returning: .failure(error)) }
+            failAfterCommit(error)
             throw error
         }
         compactionObserver.withLock { $0 }?()
@@ -371,7 +388,7 @@ extension LogCore {
                         Moved(
                             key: record.key, kind: record.kind,
                             from: Location(segment: file.id, offset: UInt32(record.offset), length: UInt32(record.length)),
-                            to: to))
+                            to: to, expiry: record.expiry))
                 }
             } catch {
                 failure = error

@@ -15,6 +15,7 @@ struct PendingIndexUpdate {
     var kind: FrameKind
     var key: LogKey
     var location: Location
+    var expiry: Int64?
 }
 
 /// What the client's checkpoint position turned into (``OutboxLog/changedKeys()``).
@@ -54,7 +55,7 @@ extension LogCore {
             switch result {
             case .success(let loaded?):
                 var index = loaded.index
-                for update in loading.pending { index.apply(update.kind, key: update.key, at: update.location) }
+                for update in loading.pending { index.apply(update.kind, key: update.key, at: update.location, expiry: update.expiry) }
                 for id in state.order where index.usage[id] == nil { index.usage[id] = SegmentUsage() }
                 state.index = index
                 if loaded.rejected != nil { state.bytesSinceCheckpoint = Int.max / 2 }

@@ -89,11 +89,11 @@ extension LogCore {
     ) throws(OutboxLogError) -> LogEntry {
         let value = try valueFile.readRecord(
             at: Int64(entry.value.offset), length: Int(entry.value.length), expecting: key)
-        var result = LogEntry(key: key, sequence: value.sequence, value: value.payload, annotation: nil)
+        var result = LogEntry(key: key, sequence: value.sequence, value: value.payload, expiry: value.expiry, annotation: nil)
         if let annotationFile {
             let annotation = try annotationFile.readRecord(
                 at: Int64(entry.annotation.offset), length: Int(entry.annotation.length), expecting: key)
-            result.annotation = .init(sequence: annotation.sequence, payload: annotation.payload)
+            result.annotation = .init(sequence: annotation.sequence, payload: annotation.payload, expiry: annotation.expiry)
         }
         return result
     }
@@ -102,6 +102,20 @@ extension LogCore {
     func contains(_ key: LogKey) -> Bool {
         waitForIndexBlocking()
         return state.withLock { $0.index.entries[key] != nil }
+    }
+
+    /// Every live key starting with `prefix`, in no particular order.
+    func keys(withPrefix prefix: [UInt8]) -> [LogKey] {
+        waitForIndexBlocking()
+        return state.withLock { state in
+            var keys: [LogKey] = []
+            state.index.entries.forEach { element in
+                if element.key.count >= prefix.count, element.key.withUnsafeBytes({ $0.starts(with: prefix) }) {
+                    keys.append(element.key)
+                }
+            }
+            return keys
+        }
     }
 
     /// Every live key, in no particular order. Answers from memory.
@@ -206,17 +220,20 @@ extension LogCore {
                         let copy = try target.readRecord(
                             at: Int64(entry.value.offset), length: Int(entry.value.length), expecting: record.key)
                         guard copy.sequence == record.sequence else { continue }
-                        item = LogEntry(key: record.key, sequence: record.sequence, value: copy.payload, annotation: nil)
+                        item = LogEntry(
+                            key: record.key, sequence: record.sequence, value: copy.payload, expiry: copy.expiry, annotation: nil)
                     } else {
                         let frame = try reader.window(at: record.offset, count: record.length)
-                        let keyEnd = RecordFrame.headerSize + record.key.count
-                        item = LogEntry(key: record.key, sequence: record.sequence, value: Array(frame[keyEnd...]), annotation: nil)
+                        let keyEnd = RecordFrame.size(keyCount: record.key.count, payloadCount: 0, expires: record.expiry != nil)
+                        item = LogEntry(
+                            key: record.key, sequence: record.sequence, value: Array(frame[keyEnd...]), expiry: record.expiry,
+                            annotation: nil)
                     }
                     if entry.annotation.exists, let annotationFile = files[entry.annotation.segment] {
                         let annotation = try annotationFile.readRecord(
                             at: Int64(entry.annotation.offset), length: Int(entry.annotation.length),
                             expecting: record.key)
-                        item.annotation = .init(sequence: annotation.sequence, payload: annotation.payload)
+                        item.annotation = .init(sequence: annotation.sequence, payload: annotation.payload, expiry: annotation.expiry)
                     }
                     result.append(item)
                     lastScanned = record.sequence

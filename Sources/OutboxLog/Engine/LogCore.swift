@@ -295,13 +295,15 @@ final class LogCore: Sendable {
                 total += usage.totalBytes + Int64(SegmentHeader.size)
                 live += usage.liveBytes
             }
-            return LogStatistics(
+            var statistics = LogStatistics(
                 segments: state.order.count, totalBytes: total, liveBytes: live,
                 deadBytes: total - live - Int64(state.order.count * SegmentHeader.size),
                 liveKeys: state.index.entries.count, nextSequence: state.nextSequence,
                 writtenSequence: state.writtenSequence, durableSequence: state.durableSequence,
                 pendingBytes: state.pendingBytes, reservedBytes: state.reservedBytes, syncs: state.syncs,
                 compactions: state.compactions)
+            statistics.nextRemovalAt = Self.nextRemoval(in: state)
+            return statistics
         }
     }
 }

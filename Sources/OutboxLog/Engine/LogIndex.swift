@@ -28,12 +28,29 @@ struct SegmentUsage: Sendable, Hashable {
     var liveRecords = 0
     /// Bytes of the engine's checkpoint markers (dead, but harmless).
     var markerBytes: Int64 = 0
+    /// The latest expiry (ms since 1970) of the values and annotations in
+    /// the segment that carry one, live or dead; `Int64.min` if none does.
+    var latestExpiry = Int64.min
+    /// Values and annotations in the segment, live or dead, that carry no
+    /// expiry: while there is one, retention keeps the segment.
+    var unexpiring = 0
 
     var deadBytes: Int64 { totalBytes - liveBytes }
     /// A clean segment holds no superseded record and no tombstone: nothing
     /// older can be shadowed by a tombstone that compaction drops. Markers
     /// shadow nothing, and are not worth a rewrite on their own.
     var isClean: Bool { totalBytes - liveBytes - markerBytes == 0 }
+
+    /// Whether every value and annotation in the segment expired at or
+    /// before `now` (ms since 1970): retention may remove it once it is the
+    /// oldest. Tombstones and markers never hold a segment back: in the
+    /// oldest segment they shadow nothing.
+    func hasExpired(at now: Int64) -> Bool { unexpiring == 0 && latestExpiry <= now }
+
+    /// Accounts for a value or annotation with `expiry`.
+    mutating func count(expiry: Int64?) {
+        if let expiry { latestExpiry = max(latestExpiry, expiry) } else { unexpiring += 1 }
+    }
 }
 
 /// Key → location of its live value and annotation, plus per-segment usage.
@@ -48,7 +65,7 @@ struct LogIndex: Sendable {
     var usage = SegmentUsageTable()
 
     /// Records `kind` for `key` at `location`, in sequence order.
-    mutating func apply(_ kind: FrameKind, key: LogKey, at location: Location) {
+    mutating func apply(_ kind: FrameKind, key: LogKey, at location: Location, expiry: Int64?) {
         let length = Int64(location.length)
         var live = false
         switch kind {
@@ -81,6 +98,7 @@ struct LogIndex: Sendable {
                 usage.liveRecords += 1
             }
             if kind == .marker { usage.markerBytes += length }  // dead on arrival: compaction drops it
+            if kind == .value || kind == .annotation { usage.count(expiry: expiry) }
         }
     }
 
@@ -97,6 +115,32 @@ struct LogIndex: Sendable {
         case .annotation: return entry.annotation == location
         case .tombstone, .marker: return false
         }
+    }
+
+    /// Drops every key whose value is in one of `segments` (about to be
+    /// removed whole), and any annotation there; returns how many keys went.
+    /// A dropped key's annotation in a segment that stays becomes dead there.
+    mutating func removeEntries(in segments: Set<UInt32>) -> Int {
+        var gone: [LogKey] = []
+        var annotationsGone: [LogKey] = []
+        entries.forEach { element in
+            if segments.contains(element.value.value.segment) {
+                gone.append(element.key)
+            } else if element.value.annotation.exists && segments.contains(element.value.annotation.segment) {
+                annotationsGone.append(element.key)
+            }
+        }
+        for key in gone {
+            if let old = entries.removeValue(forKey: key) { release(old) }
+        }
+        for key in annotationsGone {
+            guard let annotation = entries.modifyValue(forKey: key, { entry in
+                defer { entry.annotation = .none }
+                return entry.annotation
+            }) else { continue }
+            markDead(annotation)
+        }
+        return gone.count
     }
 
     private mutating func release(_ entry: IndexEntry) {

@@ -189,7 +189,7 @@ struct LogState {
     /// ``finishEncoding(configuration:)`` after the batch.
     mutating func encodeFrame(
         _ kind: FrameKind, key: LogKey, payload: [UInt8], batchContinues: Bool, batchContinuation: Bool,
-        patch: PayloadPatch? = nil
+        expiry: Int64? = nil, patch: PayloadPatch? = nil
     ) -> UInt64 {
         let sequence = nextSequence
         nextSequence += 1
@@ -200,14 +200,14 @@ struct LogState {
             RecordFrame.append(
                 to: &openChunk!.data, crcSeed: seed, kind: kind, batchContinues: batchContinues,
                 batchContinuation: batchContinuation, sequence: sequence, durableWatermark: watermark, key: key,
-                payload: payload, patch: patch)
+                payload: payload, expiry: expiry, patch: patch)
         }
         let length = openChunk!.data.count - before
         let location = Location(segment: activeID!, offset: UInt32(activeSize), length: UInt32(length))
         if indexLoading == nil {
-            index.apply(kind, key: key, at: location)
+            index.apply(kind, key: key, at: location, expiry: expiry)
         } else {
-            indexLoading!.pending.append(PendingIndexUpdate(kind: kind, key: key, location: location))
+            indexLoading!.pending.append(PendingIndexUpdate(kind: kind, key: key, location: location, expiry: expiry))
         }
         bytesSinceCheckpoint += length
         activeSize += Int64(length)

@@ -1,3 +1,4 @@
+import Foundation
 import SystemPackage
 
 /// An open segment file.
@@ -57,7 +58,8 @@ final class SegmentFile: Sendable {
             guard frame.length == length, bytes[frame.keyRange].elementsEqual(key.bytes) else {
                 throw .corruption("record at this offset is not the one the index expects", file: path, offset: offset)
             }
-            return VerifiedRecord(kind: frame.kind, sequence: frame.sequence, payload: Array(bytes[frame.payloadRange]))
+            return VerifiedRecord(
+                kind: frame.kind, sequence: frame.sequence, payload: Array(bytes[frame.payloadRange]), expiry: frame.expiry)
         }
     }
 }
@@ -67,4 +69,5 @@ struct VerifiedRecord: Sendable {
     var kind: FrameKind
     var sequence: UInt64
     var payload: [UInt8]
+    var expiry: Int64?
 }

@@ -6,7 +6,7 @@
 /// ```
 /// offset size field
 ///      0    8 magic "OBXINDX\n"
-///      8    2 version (1)
+///      8    2 version (2)
 ///     10    2 header size (64)
 ///     12    4 flags (0)
 ///     16    8 covered sequence P: every record up to P is reflected
@@ -18,10 +18,11 @@
 ///     52    4 CRC-32 of the key section
 ///     56    4 reserved (0)
 ///     60    4 CRC-32 of bytes 0..<60
-///     64 72·s segment table, oldest first: base, salt, cover end (0: appended),
+///     64 88·s segment table, oldest first: base, salt, cover end (0: appended),
 ///             covered end (bytes of the file the checkpoint covers), then the
 ///             usage as of P: frame bytes, live bytes, records, live records,
-///             marker bytes (u64 / i64 each)
+///             marker bytes, latest expiry (ms; i64.min: none), records without
+///             an expiry (u64 / i64 each)
 ///      …    … key section: k × (u16 key length, key, value location,
 ///             annotation location), a location being u32 segment (index in the
 ///             table; 0xFFFFFFFF: none), u32 offset, u32 length
@@ -35,9 +36,9 @@
 /// an accelerator, never the truth.
 struct IndexCheckpoint: Sendable {
     static let magic: [UInt8] = Array("OBXINDX\n".utf8)
-    static let version: UInt16 = 1
+    static let version: UInt16 = 2
     static let headerSize = 64
-    static let segmentEntrySize = 72
+    static let segmentEntrySize = 88
     static let noSegment = UInt32.max
 
     struct Segment: Sendable, Hashable {
@@ -85,6 +86,8 @@ struct IndexCheckpoint: Sendable {
             table.appendLittleEndian(UInt64(segment.usage.records))
             table.appendLittleEndian(UInt64(segment.usage.liveRecords))
             table.appendLittleEndian(segment.usage.markerBytes)
+            table.appendLittleEndian(segment.usage.latestExpiry)
+            table.appendLittleEndian(UInt64(segment.usage.unexpiring))
         }
         var keys: [UInt8] = []
         keys.reserveCapacity(count * 48)
@@ -189,10 +192,12 @@ struct IndexCheckpoint: Sendable {
                 usage.records = Int(truncatingIfNeeded: table.loadLittleEndian(at: at + 48, as: UInt64.self))
                 usage.liveRecords = Int(truncatingIfNeeded: table.loadLittleEndian(at: at + 56, as: UInt64.self))
                 usage.markerBytes = table.loadLittleEndian(at: at + 64)
+                usage.latestExpiry = table.loadLittleEndian(at: at + 72)
+                usage.unexpiring = Int(truncatingIfNeeded: table.loadLittleEndian(at: at + 80, as: UInt64.self))
                 guard usage.totalBytes >= 0, usage.totalBytes <= Int64.max - Int64(SegmentHeader.size),
                     covered == Int64(SegmentHeader.size) + usage.totalBytes, usage.liveBytes >= 0,
                     usage.liveBytes <= usage.totalBytes, usage.liveRecords >= 0, usage.liveRecords <= usage.records,
-                    usage.markerBytes >= 0
+                    usage.markerBytes >= 0, usage.unexpiring >= 0, usage.unexpiring <= usage.records
                 else { return .failure(.segmentTableInconsistent) }
                 segments.append(
                     Segment(

@@ -41,33 +41,43 @@ package enum FrameKind: UInt8, Sendable, Hashable {
 ///      8    1 kind: 1 value, 2 annotation, 3 tombstone, 4 marker
 ///      9    1 flags: bit 0 = another record of the same atomic batch follows,
 ///               bit 1 = this record continues a batch begun earlier
-///               (a lone record has neither; LevelDB's FULL/FIRST/MIDDLE/LAST)
+///               (a lone record has neither; LevelDB's FULL/FIRST/MIDDLE/LAST),
+///               bit 2 = the record carries an expiry (values and
+///               annotations only)
 ///     10    2 key length k: 1...1024, 0 for markers
 ///     12    8 sequence number
 ///     20    8 durable watermark: every record with a smaller or equal
 ///               sequence number was on stable storage before this one was
 ///               written (lets recovery tell lost unsynced bytes from rot)
-///     28    k key
-///   28+k    … payload (length - 28 - k bytes)
+///     28    8 expiry, only with flag bit 2: milliseconds since 1970 (signed)
+///   28+e    k key (e = 8 with an expiry, else 0)
+/// 28+e+k    … payload (length - 28 - e - k bytes)
 /// ```
 package enum RecordFrame {
     package static let headerSize = 28
     static let batchContinuesFlag: UInt8 = 1
     static let batchContinuationFlag: UInt8 = 2
-    static let knownFlags = batchContinuesFlag | batchContinuationFlag
+    static let expiresFlag: UInt8 = 4
+    static let batchFlags = batchContinuesFlag | batchContinuationFlag
+    static let knownFlags = batchFlags | expiresFlag
+    /// The expiry's size, when a frame has one.
+    package static let expirySize = 8
 
     /// The frame size for a record with the given key and payload sizes.
     @inline(__always)
-    static func size(keyCount: Int, payloadCount: Int) -> Int { headerSize + keyCount + payloadCount }
+    static func size(keyCount: Int, payloadCount: Int, expires: Bool = false) -> Int {
+        headerSize + (expires ? expirySize : 0) + keyCount + payloadCount
+    }
 
     /// Appends the frame of one record to `buffer`.
     package static func append(
         to buffer: inout [UInt8], crcSeed: UInt32, kind: FrameKind, batchContinues: Bool,
         batchContinuation: Bool, sequence: UInt64, durableWatermark: UInt64, key: LogKey, payload: UnsafeRawBufferPointer,
-        patch: PayloadPatch? = nil
+        expiry: Int64? = nil, patch: PayloadPatch? = nil
     ) {
         let start = buffer.count
-        let length = size(keyCount: key.count, payloadCount: payload.count)
+        let length = size(keyCount: key.count, payloadCount: payload.count, expires: expiry != nil)
+        let keyStart = headerSize + (expiry == nil ? 0 : expirySize)
         // The header is built on the stack and appended in one go: this runs
         // for every record, under the log's lock.
         var header: (UInt64, UInt64, UInt64, UInt32) = (0, 0, 0, 0)
@@ -75,16 +85,18 @@ package enum RecordFrame {
             raw.storeLittleEndian(UInt32(length), at: 4)
             raw[8] = kind.rawValue
             raw[9] = (batchContinues ? batchContinuesFlag : 0) | (batchContinuation ? batchContinuationFlag : 0)
+                | (expiry == nil ? 0 : expiresFlag)
             raw.storeLittleEndian(UInt16(key.count), at: 10)
             raw.storeLittleEndian(sequence, at: 12)
             raw.storeLittleEndian(durableWatermark, at: 20)
             buffer.append(contentsOf: UnsafeRawBufferPointer(rebasing: raw[..<headerSize]))
         }
+        if let expiry { withUnsafeBytes(of: expiry.littleEndian) { buffer.append(contentsOf: $0) } }
         key.withUnsafeBytes { buffer.append(contentsOf: $0) }
         buffer.append(contentsOf: payload)
         buffer.withUnsafeMutableBytes { raw in
             if let patch {
-                raw.storeLittleEndian(patch.value, at: start + headerSize + key.count + patch.offset)
+                raw.storeLittleEndian(patch.value, at: start + keyStart + key.count + patch.offset)
             }
             var crc = CRC32(continuing: crcSeed)
             crc.update(UnsafeRawBufferPointer(rebasing: raw[(start + 4)..<(start + length)]))
@@ -111,10 +123,10 @@ package enum RecordFrame {
     }
 
     /// Recomputes the CRC of a frame in place for a new salt and makes it a
-    /// lone record (compaction copies committed records one by one). Call
-    /// ``reverify(_:crcSeed:sequence:)`` on the bytes first.
+    /// lone record (compaction copies committed records one by one); an
+    /// expiry stays. Call ``reverify(_:crcSeed:sequence:)`` on the bytes first.
     static func reseal(_ frame: UnsafeMutableRawBufferPointer, crcSeed: UInt32) {
-        frame[9] &= ~knownFlags
+        frame[9] &= ~batchFlags
         var crc = CRC32(continuing: crcSeed)
         crc.update(UnsafeRawBufferPointer(rebasing: frame[4...]))
         frame.storeLittleEndian(crc.value, at: 0)
@@ -128,6 +140,8 @@ package enum RecordFrame {
         package var batchContinuation: Bool
         package var sequence: UInt64
         package var durableWatermark: UInt64
+        /// Milliseconds since 1970, if the record carries an expiry.
+        package var expiry: Int64?
         package var keyRange: Range<Int>
         package var payloadRange: Range<Int>
     }
@@ -167,26 +181,31 @@ package enum RecordFrame {
         let flags = bytes[offset + 9]
         guard flags & ~knownFlags == 0 else { return .failure(.invalid(.unknownFlags(flags))) }
         let keyCount = Int(bytes.loadLittleEndian(at: offset + 10, as: UInt16.self))
-        guard headerSize + keyCount <= length else { return .failure(.invalid(.keyBeyondFrame(keyCount))) }
+        let expires = flags & expiresFlag != 0
+        let keyStart = offset + headerSize + (expires ? expirySize : 0)
+        guard keyStart - offset + keyCount <= length else { return .failure(.invalid(.keyBeyondFrame(keyCount))) }
         // Limits Docs/FORMAT.md states: a frame that verifies but breaks
-        // one was not written by a version-1 writer, and is damage.
+        // one was not written by a writer of this version, and is damage.
         guard keyCount <= LogKey.maximumLength else {
             return .failure(.invalid(.keyTooLong(keyCount)))
         }
         if kind != .marker && keyCount == 0 { return .failure(.invalid(.emptyKey(recordKind: kind.rawValue))) }
+        if expires && (kind == .tombstone || kind == .marker) {
+            return .failure(.invalid(.expiryOnRecordKind(kind.rawValue)))
+        }
         if kind == .tombstone && length != headerSize + keyCount {
             return .failure(.invalid(.tombstoneWithPayload))
         }
         if kind == .marker && length != headerSize {
             return .failure(.invalid(.markerWithKeyOrPayload))
         }
-        let keyStart = offset + headerSize
         return .success(
             Decoded(
                 length: length, kind: kind, batchContinues: flags & batchContinuesFlag != 0,
                 batchContinuation: flags & batchContinuationFlag != 0,
                 sequence: bytes.loadLittleEndian(at: offset + 12),
                 durableWatermark: bytes.loadLittleEndian(at: offset + 20),
+                expiry: expires ? bytes.loadLittleEndian(at: offset + headerSize, as: Int64.self) : nil,
                 keyRange: keyStart..<(keyStart + keyCount),
                 payloadRange: (keyStart + keyCount)..<(offset + length)))
     }

@@ -3,7 +3,7 @@
 /// ```
 /// offset size field
 ///      0    8 magic "OBXLOG\r\n"
-///      8    2 format version (1)
+///      8    2 format version (2)
 ///     10    2 header size in bytes (48)
 ///     12    4 flags: bit 0 = the segment was rewritten (compaction or
 ///               salvage) and `coverEnd` is set
@@ -21,7 +21,7 @@
 /// All integers are little-endian. See Docs/FORMAT.md.
 package struct SegmentHeader: Sendable, Hashable {
     static let magic: [UInt8] = Array("OBXLOG\r\n".utf8)
-    package static let currentVersion: UInt16 = 1
+    package static let currentVersion: UInt16 = 2
     package static let size = 48
 
     static let rewrittenFlag: UInt32 = 1
@@ -67,7 +67,7 @@ package struct SegmentHeader: Sendable, Hashable {
     /// Docs/FORMAT.md gives ("Reading a header, step by step"): the CRC sits
     /// in the last four bytes of the size the header declares, in every
     /// version, and is checked before the version, so only a header that
-    /// verifies as a whole can be "newer"; a bit flip in a version-1 header
+    /// verifies as a whole can be "newer"; a bit flip in a current header
     /// is damage.
     package static func decode(_ bytes: UnsafeRawBufferPointer) -> Result<SegmentHeader, DecodeError> {
         guard bytes.count >= 12 else { return .failure(.truncated) }
@@ -81,7 +81,7 @@ package struct SegmentHeader: Sendable, Hashable {
             return .failure(.badChecksum)
         }
         guard version == currentVersion else { return .failure(.unsupportedVersion(version)) }
-        guard declaredSize == size else { return .failure(.sizeInVersion1(declaredSize)) }
+        guard declaredSize == size else { return .failure(.unexpectedSize(declaredSize)) }
         let flags: UInt32 = bytes.loadLittleEndian(at: 12)
         guard flags & ~rewrittenFlag == 0 else { return .failure(.unknownFlags(flags)) }
         let base: UInt64 = bytes.loadLittleEndian(at: 16)

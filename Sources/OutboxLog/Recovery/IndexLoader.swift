@@ -129,7 +129,7 @@ struct IndexLoader: Sendable {
         loaded.records += record.kind == .marker ? 0 : 1
         loaded.index.apply(
             record.kind, key: record.key,
-            at: Location(segment: file.id, offset: UInt32(record.offset), length: UInt32(record.length)))
+            at: Location(segment: file.id, offset: UInt32(record.offset), length: UInt32(record.length)), expiry: record.expiry)
     }
 
     /// A segment's base must be where the one before it ends (Docs/FORMAT.md,

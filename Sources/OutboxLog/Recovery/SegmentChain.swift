@@ -251,7 +251,7 @@ struct SegmentChain {
                 }
                 scan.index.apply(
                     record.kind, key: record.key,
-                    at: Location(segment: file.id, offset: UInt32(record.offset), length: UInt32(record.length)))
+                    at: Location(segment: file.id, offset: UInt32(record.offset), length: UInt32(record.length)), expiry: record.expiry)
             }
         }
         let analysis = scanned.analysis

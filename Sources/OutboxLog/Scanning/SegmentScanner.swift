@@ -8,6 +8,8 @@ package struct ScannedRecord {
     package var sequence: UInt64
     package var offset: Int64
     package var length: Int
+    /// Milliseconds since 1970, if the record carries an expiry.
+    package var expiry: Int64?
 }
 
 /// Verifies the frames of one segment file, in the manner of LevelDB's
@@ -136,7 +138,7 @@ package final class SegmentScanner {
             let record = ScannedRecord(
                 kind: decoded.kind,
                 key: LogKey(UnsafeRawBufferPointer(rebasing: frameBytes[decoded.keyRange])),
-                sequence: decoded.sequence, offset: position, length: decoded.length)
+                sequence: decoded.sequence, offset: position, length: decoded.length, expiry: decoded.expiry)
             run.maximumWatermark = max(run.maximumWatermark, decoded.durableWatermark)
             if batch.isEmpty && !decoded.batchContinues {
                 // A lone record (the common case) commits at once.

@@ -6,20 +6,22 @@ extension LogFormatFuzzing {
     package static func frameSeeds() -> [[UInt8]] {
         func frame(
             _ kind: FrameKind, key: LogKey = "", payload: [UInt8] = [], continues: Bool = false, continuation: Bool = false,
-            sequence: UInt64 = 7, watermark: UInt64 = 6
+            sequence: UInt64 = 7, watermark: UInt64 = 6, expiry: Int64? = nil
         ) -> [UInt8] {
             var bytes: [UInt8] = [0]
             payload.withUnsafeBytes { payload in
                 RecordFrame.append(
                     to: &bytes, crcSeed: frameCRCSeed, kind: kind, batchContinues: continues,
                     batchContinuation: continuation, sequence: sequence, durableWatermark: watermark, key: key,
-                    payload: payload)
+                    payload: payload, expiry: expiry)
             }
             return bytes
         }
         return [
             frame(.value, key: "user/42", payload: Array("hello, world".utf8)),
             frame(.annotation, key: "user/42", payload: [2, 0, 1]),
+            frame(.value, key: "key/7", payload: [9, 9], expiry: 1_767_225_600_000),
+            frame(.annotation, key: "key/7", payload: [1], expiry: -1),
             frame(.tombstone, key: "user/42"),
             frame(.marker),
             frame(.value, key: "a", payload: [1], continues: true),
@@ -34,7 +36,7 @@ extension LogFormatFuzzing {
         // A header a newer version might write: grown to 56 bytes, its CRC last.
         var grown = Array(appended[..<44]) + [UInt8](repeating: 0, count: 8)
         grown.withUnsafeMutableBytes {
-            $0.storeLittleEndian(UInt16(2), at: 8)
+            $0.storeLittleEndian(SegmentHeader.currentVersion + 1, at: 8)
             $0.storeLittleEndian(UInt16(56), at: 10)
         }
         grown.appendLittleEndian(CRC32.checksum(grown))

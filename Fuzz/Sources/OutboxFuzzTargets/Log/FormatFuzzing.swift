@@ -70,7 +70,7 @@ package enum LogFormatFuzzing {
     ) throws(FuzzViolation) {
         let end = offset + frame.length
         guard frame.length >= RecordFrame.headerSize, end <= bytes.count,
-            frame.keyRange.lowerBound == offset + RecordFrame.headerSize,
+            frame.keyRange.lowerBound == offset + RecordFrame.headerSize + (frame.expiry == nil ? 0 : RecordFrame.expirySize),
             frame.keyRange.upperBound == frame.payloadRange.lowerBound, frame.payloadRange.upperBound == end
         else {
             throw FuzzViolation(
@@ -81,7 +81,7 @@ package enum LogFormatFuzzing {
             to: &encoded, crcSeed: crcSeed, kind: frame.kind, batchContinues: frame.batchContinues,
             batchContinuation: frame.batchContinuation, sequence: frame.sequence,
             durableWatermark: frame.durableWatermark, key: LogKey(UnsafeRawBufferPointer(rebasing: bytes[frame.keyRange])),
-            payload: UnsafeRawBufferPointer(rebasing: bytes[frame.payloadRange]))
+            payload: UnsafeRawBufferPointer(rebasing: bytes[frame.payloadRange]), expiry: frame.expiry)
         guard encoded.elementsEqual(bytes[offset..<end]) else {
             throw FuzzViolation("frame at \(offset): decoded as \(frame), which encodes to different bytes")
         }
@@ -132,7 +132,7 @@ package enum LogFormatFuzzing {
     }
 
     /// Rewrites the header's CRC where the decoder will look for it: at 44
-    /// for version 1, in the last 4 bytes of the declared size otherwise.
+    /// for the current version, in the last 4 bytes of the declared size otherwise.
     static func repairHeaderCRC(_ bytes: UnsafeMutableRawBufferPointer) {
         guard bytes.count >= 12 else { return }
         let version = UnsafeRawBufferPointer(bytes).loadLittleEndian(at: 8, as: UInt16.self)

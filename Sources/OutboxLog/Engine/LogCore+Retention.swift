@@ -1,0 +1,122 @@
+import Foundation
+
+/// Time-based retention: the oldest segments whose every value and
+/// annotation has expired are removed whole, through the same crash-safe
+/// swap as compaction (an intent with inputs and no outputs).
+///
+/// Why whole segments, oldest first: removing a file costs nothing per
+/// record, and a tombstone can only shadow records older than itself, all
+/// of which are in the segments removed with it or before it. A segment
+/// that holds a record without an expiry stays, and so does every segment
+/// after it: retention never reorders what a reader sees.
+extension LogCore {
+    func removeExpired(now: Int64) async throws(OutboxLogError) -> RetentionReport {
+        if configuration.readOnly { throw OutboxLogError(.invalidArgument, "the log was opened read-only") }
+        try await waitForIndex()
+        try await claimCompactionSlot()
+        // A quiet log's active segment may hold nothing but expired records:
+        // sealed, it can go too, and the new (empty) one carries the
+        // sequence floor.
+        // Only when every segment before it goes too: otherwise each call
+        // would roll a new segment that retention cannot reach.
+        let everySealedExpired = state.withLock { state in Self.expiredRun(in: state, now: now).count == state.order.count - 1 }
+        do {
+            if everySealedExpired { try await sealActiveSegment(when: { $0.latestExpiry != .min && $0.hasExpired(at: now) }) }
+        } catch {
+            releaseCompaction()
+            throw error
+        }
+        return try await runOnOwnThread { () throws(OutboxLogError) -> RetentionReport in
+            try self.removeExpiredClaimed(now: now)
+        }
+    }
+
+    /// Runs with the compaction slot claimed (no compaction moves segments
+    /// meanwhile); releases it when done.
+    private func removeExpiredClaimed(now: Int64) throws(OutboxLogError) -> RetentionReport {
+        defer { releaseCompaction() }
+        let run = state.withLock { state in Self.expiredRun(in: state, now: now) }
+        guard !run.isEmpty else { return RetentionReport() }
+
+        // No wait for later records to be durable, unlike compaction: what
+        // goes is expired, so a power loss that also takes a newer,
+        // unsynced record of the same key leaves it absent rather than
+        // back at a value that had expired anyway.
+        let intent = CompactionIntent(
+            inputs: run.map { .init(base: $0.file.header.baseSequence, salt: $0.file.header.salt) }, outputs: [],
+            setAsideInputs: false)
+        let swap = SegmentSwap(layout: layout, fileSystem: fileSystem)
+        var committed = false
+        do {
+            try swap.commit(intent, committed: &committed)
+        } catch {
+            // Committed but not synced: the next open removes the segments
+            // or keeps them, and this log cannot know which.
+            if committed { failAfterCommit(error) }
+            throw error
+        }
+
+        let removed = Set(run.map(\.file.id))
+        var report = RetentionReport()
+        report.segmentsRemoved = run.count
+        report.bytesRemoved = run.reduce(0) { $0 + $1.size }
+        report.keysRemoved = state.withLock { state in
+            let keys = state.index.removeEntries(in: removed)
+            for id in removed {
+                state.slots[id] = nil
+                state.index.usage[id] = nil
+            }
+            state.order.removeAll { removed.contains($0) }
+            return keys
+        }
+
+        var salts: [UInt64: UInt64?] = [:]
+        for item in run { salts[item.file.header.baseSequence] = item.file.header.salt }
+        do { try swap.finish(intent, segmentSalts: salts) } catch {
+            failAfterCommit(error)
+            throw error
+        }
+        compactionObserver.withLock { $0 }?()
+        if configuration.indexCheckpoints, !state.withLock({ $0.compactionCancelled }) {
+            do { try writeIndexCheckpoint() } catch {
+                logger.warning("index checkpoint after retention not written", metadata: ["error": "\(error)"])
+            }
+        }
+        return report
+    }
+
+    /// When retention can next remove the oldest segment (see
+    /// ``LogStatistics/nextRemovalAt``).
+    static func nextRemoval(in state: LogState) -> Date? {
+        guard let oldest = state.order.first else { return nil }
+        let usage = state.index.usage[oldest] ?? SegmentUsage()
+        guard usage.unexpiring == 0 else { return nil }
+        if usage.latestExpiry == .min {
+            // Nothing but tombstones and markers: a sealed one can go now,
+            // the active one never needs to.
+            return oldest == state.activeID ? nil : .distantPast
+        }
+        return RecordExpiry.date(usage.latestExpiry)
+    }
+
+    /// The oldest sealed segments, in order, that have expired at `now`
+    /// and are fully written, each followed by a segment that exists on
+    /// disk: the newest segment always stays, since it carries the
+    /// sequence floor (Docs/FORMAT.md, "The sequence floor").
+    private static func expiredRun(in state: LogState, now: Int64) -> [(file: SegmentFile, size: Int64)] {
+        var run: [(file: SegmentFile, size: Int64)] = []
+        for (position, id) in state.order.enumerated() {
+            guard id != state.activeID, position + 1 < state.order.count,
+                state.slots[state.order[position + 1]]?.file != nil,
+                let slot = state.slots[id], let file = slot.file
+            else { break }
+            let usage = state.index.usage[id] ?? SegmentUsage()
+            let size = Int64(SegmentHeader.size) + usage.totalBytes
+            // A segment sealed by a roll may still have bytes waiting for
+            // the writer: it goes once they are written.
+            guard slot.writtenSize >= size, usage.hasExpired(at: now) else { break }
+            run.append((file, size))
+        }
+        return run
+    }
+}
