@@ -136,7 +136,7 @@ public struct IdempotencyKeyStoreError: Error, Sendable, Hashable, CustomStringC
 ///
 /// The built-in stores are ``InMemoryIdempotencyKeyStore`` (tests, throwaway
 /// servers) and ``LogIdempotencyKeyStore`` (the durable default: a compact
-/// on-disk key journal). A store on a shared database (PostgreSQL, say)
+/// on-disk key store on ``OutboxLog``). A store on a shared database (PostgreSQL, say)
 /// implements the same calls, each one statement or transaction.
 ///
 /// The rule every implementation keeps: **a handler runs at most once per

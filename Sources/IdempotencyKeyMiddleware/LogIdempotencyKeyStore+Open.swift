@@ -6,138 +6,73 @@ extension LogIdempotencyKeyStore {
     /// Opens (creating if needed, with any missing parents) the store in
     /// `directory`.
     ///
-    /// Reads each sealed segment's index file and scans only the active
-    /// segment, so an open reads about 28 bytes per stored key. Claims
-    /// left by a server that stopped mid-request are loaded as
-    /// outcome-unknown (``IdempotencyUnknownReason/serverStopped``); expired
-    /// keys are not loaded.
+    /// The log reads its index checkpoint and the records written after it,
+    /// not every record. Claims left by a server that stopped mid-request
+    /// are loaded as outcome-unknown
+    /// (``IdempotencyUnknownReason/serverStopped``); expired unsettled keys
+    /// are not loaded.
     ///
-    /// - Throws: ``IdempotencyKeyStoreError`` (`.locked` if another process
-    ///   has the directory open, `.io`), or ``JournalCorruption`` for damage
-    ///   other than a torn tail (nothing is dropped silently: a lost key
-    ///   could let a retry apply a write twice).
+    /// - Throws: ``IdempotencyKeyStoreError``: `.locked` if another process
+    ///   has the directory open, `.damaged` for damage in the log other than
+    ///   a torn tail (nothing is dropped silently: a lost key could let a
+    ///   retry apply a write twice; the message names the file and offset),
+    ///   `.io` for a file operation that failed, `.invalidArgument` for a
+    ///   configuration out of range.
     public static func open(
         at directory: FilePath, configuration: Configuration = Configuration(), now: Date = Date()
     ) async throws -> LogIdempotencyKeyStore {
         try configuration.validate()
-        return try await withCheckedThrowingContinuation { continuation in
-            // Blocking file I/O: off the cooperative pool.
-            let thread = Thread {
-                continuation.resume(with: Result { try openBlocking(at: directory, configuration: configuration, now: now) })
-            }
-            thread.name = "idempotency-journal-open"
-            thread.start()
-        }
-    }
-
-    private static func openBlocking(at directory: FilePath, configuration: Configuration, now: Date) throws -> LogIdempotencyKeyStore {
-        let fileSystem = configuration.fileSystem
-        // A first launch creates missing parents too (0700 each, each synced
-        // into its parent): /var/lib/<service> may not exist yet.
-        do { try fileSystem.createDirectoryWithParents(directory) } catch {
-            throw IdempotencyKeyStoreError(error.code == .invalidArgument ? .invalidArgument : .io, error.description)
-        }
-        let lock = try io("lock \(directory)") { try fileSystem.openFile(directory.appending("LOCK"), mode: .createOrOpen) }
+        let log: OutboxLog
         do {
-            do { try fileSystem.lockExclusively(lock) } catch {
-                throw IdempotencyKeyStoreError(.locked, "the key store in \(directory) is open in another process (\(error))")
-            }
-            let secret = try io("read the digest secret") { try JournalFiles.loadOrCreateSecret(in: directory, fileSystem: fileSystem) }
-            let digester = KeyDigester(secret: secret)
-            let names = try io("list \(directory)") { try fileSystem.contentsOfDirectory(directory) }
-            var ids = names.compactMap(JournalFormat.segmentID(fromName:)).sorted()
-            if ids.isEmpty {
-                try io("create the first segment") { try fileSystem.close(try JournalFiles.createSegment(1, in: directory, fileSystem: fileSystem)) }
-                ids = [1]
-            }
-            var recovery = JournalRecovery(directory: directory, fileSystem: fileSystem, digester: digester, now: now)
-            do { try recovery.load(ids) } catch let error as Errno {
-                throw IdempotencyKeyStoreError(.io, "cannot read the key journal in \(directory): \(error)")
-            }
-            let active = ids.last!
-            let descriptor = try io("open the active segment") {
-                try fileSystem.openFile(directory.appending(JournalFormat.segmentName(active)), mode: .readWrite)
-            }
-            var state = recovery.state
-            if state.segments[active] == nil {
-                state.segments[active] = JournalSegmentStats(bytes: recovery.activeEnd, maxExpires: 0)
-                state.totalBytes += recovery.activeEnd
-            }
-            let writer = JournalWriter(
-                directory: directory, fileSystem: fileSystem, segmentSize: configuration.segmentSize, segment: active,
-                descriptor: descriptor, size: recovery.activeEnd, entries: recovery.activeEntries)
-            return LogIdempotencyKeyStore(
-                directory: directory, configuration: configuration, digester: digester, writer: writer, state: state, lock: lock,
-                recovery: recovery.report)
+            log = try await OutboxLog.open(at: directory, configuration: configuration.logConfiguration)
         } catch {
-            try? fileSystem.close(lock)
-            throw error
+            throw storeError(error)
         }
-    }
-
-    private static func io<T>(_ what: String, _ body: () throws -> T) throws(IdempotencyKeyStoreError) -> T {
-        do { return try body() } catch { throw IdempotencyKeyStoreError(.io, "cannot \(what): \(error)") }
-    }
-
-    // MARK: Expiry
-
-    /// Forgets every key that expired at or before `now`: unsettled keys past
-    /// their expiry, and every segment (oldest first) whose records all
-    /// expired, with its files. Returns how many keys were forgotten.
-    ///
-    /// The index entries of a removed segment are found through its index
-    /// file, so the work is proportional to what is removed, not to the keys
-    /// held.
-    public func expire(now: Date) async throws -> Int {
-        let nowSeconds = JournalFormat.nowSeconds(now)
-        let (forgottenUnsettled, segments) = try state.withLock { state -> (Int, [UInt32]) in
-            let before = state.unsettled.count
-            state.unsettled = state.unsettled.filter { !$0.value.isExpired(at: now) }
-            // A quiet server's active segment may hold only expired records:
-            // seal it so it can go too.
-            if let stats = state.segments[writer.activeSegment], stats.maxExpires <= nowSeconds,
-                stats.bytes > Int64(JournalFormat.segmentHeaderSize)
-            {
-                try writer.roll()
+        do {
+            let secret = try await blocking { () throws(Errno) in
+                try KeyStoreSecret.loadOrCreate(in: directory, fileSystem: configuration.fileSystem)
             }
-            return (before - state.unsettled.count, state.expiredSegments(now: nowSeconds, active: writer.activeSegment))
-        }
-        guard !segments.isEmpty else { return forgottenUnsettled }
-        // Sealing (a roll just queued) writes the index file: let it finish.
-        try await writer.wait(for: writer.lastSequence, durable: false)
-        let entries = await readIndexFiles(of: segments)
-        let forgotten = state.withLock { state -> Int in
-            let indexed = state.index.count
-            var unreadable: Set<UInt32> = []
-            for (segment, digests) in zip(segments, entries) {
-                guard let digests else {
-                    unreadable.insert(segment)
-                    continue
-                }
-                for digest in digests where state.index[digest.hash]?.segment == segment { state.index[digest.hash] = nil }
+            let (unsettled, report) = try await loadUnsettled(from: log, now: now)
+            return LogIdempotencyKeyStore(
+                directory: directory, configuration: configuration, digester: KeyDigester(secret: secret), log: log,
+                unsettled: unsettled, recovery: report)
+        } catch {
+            try? await log.close()
+            if let error = error as? Errno {
+                throw IdempotencyKeyStoreError(.io, "cannot read or make the digest secret in \(directory): \(error)")
             }
-            // An index file that cannot be read: walk the whole index instead.
-            if !unreadable.isEmpty { state.index = state.index.filter { !unreadable.contains($0.value.segment) } }
-            for id in segments { state.totalBytes -= state.segments.removeValue(forKey: id)?.bytes ?? 0 }
-            return indexed - state.index.count
+            throw storeError(error)
         }
-        try await writer.wait(for: try writer.remove(segments: segments), durable: false)
-        return forgottenUnsettled + forgotten
     }
 
-    /// The digests of each segment's completed records, from its index file
-    /// (`nil` where it cannot be read), read off the cooperative pool.
-    private func readIndexFiles(of segments: [UInt32]) async -> [[KeyDigest]?] {
-        let (directory, fileSystem) = (self.directory, configuration.fileSystem)
-        return await withCheckedContinuation { continuation in
-            Thread {
-                continuation.resume(returning: segments.map { segment -> [KeyDigest]? in
-                    guard let bytes = try? JournalFiles.readFile(directory.appending(JournalFormat.indexName(segment)), fileSystem: fileSystem),
-                        let entries = JournalEntry.decodeIndexFile(bytes, segment: segment)
-                    else { return nil }
-                    return entries.filter { $0.kind == .complete }.map(\.digest)
-                })
-            }.start()
+    /// The unsettled keys (found by their log keys' prefix, so only they are
+    /// read), claims becoming outcome-unknown: their server stopped.
+    private static func loadUnsettled(from log: OutboxLog, now: Date) async throws -> ([String: KeyRecord], KeyStoreRecoveryReport) {
+        let keys = log.keys(withPrefix: [KeyStoreRecord.unsettledNamespace])
+        var unsettled: [String: KeyRecord] = [:]
+        for entry in try await log.get(keys) {
+            guard let entry else { continue }
+            guard let expiresAt = entry.expiresAt, let record = KeyStoreRecord.decode(entry.value) else {
+                throw IdempotencyKeyStoreError(.damaged, "an unsettled key's record (sequence \(entry.sequence)) cannot be read")
+            }
+            guard expiresAt > now else { continue }
+            var loaded = record.keyRecord(expiresAt: expiresAt)
+            if case .inProgress(let since, _, let expiresAt) = loaded.state {
+                loaded.state = .outcomeUnknown(since: since, expiresAt: expiresAt, reason: .serverStopped)
+            }
+            unsettled[record.key] = loaded
+        }
+        let report = KeyStoreRecoveryReport(
+            log: log.recoveryReport, completedKeys: log.statistics.liveKeys - keys.count, unsettledKeys: unsettled.count)
+        return (unsettled, report)
+    }
+
+    /// Runs blocking file I/O on a thread of its own, off the cooperative pool.
+    private static func blocking<T: Sendable>(_ body: @escaping @Sendable () throws(Errno) -> T) async throws -> T {
+        try await withCheckedThrowingContinuation { continuation in
+            let thread = Thread { continuation.resume(with: Result { () throws(Errno) -> T in try body() }) }
+            thread.name = "idempotency-keys-open"
+            thread.start()
         }
     }
 }
@@ -148,8 +83,23 @@ extension LogIdempotencyKeyStore.Configuration {
             if !condition { throw IdempotencyKeyStoreError(.invalidArgument, message) }
         }
         try require(segmentSize >= 4096 && segmentSize <= Int(UInt32.max), "segmentSize must be in 4 KiB...4 GiB")
-        try require(maximumRecordSize >= 256, "maximumRecordSize must be at least 256 bytes")
+        try require(
+            maximumRecordSize >= 256 && maximumRecordSize <= OutboxLog.Configuration.absoluteMaximumRecordSize,
+            "maximumRecordSize must be in 256 bytes...1 GiB")
         try require(maximumKeys.map { $0 > 0 } ?? true, "maximumKeys must be positive")
         try require(maximumBytes.map { $0 > 0 } ?? true, "maximumBytes must be positive")
+    }
+
+    /// The log under the store: its index checkpoint on (so a restart reads
+    /// only what came after it), no automatic compaction (retention frees
+    /// the space: every record expires).
+    var logConfiguration: OutboxLog.Configuration {
+        var log = OutboxLog.Configuration()
+        log.segmentSize = segmentSize
+        log.maximumRecordSize = max(maximumRecordSize, 256)
+        log.fileSystem = fileSystem
+        log.indexCheckpoints = true
+        log.automaticCompactionRatio = nil
+        return log
     }
 }

@@ -1,31 +1,30 @@
-import Dispatch
 import Foundation
 import OutboxLocking
 import OutboxLog
 import SystemPackage
 
-/// Keys on disk, in a compact append-only key journal: the durable default.
+/// Keys on disk, in an ``OutboxLog``: the durable default.
 ///
 /// - **Never runs a handler twice.** A claim is made durable before
 ///   ``begin(key:fingerprint:now:claim:)`` lets the request run, and a
 ///   response before it is sent. A server killed mid-request leaves the
 ///   claim: after a restart its key is answered outcome-unknown (never run
 ///   again) until it expires or an operator resolves it.
-/// - **Memory does not grow with responses.** Completed keys are held as a
-///   96-bit keyed digest and a record location (about 30–60 bytes per key
-///   with the dictionary's slack); responses are read from disk on a replay.
-/// - **Restart does not read every record.** Each sealed segment has an
-///   index file (a 28-byte entry per key: claims settled in the same segment
-///   are left out); an open reads those and scans only
-///   the active segment.
-/// - **Expiry reclaims disk.** Segments are removed whole, oldest first,
-///   once every record in them expired.
+/// - **Memory does not grow with responses.** The log's index holds each
+///   completed key as a 13-byte digest key and a record location (about 70
+///   bytes per key); responses are read from disk on a replay.
+/// - **Restart does not read every record.** The log's index checkpoint
+///   holds every key's place, so an open reads it and the records written
+///   after it; the few unsettled keys are found by their log keys' prefix.
+/// - **Expiry reclaims disk.** Every record carries its key's expiry, and
+///   the log's retention removes segments whole, oldest first, once every
+///   record in them expired.
 /// - **A cap that never forgets early.** With ``Configuration/maximumKeys``
 ///   or ``Configuration/maximumBytes``, a new key at the cap is refused
 ///   (``IdempotencyBeginResult/atCapacity(retryAfter:)``, 503 with
 ///   `Retry-After`), never admitted by evicting a live key.
 /// - **Group commit.** Concurrent claims and completions share one
-///   `fdatasync` on the journal's writer thread.
+///   `fdatasync` on the log's writer thread.
 ///
 /// What it cannot do alone: make a handler's effect and the stored response
 /// one atomic write. For that, implement ``IdempotencyKeyStore`` on the
@@ -43,9 +42,9 @@ public final class LogIdempotencyKeyStore: IdempotencyKeyStore {
         public var maximumRecordSize = 2 << 20
         /// The most keys held at once; `nil` for no limit.
         public var maximumKeys: Int?
-        /// The most bytes of journal files; `nil` for no limit.
+        /// The most bytes of log segments; `nil` for no limit.
         public var maximumBytes: Int64?
-        /// The file system under the journal; replace it to inject faults.
+        /// The file system under the log; replace it to inject faults.
         public var fileSystem: any FileSystem = PosixFileSystem()
 
         public init() {}
@@ -54,31 +53,23 @@ public final class LogIdempotencyKeyStore: IdempotencyKeyStore {
     let directory: FilePath
     let configuration: Configuration
     let digester: KeyDigester
-    let writer: JournalWriter
-    let state: Locked<JournalState>
-    private let lock: FileDescriptor
-    private let readQueue = DispatchQueue(label: "idempotency-journal-read", attributes: .concurrent)
+    let log: OutboxLog
+    /// Keys not settled yet (in progress, outcome unknown), whole: few, and
+    /// every request with one of them is decided from memory.
+    let unsettled: Locked<[String: KeyRecord]>
     /// What the open found.
-    public let recovery: JournalRecoveryReport
+    public let recovery: KeyStoreRecoveryReport
 
     init(
-        directory: FilePath, configuration: Configuration, digester: KeyDigester, writer: JournalWriter, state: JournalState,
-        lock: FileDescriptor, recovery: JournalRecoveryReport
+        directory: FilePath, configuration: Configuration, digester: KeyDigester, log: OutboxLog,
+        unsettled: [String: KeyRecord], recovery: KeyStoreRecoveryReport
     ) {
         self.directory = directory
         self.configuration = configuration
         self.digester = digester
-        self.writer = writer
-        self.state = Locked(state)
-        self.lock = lock
+        self.log = log
+        self.unsettled = Locked(unsettled)
         self.recovery = recovery
-    }
-
-    deinit {
-        // A store dropped without close(): finish the queued writes and stop
-        // the writer thread in the background, and let the directory go.
-        writer.closeInBackground()
-        if !closed.withLock({ $0 }) { try? configuration.fileSystem.close(lock) }
     }
 
     // MARK: IdempotencyKeyStore
@@ -88,22 +79,21 @@ public final class LogIdempotencyKeyStore: IdempotencyKeyStore {
         switch try lookup(key: key, digest: digest, fingerprint: fingerprint, now: now, claim: claim) {
         case .answer(let result): return result
         case .claim: return try await claimKey(key, digest: digest, fingerprint: fingerprint, now: now, claim: claim)
-        case .read(let slot):
+        case .read:
             // Held in progress while its record is read: a concurrent
             // request with the key gets 409 meanwhile, never a second run.
-            let record: JournalRecord?
+            let entry: LogEntry?
             do {
-                record = try await read(slot.location)
-                state.withLock { _ = $0.unsettled.removeValue(forKey: key) }
-            } catch let error as Errno where error == .noSuchFileOrDirectory {
-                // Its segment expired and was removed meanwhile.
-                state.withLock { _ = $0.unsettled.removeValue(forKey: key) }
-                return try await claimKey(key, digest: digest, fingerprint: fingerprint, now: now, claim: claim)
+                entry = try await log.get(digest.settledKey)
             } catch {
-                state.withLock { _ = $0.unsettled.removeValue(forKey: key) }
-                throw error
+                unsettled.withLock { _ = $0.removeValue(forKey: key) }
+                throw Self.storeError(error)
             }
-            guard case .complete(let recordKey, let recordFingerprint, let response, let expiresAt)? = record else {
+            unsettled.withLock { _ = $0.removeValue(forKey: key) }
+            // Removed by retention meanwhile: the key expired.
+            guard let entry else { return try await claimKey(key, digest: digest, fingerprint: fingerprint, now: now, claim: claim) }
+            guard let expiresAt = entry.expiresAt, case .completed(let recordKey, let recordFingerprint, let response)? = KeyStoreRecord.decode(entry.value)
+            else {
                 throw IdempotencyKeyStoreError(.damaged, "the record of key \(key) in \(directory) cannot be read")
             }
             guard recordKey == key else {
@@ -117,34 +107,30 @@ public final class LogIdempotencyKeyStore: IdempotencyKeyStore {
     private enum Lookup {
         case answer(IdempotencyBeginResult)
         case claim
-        case read(JournalSlot)
+        /// The key's completed record must be read.
+        case read
     }
 
-    /// Decides from memory, or says which record to read.
+    /// Decides from memory, or says that the completed record must be read.
     private func lookup(key: String, digest: KeyDigest, fingerprint: [UInt8], now: Date, claim: IdempotencyClaim) throws -> Lookup {
-        try state.withLock { state in
-            if let record = state.unsettled[key] {
+        try unsettled.withLock { unsettled in
+            if let record = unsettled[key] {
                 switch KeyRecord.decide(record, key: key, fingerprint: fingerprint, now: now, claim: claim) {
                 case .answer(let result): return .answer(result)
                 case .claim: return .claim
-                case .abandonClaim(let unsettled):
-                    state.unsettled[key]?.state = .outcomeUnknown(since: unsettled.since, expiresAt: unsettled.expiresAt, reason: .claimAbandoned)
-                    // Best effort: memory answers from now on; if the journal
-                    // cannot take it, the claim it holds reads as outcome
-                    // unknown after a restart anyway.
-                    _ = try? append(.unknown(key: key, fingerprint: record.fingerprint, since: unsettled.since, expiresAt: unsettled.expiresAt), &state)
-                    return .answer(.outcomeUnknown(unsettled))
+                case .abandonClaim(let stale):
+                    unsettled[key]?.state = .outcomeUnknown(since: stale.since, expiresAt: stale.expiresAt, reason: .claimAbandoned)
+                    // Best effort, not waited for: memory answers from now
+                    // on; if the log cannot take it, the claim it holds
+                    // reads as outcome unknown after a restart anyway.
+                    let record = KeyStoreRecord.unknown(key: key, fingerprint: record.fingerprint, since: stale.since, reason: .claimAbandoned)
+                    _ = try? log.submit([.value(digest.unsettledKey, record.encoded(), expiresAt: stale.expiresAt)])
+                    return .answer(.outcomeUnknown(stale))
                 }
             }
-            // The slot's expiry is rounded up: past it the key is surely
-            // expired; before it, the record's exact expiry decides.
-            guard let slot = state.index[digest.hash], slot.expires > JournalFormat.nowSeconds(now) else { return .claim }
-            guard slot.check == digest.check else {
-                throw IdempotencyKeyStoreError(.digestCollision, "key \(key) shares its index hash with another live key")
-            }
-            state.unsettled[key] = KeyRecord(
-                fingerprint: fingerprint, state: .inProgress(since: now, owner: claim.owner, expiresAt: claim.expiresAt))
-            return .read(slot)
+            guard log.contains(digest.settledKey) else { return .claim }
+            unsettled[key] = KeyRecord(fingerprint: fingerprint, state: .inProgress(since: now, owner: claim.owner, expiresAt: claim.expiresAt))
+            return .read
         }
     }
 
@@ -152,194 +138,180 @@ public final class LogIdempotencyKeyStore: IdempotencyKeyStore {
     private func claimKey(_ key: String, digest: KeyDigest, fingerprint: [UInt8], now: Date, claim: IdempotencyClaim) async throws
         -> IdempotencyBeginResult
     {
-        if let full = capacityRefusal(adding: key, now: now) {
+        if capacityRefusal(now: now) != nil {
             try await expire(now: now)
-            if capacityRefusal(adding: key, now: now) != nil { return .atCapacity(retryAfter: .seconds(full)) }
+            if let seconds = capacityRefusal(now: now) { return .atCapacity(retryAfter: .seconds(seconds)) }
         }
         let record = KeyRecord(fingerprint: fingerprint, state: .inProgress(since: now, owner: claim.owner, expiresAt: claim.expiresAt))
-        let claimed = try state.withLock { state -> Either in
-            // Another request may have claimed the key since the lookup.
-            if let existing = state.unsettled[key],
-                case .answer(let answer) = KeyRecord.decide(existing, key: key, fingerprint: fingerprint, now: now, claim: claim)
-            {
-                return .answered(answer)
-            }
-            state.unsettled[key] = record
-            do {
-                let record = JournalRecord.claim(key: key, fingerprint: fingerprint, since: now, expiresAt: claim.expiresAt)
-                return .queued(try appendLocated(record, digest: digest, &state).1)
-            } catch {
-                state.unsettled[key] = nil
-                throw error
-            }
-        }
-        let sequence: UInt64
-        switch claimed {
-        case .queued(let value): sequence = value
-        case .answered(let answer): return answer
+        let write = LogWrite.value(
+            digest.unsettledKey, KeyStoreRecord.claim(key: key, fingerprint: fingerprint, since: now, owner: claim.owner).encoded(),
+            expiresAt: claim.expiresAt)
+        let submitted = try await submit(
+            [write],
+            unless: { unsettled -> IdempotencyBeginResult? in
+                // Another request may have claimed the key since the lookup.
+                guard let existing = unsettled[key],
+                    case .answer(let answer) = KeyRecord.decide(existing, key: key, fingerprint: fingerprint, now: now, claim: claim)
+                else { return nil }
+                return answer
+            },
+            then: { $0[key] = record })
+        let ticket: LogTicket
+        switch submitted {
+        case .declined(let answer): return answer
+        case .submitted(let submitted): ticket = submitted
         }
         do {
-            try await writer.wait(for: sequence, durable: true)
+            try await ticket.wait(for: .durable)
         } catch {
-            state.withLock { state in
-                if state.unsettled[key] == record { state.unsettled[key] = nil }
+            unsettled.withLock { unsettled in
+                if unsettled[key] == record { unsettled[key] = nil }
             }
-            throw error
+            throw Self.storeError(error)
         }
         return .proceed
     }
 
-    private enum Either {
-        case queued(UInt64)
-        case answered(IdempotencyBeginResult)
-    }
-
-    /// Seconds until room is made, if adding `key` would pass a cap.
-    private func capacityRefusal(adding key: String, now: Date) -> Int? {
-        state.withLock { state in
-            let full = configuration.maximumKeys.map { state.keyCount >= $0 } == true
-                || configuration.maximumBytes.map { state.totalBytes >= $0 } == true
-            return full ? state.secondsUntilFirstReclaim(now: JournalFormat.nowSeconds(now)) : nil
-        }
+    /// Seconds until room is made, if a new key would pass a cap.
+    private func capacityRefusal(now: Date) -> Int? {
+        let statistics = log.statistics
+        let full = configuration.maximumKeys.map { statistics.liveKeys >= $0 } == true
+            || configuration.maximumBytes.map { statistics.totalBytes >= $0 } == true
+        guard full else { return nil }
+        guard let next = statistics.nextRemovalAt else { return 60 }
+        return max(1, Int(next.timeIntervalSince(now).rounded(.up)))
     }
 
     public func complete(key: String, response: StoredResponse, now: Date, expiresAt: Date) async throws {
-        guard let fingerprint = state.withLock({ state -> [UInt8]? in
-            guard case .inProgress = state.unsettled[key]?.state else { return nil }
-            return state.unsettled[key]?.fingerprint
+        guard let fingerprint = unsettled.withLock({ unsettled -> [UInt8]? in
+            guard case .inProgress = unsettled[key]?.state else { return nil }
+            return unsettled[key]?.fingerprint
         }) else { return }
-        try await settle(key: key, with: .complete(key: key, fingerprint: fingerprint, response: response, expiresAt: expiresAt)) {
-            if case .inProgress = $0.state { true } else { false }
-        }
+        let record = KeyStoreRecord.completed(key: key, fingerprint: fingerprint, response: response)
+        try await settle(key: key, completing: record, expiresAt: expiresAt) { if case .inProgress = $0.state { true } else { false } }
     }
 
     public func abandon(key: String, owner: String) async throws {
-        let sequence = try state.withLock { state -> UInt64? in
-            guard case .inProgress(_, let holder, let expiresAt) = state.unsettled[key]?.state, holder == owner else { return nil }
-            state.unsettled[key] = nil
-            return try append(.release(key: key, expiresAt: expiresAt), &state)
-        }
+        let digest = digester.digest(key)
+        let submitted = try await submit(
+            [.tombstone(digest.unsettledKey)],
+            unless: { unsettled -> Bool? in
+                guard case .inProgress(_, let holder, _) = unsettled[key]?.state, holder == owner else { return false }
+                return nil
+            },
+            then: { $0[key] = nil })
         // Not waited for durably: a release lost in a crash leaves the claim,
         // answered outcome-unknown after the restart — never a second run.
-        if let sequence { try await writer.wait(for: sequence, durable: false) }
+        if case .submitted(let ticket) = submitted {
+            do { try await ticket.wait(for: .written) } catch { throw Self.storeError(error) }
+        }
     }
 
     public func settleUnknown(key: String, owner: String, now: Date, expiresAt: Date) async throws {
-        let sequence = try state.withLock { state -> UInt64? in
-            guard let record = state.unsettled[key], case .inProgress(let since, let holder, _) = record.state, holder == owner else {
+        let digest = digester.digest(key)
+        guard let record = unsettled.withLock({ $0[key] }), case .inProgress(let since, let holder, _) = record.state, holder == owner
+        else { return }
+        let write = LogWrite.value(
+            digest.unsettledKey,
+            KeyStoreRecord.unknown(key: key, fingerprint: record.fingerprint, since: since, reason: .responseNotRecorded).encoded(),
+            expiresAt: expiresAt)
+        let submitted = try await submit(
+            [write],
+            unless: { unsettled -> Bool? in
+                guard let current = unsettled[key], case .inProgress(_, let holder, _) = current.state, holder == owner else {
+                    return false
+                }
                 return nil
-            }
-            state.unsettled[key]?.state = .outcomeUnknown(since: since, expiresAt: expiresAt, reason: .responseNotRecorded)
-            return try append(.unknown(key: key, fingerprint: record.fingerprint, since: since, expiresAt: expiresAt), &state)
+            },
+            then: { $0[key]?.state = .outcomeUnknown(since: since, expiresAt: expiresAt, reason: .responseNotRecorded) })
+        if case .submitted(let ticket) = submitted {
+            do { try await ticket.wait(for: .durable) } catch { throw Self.storeError(error) }
         }
-        if let sequence { try await writer.wait(for: sequence, durable: true) }
     }
 
     public func resolve(key: String, as resolution: IdempotencyResolution, now: Date) async throws {
-        guard let record = state.withLock({ $0.unsettled[key] }), case .outcomeUnknown(_, let expiresAt, _) = record.state, expiresAt > now
+        guard let record = unsettled.withLock({ $0[key] }), case .outcomeUnknown(_, let expiresAt, _) = record.state, expiresAt > now
         else {
             throw IdempotencyKeyStoreError(.notUnsettled, "the outcome of key \(key) is not unknown")
         }
-        let isUnknown: (KeyRecord) -> Bool = { if case .outcomeUnknown = $0.state { true } else { false } }
+        let isUnknown: @Sendable (KeyRecord) -> Bool = { if case .outcomeUnknown = $0.state { true } else { false } }
         switch resolution {
         case .applied(let response, let keptUntil):
-            try await settle(key: key, with: .complete(key: key, fingerprint: record.fingerprint, response: response, expiresAt: keptUntil), when: isUnknown)
+            let completed = KeyStoreRecord.completed(key: key, fingerprint: record.fingerprint, response: response)
+            try await settle(key: key, completing: completed, expiresAt: keptUntil, when: isUnknown)
         case .notApplied:
-            try await settle(key: key, with: .release(key: key, expiresAt: expiresAt), when: isUnknown)
+            try await settle(key: key, completing: nil, expiresAt: expiresAt, when: isUnknown)
         }
     }
 
-    /// Writes `settlement` durably for `key` if its unsettled record still
-    /// passes `when`, then moves the key out of the unsettled table (into
-    /// the index, for a completion).
-    private func settle(key: String, with settlement: JournalRecord, when: @escaping (KeyRecord) -> Bool) async throws {
-        let frame = JournalFormat.frame(settlement)
-        guard frame.count <= configuration.maximumRecordSize else {
-            throw IdempotencyKeyStoreError(
-                .responseTooLarge, "a record of \(frame.count) bytes exceeds the store's maximumRecordSize of \(configuration.maximumRecordSize)")
-        }
+    /// Writes durably, if `key`'s unsettled record still passes `when`, its
+    /// completion (`completed`, kept until `expiresAt`) or its release
+    /// (`nil`), and moves the key out of the unsettled table.
+    private func settle(
+        key: String, completing completed: KeyStoreRecord?, expiresAt: Date, when: @escaping @Sendable (KeyRecord) -> Bool
+    ) async throws {
         let digest = digester.digest(key)
-        let written = try state.withLock { state -> (JournalWriter.Location, UInt64)? in
-            guard let record = state.unsettled[key], when(record) else { return nil }
-            return try append(frame: frame, digest: digest, settlement, &state)
+        var writes: [LogWrite] = [.tombstone(digest.unsettledKey)]
+        if let completed { writes.insert(.value(digest.settledKey, completed.encoded(), expiresAt: expiresAt), at: 0) }
+        let size = writes.reduce(0) { $0 + $1.frameSize }
+        guard size <= configuration.maximumRecordSize else {
+            throw IdempotencyKeyStoreError(
+                .responseTooLarge, "a record of \(size) bytes exceeds the store's maximumRecordSize of \(configuration.maximumRecordSize)")
         }
-        guard let (location, sequence) = written else { return }
-        try await writer.wait(for: sequence, durable: true)
-        state.withLock { state in
-            guard let record = state.unsettled[key], when(record) else { return }
-            state.unsettled[key] = nil
-            if case .complete = settlement {
-                state.index[digest.hash] = JournalSlot(
-                    check: digest.check, segment: location.segment, offset: location.offset, length: location.length,
-                    expires: JournalFormat.expirySeconds(settlement.expiresAt))
-            }
+        let submitted = try await submit(
+            writes,
+            unless: { unsettled -> Bool? in
+                guard let record = unsettled[key], when(record) else { return false }
+                return nil
+            },
+            then: { _ in })
+        guard case .submitted(let ticket) = submitted else { return }
+        do { try await ticket.wait(for: .durable) } catch { throw Self.storeError(error) }
+        unsettled.withLock { unsettled in
+            if let record = unsettled[key], when(record) { unsettled[key] = nil }
         }
     }
 
     public func unsettledKeys(now: Date, limit: Int) async throws -> [IdempotencyUnsettledKey] {
-        state.withLock { state in
-            state.unsettled.compactMap { $0.value.isExpired(at: now) ? nil : $0.value.unsettled(key: $0.key) }
+        unsettled.withLock { unsettled in
+            unsettled.compactMap { $0.value.isExpired(at: now) ? nil : $0.value.unsettled(key: $0.key) }
         }
         .sorted { ($0.since, $0.key) < ($1.since, $1.key) }
         .prefix(max(0, limit)).map { $0 }
     }
 
-    // MARK: Journal access
-
-    /// Queues `record`; call with the state locked, so the journal's order is memory's.
+    /// Forgets every key that expired at or before `now`: unsettled keys
+    /// past their expiry, and every segment (oldest first) whose records all
+    /// expired, with their files. Returns how many keys were forgotten.
     @discardableResult
-    func append(_ record: JournalRecord, _ state: inout JournalState) throws -> UInt64 {
-        try append(frame: JournalFormat.frame(record), digest: digester.digest(record.key), record, &state).1
-    }
-
-    /// Queues `record` and returns where it goes; call with the state locked.
-    func appendLocated(_ record: JournalRecord, digest: KeyDigest, _ state: inout JournalState) throws -> (JournalWriter.Location, UInt64) {
-        try append(frame: JournalFormat.frame(record), digest: digest, record, &state)
-    }
-
-    private func append(frame: [UInt8], digest: KeyDigest, _ record: JournalRecord, _ state: inout JournalState) throws
-        -> (JournalWriter.Location, UInt64)
-    {
-        let expires = JournalFormat.expirySeconds(record.expiresAt)
-        let entry = JournalEntry(digest: digest, offset: 0, length: 0, expires: expires, kind: record.kind)
-        let (location, sequence) = try writer.submit(frame, entry: entry)
-        state.account(location, expires: expires)
-        return (location, sequence)
-    }
-
-    /// Reads a record on the read queue (never the cooperative pool).
-    func read(_ location: JournalWriter.Location) async throws -> JournalRecord? {
-        let (directory, fileSystem) = (self.directory, configuration.fileSystem)
-        return try await withCheckedThrowingContinuation { continuation in
-            readQueue.async {
-                continuation.resume(with: Result { () throws(Errno) in
-                    try JournalFiles.readRecord(location, in: directory, fileSystem: fileSystem)
-                })
-            }
+    public func expire(now: Date) async throws -> Int {
+        let forgotten = unsettled.withLock { unsettled in
+            let before = unsettled.count
+            unsettled = unsettled.filter { !$0.value.isExpired(at: now) }
+            return before - unsettled.count
+        }
+        do {
+            return forgotten + (try await log.removeExpired(now: now)).keysRemoved
+        } catch {
+            throw Self.storeError(error)
         }
     }
 
     // MARK: Inspection and life cycle
 
-    /// Keys currently held (completed until their segment is reclaimed, in
-    /// progress, and outcome unknown).
-    public var count: Int { state.withLock { $0.keyCount } }
+    /// Keys held: completed ones until retention removes their segment, and
+    /// unsettled ones (a key completed, then claimed again after it expired,
+    /// counts twice until then).
+    public var count: Int { log.statistics.liveKeys }
 
-    /// Bytes of journal segments on disk.
-    public var journalBytes: Int64 { state.withLock { $0.totalBytes } }
+    /// Bytes of log segments on disk.
+    public var bytesOnDisk: Int64 { log.statistics.totalBytes }
 
-    /// Journal segments on disk (the active one included).
-    public var segmentCount: Int { state.withLock { $0.segments.count } }
-
-    private let closed = Locked(false)
+    /// Log segments on disk (the active one included).
+    public var segmentCount: Int { log.statistics.segments }
 
     /// Writes everything, syncs, and releases the directory. Idempotent.
     public func close() async throws {
-        await writer.close()
-        let first = closed.withLock { closed in
-            defer { closed = true }
-            return !closed
-        }
-        if first { try configuration.fileSystem.close(lock) }
+        do { try await log.close() } catch { throw Self.storeError(error) }
     }
 }

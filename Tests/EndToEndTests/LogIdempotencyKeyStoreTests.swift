@@ -44,7 +44,7 @@ struct LogIdempotencyKeyStoreTests {
         try FileManager.default.contentsOfDirectory(atPath: directory).sorted()
     }
 
-    @Test("open skips keys that expired while the server was down; the live ones replay byte for byte")
+    @Test("after a restart, keys that expired while the server was down are claimed afresh; the live ones replay byte for byte")
     func openSkipsExpired() async throws {
         let directory = temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: directory) }
@@ -55,50 +55,34 @@ struct LogIdempotencyKeyStoreTests {
 
         let later = t0.addingTimeInterval(100)
         let reopened = try await LogIdempotencyKeyStore.open(at: .init(directory), now: later)
-        #expect(reopened.count == 1)
+        // Both records are held until retention removes their segment.
+        #expect(reopened.count == 2)
         #expect(try await replayed("fresh", in: reopened, now: later)?.body == Array(#"{"id":"x"}"#.utf8))
         #expect(try await reopened.begin(key: "old-1", fingerprint: Array("old-1".utf8), now: later, claim: claim) == .proceed)
         try await reopened.close()
     }
 
-    @Test("a restart reads sealed segments' index files, not their records; a missing index file is rebuilt")
-    func restartFromIndexFiles() async throws {
+    @Test("a restart reads the log's index checkpoint and the records after it, not every record; without it, everything")
+    func restartFromIndexCheckpoint() async throws {
         let directory = temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let keys = try await LogIdempotencyKeyStore.open(at: .init(directory), configuration: smallSegments(), now: t0)
         for index in 0..<200 { try await store("k-\(index)", in: keys, now: t0, expiresAt: t0.addingTimeInterval(3600)) }
-        let segments = keys.segmentCount
-        #expect(segments > 3)
+        #expect(keys.segmentCount > 3)
         try await keys.close()
 
         let reopened = try await LogIdempotencyKeyStore.open(at: .init(directory), configuration: smallSegments(), now: t0)
-        #expect(reopened.recovery.segmentsScanned == 1, "only the active segment is read record by record")
-        #expect(reopened.recovery.segmentsFromIndex == segments - 1)
+        #expect(reopened.recovery.log.indexCheckpoint != nil, "\(reopened.recovery.log)")
         #expect(reopened.recovery.completedKeys == 200)
         for index in stride(from: 0, to: 200, by: 37) { #expect(try await replayed("k-\(index)", in: reopened, now: t0) != nil) }
         try await reopened.close()
 
-        let index = try #require(try files(directory).first { $0.hasSuffix(".index") })
-        try FileManager.default.removeItem(atPath: directory + "/" + index)
+        try FileManager.default.removeItem(atPath: directory + "/INDEX")
         let rebuilt = try await LogIdempotencyKeyStore.open(at: .init(directory), configuration: smallSegments(), now: t0)
-        #expect(rebuilt.recovery.segmentsScanned == 2)
+        #expect(rebuilt.recovery.log.indexCheckpoint == nil)
         #expect(rebuilt.recovery.completedKeys == 200)
         try await rebuilt.close()
-        #expect(try files(directory).contains(index), "the index file was written again")
-    }
-
-    @Test("a sealed segment's index file leaves out the claims settled in that segment, and keeps the rest")
-    func indexLeavesOutSettledClaims() {
-        func entry(_ hash: UInt64, _ kind: JournalRecord.Kind) -> JournalEntry {
-            JournalEntry(digest: KeyDigest(hash: hash, check: 0), offset: 0, length: 0, expires: 0, kind: kind)
-        }
-        let entries = [
-            entry(1, .claim), entry(1, .complete), entry(2, .claim), entry(3, .claim), entry(3, .release), entry(4, .claim), entry(4, .unknown),
-            entry(5, .complete), entry(5, .claim),
-        ]
-        #expect(JournalWriter.withoutSettledClaims(entries) == [
-            entry(1, .complete), entry(2, .claim), entry(3, .release), entry(4, .unknown), entry(5, .complete), entry(5, .claim),
-        ])
+        #expect(try files(directory).contains("INDEX"), "the checkpoint was written again at close")
     }
 
     @Test("a claim left unsettled in a sealed segment is still found after a restart")
@@ -112,7 +96,7 @@ struct LogIdempotencyKeyStoreTests {
         #expect(keys.segmentCount > 2)
         try await keys.close()
         let reopened = try await LogIdempotencyKeyStore.open(at: .init(directory), configuration: smallSegments(), now: t0)
-        #expect(reopened.recovery.segmentsFromIndex > 0)
+        #expect(reopened.recovery.log.indexCheckpoint != nil)
         guard case .outcomeUnknown = try await reopened.begin(key: "stuck", fingerprint: [9], now: t0, claim: claim) else {
             Issue.record("the claim in a sealed segment was lost")
             return
@@ -129,8 +113,8 @@ struct LogIdempotencyKeyStoreTests {
         for index in 0..<60 { try await store("short-\(index)", in: keys, now: t0, expiresAt: t0.addingTimeInterval(10), body: padding) }
         let later = t0.addingTimeInterval(100)
         for index in 0..<10 { try await store("long-\(index)", in: keys, now: later, expiresAt: later.addingTimeInterval(3600)) }
-        let before = keys.journalBytes
-        let segmentsBefore = try files(directory).filter { $0.hasSuffix(".journal") }.count
+        let before = keys.bytesOnDisk
+        let segmentsBefore = try files(directory).filter { $0.hasSuffix(".seg") }.count
         #expect(try await keys.expire(now: t0.addingTimeInterval(5)) == 0, "nothing expired yet")
         // Whole segments go: the expired keys that share the segment where
         // the long-lived ones begin stay on disk (answered as expired) until
@@ -138,8 +122,8 @@ struct LogIdempotencyKeyStoreTests {
         let removed = try await keys.expire(now: later)
         #expect(removed >= 40)
         #expect(removed + keys.count == 70)
-        #expect(keys.journalBytes < before / 2)
-        let segmentsAfter = try files(directory).filter { $0.hasSuffix(".journal") }.count
+        #expect(keys.bytesOnDisk < before / 2)
+        let segmentsAfter = try files(directory).filter { $0.hasSuffix(".seg") }.count
         #expect(segmentsAfter < segmentsBefore)
         #expect(try await replayed("long-3", in: keys, now: later) != nil)
         #expect(try await keys.begin(key: "short-3", fingerprint: Array("short-3".utf8), now: later, claim: claim) == .proceed)
@@ -155,7 +139,7 @@ struct LogIdempotencyKeyStoreTests {
         for index in 0..<5 { try await store("q-\(index)", in: keys, now: t0, expiresAt: t0.addingTimeInterval(10)) }
         #expect(try await keys.expire(now: t0.addingTimeInterval(11)) == 5)
         #expect(keys.count == 0)
-        #expect(keys.journalBytes <= 16)
+        #expect(keys.segmentCount == 1 && keys.bytesOnDisk < 200, "one empty segment is left: \(keys.bytesOnDisk) bytes")
         try await keys.close()
     }
 
@@ -180,7 +164,7 @@ struct LogIdempotencyKeyStoreTests {
         let keys = try await LogIdempotencyKeyStore.open(
             at: .init(directory), configuration: smallSegments { $0.maximumBytes = 2000 }, now: t0)
         var stored = 0
-        while keys.journalBytes < 2000 {
+        while keys.bytesOnDisk < 2000 {
             try await store("b-\(stored)", in: keys, now: t0, expiresAt: t0.addingTimeInterval(60))
             stored += 1
         }
@@ -228,28 +212,32 @@ struct LogIdempotencyKeyStoreTests {
         let keys = try await LogIdempotencyKeyStore.open(at: .init(directory), now: t0)
         for index in 0..<3 { try await store("t-\(index)", in: keys, now: t0, expiresAt: t0.addingTimeInterval(600)) }
         try await keys.close()
-        let segment = directory + "/" + (try #require(try files(directory).first { $0.hasSuffix(".journal") }))
+        let segment = directory + "/" + (try #require(try files(directory).first { $0.hasSuffix(".seg") }))
         let handle = try #require(FileHandle(forUpdatingAtPath: segment))
         let end = try handle.seekToEnd()
         try handle.write(contentsOf: Data([40, 0, 0, 0, 1, 2, 3, 4, 2, 9, 9]))  // a frame cut short
         try handle.close()
 
         let reopened = try await LogIdempotencyKeyStore.open(at: .init(directory), now: t0)
-        #expect(reopened.recovery.tornTailBytes == 11)
+        #expect(reopened.recovery.log.truncatedTail?.bytes == 11, "\(reopened.recovery.log)")
         #expect(reopened.count == 3)
         try await reopened.close()
-        #expect(try FileManager.default.attributesOfItem(atPath: segment)[.size] as? UInt64 == end)
+        let cut = try #require(FileManager.default.contents(atPath: segment))
+        #expect(cut.count <= Int(end) || Array(cut[Int(end)..<(Int(end) + 4)]) != [40, 0, 0, 0], "the torn bytes are gone")
 
-        // A flipped byte inside the first record, with good ones after it.
+        // A flipped byte inside the first record, with good ones after it,
+        // in a log read from its segments (no checkpoint vouches for them).
+        try FileManager.default.removeItem(atPath: directory + "/INDEX")
         let damaged = try #require(FileHandle(forUpdatingAtPath: segment))
-        try damaged.seek(toOffset: 30)
+        try damaged.seek(toOffset: 48 + 30)
         try damaged.write(contentsOf: Data([0xFF]))
         try damaged.close()
-        await #expect(throws: JournalCorruption.self) { _ = try await LogIdempotencyKeyStore.open(at: .init(directory), now: t0) }
+        let error = await #expect(throws: IdempotencyKeyStoreError.self) { _ = try await LogIdempotencyKeyStore.open(at: .init(directory), now: t0) }
+        #expect(error?.code == .damaged && error?.message.contains(segment) == true, "\(String(describing: error))")
     }
 
-    @Test("a journal that cannot be written refuses the claim (the caller answers 503 before running anything) and stays refused")
-    func poisonedJournalRefusesClaims() async throws {
+    @Test("a log that cannot be written refuses the claim (the caller answers 503 before running anything) and stays refused until reopened")
+    func poisonedLogRefusesClaims() async throws {
         let directory = temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let faults = FaultInjector()
@@ -265,8 +253,15 @@ struct LogIdempotencyKeyStoreTests {
         await #expect(throws: IdempotencyKeyStoreError.self) {
             _ = try await keys.begin(key: "after", fingerprint: [1], now: t0, claim: claim)
         }
-        #expect(try await replayed("before", in: keys, now: t0) != nil, "completed keys are still answered from the journal")
-        try await keys.close()
+        // Replays are refused too (503, retried later): a failed sync leaves
+        // what is on disk unknown until the log is reopened.
+        await #expect(throws: IdempotencyKeyStoreError.self) {
+            _ = try await keys.begin(key: "before", fingerprint: Array("before".utf8), now: t0, claim: claim)
+        }
+        _ = try? await keys.close()
+        let reopened = try await LogIdempotencyKeyStore.open(at: .init(directory), now: t0)
+        #expect(try await replayed("before", in: reopened, now: t0) != nil, "completed keys are answered after the reopen")
+        try await reopened.close()
     }
 
     @Test("a second open of the same directory is refused; files are 0600, the directory 0700")
@@ -276,7 +271,7 @@ struct LogIdempotencyKeyStoreTests {
         let keys = try await LogIdempotencyKeyStore.open(at: .init(directory), now: t0)
         try await store("p", in: keys, now: t0, expiresAt: t0.addingTimeInterval(600))
         await #expect(throws: IdempotencyKeyStoreError.self) { _ = try await LogIdempotencyKeyStore.open(at: .init(directory), now: t0) }
-        let secret = try FileManager.default.attributesOfItem(atPath: directory + "/journal.secret")
+        let secret = try FileManager.default.attributesOfItem(atPath: directory + "/keys.secret")
         #expect((secret[.posixPermissions] as? Int) == 0o600)
         #expect((try FileManager.default.attributesOfItem(atPath: directory)[.posixPermissions] as? Int) == 0o700)
         try await keys.close()

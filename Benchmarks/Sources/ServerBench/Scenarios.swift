@@ -126,7 +126,7 @@ enum StoredKeysScenario {
             }
             try await group.waitForAll()
         }
-        let bytes = store.journalBytes
+        let bytes = store.bytesOnDisk
         try await store.close()
         return bytes
     }

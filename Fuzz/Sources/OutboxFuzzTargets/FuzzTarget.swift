@@ -58,10 +58,10 @@ package struct FuzzTarget: Sendable {
             run: { input throws(FuzzViolation) in try SpoolFuzzing.spool(input) },
             seeds: { try await SpoolTarget.seeds() }),
         FuzzTarget(
-            name: "key-journal", summary: "the key journal's frames, segment headers, index files, records and segment names",
+            name: "key-record", summary: "the durable key store's records: completed, claimed and outcome-unknown keys",
             maximumLength: 8192,
-            run: { input throws(FuzzViolation) in try JournalFuzzing.journal(input) },
-            seeds: { try await JournalTarget.seeds() }),
+            run: { input throws(FuzzViolation) in try KeyRecordFuzzing.record(input) },
+            seeds: { KeyRecordFuzzing.seeds() }),
         FuzzTarget(
             name: "idempotency-request", summary: "a request's Idempotency-Key and body, through IdempotencyMiddleware",
             maximumLength: 1024,

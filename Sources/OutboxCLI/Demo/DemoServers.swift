@@ -11,7 +11,7 @@ import FoundationNetworking
 #endif
 
 /// The reference servers the demo's app delivers to: one in this process
-/// (keys in a journal), or N `outbox serve --postgres` processes on one
+/// (keys in a durable key store), or N `outbox serve --postgres` processes on one
 /// database, which the app reaches round-robin.
 struct DemoServers {
     let baseURLs: [URL]
@@ -19,7 +19,7 @@ struct DemoServers {
     let ledger: @Sendable () async throws -> ReferenceLedger
     let stop: @Sendable () async -> Void
 
-    /// One server in this process, keys in a journal under `directory`.
+    /// One server in this process, keys in a durable key store under `directory`.
     static func inProcess(faults: ServerFaults, directory: FilePath, latency: Duration) async throws -> DemoServers {
         let keys = try await LogIdempotencyKeyStore.open(at: directory.appending("server-keys"))
         let server = try await ReferenceServer.start(

@@ -32,7 +32,7 @@ struct OutboxServe: AsyncParsableCommand {
 
             A 422 answers an unknown album, a message without a body or naming another \
             conversation, and any message containing #reject. Idempotency keys are kept \
-            durably (a key journal in --keys-dir), so a retry after a server restart is \
+            durably (a key store in --keys-dir), so a retry after a server restart is \
             still answered with the stored response; --in-memory-keys forgets them on exit. \
             With --postgres URL, keys and the API's writes are in that PostgreSQL database \
             instead, so several servers on it (other ports, other machines) answer as one: \
@@ -130,7 +130,7 @@ struct OutboxServe: AsyncParsableCommand {
     @Option(help: "The most keys kept at once; new keys past it get 503 + Retry-After until keys expire.")
     var maxKeys: Int?
 
-    @Option(help: "The most bytes of key journal on disk; new keys past it get 503 + Retry-After.")
+    @Option(help: "The most bytes of the key store's log on disk; new keys past it get 503 + Retry-After.")
     var maxKeyBytes: Int64?
 
     @Option(help: "Close a connection idle this long (default 30s; 0: never).", transform: DurationArgument.parse)
@@ -201,9 +201,9 @@ struct OutboxServe: AsyncParsableCommand {
             var configuration = LogIdempotencyKeyStore.Configuration()
             configuration.maximumKeys = maxKeys
             configuration.maximumBytes = maxKeyBytes
-            let journal = try await LogIdempotencyKeyStore.open(at: FilePath(directory), configuration: configuration)
-            store = journal
-            keysText = "idempotency keys in \(directory), \(journal.count) loaded"
+            let keys = try await LogIdempotencyKeyStore.open(at: FilePath(directory), configuration: configuration)
+            store = keys
+            keysText = "idempotency keys in \(directory), \(keys.count) loaded"
         }
         var middleware = IdempotencyMiddleware<ReferenceContext>.Configuration()
         middleware.retention = retention

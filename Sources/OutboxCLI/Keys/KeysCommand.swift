@@ -3,9 +3,9 @@ import Foundation
 import IdempotencyKeyMiddleware
 import SystemPackage
 
-/// `outbox keys …`: an operator's view of a key journal (`outbox serve`'s
+/// `outbox keys …`: an operator's view of a durable key store (`outbox serve`'s
 /// `--keys-dir`), for keys whose outcome is unknown. The server must be
-/// stopped: the journal is open in one process at a time. With `--postgres
+/// stopped: the store is open in one process at a time. With `--postgres
 /// URL` the keys are in PostgreSQL, and the servers may keep running.
 struct KeysCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -16,7 +16,7 @@ struct KeysCommand: AsyncParsableCommand {
 }
 
 struct KeysDirectoryOption: ParsableArguments {
-    @Option(help: "The key journal's directory (outbox serve's --keys-dir).")
+    @Option(help: "The key store's directory (outbox serve's --keys-dir).")
     var keysDir: String = OutboxServe.defaultKeysDirectory
 
     @OptionGroup var postgres: PostgresOptions
@@ -34,19 +34,19 @@ struct KeysDirectoryOption: ParsableArguments {
             let session = try await PostgresSession.open(url: url, scope: postgres.postgresScope, staleAfter: staleAfter)
             return (session.keys, { await session.close() })
         }
-        let journal = try await openJournal()
-        return (journal, { try await journal.close() })
+        let keys = try await openStore()
+        return (keys, { try await keys.close() })
     }
 
-    private func openJournal() async throws -> LogIdempotencyKeyStore {
+    private func openStore() async throws -> LogIdempotencyKeyStore {
         let path = URL(fileURLWithPath: keysDir).standardizedFileURL.path
         guard FileManager.default.fileExists(atPath: path) else {
-            throw CommandFailure("no key journal at \(path)", exitCode: CommandFailure.cannotOpen)
+            throw CommandFailure("no key store at \(path)", exitCode: CommandFailure.cannotOpen)
         }
         do {
             return try await LogIdempotencyKeyStore.open(at: FilePath(path))
         } catch {
-            throw CommandFailure("cannot open the key journal in \(path): \(error)", exitCode: CommandFailure.cannotOpen)
+            throw CommandFailure("cannot open the key store in \(path): \(error)", exitCode: CommandFailure.cannotOpen)
         }
     }
 }
