@@ -48,9 +48,9 @@ extension IdempotencyMiddleware {
         /// still sent in full to the first request, but the key stores a
         /// ``IdempotencyProblem/responseNotStored`` problem (410) instead, so
         /// a repeat gets a clear error, never a truncated body. Default
-        /// 1 MiB. With ``LogIdempotencyKeyStore`` keep it under about 3/4
-        /// of the log's `maximumRecordSize` (16 MiB by default): the body is
-        /// stored in base64.
+        /// 1 MiB. With ``LogIdempotencyKeyStore`` keep it under its
+        /// `maximumRecordSize` (2 MiB by default) less the key, headers and
+        /// about a hundred bytes of framing: the body is stored as is.
         public var maximumStoredResponse = 1 << 20
         /// The clock for claims, retention and the expiry sweep (tests move
         /// it to expire keys). A claim's time is read once the request's

@@ -22,6 +22,7 @@ extension LogIdempotencyKeyStore {
         at directory: FilePath, configuration: Configuration = Configuration(), now: Date = Date()
     ) async throws -> LogIdempotencyKeyStore {
         try configuration.validate()
+        try await refuseEarlierJournal(in: directory, fileSystem: configuration.fileSystem)
         let log: OutboxLog
         do {
             log = try await OutboxLog.open(at: directory, configuration: configuration.logConfiguration)
@@ -29,8 +30,12 @@ extension LogIdempotencyKeyStore {
             throw storeError(error)
         }
         do {
+            // A log that holds records was keyed by a secret: making a new
+            // one would make every stored key unreachable, and its retry
+            // would run again.
+            let holdsRecords = log.statistics.liveKeys > 0
             let secret = try await blocking { () throws(Errno) in
-                try KeyStoreSecret.loadOrCreate(in: directory, fileSystem: configuration.fileSystem)
+                try KeyStoreSecret.loadOrCreate(in: directory, fileSystem: configuration.fileSystem, mayCreate: !holdsRecords)
             }
             let (unsettled, report) = try await loadUnsettled(from: log, now: now)
             return LogIdempotencyKeyStore(
@@ -39,7 +44,10 @@ extension LogIdempotencyKeyStore {
         } catch {
             try? await log.close()
             if let error = error as? Errno {
-                throw IdempotencyKeyStoreError(.io, "cannot read or make the digest secret in \(directory): \(error)")
+                throw error == .noSuchFileOrDirectory
+                    ? IdempotencyKeyStoreError(
+                        .damaged, "\(KeyStoreSecret.fileName) is missing from \(directory), whose log holds keys: they cannot be found without it")
+                    : IdempotencyKeyStoreError(.io, "cannot read or make the digest secret in \(directory): \(error)")
             }
             throw storeError(error)
         }
@@ -52,7 +60,7 @@ extension LogIdempotencyKeyStore {
         var unsettled: [String: KeyRecord] = [:]
         for entry in try await log.get(keys) {
             guard let entry else { continue }
-            guard let expiresAt = entry.expiresAt, let record = KeyStoreRecord.decode(entry.value) else {
+            guard let expiresAt = entry.expiresAt, let record = KeyStoreRecord.decode(entry.value), !record.isCompleted else {
                 throw IdempotencyKeyStoreError(.damaged, "an unsettled key's record (sequence \(entry.sequence)) cannot be read")
             }
             guard expiresAt > now else { continue }
@@ -65,6 +73,22 @@ extension LogIdempotencyKeyStore {
         let report = KeyStoreRecoveryReport(
             log: log.recoveryReport, completedKeys: log.statistics.liveKeys - keys.count, unsettledKeys: unsettled.count)
         return (unsettled, report)
+    }
+
+    /// Refuses a directory written by the key journal this store replaced
+    /// (`journal.secret`, `keys-*.journal`): opened as a log, its keys would
+    /// be silently absent, and their retries would run again.
+    private static func refuseEarlierJournal(in directory: FilePath, fileSystem: any FileSystem) async throws {
+        let names = try await blocking { () throws(Errno) -> [String] in
+            guard try fileSystem.itemKind(at: directory) == .directory else { return [] }
+            return try fileSystem.contentsOfDirectory(directory)
+        }
+        if let found = names.first(where: { $0 == "journal.secret" || ($0.hasPrefix("keys-") && $0.hasSuffix(".journal")) }) {
+            throw IdempotencyKeyStoreError(
+                .invalidArgument,
+                "\(directory) holds a key journal of an earlier version (\(found)), which this store does not read; "
+                    + "move it aside or choose another directory")
+        }
     }
 
     /// Runs blocking file I/O on a thread of its own, off the cooperative pool.
@@ -82,7 +106,7 @@ extension LogIdempotencyKeyStore.Configuration {
         func require(_ condition: Bool, _ message: String) throws(IdempotencyKeyStoreError) {
             if !condition { throw IdempotencyKeyStoreError(.invalidArgument, message) }
         }
-        try require(segmentSize >= 4096 && segmentSize <= Int(UInt32.max), "segmentSize must be in 4 KiB...4 GiB")
+        try require(segmentSize >= 4096 && segmentSize <= 2 << 30, "segmentSize must be in 4 KiB...2 GiB")
         try require(
             maximumRecordSize >= 256 && maximumRecordSize <= OutboxLog.Configuration.absoluteMaximumRecordSize,
             "maximumRecordSize must be in 256 bytes...1 GiB")
@@ -100,6 +124,10 @@ extension LogIdempotencyKeyStore.Configuration {
         log.fileSystem = fileSystem
         log.indexCheckpoints = true
         log.automaticCompactionRatio = nil
+        // A replay reads a response up to a day old, likely not cached:
+        // always on the log's reader threads, never the caller's (the
+        // cooperative pool).
+        log.readsInPlaceUpTo = 0
         return log
     }
 }

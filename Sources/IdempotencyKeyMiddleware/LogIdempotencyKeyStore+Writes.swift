@@ -7,22 +7,22 @@ extension LogIdempotencyKeyStore {
         case declined(Answer)
     }
 
-    /// Under the unsettled table's lock: unless `unless` answers (the key's
-    /// state has moved on), submits `writes` to the log as one batch and
-    /// then applies `then` to the table, in the same critical section, so
+    /// Under the memory's lock: unless `unless` answers (the key's state
+    /// has moved on), submits `writes` to the log as one batch and then
+    /// applies `then` to the memory, in the same critical section, so
     /// the log's order is memory's. Await the ticket after, outside the
     /// lock. When the log has no room for the batch now (back-pressure), it
     /// waits for room outside the lock and decides again.
     func submit<Answer>(
-        _ writes: [LogWrite], unless declined: ([String: KeyRecord]) -> Answer?, then apply: (inout [String: KeyRecord]) -> Void
+        _ writes: [LogWrite], unless declined: (KeyStoreMemory) -> Answer?, then apply: (inout KeyStoreMemory) -> Void
     ) async throws -> Submission<Answer> {
         let bytes = writes.reduce(0) { $0 + $1.frameSize }
         while true {
-            let outcome = unsettled.withLock { unsettled -> Result<Submission<Answer>, OutboxLogError>? in
-                if let answer = declined(unsettled) { return .success(.declined(answer)) }
+            let outcome = memory.withLock { memory -> Result<Submission<Answer>, OutboxLogError>? in
+                if let answer = declined(memory) { return .success(.declined(answer)) }
                 do throws(OutboxLogError) {
                     let ticket = try log.submit(writes)
-                    apply(&unsettled)
+                    apply(&memory)
                     return .success(.submitted(ticket))
                 } catch {
                     return error.code == .backPressure ? nil : .failure(error)

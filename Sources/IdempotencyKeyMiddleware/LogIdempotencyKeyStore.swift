@@ -54,9 +54,8 @@ public final class LogIdempotencyKeyStore: IdempotencyKeyStore {
     let configuration: Configuration
     let digester: KeyDigester
     let log: OutboxLog
-    /// Keys not settled yet (in progress, outcome unknown), whole: few, and
-    /// every request with one of them is decided from memory.
-    let unsettled: Locked<[String: KeyRecord]>
+    /// Keys not settled yet, and keys whose completed record is being read.
+    let memory: Locked<KeyStoreMemory>
     /// What the open found.
     public let recovery: KeyStoreRecoveryReport
 
@@ -68,7 +67,7 @@ public final class LogIdempotencyKeyStore: IdempotencyKeyStore {
         self.configuration = configuration
         self.digester = digester
         self.log = log
-        self.unsettled = Locked(unsettled)
+        self.memory = Locked(KeyStoreMemory(unsettled: unsettled))
         self.recovery = recovery
     }
 
@@ -76,61 +75,82 @@ public final class LogIdempotencyKeyStore: IdempotencyKeyStore {
 
     public func begin(key: String, fingerprint: [UInt8], now: Date, claim: IdempotencyClaim) async throws -> IdempotencyBeginResult {
         let digest = digester.digest(key)
+        let reader: KeyRecord
         switch try lookup(key: key, digest: digest, fingerprint: fingerprint, now: now, claim: claim) {
         case .answer(let result): return result
         case .claim: return try await claimKey(key, digest: digest, fingerprint: fingerprint, now: now, claim: claim)
-        case .read:
-            // Held in progress while its record is read: a concurrent
-            // request with the key gets 409 meanwhile, never a second run.
-            let entry: LogEntry?
-            do {
-                entry = try await log.get(digest.settledKey)
-            } catch {
-                unsettled.withLock { _ = $0.removeValue(forKey: key) }
-                throw Self.storeError(error)
-            }
-            unsettled.withLock { _ = $0.removeValue(forKey: key) }
-            // Removed by retention meanwhile: the key expired.
-            guard let entry else { return try await claimKey(key, digest: digest, fingerprint: fingerprint, now: now, claim: claim) }
-            guard let expiresAt = entry.expiresAt, case .completed(let recordKey, let recordFingerprint, let response)? = KeyStoreRecord.decode(entry.value)
-            else {
-                throw IdempotencyKeyStoreError(.damaged, "the record of key \(key) in \(directory) cannot be read")
-            }
-            guard recordKey == key else {
-                throw IdempotencyKeyStoreError(.digestCollision, "key \(key) shares its index digest with another live key")
-            }
-            if expiresAt <= now { return try await claimKey(key, digest: digest, fingerprint: fingerprint, now: now, claim: claim) }
-            return recordFingerprint == fingerprint ? .completed(response) : .fingerprintMismatch
+        case .read(let holding): reader = holding
         }
+        // Held in progress while its record is read: a concurrent request
+        // with the key gets 409 meanwhile, never a second run.
+        let entry: LogEntry?
+        do {
+            entry = try await log.get(digest.settledKey)
+        } catch {
+            memory.withLock { $0.stopReading(key, reader) }
+            throw Self.storeError(error)
+        }
+        memory.withLock { $0.stopReading(key, reader) }
+        // Removed by retention meanwhile: the key expired.
+        guard let entry else { return try await claimKey(key, digest: digest, fingerprint: fingerprint, now: now, claim: claim) }
+        guard let expiresAt = entry.expiresAt, case .completed(let recordKey, let recordFingerprint, let response)? = KeyStoreRecord.decode(entry.value)
+        else {
+            throw IdempotencyKeyStoreError(.damaged, "the record of key \(key) in \(directory) cannot be read")
+        }
+        guard recordKey == key else {
+            throw IdempotencyKeyStoreError(.digestCollision, "key \(key) shares its index digest with another live key")
+        }
+        if expiresAt <= now { return try await claimKey(key, digest: digest, fingerprint: fingerprint, now: now, claim: claim) }
+        return recordFingerprint == fingerprint ? .completed(response) : .fingerprintMismatch
     }
 
     private enum Lookup {
         case answer(IdempotencyBeginResult)
         case claim
-        /// The key's completed record must be read.
-        case read
+        /// The key's completed record must be read; `reader` holds the key meanwhile.
+        case read(KeyRecord)
     }
 
     /// Decides from memory, or says that the completed record must be read.
+    /// The log's index is asked outside the memory's lock.
     private func lookup(key: String, digest: KeyDigest, fingerprint: [UInt8], now: Date, claim: IdempotencyClaim) throws -> Lookup {
-        try unsettled.withLock { unsettled in
-            if let record = unsettled[key] {
-                switch KeyRecord.decide(record, key: key, fingerprint: fingerprint, now: now, claim: claim) {
-                case .answer(let result): return .answer(result)
-                case .claim: return .claim
-                case .abandonClaim(let stale):
-                    unsettled[key]?.state = .outcomeUnknown(since: stale.since, expiresAt: stale.expiresAt, reason: .claimAbandoned)
-                    // Best effort, not waited for: memory answers from now
-                    // on; if the log cannot take it, the claim it holds
-                    // reads as outcome unknown after a restart anyway.
-                    let record = KeyStoreRecord.unknown(key: key, fingerprint: record.fingerprint, since: stale.since, reason: .claimAbandoned)
-                    _ = try? log.submit([.value(digest.unsettledKey, record.encoded(), expiresAt: stale.expiresAt)])
-                    return .answer(.outcomeUnknown(stale))
-                }
+        while true {
+            if let answer = memory.withLock({ decideFromMemory(key, digest: digest, fingerprint: fingerprint, now: now, claim: claim, &$0) }) {
+                return answer
             }
+            // No live unsettled record: a completed one may decide.
             guard log.contains(digest.settledKey) else { return .claim }
-            unsettled[key] = KeyRecord(fingerprint: fingerprint, state: .inProgress(since: now, owner: claim.owner, expiresAt: claim.expiresAt))
-            return .read
+            let reader = KeyRecord(fingerprint: fingerprint, state: .inProgress(since: now, owner: claim.owner, expiresAt: claim.expiresAt))
+            let holding = memory.withLock { memory -> Bool in
+                // Another request got to the key in between: decide again.
+                guard memory.reading[key] == nil, memory.unsettled[key].map({ $0.isExpired(at: now) }) ?? true else { return false }
+                memory.reading[key] = reader
+                return true
+            }
+            if holding { return .read(reader) }
+        }
+    }
+
+    /// The answer memory gives, or `nil` if the log must decide.
+    private func decideFromMemory(
+        _ key: String, digest: KeyDigest, fingerprint: [UInt8], now: Date, claim: IdempotencyClaim, _ memory: inout KeyStoreMemory
+    ) -> Lookup? {
+        if let reader = memory.reading[key] {
+            // Being read by another request: in progress for this one.
+            return .answer(reader.fingerprint == fingerprint ? .inProgress : .fingerprintMismatch)
+        }
+        guard let record = memory.unsettled[key] else { return nil }
+        switch KeyRecord.decide(record, key: key, fingerprint: fingerprint, now: now, claim: claim) {
+        case .answer(let result): return .answer(result)
+        case .claim: return nil
+        case .abandonClaim(let stale):
+            memory.unsettled[key]?.state = .outcomeUnknown(since: stale.since, expiresAt: stale.expiresAt, reason: .claimAbandoned)
+            // Best effort, not waited for: memory answers from now on; if
+            // the log cannot take it, the claim it holds reads as outcome
+            // unknown after a restart anyway.
+            let unknown = KeyStoreRecord.unknown(key: key, fingerprint: record.fingerprint, since: stale.since, reason: .claimAbandoned)
+            _ = try? log.submit([.value(digest.unsettledKey, unknown.encoded(), expiresAt: stale.expiresAt)])
+            return .answer(.outcomeUnknown(stale))
         }
     }
 
@@ -139,7 +159,9 @@ public final class LogIdempotencyKeyStore: IdempotencyKeyStore {
         -> IdempotencyBeginResult
     {
         if capacityRefusal(now: now) != nil {
-            try await expire(now: now)
+            // Only when a segment can go: a flood of new keys at the cap is
+            // answered at once, not queued behind retention.
+            if let next = log.statistics.nextRemovalAt, next <= now { try await expire(now: now) }
             if let seconds = capacityRefusal(now: now) { return .atCapacity(retryAfter: .seconds(seconds)) }
         }
         let record = KeyRecord(fingerprint: fingerprint, state: .inProgress(since: now, owner: claim.owner, expiresAt: claim.expiresAt))
@@ -148,14 +170,15 @@ public final class LogIdempotencyKeyStore: IdempotencyKeyStore {
             expiresAt: claim.expiresAt)
         let submitted = try await submit(
             [write],
-            unless: { unsettled -> IdempotencyBeginResult? in
-                // Another request may have claimed the key since the lookup.
-                guard let existing = unsettled[key],
+            unless: { memory -> IdempotencyBeginResult? in
+                // Another request may have claimed or be reading the key
+                // since the lookup.
+                guard let existing = memory.unsettled[key] ?? memory.reading[key],
                     case .answer(let answer) = KeyRecord.decide(existing, key: key, fingerprint: fingerprint, now: now, claim: claim)
                 else { return nil }
                 return answer
             },
-            then: { $0[key] = record })
+            then: { $0.unsettled[key] = record })
         let ticket: LogTicket
         switch submitted {
         case .declined(let answer): return answer
@@ -164,8 +187,8 @@ public final class LogIdempotencyKeyStore: IdempotencyKeyStore {
         do {
             try await ticket.wait(for: .durable)
         } catch {
-            unsettled.withLock { unsettled in
-                if unsettled[key] == record { unsettled[key] = nil }
+            memory.withLock { memory in
+                if memory.unsettled[key] == record { memory.unsettled[key] = nil }
             }
             throw Self.storeError(error)
         }
@@ -180,121 +203,6 @@ public final class LogIdempotencyKeyStore: IdempotencyKeyStore {
         guard full else { return nil }
         guard let next = statistics.nextRemovalAt else { return 60 }
         return max(1, Int(next.timeIntervalSince(now).rounded(.up)))
-    }
-
-    public func complete(key: String, response: StoredResponse, now: Date, expiresAt: Date) async throws {
-        guard let fingerprint = unsettled.withLock({ unsettled -> [UInt8]? in
-            guard case .inProgress = unsettled[key]?.state else { return nil }
-            return unsettled[key]?.fingerprint
-        }) else { return }
-        let record = KeyStoreRecord.completed(key: key, fingerprint: fingerprint, response: response)
-        try await settle(key: key, completing: record, expiresAt: expiresAt) { if case .inProgress = $0.state { true } else { false } }
-    }
-
-    public func abandon(key: String, owner: String) async throws {
-        let digest = digester.digest(key)
-        let submitted = try await submit(
-            [.tombstone(digest.unsettledKey)],
-            unless: { unsettled -> Bool? in
-                guard case .inProgress(_, let holder, _) = unsettled[key]?.state, holder == owner else { return false }
-                return nil
-            },
-            then: { $0[key] = nil })
-        // Not waited for durably: a release lost in a crash leaves the claim,
-        // answered outcome-unknown after the restart — never a second run.
-        if case .submitted(let ticket) = submitted {
-            do { try await ticket.wait(for: .written) } catch { throw Self.storeError(error) }
-        }
-    }
-
-    public func settleUnknown(key: String, owner: String, now: Date, expiresAt: Date) async throws {
-        let digest = digester.digest(key)
-        guard let record = unsettled.withLock({ $0[key] }), case .inProgress(let since, let holder, _) = record.state, holder == owner
-        else { return }
-        let write = LogWrite.value(
-            digest.unsettledKey,
-            KeyStoreRecord.unknown(key: key, fingerprint: record.fingerprint, since: since, reason: .responseNotRecorded).encoded(),
-            expiresAt: expiresAt)
-        let submitted = try await submit(
-            [write],
-            unless: { unsettled -> Bool? in
-                guard let current = unsettled[key], case .inProgress(_, let holder, _) = current.state, holder == owner else {
-                    return false
-                }
-                return nil
-            },
-            then: { $0[key]?.state = .outcomeUnknown(since: since, expiresAt: expiresAt, reason: .responseNotRecorded) })
-        if case .submitted(let ticket) = submitted {
-            do { try await ticket.wait(for: .durable) } catch { throw Self.storeError(error) }
-        }
-    }
-
-    public func resolve(key: String, as resolution: IdempotencyResolution, now: Date) async throws {
-        guard let record = unsettled.withLock({ $0[key] }), case .outcomeUnknown(_, let expiresAt, _) = record.state, expiresAt > now
-        else {
-            throw IdempotencyKeyStoreError(.notUnsettled, "the outcome of key \(key) is not unknown")
-        }
-        let isUnknown: @Sendable (KeyRecord) -> Bool = { if case .outcomeUnknown = $0.state { true } else { false } }
-        switch resolution {
-        case .applied(let response, let keptUntil):
-            let completed = KeyStoreRecord.completed(key: key, fingerprint: record.fingerprint, response: response)
-            try await settle(key: key, completing: completed, expiresAt: keptUntil, when: isUnknown)
-        case .notApplied:
-            try await settle(key: key, completing: nil, expiresAt: expiresAt, when: isUnknown)
-        }
-    }
-
-    /// Writes durably, if `key`'s unsettled record still passes `when`, its
-    /// completion (`completed`, kept until `expiresAt`) or its release
-    /// (`nil`), and moves the key out of the unsettled table.
-    private func settle(
-        key: String, completing completed: KeyStoreRecord?, expiresAt: Date, when: @escaping @Sendable (KeyRecord) -> Bool
-    ) async throws {
-        let digest = digester.digest(key)
-        var writes: [LogWrite] = [.tombstone(digest.unsettledKey)]
-        if let completed { writes.insert(.value(digest.settledKey, completed.encoded(), expiresAt: expiresAt), at: 0) }
-        let size = writes.reduce(0) { $0 + $1.frameSize }
-        guard size <= configuration.maximumRecordSize else {
-            throw IdempotencyKeyStoreError(
-                .responseTooLarge, "a record of \(size) bytes exceeds the store's maximumRecordSize of \(configuration.maximumRecordSize)")
-        }
-        let submitted = try await submit(
-            writes,
-            unless: { unsettled -> Bool? in
-                guard let record = unsettled[key], when(record) else { return false }
-                return nil
-            },
-            then: { _ in })
-        guard case .submitted(let ticket) = submitted else { return }
-        do { try await ticket.wait(for: .durable) } catch { throw Self.storeError(error) }
-        unsettled.withLock { unsettled in
-            if let record = unsettled[key], when(record) { unsettled[key] = nil }
-        }
-    }
-
-    public func unsettledKeys(now: Date, limit: Int) async throws -> [IdempotencyUnsettledKey] {
-        unsettled.withLock { unsettled in
-            unsettled.compactMap { $0.value.isExpired(at: now) ? nil : $0.value.unsettled(key: $0.key) }
-        }
-        .sorted { ($0.since, $0.key) < ($1.since, $1.key) }
-        .prefix(max(0, limit)).map { $0 }
-    }
-
-    /// Forgets every key that expired at or before `now`: unsettled keys
-    /// past their expiry, and every segment (oldest first) whose records all
-    /// expired, with their files. Returns how many keys were forgotten.
-    @discardableResult
-    public func expire(now: Date) async throws -> Int {
-        let forgotten = unsettled.withLock { unsettled in
-            let before = unsettled.count
-            unsettled = unsettled.filter { !$0.value.isExpired(at: now) }
-            return before - unsettled.count
-        }
-        do {
-            return forgotten + (try await log.removeExpired(now: now)).keysRemoved
-        } catch {
-            throw Self.storeError(error)
-        }
     }
 
     // MARK: Inspection and life cycle

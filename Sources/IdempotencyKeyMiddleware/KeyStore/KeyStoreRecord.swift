@@ -35,6 +35,10 @@ package enum KeyStoreRecord: Sendable, Hashable {
         }
     }
 
+    var isCompleted: Bool {
+        if case .completed = self { true } else { false }
+    }
+
     var fingerprint: [UInt8] {
         switch self {
         case .completed(_, let fingerprint, _), .claim(_, let fingerprint, _, _), .unknown(_, let fingerprint, _, _): fingerprint

@@ -8,8 +8,9 @@ enum KeyStoreSecret {
     static let fileName = "keys.secret"
 
     /// Reads the secret, or makes it (written to a temporary file, synced,
-    /// renamed into place, the directory synced) if there is none. Blocking.
-    static func loadOrCreate(in directory: FilePath, fileSystem: any FileSystem) throws(Errno) -> [UInt8] {
+    /// renamed into place, the directory synced) if there is none and
+    /// `mayCreate`; throws `ENOENT` if there is none and it may not. Blocking.
+    static func loadOrCreate(in directory: FilePath, fileSystem: any FileSystem, mayCreate: Bool) throws(Errno) -> [UInt8] {
         let path = directory.appending(fileName)
         if try fileSystem.itemKind(at: path) == .file {
             let descriptor = try fileSystem.openFile(path, mode: .readOnly)
@@ -18,6 +19,7 @@ enum KeyStoreSecret {
             guard bytes.count == 32 else { throw .illegalByteSequence }
             return bytes
         }
+        guard mayCreate else { throw .noSuchFileOrDirectory }
         var generator = SystemRandomNumberGenerator()
         let secret = (0..<32).map { _ in UInt8.random(in: 0...255, using: &generator) }
         let temporary = directory.appending(fileName + ".tmp")

@@ -349,10 +349,11 @@ public final class OutboxLog: Sendable {
     /// compaction's intent, Docs/FORMAT.md), and waits for a running
     /// compaction.
     ///
-    /// - Complexity: O(*n*) in live keys, under the log's lock (appends and
-    ///   reads wait), to drop the removed ones from the index, plus one file
-    ///   deletion per segment removed; O(*s*) in segments when nothing has
-    ///   expired.
+    /// - Complexity: O(*r*) in the records of the segments removed (read
+    ///   off the log's lock, then dropped from the index under it), plus one
+    ///   file deletion per segment; O(*s*) in segments when nothing has
+    ///   expired. With index checkpoints on, a checkpoint follows (O(*n*) in
+    ///   live keys, written on the retention's thread).
     @discardableResult
     public func removeExpired(now: Date = Date()) async throws(OutboxLogError) -> RetentionReport {
         try await core.removeExpired(now: RecordExpiry.passed(at: now))

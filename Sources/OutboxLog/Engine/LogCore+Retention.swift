@@ -37,6 +37,9 @@ extension LogCore {
         defer { releaseCompaction() }
         let run = state.withLock { state in Self.expiredRun(in: state, now: now) }
         guard !run.isEmpty else { return RetentionReport() }
+        // The keys the run holds, read from its files (off the lock): the
+        // index drops them without a walk of every live key.
+        let keys = keys(in: run)
 
         // No wait for later records to be durable, unlike compaction: what
         // goes is expired, so a power loss that also takes a newer,
@@ -61,7 +64,7 @@ extension LogCore {
         report.segmentsRemoved = run.count
         report.bytesRemoved = run.reduce(0) { $0 + $1.size }
         report.keysRemoved = state.withLock { state in
-            let keys = state.index.removeEntries(in: removed)
+            let keys = keys.map { state.index.removeEntries(in: removed, among: $0) } ?? state.index.removeEntries(in: removed)
             for id in removed {
                 state.slots[id] = nil
                 state.index.usage[id] = nil
@@ -83,6 +86,25 @@ extension LogCore {
             }
         }
         return report
+    }
+
+    /// The keys of every value and annotation in `run`'s files, or `nil` if
+    /// one cannot be read (the caller then walks the whole index instead).
+    private func keys(in run: [(file: SegmentFile, size: Int64)]) -> Set<LogKey>? {
+        var keys: Set<LogKey> = []
+        for (file, size) in run {
+            let reader = ChunkedFileReader(fileSystem: fileSystem, descriptor: file.descriptor, path: file.path, fileSize: size)
+            let scanner = SegmentScanner(reader: reader, header: file.header)
+            do throws(OutboxLogError) {
+                let scanned = try scanner.scanRun(
+                    from: Int64(SegmentHeader.size), previous: nil, resumingAfterDamage: false,
+                    visit: { record in if record.kind == .value || record.kind == .annotation { keys.insert(record.key) } })
+                if scanned.stop != nil { return nil }
+            } catch {
+                return nil
+            }
+        }
+        return keys
     }
 
     /// When retention can next remove the oldest segment (see

@@ -117,6 +117,23 @@ struct LogIndex: Sendable {
         }
     }
 
+    /// ``removeEntries(in:)`` for `keys`, the keys of every value and
+    /// annotation in `segments`: O(`keys`), not O(live keys).
+    mutating func removeEntries(in segments: Set<UInt32>, among keys: Set<LogKey>) -> Int {
+        var gone = 0
+        for key in keys {
+            guard let entry = entries[key] else { continue }
+            if segments.contains(entry.value.segment) {
+                if let old = entries.removeValue(forKey: key) { release(old) }
+                gone += 1
+            } else if entry.annotation.exists && segments.contains(entry.annotation.segment) {
+                markDead(entry.annotation)
+                _ = entries.modifyValue(forKey: key) { $0.annotation = .none }
+            }
+        }
+        return gone
+    }
+
     /// Drops every key whose value is in one of `segments` (about to be
     /// removed whole), and any annotation there; returns how many keys went.
     /// A dropped key's annotation in a segment that stays becomes dead there.
