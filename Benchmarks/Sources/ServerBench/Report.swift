@@ -58,14 +58,14 @@ struct BenchReport: Codable {
                     + "\(String(format: "%.2f", rps[2] / rps[1])) | \(latency) | \(errors) |")
         }
         lines.append("")
-        lines.append("**Stored keys** — a key journal of N completed keys (a durable claim and response each); `outbox serve --keys-dir` restarted on it:")
+        lines.append("**Stored keys** — a durable key store (`LogIdempotencyKeyStore`) of N completed keys (a durable claim and response each); `outbox serve --keys-dir` restarted on it:")
         lines.append("")
-        lines.append("| keys | journal on disk | restart to listening, s (each run) | resident memory | resident bytes per stored key |")
+        lines.append("| keys | log on disk | restart to listening, s (each run) | resident memory | resident bytes per stored key |")
         lines.append("|---|---|---|---|---|")
         for row in stored {
             let restarts = row.restartSeconds.map { String(format: "%.3f", $0) }.joined(separator: ", ")
             lines.append(
-                "| \(row.keys) | \(row.journalBytes / 1_048_576) MiB (\(row.journalBytes / Int64(row.keys)) B/key) | \(restarts) | "
+                "| \(row.keys) | \(row.logBytes / 1_048_576) MiB (\(row.logBytes / Int64(row.keys)) B/key) | \(restarts) | "
                     + "\(row.residentBytes / 1_048_576) MiB | \(Int(row.residentBytesPerKey.rounded())) |")
         }
         lines.append("")

@@ -64,7 +64,7 @@ enum LoadScenario {
 
 struct StoredRow: Codable, Sendable {
     var keys: Int
-    var journalBytes: Int64
+    var logBytes: Int64
     /// Spawn to "listening on", every restart.
     var restartSeconds: [Double]
     var residentBytes: Int
@@ -83,7 +83,7 @@ enum StoredKeysScenario {
         for count in options.storedKeys {
             let directory = temporaryDirectory("stored")
             defer { try? FileManager.default.removeItem(atPath: directory) }
-            let journalBytes = try await populate(directory, keys: count)
+            let logBytes = try await populate(directory, keys: count)
             var restarts: [Double] = []
             var resident = 0
             for _ in 0..<options.restarts {
@@ -93,7 +93,7 @@ enum StoredKeysScenario {
                 server.stop()
             }
             let row = StoredRow(
-                keys: count, journalBytes: journalBytes, restartSeconds: restarts, residentBytes: resident,
+                keys: count, logBytes: logBytes, restartSeconds: restarts, residentBytes: resident,
                 residentBytesPerKey: Double(resident - baselineBytes) / Double(count))
             progress("\(count) keys: restart \(restarts.map { String(format: "%.3f", $0) }) s, RSS \(resident / 1_048_576) MiB, \(Int(row.residentBytesPerKey)) B/key")
             rows.append(row)

@@ -6,9 +6,9 @@
 //   swift run -c release outbox-server-bench [--quick] [--output ../Docs]
 //
 // 1. Load: POST /messages with a new Idempotency-Key per request, for no
-//    middleware, in-memory keys and durable keys (the key journal), at 1,
+//    middleware, in-memory keys and durable keys (LogIdempotencyKeyStore), at 1,
 //    16 and 64 connections; rounds interleaved, medians reported.
-// 2. Stored keys: a journal with 10k / 100k / 1M completed keys; restart
+// 2. Stored keys: a durable store with 10k / 100k / 1M completed keys; restart
 //    time (spawn to "listening on") and resident memory per stored key.
 // 3. Descriptor limit: `ulimit -n 128` and 150 idle clients; how long a new
 //    request waits and how much CPU the server burns meanwhile, with the
