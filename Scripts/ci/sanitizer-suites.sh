@@ -13,7 +13,8 @@ tsan)
     # commit, submit, the writer's lifetime) and against compaction; the
     # store's acknowledgements and room; the dispatcher's workers, timers
     # and lifetime; the HTTP transport's event loops and file-body pumps;
-    # the middleware's claims. TSan has found one thing in this code (a lock
+    # the middleware's claims; the durable key store's lock against its
+    # log's writer; retention's thread against appends. TSan has found one thing in this code (a lock
     # it cannot see, now guarded by LockRuleTests), and it runs this code
     # about ten times slower: over every suite it took 29 minutes of CI's 90
     # on two cores. Left out here, and run by `Scripts/sanitize.sh` with no
@@ -23,7 +24,7 @@ tsan)
     pattern='\.(%s)/'  # whole suite names: ClaimTests is not IdempotencyClaimTests
     suites=(GroupCommitTests SubmitTests WriterLifetimeTests CompactionTests StoreAcknowledgementTests StoreRoomTests
         BatchedSuccessTests ClaimTests DispatcherTests DispatcherLifetimeTests HTTPOutboxHandlerTests StreamedBodyTests
-        IdempotencyMiddlewareTests SlowApplyTests SpoolAdmissionTests)
+        IdempotencyMiddlewareTests SlowApplyTests SpoolAdmissionTests LogIdempotencyKeyStoreTests RetentionTests)
     ;;
 tsan-skip)
     # Within those suites, the tests that repeat one scenario many times
@@ -38,8 +39,9 @@ asan)
     # code's, wherever they run. Left out: the suites whose work is in
     # child processes (torture, the CLI, end-to-end servers, PostgreSQL,
     # the Python middlewares) — the ASan torture step runs the CLI under
-    # AddressSanitizer itself, and the fuzz targets read every file format.
-    pattern='^(%s)\.'  # whole test targets
+    # AddressSanitizer itself, and the fuzz targets read every file format —
+    # but for the durable key store's suites, which run in this process.
+    pattern='^(%s)\.|\.(LogIdempotencyKeyStoreTests|LogIdempotencyKeyStoreSafetyTests)/'  # whole test targets, and those suites
     suites=(OutboxLogTests OutboxTests OutboxAppTests OutboxHTTPTests FuzzCorpusTests)
     ;;
 *)

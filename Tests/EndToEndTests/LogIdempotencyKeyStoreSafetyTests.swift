@@ -22,7 +22,7 @@ struct LogIdempotencyKeyStoreSafetyTests {
         let directory = temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: directory) }
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        FileManager.default.createFile(atPath: directory + "/" + file, contents: Data([1, 2, 3]))
+        _ = FileManager.default.createFile(atPath: directory + "/" + file, contents: Data([1, 2, 3]))
         let error = await #expect(throws: IdempotencyKeyStoreError.self) {
             _ = try await LogIdempotencyKeyStore.open(at: .init(directory), now: t0)
         }

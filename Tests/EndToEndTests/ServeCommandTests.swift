@@ -1,5 +1,8 @@
 import CLITestSupport
 import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
 import OutboxLocking
 import Testing
 
@@ -80,8 +83,18 @@ struct ServeCommandTests {
         var listeningText: String { output.withLock { $0.text } }
 
         /// Sends SIGTERM and waits for the exit; a sanitizer's report is a failure.
-        func stop() async {
-            process.terminate()
+        func stop() async { await end(with: SIGTERM) }
+
+        /// Sends SIGKILL (`kill -9`: nothing is closed or flushed) and waits
+        /// for the exit.
+        func kill() async { await end(with: SIGKILL) }
+
+        private func end(with signal: Int32) async {
+            #if canImport(Glibc)
+            _ = Glibc.kill(process.processIdentifier, signal)
+            #else
+            _ = Darwin.kill(process.processIdentifier, signal)
+            #endif
             _ = await withCheckedContinuation { continuation in
                 let status = exitState.withLock { state -> Int32? in
                     if let status = state.status { return status }
@@ -132,6 +145,27 @@ struct ServeCommandTests {
         #expect(replayed.0 == 201)
         #expect(replayed.1 == applied.1)
         #expect(replayed.2 == "true")
+        await second.stop()
+    }
+
+    @Test("killed with SIGKILL right after answering, the server replays the answer after a restart: it was durable before it was sent")
+    func responseSurvivesKill() async throws {
+        let directory = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let first = try await Serve(["--keys-dir", "keys"], in: directory)
+        var applied: [String: String] = [:]
+        for index in 0..<20 {
+            let answer = try await first.post(key: "kill-key-\(index)")
+            #expect(answer.0 == 201)
+            applied["kill-key-\(index)"] = answer.1
+        }
+        await first.kill()
+
+        let second = try await Serve(["--keys-dir", "keys"], in: directory)
+        for (key, body) in applied {
+            let replayed = try await second.post(key: key)
+            #expect(replayed.0 == 201 && replayed.1 == body && replayed.2 == "true", "\(key): \(replayed)")
+        }
         await second.stop()
     }
 

@@ -13,7 +13,7 @@ public struct LogWrite: Sendable, Hashable {
     /// rounded up to the millisecond, so a record is never removed before
     /// this time. `nil`, the default, never expires.
     ///
-    /// Expiry does not hide a record: ``OutboxLog/get(_:)`` returns it with
+    /// Expiry does not hide a record: ``OutboxLog/get(_:)->LogEntry?`` returns it with
     /// its ``LogEntry/expiresAt`` until ``OutboxLog/removeExpired(now:)``
     /// removes its segment, and deciding what an expired record means is the
     /// caller's. An append refuses a date it cannot store exactly (not
