@@ -123,7 +123,16 @@ public final class LogIdempotencyKeyStore: IdempotencyKeyStore {
             let reader = KeyRecord(fingerprint: fingerprint, state: .inProgress(since: now, owner: claim.owner, expiresAt: claim.expiresAt))
             let holding = memory.withLock { memory -> Bool in
                 // Another request got to the key in between: decide again.
-                guard memory.reading[key] == nil, memory.unsettled[key].map({ $0.isExpired(at: now) }) ?? true else { return false }
+                // An unsettled record still there must be one memory would
+                // not answer from (expired, or a stale claim past its
+                // expiry), as in `decideFromMemory`, or this loop would
+                // never end.
+                guard memory.reading[key] == nil else { return false }
+                if let record = memory.unsettled[key],
+                    KeyRecord.decide(record, key: key, fingerprint: fingerprint, now: now, claim: claim) != .claim
+                {
+                    return false
+                }
                 memory.reading[key] = reader
                 return true
             }

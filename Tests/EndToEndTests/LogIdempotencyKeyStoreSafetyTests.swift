@@ -46,6 +46,28 @@ struct LogIdempotencyKeyStoreSafetyTests {
         #expect(!FileManager.default.fileExists(atPath: directory + "/keys.secret"), "no new secret was made")
     }
 
+    @Test(
+        "a stale, expired claim of another server over an expired completed record: the key is claimed afresh, once",
+        .timeLimit(.minutes(1)))
+    func staleExpiredClaimOverExpiredCompletion() async throws {
+        let directory = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let keys = try await LogIdempotencyKeyStore.open(at: .init(directory), now: t0)
+        let first = IdempotencyClaim(owner: "a", staleAfter: .seconds(60), expiresAt: t0.addingTimeInterval(1000))
+        #expect(try await keys.begin(key: "k", fingerprint: [1], now: t0, claim: first) == .proceed)
+        try await keys.complete(key: "k", response: StoredResponse(status: 201, headers: [:], body: [1]), now: t0, expiresAt: t0.addingTimeInterval(10))
+        // The completion expired: server a claims the key again, and dies.
+        let again = IdempotencyClaim(owner: "a", staleAfter: .seconds(60), expiresAt: t0.addingTimeInterval(30))
+        #expect(try await keys.begin(key: "k", fingerprint: [1], now: t0.addingTimeInterval(20), claim: again) == .proceed)
+        // Much later, server b: a's claim is stale and expired, and the
+        // completed record is still in the log, expired.
+        let other = IdempotencyClaim(owner: "b", staleAfter: .seconds(60), expiresAt: t0.addingTimeInterval(2000))
+        let later = t0.addingTimeInterval(100)
+        #expect(try await keys.begin(key: "k", fingerprint: [1], now: later, claim: other) == .proceed)
+        #expect(try await keys.begin(key: "k", fingerprint: [1], now: later, claim: other) == .inProgress)
+        try await keys.close()
+    }
+
     @Test("an unknown outcome the log cannot take is still held in memory: the key answers outcome-unknown, never in progress")
     func unknownOutcomeHeldWhenTheLogFails() async throws {
         let directory = temporaryDirectory()
