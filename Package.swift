@@ -3,7 +3,8 @@
 // swift-outbox: a durable on-device outbox for server-bound writes, on its own
 // segmented, CRC-framed append-only log.
 //
-// Dependencies flow one way:  CLI → (OutboxTorture →) Outbox → OutboxLog → CZlib.
+// Dependencies flow one way:  CLI → (OutboxTorture →) Outbox → OutboxLog → CZlib;
+// OutboxCollections (the packed hash table) sits under both Outbox and OutboxLog.
 
 import PackageDescription
 
@@ -59,12 +60,17 @@ let package = Package(
             providers: [.apt(["zlib1g-dev"]), .brew(["zlib"])]
         ),
 
+        // A hash table laid out for millions of entries: the engine's key
+        // index and the outbox scheduler's entry table. Depends on nothing.
+        .target(name: "OutboxCollections"),
+
         // The storage engine: segments, framing, recovery, group commit,
         // compaction. Knows nothing about outbox entries.
         .target(
             name: "OutboxLog",
             dependencies: [
                 "OutboxLocking",
+                "OutboxCollections",
                 "CZlib",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "SystemPackage", package: "swift-system"),
@@ -88,6 +94,7 @@ let package = Package(
             name: "Outbox",
             dependencies: [
                 "OutboxLocking",
+                "OutboxCollections",
                 "OutboxLog",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
@@ -241,6 +248,14 @@ let package = Package(
             dependencies: ["OutboxLocking", .product(name: "PropertyBased", package: "swift-property-based")],
             path: "Tests/CLITestSupport"),
 
+        .testTarget(
+            name: "OutboxCollectionsTests",
+            dependencies: [
+                "CLITestSupport",
+                "OutboxCollections",
+                .product(name: "PropertyBased", package: "swift-property-based"),
+            ]
+        ),
         .testTarget(
             name: "OutboxLogTests",
             dependencies: [

@@ -42,7 +42,7 @@ asan)
     # AddressSanitizer itself, and the fuzz targets read every file format —
     # but for the durable key store's suites, which run in this process.
     pattern='^(%s)\.|\.(LogIdempotencyKeyStoreTests|LogIdempotencyKeyStoreSafetyTests)/'  # whole test targets, and those suites
-    suites=(OutboxLogTests OutboxTests OutboxAppTests OutboxHTTPTests FuzzCorpusTests)
+    suites=(OutboxCollectionsTests OutboxLogTests OutboxTests OutboxAppTests OutboxHTTPTests FuzzCorpusTests)
     ;;
 *)
     echo "usage: $0 tsan|tsan-skip|asan" >&2

@@ -1,4 +1,5 @@
 import Foundation
+import OutboxCollections
 import SystemPackage
 
 /// Writing the index checkpoint (`INDEX`, see ``IndexCheckpoint``).

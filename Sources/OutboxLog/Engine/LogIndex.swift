@@ -1,3 +1,5 @@
+import OutboxCollections
+
 /// Where a record's frame is: 12 bytes.
 struct Location: Hashable, Sendable {
     var segment: UInt32

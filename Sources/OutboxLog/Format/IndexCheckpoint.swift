@@ -1,3 +1,5 @@
+import OutboxCollections
+
 /// The index checkpoint (`INDEX`): the engine's index and segment usage as
 /// they stood once every record up to a sequence number was indexed, so an
 /// open reads this file and the records after that number instead of every

@@ -2,7 +2,7 @@ import CLITestSupport
 import PropertyBased
 import Testing
 
-@_spi(OutboxInternals) import OutboxLog
+import OutboxCollections
 
 /// The packed table against a `Dictionary`: random insertions, updates,
 /// in-place changes and removals (the last exercise the slot shifting and
@@ -26,17 +26,17 @@ struct PackedTableTests {
     @Test("agrees with a dictionary, and a copy of its elements does not change with it")
     func agreesWithDictionary() async {
         await propertyCheck(count: modelCases(200), input: Self.operation.array(of: 1...600)) { operations in
-            var table = PackedTable<LogKey, Int>()
-            var model: [LogKey: Int] = [:]
-            var snapshots: [(PackedTable<LogKey, Int>.DenseElements, [LogKey: Int])] = []
+            var table = PackedTable<String, Int>()
+            var model: [String: Int] = [:]
+            var snapshots: [(PackedTable<String, Int>.DenseElements, [String: Int])] = []
             for operation in operations {
                 switch operation {
                 case .set(let key, let value):
-                    // Long keys (past the inline 23 bytes) now and then.
-                    let name = LogKey(key % 7 == 0 ? String(repeating: "k", count: 30) + "\(key)" : "k\(key)")
+                    // Long keys (past a String's 15 inline bytes: on the heap) now and then.
+                    let name = String(key % 7 == 0 ? String(repeating: "k", count: 30) + "\(key)" : "k\(key)")
                     #expect(table.updateValue(value, forKey: name) == model.updateValue(value, forKey: name))
                 case .modify(let key, let amount):
-                    let name = LogKey("k\(key)")
+                    let name = String("k\(key)")
                     let changed = table.modifyValue(forKey: name) { value -> Int in
                         value += amount
                         return value
@@ -44,7 +44,7 @@ struct PackedTableTests {
                     if model[name] != nil { model[name]! += amount }
                     #expect(changed == model[name])
                 case .remove(let key):
-                    let name = LogKey("k\(key)")
+                    let name = String("k\(key)")
                     #expect(table.removeValue(forKey: name) == model.removeValue(forKey: name))
                 case .snapshot:
                     snapshots.append((table.denseElements, model))
@@ -55,24 +55,24 @@ struct PackedTableTests {
             #expect(Set(table.keys) == Set(model.keys))
             #expect(table.values.sorted() == model.values.sorted())
             for (elements, then) in snapshots {
-                var seen: [LogKey: Int] = [:]
+                var seen: [String: Int] = [:]
                 elements.forEach { seen[$0.key] = $0.value }
                 #expect(seen == then, "a copy taken earlier changed")
             }
-            for key in (0...300).map({ LogKey("absent-\($0)") }) { #expect(!table.contains(key)) }
+            for key in (0...300).map({ String("absent-\($0)") }) { #expect(!table.contains(key)) }
         }
     }
 
     @Test("a table grown to 200,000 keys finds every one, and sizes itself once when told")
     func large() {
-        var table = PackedTable<LogKey, UInt32>(minimumCapacity: 200_000)
+        var table = PackedTable<String, UInt32>(minimumCapacity: 200_000)
         let capacity = table.capacity
-        for index in 0..<200_000 { table[LogKey("E\(index)")] = UInt32(index) }
+        for index in 0..<200_000 { table[String("E\(index)")] = UInt32(index) }
         #expect(table.capacity == capacity)
         #expect(table.count == 200_000)
-        for index in stride(from: 0, to: 200_000, by: 97) { #expect(table[LogKey("E\(index)")] == UInt32(index)) }
-        for index in 0..<100_000 { table[LogKey("E\(index)")] = nil }
+        for index in stride(from: 0, to: 200_000, by: 97) { #expect(table[String("E\(index)")] == UInt32(index)) }
+        for index in 0..<100_000 { table[String("E\(index)")] = nil }
         #expect(table.count == 100_000)
-        #expect(table[LogKey("E99999")] == nil && table[LogKey("E100000")] == 100_000)
+        #expect(table[String("E99999")] == nil && table[String("E100000")] == 100_000)
     }
 }
