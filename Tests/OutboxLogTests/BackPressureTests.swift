@@ -93,17 +93,18 @@ struct BackPressureTests {
 
     /// A caller that submits under its own lock after changing its own state
     /// (the outbox store) cannot take a refusal: it reserves room first.
-    @Test("a submit in reserved room is admitted when a plain one is refused; a reservation serves once, and goes back unused")
+    @Test("a commit in reserved room is admitted when a plain submit is refused; a reservation serves once, and goes back unused")
     func reservedRoom() async throws {
         let disk = SimulatedFileSystem(directories: ["/data"])
         let (log, gated, stuck) = try await Self.stuckLog(disk)
-        var reservation: LogRoomReservation? = try await log.reserveRoom(bytes: 1100)
+        var reservation: LogReservation? = try await log.reserve(bytes: 1100)
         var submitted = 0
         while (try? log.submit([.value(LogKey("s\(submitted)"), .pattern(1000, seed: submitted))])) != nil { submitted += 1 }
         #expect(throws: OutboxLogError.self) { try log.submit([.value("plain", .pattern(1000, seed: 0))]) }
-        let ticket = try log.submit([.value("reserved", .pattern(1000, seed: 1))], using: reservation!)
+        #expect(log.reserveIfAvailable(bytes: 1100) == nil, "no room now: the caller must wait for it")
+        let ticket = try reservation!.commit([.value("reserved", .pattern(1000, seed: 1))])
         #expect(log.statistics.pendingBytes <= Self.maximum)
-        let reused = #expect(throws: OutboxLogError.self) { try log.submit([.value("again", [1])], using: reservation!) }
+        let reused = #expect(throws: OutboxLogError.self) { try reservation!.commit([.value("again", [1])]) }
         #expect(reused?.code == .invalidArgument)
         #expect(!log.contains("again"))
         reservation = nil
@@ -118,7 +119,7 @@ struct BackPressureTests {
     func unusedReservationGoesBack() async throws {
         let disk = SimulatedFileSystem(directories: ["/data"])
         let (log, gated, stuck) = try await Self.stuckLog(disk)
-        var held: LogRoomReservation? = try await log.reserveRoom(bytes: Self.maximum - 2048)
+        var held: LogReservation? = try await log.reserve(bytes: Self.maximum - 2048)
         let refused = #expect(throws: OutboxLogError.self) { try log.submit([.value("plain", .pattern(4000, seed: 0))]) }
         #expect(refused?.code == .backPressure)
         #expect(held?.bytes == Self.maximum - 2048)
@@ -128,6 +129,73 @@ struct BackPressureTests {
         gated.releaseSyncs()
         try await ticket.wait(for: .durable)
         try await stuck.value
+        try await log.close()
+    }
+
+    /// A refused batch must not keep its room: counted as reserved forever,
+    /// it would shrink the bound until every later append waited for good.
+    @Test("a batch refused by validation uses its reservation up and gives the room back; room taken now is committed")
+    func refusedCommitGivesRoomBack() async throws {
+        var configuration = simulatedConfiguration(SimulatedFileSystem(directories: ["/data"]))
+        configuration.groupCommitLimit = 4096
+        configuration.maximumPendingBytes = 8192
+        let log = try await OutboxLog.open(at: simulatedLogDirectory, configuration: configuration)
+        let room = try #require(log.reserveIfAvailable(bytes: 4096))
+        #expect(log.statistics.reservedBytes == 4096)
+        let refused = #expect(throws: OutboxLogError.self) { try room.commit([.tombstone("t"), .value(LogKey([]), [1])]) }
+        #expect(refused?.code == .invalidArgument)
+        #expect(log.statistics.reservedBytes == 0)
+        #expect(!log.contains("t"))
+        let again = #expect(throws: OutboxLogError.self) { try room.commit([.value("late", [1])]) }
+        #expect(again?.code == .invalidArgument)
+
+        let now = try #require(log.reserveIfAvailable(bytes: 100))
+        #expect(log.reserveIfAvailable(bytes: -1) == nil)
+        let ticket = try now.commit([.value("k", [1, 2, 3])])
+        try await ticket.wait(for: .durable)
+        #expect(log.statistics.reservedBytes == 0)
+        #expect(try await log.get("k")?.value == [1, 2, 3])
+        try await log.close()
+        await #expect(throws: OutboxLogError.self) { _ = try await log.reserve(bytes: 10) }
+        #expect(log.reserveIfAvailable(bytes: 10) == nil, "a closed log reserves nothing")
+    }
+
+    /// A size no batch can have is refused, never added to the room counts:
+    /// `Int.max` once overflowed the sum under the log's lock and trapped.
+    @Test("reserving or waiting for more than a batch can hold is refused, and the log stays usable")
+    func impossibleSizesAreRefused() async throws {
+        var configuration = simulatedConfiguration(SimulatedFileSystem(directories: ["/data"]))
+        configuration.groupCommitLimit = 4096
+        configuration.maximumPendingBytes = 8192
+        let log = try await OutboxLog.open(at: simulatedLogDirectory, configuration: configuration)
+        let held = try #require(log.reserveIfAvailable(bytes: 100))
+        for bytes in [Int.max, Int.max - 1, OutboxLog.Configuration.absoluteMaximumBatchSize + 1] {
+            #expect(log.reserveIfAvailable(bytes: bytes) == nil)
+            let refused = await #expect(throws: OutboxLogError.self) { _ = try await log.reserve(bytes: bytes) }
+            #expect(refused?.code == .invalidArgument)
+            let waited = await #expect(throws: OutboxLogError.self) { try await log.waitForRoom(bytes: bytes) }
+            #expect(waited?.code == .invalidArgument)
+        }
+        #expect(log.statistics.reservedBytes == 100)
+        try await held.commit([.value("k", [1])]).wait(for: .durable)
+        #expect(log.statistics.reservedBytes == 0)
+        try await log.put("after", [2], durability: .durable)
+        try await log.close()
+    }
+
+    @Test("a read-only log reserves nothing")
+    func readOnlyLogReservesNothing() async throws {
+        let disk = SimulatedFileSystem(directories: ["/data"])
+        let writable = try await OutboxLog.open(at: simulatedLogDirectory, configuration: simulatedConfiguration(disk))
+        try await writable.put("k", [1], durability: .durable)
+        try await writable.close()
+        var configuration = simulatedConfiguration(disk)
+        configuration.readOnly = true
+        let log = try await OutboxLog.open(at: simulatedLogDirectory, configuration: configuration)
+        #expect(log.reserveIfAvailable(bytes: 10) == nil)
+        let refused = await #expect(throws: OutboxLogError.self) { _ = try await log.reserve(bytes: 10) }
+        #expect(refused?.code == .invalidArgument)
+        #expect(log.statistics.reservedBytes == 0)
         try await log.close()
     }
 }

@@ -4,9 +4,9 @@ import Testing
 
 @testable import Outbox
 
-/// Room in the log is taken under the store's lock just before each change
-/// (`OutboxLog.takeRoomNow`, a counter with no object to give it back when
-/// dropped): every path must hand it to the log or give it back. Room kept
+/// Room in the log is reserved under the store's lock just before each change
+/// (`OutboxLog.reserveIfAvailable`): every path must commit it with the
+/// change or give it back. Room kept
 /// by a refused change would count against the log's bound forever, and
 /// once the bound was used up every later change would wait for room that
 /// never comes.

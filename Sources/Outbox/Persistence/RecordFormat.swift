@@ -53,7 +53,8 @@ package struct RecordFormat: Sendable {
 
     // MARK: Bodies
 
-    /// Where the sequence sits in a stored body: patched in under the lock.
+    /// Where the sequence sits in a stored body: written in under the lock
+    /// (``LogBackend``'s body write).
     var sequenceOffset: Int { isSealed ? 1 : Self.plainSequenceOffset }
 
     /// The stored form of a body's plain encoding.

@@ -20,7 +20,7 @@ private final class MemoryBackend: StoreBackend {
     private let bodies = Locked<[OutboxEntryID: EntryBody]>([:])
 
     func prepare(_ body: EntryBody) throws(OutboxError) -> PreparedBody {
-        PreparedBody(body: body, encoded: nil, storedBytes: try EntryCodec.encode(body).count)
+        PreparedBody(body: body, encoded: nil, storedBytes: EntryCodec.encode(body).count)
     }
 
     func reserveRoom(bytes: Int) async throws(OutboxError) -> StoreRoom { .unbounded }

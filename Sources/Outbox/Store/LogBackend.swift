@@ -28,7 +28,7 @@ final class LogBackend: StoreBackend {
 
     /// `body` as its record's value in `format` (a queue's, or a spool's: the same bytes).
     static func prepare(_ body: EntryBody, format: RecordFormat) throws(OutboxError) -> PreparedBody {
-        let encoded = try format.storedBody(try EntryCodec.encode(body), id: body.id)
+        let encoded = try format.storedBody(EntryCodec.encode(body), id: body.id)
         return PreparedBody(body: body, encoded: encoded, storedBytes: Self.storedBytes(record: encoded.count, file: body.payloadFile))
     }
 
@@ -60,31 +60,18 @@ final class LogBackend: StoreBackend {
         ledger.recorded(payloadFiles.path(of: file, id: id), key: format.entryKey(id))
     }
 
-    func takeRoomNow(bytes: Int) -> StoreRoom? {
-        log.takeRoomNow(bytes: bytes) ? .taken(bytes: bytes) : nil
-    }
-
-    /// A reservation gives its room back when it is released; room taken
-    /// is given back here.
-    func releaseRoom(_ room: StoreRoom) {
-        if case .taken(let bytes) = room { log.releaseRoom(bytes: bytes) }
+    func reserveRoomNow(bytes: Int) -> StoreRoom? {
+        log.reserveIfAvailable(bytes: bytes).map(StoreRoom.reserved)
     }
 
     func reserveRoom(bytes: Int) async throws(OutboxError) -> StoreRoom {
-        do { return .reserved(try await log.reserveRoom(bytes: bytes)) } catch { throw .storage(error) }
+        do { return .reserved(try await log.reserve(bytes: bytes)) } catch { throw .storage(error) }
     }
 
     func submit(
         _ changes: StoreChanges, newBodies: [PreparedBody], scheduler: Scheduler, room: StoreRoom
     ) throws(OutboxError) -> StoreAcknowledgement {
-        let writes: [LogWrite]
-        do throws(OutboxError) {
-            writes = try self.writes(for: changes, newBodies: newBodies, scheduler: scheduler)
-        } catch {
-            releaseRoom(room)
-            throw error
-        }
-        return try submit(writes, room: room)
+        try submit(try writes(for: changes, newBodies: newBodies, scheduler: scheduler), room: room)
     }
 
     /// The log records of `changes`, in order.
@@ -101,7 +88,7 @@ final class LogBackend: StoreBackend {
             case .newEntry(let id):
                 let body = newBodies.count > 1 ? bodies[id] : newBodies.first { $0.body.id == id }
                 guard let body, let encoded = body.encoded, let metadata = scheduler.metadata(id) else { continue }
-                writes.append(bodyWrite(encoded, id: id, sequence: metadata.sequence))
+                writes.append(try bodyWrite(encoded, id: id, sequence: metadata.sequence))
                 if let file = body.body.payloadFile { record(file, of: id) }
             case .state(let id):
                 guard let metadata = scheduler.metadata(id) else { continue }
@@ -124,35 +111,34 @@ final class LogBackend: StoreBackend {
     }
 
     func submitNewBody(_ body: PreparedBody, sequence: UInt64, room: StoreRoom) throws(OutboxError) -> StoreAcknowledgement {
-        guard let encoded = body.encoded else {
-            releaseRoom(room)
-            return .immediate
-        }
+        guard let encoded = body.encoded else { return .immediate }
         if let file = body.body.payloadFile { record(file, of: body.body.id) }
-        return try submit([bodyWrite(encoded, id: body.body.id, sequence: sequence)], room: room)
+        return try submit([try bodyWrite(encoded, id: body.body.id, sequence: sequence)], room: room)
     }
 
-    /// The value record of a new entry's body, its sequence number patched in.
-    /// The sequence is written into the log's copy of the body as it is
-    /// encoded: the body is copied once, not patched in a copy of its own first.
-    private func bodyWrite(_ encoded: [UInt8], id: OutboxEntryID, sequence: UInt64) -> LogWrite {
-        var write = LogWrite.value(format.entryKey(id), encoded)
-        write.payloadPatch = PayloadPatch(offset: format.sequenceOffset, value: sequence)
-        return write
-    }
-
-    /// Hands `writes` to the log as one batch, in the room reserved or
-    /// taken for them (used up whatever the outcome).
-    func submit(_ writes: [LogWrite], room: StoreRoom) throws(OutboxError) -> StoreAcknowledgement {
-        guard !writes.isEmpty else {
-            releaseRoom(room)
-            return .immediate
+    /// The value record of a new entry's body, its sequence number in place.
+    /// The sequence is assigned under the store's lock, after the body was
+    /// encoded (and sealed) outside it: the record is written from three
+    /// parts — the body before the sequence, the sequence, the rest — so the
+    /// body is copied once, into the log's buffer.
+    private func bodyWrite(_ encoded: [UInt8], id: OutboxEntryID, sequence: UInt64) throws(OutboxError) -> LogWrite {
+        let offset = format.sequenceOffset
+        guard encoded.count >= offset + 8 else {
+            throw OutboxError(.invalidArgument, "internal error: an encoded body of \(encoded.count) bytes has no sequence number")
         }
+        let number = withUnsafeBytes(of: sequence.littleEndian) { Array($0) }
+        return .value(format.entryKey(id), parts: [encoded[..<offset], number[...], encoded[(offset + 8)...]])
+    }
+
+    /// Hands `writes` to the log as one batch, in the room reserved for
+    /// them (used up by the commit whatever its outcome; with no writes,
+    /// given back when dropped).
+    func submit(_ writes: [LogWrite], room: StoreRoom) throws(OutboxError) -> StoreAcknowledgement {
+        guard !writes.isEmpty else { return .immediate }
         let ticket: LogTicket
         do throws(OutboxLogError) {
             switch room {
-            case .reserved(let reservation): ticket = try log.submit(writes, using: reservation)
-            case .taken(let bytes): ticket = try log.submit(writes, inRoomTaken: bytes)
+            case .reserved(let reservation): ticket = try reservation.commit(writes)
             case .unbounded: ticket = try log.submit(writes)
             }
         } catch { throw .storage(error) }

@@ -120,7 +120,7 @@ enum PartitionRewrite {
                 // Its payload file was copied (and sealed) under a new reference.
                 var body = try EntryCodec.decode(plain)
                 body.payloadFile = payloadFile
-                plain = try EntryCodec.encode(body)
+                plain = EntryCodec.encode(body)
             }
             let id = OutboxEntryID(bytes: Array(plain[2..<18]))
             let newKey = target.entryKey(id)

@@ -13,18 +13,13 @@ protocol StoreBackend: Sendable {
     /// refuse it for being full: it waits here instead.
     func reserveRoom(bytes: Int) async throws(OutboxError) -> StoreRoom
 
-    /// Called under the store's lock, just before a change: takes room for
-    /// about `bytes` if it is there now (the common case), without waiting;
-    /// `nil` if it must be waited for with ``reserveRoom(bytes:)`` (or
-    /// storage refuses: the waiting call says why). What it returns is
-    /// handed to ``submit(_:newBodies:scheduler:room:)`` or to
-    /// ``releaseRoom(_:)`` before the lock is released. The default: no
-    /// bound, `.unbounded`.
-    func takeRoomNow(bytes: Int) -> StoreRoom?
-
-    /// Gives back room that no change used (the change failed, or changed
-    /// nothing).
-    func releaseRoom(_ room: StoreRoom)
+    /// Called under the store's lock, just before a change: reserves room
+    /// for about `bytes` if it is there now (the common case), without
+    /// waiting; `nil` if it must be waited for with ``reserveRoom(bytes:)``
+    /// (or storage refuses: the waiting call says why). Room that no change
+    /// uses goes back when it is dropped. The default: no bound,
+    /// `.unbounded`.
+    func reserveRoomNow(bytes: Int) -> StoreRoom?
 
     /// Called under the store's lock, in order: hands `changes` to storage
     /// without waiting, in the room reserved for them. The returned
@@ -61,9 +56,7 @@ extension StoreBackend {
         throw OutboxError(.invalidArgument, "this store does not admit entries while it loads")
     }
 
-    func takeRoomNow(bytes: Int) -> StoreRoom? { .unbounded }
-
-    func releaseRoom(_ room: StoreRoom) {}
+    func reserveRoomNow(bytes: Int) -> StoreRoom? { .unbounded }
 }
 
 /// A body ready to store: the value, and its encoding if the backend needs one.
@@ -78,14 +71,11 @@ package struct PreparedBody: Sendable {
 enum StoreRoom: Sendable {
     /// Storage without a bound needs none.
     case unbounded
-    /// Reserved before the store's lock, when it had to be waited for
-    /// (``StoreBackend/reserveRoom(bytes:)``).
-    case reserved(LogRoomReservation)
-    /// Taken under the store's lock, just before the change, because it
-    /// was there (``StoreBackend/takeRoomNow(bytes:)``): the common case,
-    /// with nothing to allocate. The store submits it or gives it back
-    /// before it releases its lock.
-    case taken(bytes: Int)
+    /// Room in the log, reserved before the store's lock when it had to be
+    /// waited for (``StoreBackend/reserveRoom(bytes:)``), or under it when
+    /// it was there (``StoreBackend/reserveRoomNow(bytes:)``). Committed
+    /// with the change, or given back when dropped.
+    case reserved(LogReservation)
 }
 
 /// Waits until submitted changes reach a durability level, and then tells

@@ -105,9 +105,9 @@ final class StoreCore: Sendable {
     /// if changes were handed over, and `unchanged` the result if there were
     /// none.
     ///
-    /// Room in storage for the change is taken under the lock, just before
-    /// it, when storage has it now: the common case, with no suspension and
-    /// nothing allocated. Otherwise (storage is behind, or the store is
+    /// Room in storage for the change is reserved under the lock, just
+    /// before it, when storage has it now: the common case, with no
+    /// suspension. Otherwise (storage is behind, or the store is
     /// still loading) it is waited for outside the lock first, and the
     /// change runs then: storage never refuses a change already made in
     /// memory because too much waits to be written. (`reservedRoom`: room
@@ -139,7 +139,7 @@ final class StoreCore: Sendable {
         return done
     }
 
-    /// Both: in `roomIfAny`, or (`nil`) in room taken under the lock if
+    /// Both: in `roomIfAny`, or (`nil`) in room reserved under the lock if
     /// storage has it now; `nil`, with nothing changed, if it has not.
     private func submit<Result>(
         newBodies: [PreparedBody], roomIfAny: StoreRoom?, _ change: (inout Scheduler) throws(OutboxError) -> (Result, StoreChanges),
@@ -154,23 +154,15 @@ final class StoreCore: Sendable {
             if let roomIfAny {
                 room = roomIfAny
             } else {
-                guard state.loading == nil, let taken = backend.takeRoomNow(bytes: Self.roomBytes(for: newBodies)) else {
+                guard state.loading == nil, let taken = backend.reserveRoomNow(bytes: Self.roomBytes(for: newBodies)) else {
                     return nil
                 }
                 room = taken
             }
-            // From here on the room is handed to storage or given back, on every path.
-            let result: Result
-            let changes: StoreChanges
-            do throws(OutboxError) {
-                try checkLoaded(state)
-                (result, changes) = try change(&state.scheduler)
-            } catch {
-                backend.releaseRoom(room)
-                throw error
-            }
+            // From here on the room is committed with the change, or given back when dropped.
+            try checkLoaded(state)
+            let (result, changes) = try change(&state.scheduler)
             guard !changes.isEmpty else {
-                backend.releaseRoom(room)
                 unchanged(&state, result)
                 return (result, nil)
             }

@@ -7,7 +7,17 @@ import Foundation
 public struct LogWrite: Sendable, Hashable {
     public var kind: RecordKind
     public var key: LogKey
-    public var payload: [UInt8]
+    /// The record's bytes: for a write made from ``value(_:parts:expiresAt:)``,
+    /// its parts joined (a copy; ``payloadCount`` counts them without one).
+    public var payload: [UInt8] {
+        get {
+            switch storage {
+            case .whole(let bytes): return bytes
+            case .parts(let parts): return Array(parts.joined())
+            }
+        }
+        set { storage = .whole(newValue) }
+    }
     /// When the record stops mattering, for retention: values and
     /// annotations only (an append refuses it on a tombstone), stored
     /// rounded up to the millisecond, so a record is never removed before
@@ -20,17 +30,12 @@ public struct LogWrite: Sendable, Hashable {
     /// finite, or more than about 31,700 years from 1970).
     public var expiresAt: Date?
 
-    /// Eight bytes of the payload to replace, as the record is encoded into
-    /// the log, with a value the caller learns only under its own lock (the
-    /// outbox store's sequence number of an entry encoded before it): the
-    /// payload is then copied once, into the log's buffer, instead of
-    /// into a patched copy of its own first.
-    package var payloadPatch: PayloadPatch?
+    private var storage: Payload
 
     public init(kind: RecordKind, key: LogKey, payload: [UInt8] = [], expiresAt: Date? = nil) {
         self.kind = kind
         self.key = key
-        self.payload = payload
+        self.storage = .whole(payload)
         self.expiresAt = expiresAt
     }
 
@@ -38,6 +43,18 @@ public struct LogWrite: Sendable, Hashable {
     /// the value expires then (see ``expiresAt``).
     public static func value(_ key: LogKey, _ payload: [UInt8], expiresAt: Date? = nil) -> LogWrite {
         LogWrite(kind: .value, key: key, payload: payload, expiresAt: expiresAt)
+    }
+
+    /// Sets `key`'s value to `parts` joined, in order (a *gather* write, as
+    /// RocksDB's `SliceParts`): the parts are copied once, into the log's
+    /// buffer, as the record is encoded. For a payload made of pieces ready
+    /// at different times — a header known only under your own lock, and a
+    /// body encoded before you took it — that would otherwise be joined into
+    /// a copy of their own first. On disk it is one value like any other.
+    public static func value(_ key: LogKey, parts: [ArraySlice<UInt8>], expiresAt: Date? = nil) -> LogWrite {
+        var write = LogWrite(kind: .value, key: key, expiresAt: expiresAt)
+        write.storage = .parts(parts)
+        return write
     }
 
     /// Replaces the annotation of `key`'s current value. The key must have a
@@ -51,25 +68,58 @@ public struct LogWrite: Sendable, Hashable {
         LogWrite(kind: .tombstone, key: key)
     }
 
+    /// The payload's size in bytes, without joining its parts.
+    public var payloadCount: Int {
+        switch storage {
+        case .whole(let bytes): return bytes.count
+        case .parts(let parts): return parts.reduce(0) { $0 + $1.count }
+        }
+    }
+
     /// The bytes this record takes in a segment.
     public var frameSize: Int {
-        RecordFrame.size(keyCount: key.count, payloadCount: payload.count, expires: expiresAt != nil)
+        RecordFrame.size(keyCount: key.count, payloadCount: payloadCount, expires: expiresAt != nil)
     }
 
     /// The expiry as stored; `nil` also for a date the format cannot hold,
     /// which the append's validation refuses first.
     var expiryMilliseconds: Int64? { expiresAt.flatMap(RecordExpiry.milliseconds) }
-}
 
-/// A little-endian `UInt64` written over the payload at `offset` (see
-/// ``LogWrite/payloadPatch``).
-package struct PayloadPatch: Sendable, Hashable {
-    package var offset: Int
-    package var value: UInt64
+    /// Appends the payload's bytes, part by part, to `buffer`.
+    func appendPayload(to buffer: inout [UInt8]) {
+        switch storage {
+        case .whole(let bytes): buffer.append(contentsOf: bytes)
+        case .parts(let parts): for part in parts { buffer.append(contentsOf: part) }
+        }
+    }
 
-    package init(offset: Int, value: UInt64) {
-        self.offset = offset
-        self.value = value
+    /// Equal writes write the same bytes, however their payloads are split.
+    public static func == (lhs: LogWrite, rhs: LogWrite) -> Bool {
+        guard lhs.kind == rhs.kind, lhs.key == rhs.key, lhs.expiresAt == rhs.expiresAt,
+            lhs.payloadCount == rhs.payloadCount
+        else { return false }
+        switch (lhs.storage, rhs.storage) {
+        case (.whole(let left), .whole(let right)): return left == right
+        default: return lhs.payload == rhs.payload
+        }
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(kind)
+        hasher.combine(key)
+        hasher.combine(expiresAt)
+        hasher.combine(payloadCount)
+        switch storage {
+        case .whole(let bytes): bytes.withUnsafeBytes { hasher.combine(bytes: $0) }
+        case .parts(let parts): for part in parts { part.withUnsafeBytes { hasher.combine(bytes: $0) } }
+        }
+    }
+
+    /// One array (the common case, with nothing more to allocate), or the
+    /// parts of a gather write.
+    private enum Payload: Sendable {
+        case whole([UInt8])
+        case parts([ArraySlice<UInt8>])
     }
 }
 
@@ -122,10 +172,10 @@ public struct LogStatistics: Sendable, Hashable {
     public var durableSequence: UInt64
     /// Bytes appended but not yet written.
     public var pendingBytes: Int
-    /// Room reserved for batches not submitted yet (``OutboxLog/waitForRoom(bytes:)``
-    /// reserves none; the outbox store's changes do, for an instant each):
-    /// it counts against ``OutboxLog/Configuration/maximumPendingBytes`` like
-    /// pending bytes. 0 whenever no change is in progress.
+    /// Room reserved for batches not committed yet
+    /// (``OutboxLog/reserve(bytes:)``, ``LogReservation``; ``OutboxLog/waitForRoom(bytes:)``
+    /// reserves none): it counts against
+    /// ``OutboxLog/Configuration/maximumPendingBytes`` like pending bytes.
     public var reservedBytes: Int = 0
     /// Group commits (syncs) performed since open.
     public var syncs: Int

@@ -133,57 +133,67 @@ public final class OutboxLog: Sendable {
     /// every append, but cannot wait for room, so when the batch would take
     /// the bytes waiting to be written past it, it throws
     /// ``OutboxLogError/Code/backPressure`` and writes nothing. Await
-    /// ``waitForRoom(bytes:)`` (outside your lock) and submit again.
+    /// ``waitForRoom(bytes:)`` (outside your lock) and submit again, or, if
+    /// you cannot take a refusal, reserve the room first
+    /// (``reserve(bytes:)``, ``LogReservation``).
     public func submit(_ writes: [LogWrite]) throws(OutboxLogError) -> LogTicket {
         LogTicket(core: core, sequence: try core.submit(writes))
     }
 
-    /// Like ``submit(_:)``, but admitted whatever the bytes waiting to be
-    /// written, in room reserved by ``reserveRoom(bytes:)``: never refused
-    /// with ``OutboxLogError/Code/backPressure``. A batch larger than the
-    /// reservation is admitted too, and exceeds the bound by the difference:
-    /// reserve what you will write. The reservation is used up.
-    package func submit(_ writes: [LogWrite], using reservation: LogRoomReservation) throws(OutboxLogError)
-        -> LogTicket
-    {
-        LogTicket(core: core, sequence: try core.submit(writes, reservation: reservation))
-    }
-
-    /// Takes room for a batch of `bytes` bytes if it is there now, with no
-    /// reservation object: `false` (nothing taken) if the caller must wait
-    /// for it with ``reserveRoom(bytes:)``. The caller must hand the room to
-    /// ``submit(_:inRoomTaken:)`` or give it back with
-    /// ``releaseRoom(bytes:)``, on every path: the outbox store takes it and
-    /// uses it under its own lock, with nothing in between that can wait.
-    package func takeRoomNow(bytes: Int) -> Bool {
-        bytes >= 0 && core.reserveRoomNow(bytes)
-    }
-
-    /// Gives back room taken by ``takeRoomNow(bytes:)`` and not used.
-    package func releaseRoom(bytes: Int) { core.releaseRoom(bytes) }
-
-    /// Like ``submit(_:using:)``, in room taken by ``takeRoomNow(bytes:)``
-    /// (`bytes` of it), which is used up whatever the outcome.
-    package func submit(_ writes: [LogWrite], inRoomTaken bytes: Int) throws(OutboxLogError) -> LogTicket {
-        LogTicket(core: core, sequence: try core.submit(writes, roomTaken: bytes))
-    }
-
-    /// Waits until room for a batch of `bytes` bytes is reserved, first come
-    /// first served, for one ``submit(_:using:)``.
-    package func reserveRoom(bytes: Int) async throws(OutboxLogError) -> LogRoomReservation {
-        guard bytes >= 0 else { throw OutboxLogError(.invalidArgument, "bytes must not be negative, not \(bytes)") }
+    /// Waits until room for a batch of `bytes` bytes is reserved for the
+    /// caller, first come first served, and returns it: commit the batch in
+    /// it with ``LogReservation/commit(_:)``, which is never refused for
+    /// back-pressure. Throws at once if the log refuses writes (closed,
+    /// poisoned: that error; read-only: `.invalidArgument`) or no batch can
+    /// be `bytes` long (negative, or over
+    /// ``Configuration/absoluteMaximumBatchSize``: `.invalidArgument`). The
+    /// wait is not cancellable: it ends when the writer makes room or the
+    /// log fails or closes.
+    ///
+    /// - Complexity: O(1) when the room is there; otherwise it waits behind
+    ///   every earlier waiter.
+    public func reserve(bytes: Int) async throws(OutboxLogError) -> LogReservation {
+        try checkReservable(bytes)
         try await core.reserveRoom(bytes)
-        return LogRoomReservation(core: core, bytes: bytes)
+        return LogReservation(core: core, bytes: bytes)
+    }
+
+    /// Reserves room for a batch of `bytes` bytes if it is there now,
+    /// without waiting; `nil` if it is not, or the log refuses writes, or
+    /// no batch can be that long: ``reserve(bytes:)`` then waits for it, or
+    /// says why.
+    ///
+    /// - Complexity: O(1).
+    public func reserveIfAvailable(bytes: Int) -> LogReservation? {
+        guard (try? checkReservable(bytes)) != nil, core.reserveRoomNow(bytes) else { return nil }
+        return LogReservation(core: core, bytes: bytes)
     }
 
     /// Waits until a batch of `bytes` bytes would be admitted under
     /// ``Configuration/maximumPendingBytes`` now: the writer has written
     /// enough, and no append that waited earlier is still waiting. Another
     /// producer may take the room first, so a ``submit(_:)`` after it may
-    /// still be refused with ``OutboxLogError/Code/backPressure``.
+    /// still be refused with ``OutboxLogError/Code/backPressure``. Throws
+    /// `.invalidArgument` at once for a size no batch can have (negative,
+    /// or over ``Configuration/absoluteMaximumBatchSize``).
     public func waitForRoom(bytes: Int = 0) async throws(OutboxLogError) {
-        guard bytes >= 0 else { throw OutboxLogError(.invalidArgument, "bytes must not be negative, not \(bytes)") }
+        try checkSize(bytes)
         try await core.waitForRoom(bytes: bytes)
+    }
+
+    /// Room only a batch could fill: a size no batch can have would
+    /// overflow the room counts.
+    private func checkSize(_ bytes: Int) throws(OutboxLogError) {
+        guard bytes >= 0, bytes <= Configuration.absoluteMaximumBatchSize else {
+            throw OutboxLogError(
+                .invalidArgument,
+                "no batch can take \(bytes) bytes: a batch is 0 to \(Configuration.absoluteMaximumBatchSize) bytes")
+        }
+    }
+
+    private func checkReservable(_ bytes: Int) throws(OutboxLogError) {
+        try checkSize(bytes)
+        if core.configuration.readOnly { throw OutboxLogError(.invalidArgument, "the log was opened read-only") }
     }
 
     /// Sets the value of `key`, expiring at `expiresAt` if given (see

@@ -75,14 +75,13 @@ extension LogCore {
     /// the room is used up whatever the outcome (see
     /// `LogCore+BackPressure.swift`).
     func submit<Writes: RandomAccessCollection<LogWrite>>(
-        _ writes: Writes, reservation: LogRoomReservation? = nil, roomTaken: Int? = nil
+        _ writes: Writes, reservation: LogReservation? = nil
     ) throws(OutboxLogError) -> UInt64 {
         let bytes: Int
         do throws(OutboxLogError) {
             bytes = try validate(writes)
         } catch {
-            if let reservation, state.withLock({ reservation.take(for: self, &$0) }) { releaseRoom(reservation.bytes) }
-            if let roomTaken { releaseRoom(roomTaken) }
+            if let reservation, state.withLock({ reservation.take(&$0) }) { releaseRoom(reservation.bytes) }
             throw error
         }
         // An annotation is checked against the index: wait until it is whole.
@@ -91,12 +90,10 @@ extension LogCore {
         let (outcome, granted) = state.withLock { state -> (Result<(UInt64, Bool), OutboxLogError>, [RoomWaiter]) in
             let outcome = Result { () throws(OutboxLogError) -> (UInt64, Bool) in
                 if let reservation {
-                    guard reservation.take(for: self, &state) else {
-                        throw OutboxLogError(.invalidArgument, "the room reservation was used already, or is for another log")
+                    guard reservation.take(&state) else {
+                        throw OutboxLogError(.invalidArgument, "the reservation was committed already")
                     }
                     state.reservedBytes -= reservation.bytes
-                } else if let roomTaken {
-                    state.reservedBytes -= roomTaken
                 } else {
                     if let error = state.isAcceptingWrites { throw error }
                     guard state.admits(bytes, maximum: maximum) else {
@@ -110,7 +107,7 @@ extension LogCore {
                 return (sequence, state.writeIsDue(configuration) && state.claimWriterWakeup())
             }
             // Room reserved and not filled goes to whoever waits for it.
-            return (outcome, reservation == nil && roomTaken == nil ? [] : state.grantRoom(maximum: maximum))
+            return (outcome, reservation == nil ? [] : state.grantRoom(maximum: maximum))
         }
         for waiter in granted { waiter.continuation.resume(returning: .success(())) }
         let (sequence, wake) = try outcome.get()
@@ -222,7 +219,7 @@ extension LogCore {
             }
             // The format reserves the empty key for markers (Docs/FORMAT.md).
             if write.key.count == 0 { throw OutboxLogError(.invalidArgument, "a record needs a key of at least 1 byte") }
-            if write.kind == .tombstone && !write.payload.isEmpty {
+            if write.kind == .tombstone && write.payloadCount != 0 {
                 throw OutboxLogError(.invalidArgument, "a tombstone carries no payload")
             }
             if let expiresAt = write.expiresAt {
@@ -230,10 +227,6 @@ extension LogCore {
                 if RecordExpiry.milliseconds(expiresAt) == nil {
                     throw OutboxLogError(.invalidArgument, "expiry \(expiresAt.timeIntervalSince1970) s since 1970 cannot be stored")
                 }
-            }
-            if let patch = write.payloadPatch, patch.offset < 0 || patch.offset > write.payload.count - 8 {
-                throw OutboxLogError(
-                    .invalidArgument, "a payload patch at offset \(patch.offset) does not fit a payload of \(write.payload.count) bytes")
             }
             if write.frameSize > configuration.maximumRecordSize {
                 throw OutboxLogError(
@@ -266,9 +259,9 @@ extension LogCore {
         let count = writes.count
         for (position, write) in writes.enumerated() {
             sequence = state.encodeFrame(
-                FrameKind(write.kind), key: write.key, payload: write.payload,
-                batchContinues: position < count - 1, batchContinuation: position > 0, expiry: write.expiryMilliseconds,
-                patch: write.payloadPatch)
+                FrameKind(write.kind), key: write.key, batchContinues: position < count - 1,
+                batchContinuation: position > 0, expiry: write.expiryMilliseconds, payloadCount: write.payloadCount,
+                appendPayload: { write.appendPayload(to: &$0) })
         }
         state.finishEncoding(configuration: configuration)
         return sequence

@@ -10,7 +10,9 @@
 ///   reserved for it, so a later caller cannot take it first;
 /// - ``submit(_:)``, which cannot wait (it runs under its caller's lock), is
 ///   refused with ``OutboxLogError/Code/backPressure`` and writes nothing;
-///   ``waitForRoom(bytes:)`` waits until it would be admitted.
+///   ``waitForRoom(bytes:)`` waits until it would be admitted;
+/// - ``LogReservation/commit(_:)`` is always admitted: its room was reserved
+///   (waited for) first, and counts as reserved bytes until the commit.
 struct RoomWaiter {
     var bytes: Int
     /// Resumed once: with success when room is reserved, or with the error

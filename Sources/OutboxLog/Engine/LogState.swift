@@ -188,20 +188,16 @@ struct LogState {
     /// Call ``prepareActiveSegment(for:configuration:)`` first and
     /// ``finishEncoding(configuration:)`` after the batch.
     mutating func encodeFrame(
-        _ kind: FrameKind, key: LogKey, payload: [UInt8], batchContinues: Bool, batchContinuation: Bool,
-        expiry: Int64? = nil, patch: PayloadPatch? = nil
+        _ kind: FrameKind, key: LogKey, batchContinues: Bool, batchContinuation: Bool, expiry: Int64? = nil,
+        payloadCount: Int = 0, appendPayload: (inout [UInt8]) -> Void = { _ in }
     ) -> UInt64 {
         let sequence = nextSequence
         nextSequence += 1
         let before = openChunk!.data.count
-        let seed = activeCRCSeed
-        let watermark = durableSequence
-        payload.withUnsafeBytes { payload in
-            RecordFrame.append(
-                to: &openChunk!.data, crcSeed: seed, kind: kind, batchContinues: batchContinues,
-                batchContinuation: batchContinuation, sequence: sequence, durableWatermark: watermark, key: key,
-                payload: payload, expiry: expiry, patch: patch)
-        }
+        RecordFrame.append(
+            to: &openChunk!.data, crcSeed: activeCRCSeed, kind: kind, batchContinues: batchContinues,
+            batchContinuation: batchContinuation, sequence: sequence, durableWatermark: durableSequence, key: key,
+            payloadCount: payloadCount, expiry: expiry, appendPayload: appendPayload)
         let length = openChunk!.data.count - before
         let location = Location(segment: activeID!, offset: UInt32(activeSize), length: UInt32(length))
         if indexLoading == nil {
@@ -226,7 +222,7 @@ struct LogState {
     /// on stable storage. Returns its sequence number.
     mutating func encodeMarker(configuration: OutboxLog.Configuration) -> UInt64 {
         prepareActiveSegment(for: RecordFrame.headerSize, configuration: configuration)
-        let sequence = encodeFrame(.marker, key: LogKey([]), payload: [], batchContinues: false, batchContinuation: false)
+        let sequence = encodeFrame(.marker, key: LogKey([]), batchContinues: false, batchContinuation: false)
         finishEncoding(configuration: configuration)
         return sequence
     }

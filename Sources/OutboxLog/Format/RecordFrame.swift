@@ -69,15 +69,29 @@ package enum RecordFrame {
         headerSize + (expires ? expirySize : 0) + keyCount + payloadCount
     }
 
-    /// Appends the frame of one record to `buffer`.
+    /// Appends the frame of one record to `buffer`, its payload the bytes of
+    /// `payload`.
     package static func append(
         to buffer: inout [UInt8], crcSeed: UInt32, kind: FrameKind, batchContinues: Bool,
         batchContinuation: Bool, sequence: UInt64, durableWatermark: UInt64, key: LogKey, payload: UnsafeRawBufferPointer,
-        expiry: Int64? = nil, patch: PayloadPatch? = nil
+        expiry: Int64? = nil
+    ) {
+        append(
+            to: &buffer, crcSeed: crcSeed, kind: kind, batchContinues: batchContinues, batchContinuation: batchContinuation,
+            sequence: sequence, durableWatermark: durableWatermark, key: key, payloadCount: payload.count, expiry: expiry
+        ) { $0.append(contentsOf: payload) }
+    }
+
+    /// Appends the frame of one record to `buffer`; `appendPayload` appends
+    /// exactly `payloadCount` bytes of payload (a gather write's parts, one
+    /// by one).
+    package static func append(
+        to buffer: inout [UInt8], crcSeed: UInt32, kind: FrameKind, batchContinues: Bool,
+        batchContinuation: Bool, sequence: UInt64, durableWatermark: UInt64, key: LogKey, payloadCount: Int,
+        expiry: Int64? = nil, appendPayload: (inout [UInt8]) -> Void
     ) {
         let start = buffer.count
-        let length = size(keyCount: key.count, payloadCount: payload.count, expires: expiry != nil)
-        let keyStart = headerSize + (expiry == nil ? 0 : expirySize)
+        let length = size(keyCount: key.count, payloadCount: payloadCount, expires: expiry != nil)
         // The header is built on the stack and appended in one go: this runs
         // for every record, under the log's lock.
         var header: (UInt64, UInt64, UInt64, UInt32) = (0, 0, 0, 0)
@@ -93,11 +107,9 @@ package enum RecordFrame {
         }
         if let expiry { withUnsafeBytes(of: expiry.littleEndian) { buffer.append(contentsOf: $0) } }
         key.withUnsafeBytes { buffer.append(contentsOf: $0) }
-        buffer.append(contentsOf: payload)
+        appendPayload(&buffer)
+        assert(buffer.count == start + length, "a payload appended other than the bytes it counted")
         buffer.withUnsafeMutableBytes { raw in
-            if let patch {
-                raw.storeLittleEndian(patch.value, at: start + keyStart + key.count + patch.offset)
-            }
             var crc = CRC32(continuing: crcSeed)
             crc.update(UnsafeRawBufferPointer(rebasing: raw[(start + 4)..<(start + length)]))
             raw.storeLittleEndian(crc.value, at: start)

@@ -109,7 +109,7 @@ enum ChildSupervisor {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: gdb)
         process.arguments = ["-p", "\(pid)", "-batch", "-ex", "thread apply all bt 20"]
-        FileManager.default.createFile(atPath: path, contents: nil)
+        _ = FileManager.default.createFile(atPath: path, contents: nil)
         guard let output = FileHandle(forWritingAtPath: path) else { return }
         process.standardOutput = output
         process.standardError = output
