@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """An Idempotency-Key server that is not ours, for measuring `outbox drain`
-against connection drops (Docs/BENCHMARKS.md, "Drain CPU under drops").
+against connection drops (Docs/BENCHMARKS.md, "Drain CPU under connection drops").
 
 Every write is applied once per key and answered 201 {"id": N}; a key sent
 again with a different request (method, path, body) gets 422, as the IETF

@@ -6,10 +6,10 @@ import OutboxLocking
 import Testing
 
 /// The dispatcher's rules for how an attempt ends and when the next one
-/// starts (issues #14 and #26): Retry-After bounds, in-progress polls,
-/// interrupted and not-sent attempts, slots that never idle, leases that
-/// never stick, cancellation, deadlines and the lifecycle. Manual clock:
-/// nothing sleeps.
+/// starts, so that no entry is lost, stuck or resent without end:
+/// Retry-After bounds, in-progress polls, interrupted and not-sent
+/// attempts, slots that never idle, leases that never stick, cancellation,
+/// deadlines and the lifecycle. Manual clock: nothing sleeps.
 @Suite("Delivery rules", .timeLimit(.minutes(1)))
 struct DeliveryRulesTests {
     @Test("Retry-After is clamped: 0 waits the floor, a huge one waits the cap and does not expire the entry")
