@@ -23,7 +23,7 @@ import Darwin
 /// ``SimulatedFileSystem/simulatePowerLoss(_:seed:)`` on the base and reopen
 /// the log on it. Running a workload once with `crashAt: nil` counts its
 /// mutating calls (``mutatingCalls``), so a test can crash at every one.
-public final class CrashingFileSystem: FileSystem, Sendable {
+public final class CrashingFileSystem: ForwardingFileSystem, Sendable {
     public let base: any FileSystem
     private let state: Locked<(count: Int, crashAt: Int?, crashed: Bool, inFlight: Int)>
 
@@ -47,6 +47,26 @@ public final class CrashingFileSystem: FileSystem, Sendable {
         while state.withLock({ $0.inFlight }) > 0 { sched_yield() }
     }
 
+    /// The calls that change the disk (an open changes it only when it may
+    /// create: see ``openFile(_:mode:)``).
+    private static func isMutating(_ operation: FileSystemOperation) -> Bool {
+        switch operation {
+        case .write, .truncate, .synchronize, .synchronizeDirectory, .rename, .removeFile, .createDirectory,
+            .removeDirectory:
+            return true
+        case .openFile, .close, .read, .size, .contentsOfDirectory, .itemKind, .lockExclusively:
+            return false
+        }
+    }
+
+    /// Passes the call on unless the process is dead; a mutating call counts
+    /// towards `crashAt`.
+    public func intercept<T>(
+        _ operation: FileSystemOperation, paths: [FilePath], _ call: () throws(Errno) -> T
+    ) throws(Errno) -> T {
+        try pass(mutating: Self.isMutating(operation), call)
+    }
+
     /// Runs `body` (the call to `base`) unless the process is dead; counts
     /// it as in flight meanwhile, so ``crash()`` can wait for it.
     private func pass<T>(mutating: Bool, _ body: () throws(Errno) -> T) throws(Errno) -> T {
@@ -67,96 +87,16 @@ public final class CrashingFileSystem: FileSystem, Sendable {
         return try body()
     }
 
+    /// Mutating only when it may create the file.
     public func openFile(_ path: FilePath, mode: FileOpenMode) throws(Errno) -> FileDescriptor {
         return try pass(mutating: mode == .createOrOpen || mode == .createNew) { () throws(Errno) in
             try base.openFile(path, mode: mode)
         }
     }
 
+    /// Always passes, even once crashed: a dead process's descriptors are
+    /// closed by the kernel.
     public func close(_ descriptor: FileDescriptor) throws(Errno) {
-        // A dead process's descriptors are closed by the kernel.
         try base.close(descriptor)
-    }
-
-    public func read(
-        _ descriptor: FileDescriptor, into buffer: UnsafeMutableRawBufferPointer, at offset: Int64
-    ) throws(Errno) -> Int {
-        return try pass(mutating: false) { () throws(Errno) in
-            try base.read(descriptor, into: buffer, at: offset)
-        }
-    }
-
-    public func write(_ descriptor: FileDescriptor, _ bytes: UnsafeRawBufferPointer, at offset: Int64) throws(Errno)
-        -> Int
-    {
-        return try pass(mutating: true) { () throws(Errno) in
-            try base.write(descriptor, bytes, at: offset)
-        }
-    }
-
-    public func size(of descriptor: FileDescriptor) throws(Errno) -> Int64 {
-        return try pass(mutating: false) { () throws(Errno) in
-            try base.size(of: descriptor)
-        }
-    }
-
-    public func truncate(_ descriptor: FileDescriptor, to size: Int64) throws(Errno) {
-        try pass(mutating: true) { () throws(Errno) in
-            try base.truncate(descriptor, to: size)
-        }
-    }
-
-    public func synchronize(_ descriptor: FileDescriptor) throws(Errno) {
-        try pass(mutating: true) { () throws(Errno) in
-            try base.synchronize(descriptor)
-        }
-    }
-
-    public func synchronizeDirectory(_ path: FilePath) throws(Errno) {
-        try pass(mutating: true) { () throws(Errno) in
-            try base.synchronizeDirectory(path)
-        }
-    }
-
-    public func rename(_ source: FilePath, to destination: FilePath) throws(Errno) {
-        try pass(mutating: true) { () throws(Errno) in
-            try base.rename(source, to: destination)
-        }
-    }
-
-    public func removeFile(_ path: FilePath) throws(Errno) {
-        try pass(mutating: true) { () throws(Errno) in
-            try base.removeFile(path)
-        }
-    }
-
-    public func createDirectory(_ path: FilePath) throws(Errno) {
-        try pass(mutating: true) { () throws(Errno) in
-            try base.createDirectory(path)
-        }
-    }
-
-    public func removeDirectory(_ path: FilePath) throws(Errno) {
-        try pass(mutating: true) { () throws(Errno) in
-            try base.removeDirectory(path)
-        }
-    }
-
-    public func contentsOfDirectory(_ path: FilePath) throws(Errno) -> [String] {
-        return try pass(mutating: false) { () throws(Errno) in
-            try base.contentsOfDirectory(path)
-        }
-    }
-
-    public func itemKind(at path: FilePath) throws(Errno) -> FileItemKind? {
-        return try pass(mutating: false) { () throws(Errno) in
-            try base.itemKind(at: path)
-        }
-    }
-
-    public func lockExclusively(_ descriptor: FileDescriptor) throws(Errno) {
-        try pass(mutating: false) { () throws(Errno) in
-            try base.lockExclusively(descriptor)
-        }
     }
 }

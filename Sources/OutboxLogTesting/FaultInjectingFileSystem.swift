@@ -23,7 +23,7 @@ import SystemPackage
 /// opened with *through this wrapper*, updated by renames made through it;
 /// descriptors opened elsewhere have an unknown path and match only
 /// ``PathFilter/any``.
-public final class FaultInjectingFileSystem: FileSystem, Sendable {
+public final class FaultInjectingFileSystem: ForwardingFileSystem, Sendable {
     /// The file system calls are forwarded to.
     public let base: any FileSystem
     /// The rules and counters applied to every call.
@@ -39,17 +39,23 @@ public final class FaultInjectingFileSystem: FileSystem, Sendable {
         self.faults = faults
     }
 
-    private func paths(of descriptor: FileDescriptor) -> [FilePath] {
+    /// The path `descriptor` was opened with through this wrapper, if known.
+    public func paths(of descriptor: FileDescriptor) -> [FilePath] {
         openPaths.withLock { $0[descriptor.rawValue].map { [$0] } ?? [] }
     }
 
-    private func check(_ operation: FileSystemOperation, _ paths: [FilePath]) throws(Errno) {
+    /// Applies the rules: a call a rule fails is not passed on.
+    public func intercept<T>(
+        _ operation: FileSystemOperation, paths: [FilePath], _ call: () throws(Errno) -> T
+    ) throws(Errno) -> T {
         try faults.check(operation, paths: paths)
+        return try call()
     }
 
     public func openFile(_ path: FilePath, mode: FileOpenMode) throws(Errno) -> FileDescriptor {
-        try check(.openFile, [path])
-        let descriptor = try base.openFile(path, mode: mode)
+        let descriptor = try intercept(.openFile, paths: [path]) { () throws(Errno) in
+            try base.openFile(path, mode: mode)
+        }
         openPaths.withLock { $0[descriptor.rawValue] = path }
         return descriptor
     }
@@ -59,13 +65,6 @@ public final class FaultInjectingFileSystem: FileSystem, Sendable {
         openPaths.withLock { $0[descriptor.rawValue] = nil }
         try base.close(descriptor)
         if let error = fault?.error { throw error }
-    }
-
-    public func read(
-        _ descriptor: FileDescriptor, into buffer: UnsafeMutableRawBufferPointer, at offset: Int64
-    ) throws(Errno) -> Int {
-        try check(.read, paths(of: descriptor))
-        return try base.read(descriptor, into: buffer, at: offset)
     }
 
     public func write(_ descriptor: FileDescriptor, _ bytes: UnsafeRawBufferPointer, at offset: Int64) throws(Errno)
@@ -88,68 +87,14 @@ public final class FaultInjectingFileSystem: FileSystem, Sendable {
         return try base.write(descriptor, bytes, at: offset)
     }
 
-    public func size(of descriptor: FileDescriptor) throws(Errno) -> Int64 {
-        try check(.size, paths(of: descriptor))
-        return try base.size(of: descriptor)
-    }
-
-    public func truncate(_ descriptor: FileDescriptor, to size: Int64) throws(Errno) {
-        try check(.truncate, paths(of: descriptor))
-        try base.truncate(descriptor, to: size)
-    }
-
-    public func synchronize(_ descriptor: FileDescriptor) throws(Errno) {
-        try check(.synchronize, paths(of: descriptor))
-        try base.synchronize(descriptor)
-    }
-
-    public func synchronizeDirectory(_ path: FilePath) throws(Errno) {
-        try check(.synchronizeDirectory, [path])
-        try base.synchronizeDirectory(path)
-    }
-
     public func rename(_ source: FilePath, to destination: FilePath) throws(Errno) {
-        try check(.rename, [source, destination])
-        try base.rename(source, to: destination)
+        try intercept(.rename, paths: [source, destination]) { () throws(Errno) in
+            try base.rename(source, to: destination)
+        }
         openPaths.withLock { paths in
             for (number, path) in paths {
                 if let moved = path.renamed(from: source, to: destination) { paths[number] = moved }
             }
         }
-    }
-
-    public func removeFile(_ path: FilePath) throws(Errno) {
-        try check(.removeFile, [path])
-        try base.removeFile(path)
-    }
-
-    public func createDirectory(_ path: FilePath) throws(Errno) {
-        try check(.createDirectory, [path])
-        try base.createDirectory(path)
-    }
-
-    public func removeDirectory(_ path: FilePath) throws(Errno) {
-        try check(.removeDirectory, [path])
-        try base.removeDirectory(path)
-    }
-
-    public func contentsOfDirectory(_ path: FilePath) throws(Errno) -> [String] {
-        try check(.contentsOfDirectory, [path])
-        return try base.contentsOfDirectory(path)
-    }
-
-    public func itemKind(at path: FilePath) throws(Errno) -> FileItemKind? {
-        try check(.itemKind, [path])
-        return try base.itemKind(at: path)
-    }
-
-    /// Passes the hint on: a hint is not an operation that can fail.
-    public func adviseWillRead(_ descriptor: FileDescriptor, offset: Int64, length: Int64) {
-        base.adviseWillRead(descriptor, offset: offset, length: length)
-    }
-
-    public func lockExclusively(_ descriptor: FileDescriptor) throws(Errno) {
-        try check(.lockExclusively, paths(of: descriptor))
-        try base.lockExclusively(descriptor)
     }
 }

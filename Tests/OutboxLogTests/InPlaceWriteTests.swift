@@ -183,7 +183,7 @@ final class WriteGate: Sendable {
 /// Passes writes through to `base`, each held open a little longer, and records
 /// whether two ever ran at once and whether each file's writes follow one
 /// another without gaps.
-final class WriteMonitor: FileSystem, Sendable {
+final class WriteMonitor: ForwardingFileSystem, Sendable {
     private struct State {
         var inFlight = 0
         var overlaps = 0
@@ -230,19 +230,6 @@ final class WriteMonitor: FileSystem, Sendable {
         state.withLock { $0.ends[descriptor.rawValue] = nil }
         try base.close(descriptor)
     }
-    func read(_ descriptor: FileDescriptor, into buffer: UnsafeMutableRawBufferPointer, at offset: Int64) throws(Errno) -> Int {
-        try base.read(descriptor, into: buffer, at: offset)
-    }
-    func size(of descriptor: FileDescriptor) throws(Errno) -> Int64 { try base.size(of: descriptor) }
-    func truncate(_ descriptor: FileDescriptor, to size: Int64) throws(Errno) { try base.truncate(descriptor, to: size) }
-    func synchronize(_ descriptor: FileDescriptor) throws(Errno) { try base.synchronize(descriptor) }
-    func synchronizeDirectory(_ path: FilePath) throws(Errno) { try base.synchronizeDirectory(path) }
-    func rename(_ source: FilePath, to destination: FilePath) throws(Errno) { try base.rename(source, to: destination) }
-    func removeFile(_ path: FilePath) throws(Errno) { try base.removeFile(path) }
-    func createDirectory(_ path: FilePath) throws(Errno) { try base.createDirectory(path) }
-    func removeDirectory(_ path: FilePath) throws(Errno) { try base.removeDirectory(path) }
-    func contentsOfDirectory(_ path: FilePath) throws(Errno) -> [String] { try base.contentsOfDirectory(path) }
-    func itemKind(at path: FilePath) throws(Errno) -> FileItemKind? { try base.itemKind(at: path) }
-    func lockExclusively(_ descriptor: FileDescriptor) throws(Errno) { try base.lockExclusively(descriptor) }
+    /// `PosixFileSystem`'s own: it refuses a lock this process holds before opening anything.
     func openAndLock(_ path: FilePath) throws(Errno) -> FileDescriptor { try base.openAndLock(path) }
 }
