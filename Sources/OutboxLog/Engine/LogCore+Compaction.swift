@@ -192,20 +192,6 @@ extension LogCore {
 
     // MARK: - The compaction itself (blocking, on its own thread)
 
-    private struct Input {
-        var file: SegmentFile
-        var usage: SegmentUsage
-        var size: Int64
-    }
-
-    private struct Moved {
-        var key: LogKey
-        var kind: FrameKind
-        var from: Location
-        var to: Location
-        var expiry: Int64?
-    }
-
     /// Runs with `compactionRunning` claimed; releases it when done.
     private func compactClaimed() throws(OutboxLogError) -> CompactionReport {
         defer { releaseCompaction() }
@@ -213,44 +199,14 @@ extension LogCore {
         let start = clock.now
 
         // 1. Choose the run under the lock.
-        let plan = state.withLock { state -> (inputs: [Input], coverEnd: UInt64, atStart: Bool, followedOnDisk: Bool)? in
-            let sealed = state.order.filter { $0 != state.activeID }
-            guard let first = sealed.firstIndex(where: { !(state.index.usage[$0] ?? SegmentUsage()).isClean }) else {
-                return nil
-            }
-            var inputs: [Input] = []
-            for id in sealed[first...] {
-                guard let slot = state.slots[id], let file = slot.file else { break }
-                let usage = state.index.usage[id] ?? SegmentUsage()
-                let size = Int64(SegmentHeader.size) + usage.totalBytes
-                // A segment sealed by a roll at append time may still have
-                // bytes waiting for the writer (buffered appends): the run
-                // ends before it, or the copy would read past its end.
-                guard slot.writtenSize >= size else { break }
-                inputs.append(Input(file: file, usage: usage, size: size))
-            }
-            guard !inputs.isEmpty else { return nil }
-            let lastInput = state.order.firstIndex(of: inputs.last!.file.id)!
-            let follower = lastInput + 1 < state.order.count ? state.slots[state.order[lastInput + 1]] : nil
-            let coverEnd = follower?.header.baseSequence ?? state.nextSequence
-            return (inputs, coverEnd, first == 0 && sealed.first == state.order.first, follower?.file != nil)
-        }
-        guard let plan else { return CompactionReport() }
+        guard let plan = state.withLock({ CompactionRun.plan(in: $0) }) else { return CompactionReport() }
 
         var report = CompactionReport()
         report.inputSegments = plan.inputs.count
         report.bytesBefore = plan.inputs.reduce(0) { $0 + $1.size }
         let swap = SegmentSwap(layout: layout, fileSystem: fileSystem)
-        var writer = CompactionOutputWriter(
-            layout: layout, fileSystem: fileSystem, segmentSize: configuration.segmentSize,
-            runBase: plan.inputs[0].file.header.baseSequence, coverEnd: plan.coverEnd,
-            allocateID: { [self] in
-                self.state.withLock { state in
-                    defer { state.nextSegmentID += 1 }
-                    return state.nextSegmentID
-                }
-            })
-        var moved: [Moved] = []
+        var writer = outputWriter(for: plan)
+        var moved: [CompactionRun.Move] = []
         // Set once the intent is renamed into place: from then on the swap
         // will happen, whatever fails next.
         var committed = false
@@ -263,11 +219,7 @@ extension LogCore {
                     throw OutboxLogError(.closed, "compaction cancelled: the log is closing")
                 }
             }
-            // An empty run in the middle of the log still needs a segment to
-            // carry its sequence range, or the next open would see a gap;
-            // and one that no segment on disk follows carries the sequence
-            // floor (Docs/FORMAT.md), or a crash could restart the numbers.
-            let outputs = try writer.finish(needsPlaceholder: !plan.atStart || !plan.followedOnDisk)
+            let outputs = try writer.finish(needsPlaceholder: plan.needsPlaceholder)
 
             // The records the copy left behind as dead were superseded by
             // later appends — possibly ones not yet on disk. Deleting the
@@ -276,43 +228,10 @@ extension LogCore {
             try waitUntilDurable(state.withLock { $0.nextSequence - 1 })
 
             // 3. Commit.
-            let intent = CompactionIntent(
-                inputs: plan.inputs.map { .init(base: $0.file.header.baseSequence, salt: $0.file.header.salt) },
-                outputs: outputs.map { .init(base: $0.header.baseSequence, salt: $0.header.salt) },
-                setAsideInputs: false)
-            try swap.commit(intent, committed: &committed)
+            try swap.commit(plan.intent(outputs: outputs), committed: &committed)
 
             // 4. Swap in memory.
-            let inputIDs = Set(plan.inputs.map(\.file.id))
-            state.withLock { state in
-                for item in moved {
-                    // Every copy counts for retention, live or superseded
-                    // meanwhile: its bytes are in the output either way.
-                    state.index.usage[item.to.segment, default: SegmentUsage()].count(expiry: item.expiry)
-                    guard var entry = state.index.entries[item.key] else { continue }
-                    switch item.kind {
-                    case .value where entry.value == item.from: entry.value = item.to
-                    case .annotation where entry.annotation == item.from: entry.annotation = item.to
-                    default: continue
-                    }
-                    state.index.entries[item.key] = entry
-                    state.index.usage[item.to.segment, default: SegmentUsage()].liveBytes += Int64(item.to.length)
-                    state.index.usage[item.to.segment, default: SegmentUsage()].liveRecords += 1
-                }
-                for output in outputs {
-                    state.index.usage[output.id, default: SegmentUsage()].totalBytes = output.size - Int64(SegmentHeader.size)
-                    state.index.usage[output.id, default: SegmentUsage()].records = output.records
-                    state.slots[output.id] = SegmentSlot(header: output.header, file: output.file, writtenSize: .max)
-                }
-                for id in inputIDs {
-                    state.slots[id] = nil
-                    state.index.usage[id] = nil
-                }
-                let at = state.order.firstIndex(of: plan.inputs[0].file.id)!
-                state.order.removeAll { inputIDs.contains($0) }
-                state.order.insert(contentsOf: outputs.map(\.id), at: at)
-                state.compactions += 1
-            }
+            state.withLock { plan.swapIn(outputs, moved: moved, state: &$0) }
             report.outputSegments = outputs.count
             report.bytesAfter = outputs.reduce(0) { $0 + $1.size }
             report.recordsCopied = moved.count
@@ -330,15 +249,8 @@ extension LogCore {
 
         // 5. Finish on disk. A failure here leaves the committed intent for
         // the next open to finish; this log cannot know its files any more.
-        var salts: [UInt64: UInt64?] = [:]
-        for input in plan.inputs { salts[input.file.header.baseSequence] = input.file.header.salt }
         do {
-            try swap.finish(
-                CompactionIntent(
-                    inputs: plan.inputs.map { .init(base: $0.file.header.baseSequence, salt: $0.file.header.salt) },
-                    outputs: writer.outputs.map { .init(base: $0.header.baseSequence, salt: $0.header.salt) },
-                    setAsideInputs: false),
-                segmentSalts: salts)
+            try swap.finish(plan.intent(outputs: writer.outputs), segmentSalts: plan.inputSalts)
         } catch {
             failAfterCommit(error)
             throw error
@@ -355,59 +267,17 @@ extension LogCore {
         return report
     }
 
-    /// Scans one input segment and copies each record the index still
-    /// points at into the output.
-    private func copyLiveRecords(
-        of input: Input, into writer: inout CompactionOutputWriter, moved: inout [Moved]
-    ) throws(OutboxLogError) {
-        let file = input.file
-        let reader = ChunkedFileReader(
-            fileSystem: fileSystem, descriptor: file.descriptor, path: file.path, fileSize: input.size)
-        let scanner = SegmentScanner(reader: reader, header: file.header)
-        var batch: [ScannedRecord] = []
-        var failure: OutboxLogError?
-        func drain() {
-            guard failure == nil, !batch.isEmpty else { return }
-            let live = state.withLock { state in
-                batch.filter { record in
-                    state.index.isLive(
-                        record.kind, key: record.key,
-                        at: Location(segment: file.id, offset: UInt32(record.offset), length: UInt32(record.length)))
+    /// Writes the run's outputs, each numbered with a segment id taken
+    /// under the lock.
+    private func outputWriter(for plan: CompactionRun) -> CompactionOutputWriter {
+        CompactionOutputWriter(
+            layout: layout, fileSystem: fileSystem, segmentSize: configuration.segmentSize,
+            runBase: plan.inputs[0].file.header.baseSequence, coverEnd: plan.coverEnd,
+            allocateID: { [self] in
+                self.state.withLock { state in
+                    defer { state.nextSegmentID += 1 }
+                    return state.nextSegmentID
                 }
-            }
-            do throws(OutboxLogError) {
-                for record in live {
-                    let frame = try reader.window(at: record.offset, count: record.length)
-                    if let damage = RecordFrame.reverify(frame, crcSeed: file.crcSeed, sequence: record.sequence) {
-                        throw OutboxLogError.corruption(
-                            "a live record no longer verifies when copied (\(damage)); the compaction stopped",
-                            file: file.path, offset: record.offset, damage: .noLongerVerifies(damage))
-                    }
-                    let to = try writer.append(frame: frame, sequence: record.sequence)
-                    moved.append(
-                        Moved(
-                            key: record.key, kind: record.kind,
-                            from: Location(segment: file.id, offset: UInt32(record.offset), length: UInt32(record.length)),
-                            to: to, expiry: record.expiry))
-                }
-            } catch {
-                failure = error
-            }
-            batch.removeAll(keepingCapacity: true)
-        }
-        let run = try scanner.scanRun(
-            from: Int64(SegmentHeader.size), previous: nil, resumingAfterDamage: false,
-            visit: { record in
-                guard record.kind == .value || record.kind == .annotation else { return }
-                batch.append(record)
-                if batch.count >= 512 { drain() }
             })
-        drain()
-        if let failure { throw failure }
-        if let stop = run.stop {
-            throw .corruption(
-                "segment no longer verifies: \(stop.damage)", file: file.path, offset: stop.frame, damage: stop.damage)
-        }
     }
 }
-

@@ -155,99 +155,120 @@ extension LogCore {
     private func scanEntries(
         _ snapshot: [(SegmentFile, Int64, Bool)], after: UInt64, limit: Int
     ) throws(OutboxLogError) -> ([LogEntry], UInt64?) {
-            var result: [LogEntry] = []
-            var lastScanned = after
-            for (file, writtenSize, knownDamage) in snapshot {
-                let size: Int64
-                do throws(Errno) { size = try fileSystem.size(of: file.descriptor) } catch {
-                    throw .io("cannot read segment size", error, file: file.path)
-                }
-                let scannedSize = min(size, writtenSize)
-                let reader = ChunkedFileReader(
-                    fileSystem: fileSystem, descriptor: file.descriptor, path: file.path, fileSize: scannedSize)
-                var candidates: [ScannedRecord] = []
-                let runLastSequence: UInt64?
-                if !knownDamage, let resumed = takeScanCursor(after: after, file: file, scannedSize: scannedSize) {
-                    // The previous page stopped inside this segment: go on
-                    // from there instead of verifying it all over again.
-                    candidates = resumed.remaining
-                    runLastSequence = resumed.lastSequence
-                } else {
-                    let scanner = SegmentScanner(reader: reader, header: file.header)
-                    let collect = { (record: ScannedRecord) in if record.sequence > after { candidates.append(record) } }
-                    let run: SegmentScanner.Run
-                    if knownDamage {
-                        // Damage reported at open (read-only salvage): step over it.
-                        run = try SegmentAnalysis.analyze(scanner, file: file.name, visit: collect, visitLater: collect).leading
-                    } else {
-                        run = try scanner.scanRun(
-                            from: Int64(SegmentHeader.size), previous: nil, resumingAfterDamage: false, visit: collect)
-                        if let stop = run.stop {
-                            throw .corruption(
-                                "segment no longer verifies: \(stop.damage)", file: file.path, offset: stop.frame,
-                                damage: stop.damage)
-                        }
-                    }
-                    runLastSequence = run.lastSequence
-                }
-                // Keep the records the index still points at. A compaction
-                // may have swapped this file out since the snapshot: its live
-                // records then sit, with the same sequence numbers, in an
-                // output file the snapshot does not have — read them there.
-                // Files are captured under the same lock, or a swap in
-                // between would lose an annotation.
-                let (live, files) = state.withLock { state -> ([(Int, IndexEntry, moved: Bool)], [UInt32: SegmentFile]) in
-                    let swappedOut = state.slots[file.id] == nil
-                    let here = { (record: ScannedRecord) in
-                        Location(segment: file.id, offset: UInt32(record.offset), length: UInt32(record.length))
-                    }
-                    let live = candidates.indices.compactMap { position -> (Int, IndexEntry, moved: Bool)? in
-                        let record = candidates[position]
-                        guard record.kind == .value, let entry = state.index.entries[record.key] else { return nil }
-                        if entry.value == here(record) { return (position, entry, false) }
-                        return swappedOut && state.slots[entry.value.segment]?.file != nil ? (position, entry, true) : nil
-                    }
-                    let needsFiles = live.contains { $0.moved || $0.1.annotation.exists }
-                    return (live, needsFiles ? state.slots.compactMapValues(\.file) : [:])
-                }
-                for (position, entry, moved) in live {
-                    let record = candidates[position]
-                    var item: LogEntry
-                    if moved {
-                        // The index's copy must be this very record, moved:
-                        // otherwise the record was superseded after the swap.
-                        guard let target = files[entry.value.segment] else { continue }
-                        let copy = try target.readRecord(
-                            at: Int64(entry.value.offset), length: Int(entry.value.length), expecting: record.key)
-                        guard copy.sequence == record.sequence else { continue }
-                        item = LogEntry(
-                            key: record.key, sequence: record.sequence, value: copy.payload, expiry: copy.expiry, annotation: nil)
-                    } else {
-                        let frame = try reader.window(at: record.offset, count: record.length)
-                        let keyEnd = RecordFrame.size(keyCount: record.key.count, payloadCount: 0, expires: record.expiry != nil)
-                        item = LogEntry(
-                            key: record.key, sequence: record.sequence, value: Array(frame[keyEnd...]), expiry: record.expiry,
-                            annotation: nil)
-                    }
-                    if entry.annotation.exists, let annotationFile = files[entry.annotation.segment] {
-                        let annotation = try annotationFile.readRecord(
-                            at: Int64(entry.annotation.offset), length: Int(entry.annotation.length),
-                            expecting: record.key)
-                        item.annotation = .init(sequence: annotation.sequence, payload: annotation.payload, expiry: annotation.expiry)
-                    }
-                    result.append(item)
-                    lastScanned = record.sequence
-                    if result.count == limit {
-                        saveScanCursor(
-                            ScanCursor(
-                                after: lastScanned, file: file, scannedSize: scannedSize,
-                                remaining: Array(candidates[(position + 1)...]), lastSequence: runLastSequence))
-                        return (result, lastScanned)
-                    }
-                }
-                if let last = runLastSequence { lastScanned = max(lastScanned, last) }
+        var result: [LogEntry] = []
+        var lastScanned = after
+        for (file, writtenSize, knownDamage) in snapshot {
+            let size: Int64
+            do throws(Errno) { size = try fileSystem.size(of: file.descriptor) } catch {
+                throw .io("cannot read segment size", error, file: file.path)
             }
-            return (result, nil)
+            let scannedSize = min(size, writtenSize)
+            let reader = ChunkedFileReader(
+                fileSystem: fileSystem, descriptor: file.descriptor, path: file.path, fileSize: scannedSize)
+            let (candidates, runLastSequence) = try scanCandidates(
+                of: file, reader: reader, scannedSize: scannedSize, after: after, knownDamage: knownDamage)
+            let (live, files) = liveValues(among: candidates, in: file)
+            for (position, entry, moved) in live {
+                let record = candidates[position]
+                guard let item = try readEntry(record, entry: entry, moved: moved, reader: reader, files: files) else {
+                    continue
+                }
+                result.append(item)
+                lastScanned = record.sequence
+                if result.count == limit {
+                    saveScanCursor(
+                        ScanCursor(
+                            after: lastScanned, file: file, scannedSize: scannedSize,
+                            remaining: Array(candidates[(position + 1)...]), lastSequence: runLastSequence))
+                    return (result, lastScanned)
+                }
+            }
+            if let last = runLastSequence { lastScanned = max(lastScanned, last) }
+        }
+        return (result, nil)
+    }
+
+    /// The verified records of `file` numbered after `after`, and the last
+    /// sequence number of its run: from where the previous page stopped
+    /// inside it, or from a scan.
+    private func scanCandidates(
+        of file: SegmentFile, reader: ChunkedFileReader, scannedSize: Int64, after: UInt64, knownDamage: Bool
+    ) throws(OutboxLogError) -> ([ScannedRecord], UInt64?) {
+        if !knownDamage, let resumed = takeScanCursor(after: after, file: file, scannedSize: scannedSize) {
+            // The previous page stopped inside this segment: go on from
+            // there instead of verifying it all over again.
+            return (resumed.remaining, resumed.lastSequence)
+        }
+        var candidates: [ScannedRecord] = []
+        let scanner = SegmentScanner(reader: reader, header: file.header)
+        let collect = { (record: ScannedRecord) in if record.sequence > after { candidates.append(record) } }
+        let run: SegmentScanner.Run
+        if knownDamage {
+            // Damage reported at open (read-only salvage): step over it.
+            run = try SegmentAnalysis.analyze(scanner, file: file.name, visit: collect, visitLater: collect).leading
+        } else {
+            run = try scanner.scanRun(from: Int64(SegmentHeader.size), previous: nil, resumingAfterDamage: false, visit: collect)
+            if let stop = run.stop {
+                throw .corruption(
+                    "segment no longer verifies: \(stop.damage)", file: file.path, offset: stop.frame, damage: stop.damage)
+            }
+        }
+        return (candidates, run.lastSequence)
+    }
+
+    /// The candidates whose values the index still points at (by position),
+    /// and the files to read moved values and annotations from.
+    ///
+    /// A compaction may have swapped `file` out since the snapshot: its live
+    /// records then sit, with the same sequence numbers, in an output file
+    /// the snapshot does not have (`moved`) — read them there. Files are
+    /// captured under the same lock, or a swap in between would lose an
+    /// annotation.
+    private func liveValues(
+        among candidates: [ScannedRecord], in file: SegmentFile
+    ) -> ([(Int, IndexEntry, moved: Bool)], [UInt32: SegmentFile]) {
+        state.withLock { state -> ([(Int, IndexEntry, moved: Bool)], [UInt32: SegmentFile]) in
+            let swappedOut = state.slots[file.id] == nil
+            let here = { (record: ScannedRecord) in
+                Location(segment: file.id, offset: UInt32(record.offset), length: UInt32(record.length))
+            }
+            let live = candidates.indices.compactMap { position -> (Int, IndexEntry, moved: Bool)? in
+                let record = candidates[position]
+                guard record.kind == .value, let entry = state.index.entries[record.key] else { return nil }
+                if entry.value == here(record) { return (position, entry, false) }
+                return swappedOut && state.slots[entry.value.segment]?.file != nil ? (position, entry, true) : nil
+            }
+            let needsFiles = live.contains { $0.moved || $0.1.annotation.exists }
+            return (live, needsFiles ? state.slots.compactMapValues(\.file) : [:])
+        }
+    }
+
+    /// The entry of a live value `record`, with its annotation; `nil` if it
+    /// `moved` and its copy is not this very record (superseded after the
+    /// swap).
+    private func readEntry(
+        _ record: ScannedRecord, entry: IndexEntry, moved: Bool, reader: ChunkedFileReader, files: [UInt32: SegmentFile]
+    ) throws(OutboxLogError) -> LogEntry? {
+        var item: LogEntry
+        if moved {
+            guard let target = files[entry.value.segment] else { return nil }
+            let copy = try target.readRecord(
+                at: Int64(entry.value.offset), length: Int(entry.value.length), expecting: record.key)
+            guard copy.sequence == record.sequence else { return nil }
+            item = LogEntry(key: record.key, sequence: record.sequence, value: copy.payload, expiry: copy.expiry, annotation: nil)
+        } else {
+            let frame = try reader.window(at: record.offset, count: record.length)
+            let keyEnd = RecordFrame.size(keyCount: record.key.count, payloadCount: 0, expires: record.expiry != nil)
+            item = LogEntry(
+                key: record.key, sequence: record.sequence, value: Array(frame[keyEnd...]), expiry: record.expiry,
+                annotation: nil)
+        }
+        if entry.annotation.exists, let annotationFile = files[entry.annotation.segment] {
+            let annotation = try annotationFile.readRecord(
+                at: Int64(entry.annotation.offset), length: Int(entry.annotation.length), expecting: record.key)
+            item.annotation = .init(sequence: annotation.sequence, payload: annotation.payload, expiry: annotation.expiry)
+        }
+        return item
     }
 
     /// Where a page of ``entries(after:limit:)`` stopped inside a segment:
