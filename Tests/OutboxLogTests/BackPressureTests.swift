@@ -132,14 +132,19 @@ struct BackPressureTests {
         try await log.close()
     }
 
+    /// A log on the simulated disk whose writer keeps up, bounded at 8 KiB.
+    static func boundedLog() async throws -> OutboxLog {
+        var configuration = simulatedConfiguration(SimulatedFileSystem(directories: ["/data"]))
+        configuration.groupCommitLimit = 4096
+        configuration.maximumPendingBytes = 8192
+        return try await OutboxLog.open(at: simulatedLogDirectory, configuration: configuration)
+    }
+
     /// A refused batch must not keep its room: counted as reserved forever,
     /// it would shrink the bound until every later append waited for good.
     @Test("a batch refused by validation uses its reservation up and gives the room back; room taken now is committed")
     func refusedCommitGivesRoomBack() async throws {
-        var configuration = simulatedConfiguration(SimulatedFileSystem(directories: ["/data"]))
-        configuration.groupCommitLimit = 4096
-        configuration.maximumPendingBytes = 8192
-        let log = try await OutboxLog.open(at: simulatedLogDirectory, configuration: configuration)
+        let log = try await Self.boundedLog()
         let room = try #require(log.reserveIfAvailable(bytes: 4096))
         #expect(log.statistics.reservedBytes == 4096)
         let refused = #expect(throws: OutboxLogError.self) { try room.commit([.tombstone("t"), .value(LogKey([]), [1])]) }
@@ -164,10 +169,7 @@ struct BackPressureTests {
     /// `Int.max` once overflowed the sum under the log's lock and trapped.
     @Test("reserving or waiting for more than a batch can hold is refused, and the log stays usable")
     func impossibleSizesAreRefused() async throws {
-        var configuration = simulatedConfiguration(SimulatedFileSystem(directories: ["/data"]))
-        configuration.groupCommitLimit = 4096
-        configuration.maximumPendingBytes = 8192
-        let log = try await OutboxLog.open(at: simulatedLogDirectory, configuration: configuration)
+        let log = try await Self.boundedLog()
         let held = try #require(log.reserveIfAvailable(bytes: 100))
         for bytes in [Int.max, Int.max - 1, OutboxLog.Configuration.absoluteMaximumBatchSize + 1] {
             #expect(log.reserveIfAvailable(bytes: bytes) == nil)

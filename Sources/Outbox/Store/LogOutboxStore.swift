@@ -87,9 +87,7 @@ public final class LogOutboxStore: OutboxStore, CoreBackedStore {
         let isNew = queueCreated.isNew(directory)
         let checkpointPath = directory.appending(StoreCheckpoint.fileName)
         // Its header first: the log's open collects the keys written after it.
-        let checkpoint = isNew ? nil : (try? await offThePool { () throws(OutboxError) -> StoreCheckpoint? in
-            try? StoreCheckpoint.readHeader(checkpointPath, fileSystem: fileSystem)
-        }) ?? nil
+        let checkpoint = isNew ? nil : await readCheckpointHeader(checkpointPath, fileSystem: fileSystem)
         let log: OutboxLog
         do {
             log = try await OutboxLog.open(
@@ -117,13 +115,7 @@ public final class LogOutboxStore: OutboxStore, CoreBackedStore {
                     : nil
             }
             if usable == nil { try await checkKey(log, key: key, partition: partition, writing: true) }
-            try await offThePool { () throws(OutboxError) in
-                try PartitionDirectory.writeName(partition, directory: directory, key: key, fileSystem: fileSystem)
-                if fileSystem is PosixFileSystem {
-                    ApplePlatformProtection.apply(to: root)
-                    ApplePlatformProtection.apply(to: directory)
-                }
-            }
+            try await nameAndProtect(directory, root: root, partition: partition, key: key, fileSystem: fileSystem)
             // Before anything is enqueued: files no entry references (a kill
             // between a file's write and its entry's) are removed.
             let payloadFiles = PayloadFileStore(
@@ -139,14 +131,9 @@ public final class LogOutboxStore: OutboxStore, CoreBackedStore {
             log.observeCompactions { [weak core] in core?.writeCheckpointSoon() }
             // With a checkpoint this waits for the load only if a spool holds
             // entries to move in (their ingestion needs the whole queue).
-            let spools = SpoolIngestor(
-                queue: log, format: format, key: key, configuration: configuration.log, core: core,
-                otherSources: { [format, fileSystem] in
-                    let sealing = format.isSealed
-                        ? SpoolSource.plainPredecessor(ofSealedQueue: directory, partition: partition, fileSystem: fileSystem)
-                        : nil
-                    return (sealing.map { [$0] } ?? []) + previousSpools
-                })
+            let spools = spoolIngestor(
+                log: log, directory: directory, partition: partition, format: format, configuration: configuration,
+                core: core, previousSpools: previousSpools)
             let spooled = try await spools.ingest()
             return LogOutboxStore(
                 core: core, log: log, spools: spools, spoolReportAtOpen: spooled, payloadRecovery: payloadRecovery)
@@ -157,39 +144,6 @@ public final class LogOutboxStore: OutboxStore, CoreBackedStore {
             undoCreation(created, root: root, fileSystem: fileSystem)
             throw error
         }
-    }
-
-    /// The store's core over `backend`: answering at once and loading a
-    /// usable checkpoint (with the sequence numbers it may hand out
-    /// meanwhile) in the background, or, without one, after reading every
-    /// entry of the log.
-    private static func makeCore(
-        loading usable: (StoreCheckpoint, UInt64)?, partition: String, configuration: OutboxStoreConfiguration,
-        backend: LogBackend, checkpointFile: CheckpointFile, openedAt: Int64
-    ) async throws(OutboxError) -> StoreCore {
-        let log = backend.log
-        let format = backend.format
-        if let (usable, earlySequence) = usable {
-            let core = StoreCore(
-                partition: partition, configuration: configuration, backend: backend,
-                scheduler: Scheduler(partition: partition, configuration: configuration),
-                loading: StoreLoading(nextSequence: earlySequence), checkpointFile: checkpointFile)
-            core.startLoad(from: usable, log: log, format: format, openedAt: openedAt)
-            return core
-        }
-        var scheduler = Scheduler(partition: partition, configuration: configuration)
-        let floor = try await StoreLoad.full(log, into: &scheduler, format: format)
-        let changes = scheduler.finishLoading(now: openedAt, sequenceFloor: max(floor, log.statistics.nextSequence))
-        let core = StoreCore(
-            partition: partition, configuration: configuration, backend: backend, scheduler: scheduler,
-            checkpointFile: checkpointFile)
-        try await core.persistLoadingChanges(changes)
-        // No checkpoint was usable: write one now if reading everything was
-        // costly, so the next open (after a kill, say) needs less.
-        if scheduler.entries.count + scheduler.completions.count >= StoreCore.checkpointAfterLoadThreshold {
-            core.writeCheckpointSoon()
-        }
-        return core
     }
 
     /// Deletes `partition`'s queue under `root`, and what other processes
