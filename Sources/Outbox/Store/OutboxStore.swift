@@ -15,6 +15,12 @@ public protocol OutboxStore: AnyObject, Sendable {
     /// the same id twice is one entry (``OutboxEnqueueResult/duplicate(_:status:)``).
     /// With a coalescing key, replaces the newest entry with the same key if it
     /// has stayed pending since its enqueue (Docs/OUTBOX.md, Coalescing).
+    ///
+    /// - Complexity: in the stores this package ships, O(log *n*) in live
+    ///   entries (the send order is a heap) plus O(*d*) in the request's
+    ///   dependencies and O(*b*) in its bytes (encoded, and sealed with a
+    ///   key, before the store's lock), plus the wait for
+    ///   `enqueueDurability`.
     func enqueue(_ request: OutboxEnqueueRequest) async throws(OutboxError) -> OutboxEnqueueResult
 
     /// Records several entries all or nothing, in one write (one log
@@ -35,6 +41,10 @@ public protocol OutboxStore: AnyObject, Sendable {
     /// `now + lease` — as if ``beginAttempt(_:at:lease:)`` ran on each, but
     /// atomically and with one write for all of them. Due entries of other
     /// types are left untouched and listed in ``OutboxClaim/unaccepted``.
+    ///
+    /// - Complexity: in the stores this package ships, O(*k* log *n*) for
+    ///   *k* entries looked at among *n* live ones, plus one read of the
+    ///   claimed entries' bodies together.
     func claimDue(
         at now: Date, limit: Int, lease: Duration, accepting: (String) -> Bool
     ) async throws(OutboxError) -> OutboxClaim
@@ -50,6 +60,9 @@ public protocol OutboxStore: AnyObject, Sendable {
     /// `local:` reference, in the same write that records the success.
     /// Accepted for an entry in flight, and for one in `conflict` (the app
     /// found that the server applied it: ``OutboxDispatcher/markDelivered(_:serverID:)``).
+    ///
+    /// - Complexity: in the stores this package ships, O(log *n*) in live
+    ///   entries, plus O(*d* log *n*) for the *d* entries that depend on it.
     func recordSuccess(_ id: OutboxEntry.ID, serverID: String?, at now: Date) async throws(OutboxError)
 
     /// Delivered, for several entries at once: as
@@ -117,6 +130,9 @@ public protocol OutboxStore: AnyObject, Sendable {
     func entry(_ id: OutboxEntry.ID) async throws(OutboxError) -> OutboxEntry?
 
     /// Entries matching `filter`, in sequence order.
+    ///
+    /// - Complexity: O(*n* log *n*) in live entries to match and order them
+    ///   (from memory), plus one read of the matched entries' bodies.
     func entries(matching filter: OutboxFilter) async throws(OutboxError) -> [OutboxEntry]
 
     /// Counts and bytes by status.

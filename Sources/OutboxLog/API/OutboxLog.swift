@@ -57,6 +57,11 @@ public final class OutboxLog: Sendable {
     ///   `.corruption` for damage beyond a torn tail (strict mode),
     ///   `.unsupportedFormat` for a newer format (nothing is modified),
     ///   `.notFound`, `.io`.
+    ///
+    /// - Complexity: with an index checkpoint (the default), O(*n*) in the
+    ///   live keys it holds plus O(*b*) in the bytes written after it, read
+    ///   and verified (the newest segment before the open returns, the rest
+    ///   in the background); without one, O(*B*) in every segment's bytes.
     public static func open(
         at directory: FilePath, configuration: Configuration = Configuration()
     ) async throws(OutboxLogError) -> OutboxLog {
@@ -109,6 +114,10 @@ public final class OutboxLog: Sendable {
     /// than ``Configuration/absoluteMaximumBatchSize``, an annotation of a key
     /// with no value (`.invalidArgument`), or a record larger than
     /// ``Configuration/maximumRecordSize`` (`.recordTooLarge`).
+    ///
+    /// - Complexity: O(*k* + *b*) for *k* records of *b* bytes (encoded,
+    ///   checksummed and indexed under the log's lock: an index update is
+    ///   O(1) on average), plus the wait for room and for `durability`.
     @discardableResult
     public func append(_ writes: [LogWrite], durability: Durability) async throws(OutboxLogError) -> UInt64 {
         try await core.append(writes, durability: durability)
@@ -136,6 +145,9 @@ public final class OutboxLog: Sendable {
     /// ``waitForRoom(bytes:)`` (outside your lock) and submit again, or, if
     /// you cannot take a refusal, reserve the room first
     /// (``reserve(bytes:)``, ``LogReservation``).
+    ///
+    /// - Complexity: O(*k* + *b*) for *k* records of *b* bytes, as
+    ///   ``append(_:durability:)``; it never waits.
     public func submit(_ writes: [LogWrite]) throws(OutboxLogError) -> LogTicket {
         LogTicket(core: core, sequence: try core.submit(writes))
     }
@@ -234,11 +246,16 @@ public final class OutboxLog: Sendable {
     /// The live value and annotation of `key`, verified against their CRCs,
     /// or `nil` if the key has no value. Reads the disk (never the cooperative
     /// pool); a record still buffered in memory is written out first.
+    ///
+    /// - Complexity: O(1) on average to find it, then one read of the value
+    ///   (and one of the annotation) and their CRCs: O(*b*) in their bytes.
     public func get(_ key: LogKey) async throws(OutboxLogError) -> LogEntry? { try await core.get(key) }
 
     /// The live value and annotation of each of `keys` (`nil` where a key
     /// has no value), in the order given: as ``get(_:)-(LogKey)`` for each,
     /// but read in one job on a reader thread.
+    ///
+    /// - Complexity: O(*k* + *b*) for *k* keys whose records hold *b* bytes.
     public func get(_ keys: [LogKey]) async throws(OutboxLogError) -> [LogEntry?] { try await core.get(keys) }
 
     /// Every live key that starts with `prefix`, in no particular order.
@@ -248,15 +265,25 @@ public final class OutboxLog: Sendable {
     public func keys(withPrefix prefix: [UInt8]) -> [LogKey] { core.keys(withPrefix: prefix) }
 
     /// Whether `key` has a value. Answers from memory.
+    ///
+    /// - Complexity: O(1) on average.
     public func contains(_ key: LogKey) -> Bool { core.contains(key) }
 
     /// Every live key, in no particular order. Answers from memory.
+    ///
+    /// - Complexity: O(*n*) in live keys.
     public var keys: [LogKey] { core.keys() }
 
     /// Live entries in sequence order whose value's sequence number is
     /// greater than `after`, at most `limit`: one page of a scan.
     ///
     /// - Throws: `.invalidArgument` if `limit` is less than 1.
+    ///
+    /// - Complexity: O(*b*) in the bytes of the segments read: from the
+    ///   segment holding `after` on, each record verified, until `limit`
+    ///   live entries are found. A page that continues the previous one
+    ///   (`after` = its last entry's sequence) resumes where it stopped
+    ///   instead of verifying that segment again.
     public func entries(after sequence: UInt64 = 0, limit: Int = 1024) async throws(OutboxLogError) -> [LogEntry] {
         guard limit >= 1 else { throw OutboxLogError(.invalidArgument, "limit must be at least 1, not \(limit)") }
         return try await core.entries(after: sequence, limit: limit).entries
@@ -337,6 +364,11 @@ public final class OutboxLog: Sendable {
     /// segment from the first one with dead records on, keeping only live
     /// records. Appends continue meanwhile. Waits for a running automatic
     /// compaction first.
+    ///
+    /// - Complexity: O(*b*) in the bytes of the segments rewritten (read,
+    ///   verified, the live ones copied, on the compaction's own thread),
+    ///   with the index checked in batches under the lock; one file
+    ///   creation, sync and deletion per segment.
     @discardableResult
     public func compact() async throws(OutboxLogError) -> CompactionReport {
         try await core.compact(sealActive: true)
