@@ -2,51 +2,57 @@
 /// reserves the empty key for the engine's markers, so an append refuses it).
 ///
 /// The index keeps one entry per live key, so keys are stored compactly:
-/// keys of up to 23 bytes (a UUID plus a one-byte prefix, say) live inline
-/// in the 32-byte value and cost no allocation; longer keys are kept in a
-/// heap array.
+/// keys of up to 22 bytes (a UUID plus a one-byte prefix, a 96-bit digest
+/// plus a prefix) live inline in the 24-byte value and cost no allocation;
+/// longer keys are kept in a heap array.
 public struct LogKey: Hashable, Sendable, Comparable, CustomStringConvertible, ExpressibleByStringLiteral {
     /// The longest key accepted by an append, in bytes.
     public static let maximumLength = 1024
 
     /// Keys of up to this many bytes are stored inline.
-    static let inlineCapacity = 23
+    static let inlineCapacity = 22
 
-    // Inline storage: up to 23 bytes in w0...w2, the length in the top byte
-    // of w2. Long keys: `heap` holds the bytes, and the words are zero.
-    private var w0: UInt64 = 0
-    private var w1: UInt64 = 0
-    private var w2: UInt64 = 0
-    private var heap: [UInt8]? = nil
+    /// Inline: the bytes in `low`, `middle` and the 6 bytes of `high` and
+    /// `last`, zero-padded, their count in `count` (23 bytes: the enum's tag
+    /// takes the 24th, so the whole key is three words). Heap: the bytes.
+    private enum Storage: Hashable, Sendable {
+        case inline(low: UInt64, middle: UInt64, high: UInt32, last: UInt16, count: UInt8)
+        case heap([UInt8])
+    }
+
+    private var storage: Storage
+
+    /// The inline layout as three words: the bytes, then the count in the
+    /// top byte of the third (the byte after the 22 of the key).
+    private typealias Words = (UInt64, UInt64, UInt64)
+
+    private init(words: Words) {
+        storage = .inline(
+            low: words.0, middle: words.1, high: UInt32(truncatingIfNeeded: words.2),
+            last: UInt16(truncatingIfNeeded: words.2 >> 32), count: UInt8(truncatingIfNeeded: words.2 >> 48))
+    }
 
     /// A key made of `bytes`.
     public init<Bytes: Sequence<UInt8>>(_ bytes: Bytes) {
         let array = Array(bytes)
-        if array.count <= Self.inlineCapacity {
-            var words: (UInt64, UInt64, UInt64) = (0, 0, 0)
-            withUnsafeMutableBytes(of: &words) { raw in
-                raw.copyBytes(from: array)
-                raw[23] = UInt8(array.count)
-            }
-            (w0, w1, w2) = words
-        } else {
-            heap = array
-        }
+        self = array.withUnsafeBytes { LogKey($0) }
     }
 
     /// A key made of the bytes in `buffer` (copied).
     public init(_ buffer: UnsafeRawBufferPointer) {
-        if buffer.count <= Self.inlineCapacity {
-            var words: (UInt64, UInt64, UInt64) = (0, 0, 0)
+        if buffer.count > Self.inlineCapacity {
+            self.init(heap: Array(buffer))
+        } else {
+            var words: Words = (0, 0, 0)
             Swift.withUnsafeMutableBytes(of: &words) { raw in
                 raw.copyMemory(from: buffer)
-                raw[23] = UInt8(buffer.count)
+                raw[Self.inlineCapacity] = UInt8(buffer.count)
             }
-            (w0, w1, w2) = words
-        } else {
-            heap = Array(buffer)
+            self.init(words: words)
         }
     }
+
+    private init(heap bytes: [UInt8]) { storage = .heap(bytes) }
 
     /// A key made of the UTF-8 bytes of `string`.
     public init(_ string: String) {
@@ -58,23 +64,35 @@ public struct LogKey: Hashable, Sendable, Comparable, CustomStringConvertible, E
 
     /// The number of bytes in the key.
     public var count: Int {
-        if let heap { return heap.count }
-        return Int(w2 >> 56)
+        switch storage {
+        case .inline(_, _, _, _, let count): return Int(count)
+        case .heap(let bytes): return bytes.count
+        }
     }
 
     /// The key's bytes.
     public var bytes: [UInt8] {
-        if let heap { return heap }
+        if case .heap(let bytes) = storage { return bytes }
         return withUnsafeBytes { Array($0) }
+    }
+
+    /// The inline key's three words (the bytes and, in the top byte, not
+    /// part of them, the count); `nil` for a key on the heap.
+    private var words: Words? {
+        guard case .inline(let low, let middle, let high, let last, let count) = storage else { return nil }
+        return (low, middle, UInt64(high) | UInt64(last) << 32 | UInt64(count) << 48)
     }
 
     /// Calls `body` with the key's bytes.
     public func withUnsafeBytes<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
-        if let heap { return try heap.withUnsafeBytes(body) }
-        var words = (w0, w1, w2)
-        let length = count
-        return try Swift.withUnsafeBytes(of: &words) { raw in
-            try body(UnsafeRawBufferPointer(rebasing: raw[..<length]))
+        switch storage {
+        case .heap(let bytes):
+            return try bytes.withUnsafeBytes(body)
+        case .inline(let low, let middle, let high, let last, let count):
+            var words: Words = (low, middle, UInt64(high) | UInt64(last) << 32)
+            return try Swift.withUnsafeBytes(of: &words) { raw in
+                try body(UnsafeRawBufferPointer(rebasing: raw[..<Int(count)]))
+            }
         }
     }
 
@@ -92,16 +110,9 @@ public struct LogKey: Hashable, Sendable, Comparable, CustomStringConvertible, E
         }.joined()
     }
 
-    public static func == (lhs: LogKey, rhs: LogKey) -> Bool {
-        lhs.w0 == rhs.w0 && lhs.w1 == rhs.w1 && lhs.w2 == rhs.w2 && lhs.heap == rhs.heap
-    }
+    public static func == (lhs: LogKey, rhs: LogKey) -> Bool { lhs.storage == rhs.storage }
 
-    public func hash(into hasher: inout Hasher) {
-        hasher.combine(w0)
-        hasher.combine(w1)
-        hasher.combine(w2)
-        if let heap { hasher.combine(heap) }
-    }
+    public func hash(into hasher: inout Hasher) { hasher.combine(storage) }
 
     /// The index hashes every key on every append and every recovered
     /// record; a full SipHash round (`Hasher`) was a fifth of recovery time.
@@ -114,16 +125,16 @@ public struct LogKey: Hashable, Sendable, Comparable, CustomStringConvertible, E
     /// share a bucket cannot be worked out from outside, so they cannot be
     /// chosen to flood one. Long keys use `Hasher`, seeded per process too.
     public func _rawHashValue(seed: Int) -> Int {
-        if heap != nil {
+        guard let words else {
             var hasher = Hasher()
             hasher.combine(seed)
             hash(into: &hasher)
             return hasher.finalize()
         }
         var x = (UInt64(bitPattern: Int64(seed)) ^ Self.processHashKey) &+ 0x9E37_79B9_7F4A_7C15
-        x = Self.mix(x ^ w0)
-        x = Self.mix(x ^ w1)
-        x = Self.mix(x ^ w2)
+        x = Self.mix(x ^ words.0)
+        x = Self.mix(x ^ words.1)
+        x = Self.mix(x ^ words.2)
         return Int(truncatingIfNeeded: x)
     }
 

@@ -57,9 +57,10 @@ struct SegmentUsage: Sendable, Hashable {
 
 /// Key → location of its live value and annotation, plus per-segment usage.
 ///
-/// The keys live in a ``PackedTable`` (56 bytes per key plus 10–15 of slot
-/// table; a `Dictionary` took 117). Rebuilt from the segments at an open,
-/// or from an index checkpoint and the records after it. The same
+/// The keys live in a ``PackedTable`` (48 bytes per key — a 24-byte key
+/// and this entry — plus 10–15 of slot table; a `Dictionary` took 117).
+/// Rebuilt from the segments at an open, or from an index checkpoint and
+/// the records after it. The same
 /// `apply` replays records at recovery and indexes them at append, so the
 /// two can never disagree.
 struct LogIndex: Sendable {

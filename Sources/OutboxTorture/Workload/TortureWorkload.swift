@@ -57,7 +57,7 @@ public struct TortureWorkload: Sendable, Hashable {
     }
 
     /// The key numbered `n`: short keys stored inline, and every eighth one
-    /// longer than 23 bytes (the index keeps those on the heap).
+    /// longer than 22 bytes (the index keeps those on the heap).
     public static func key(_ n: Int) -> LogKey {
         n % 8 == 7 ? LogKey("long-key-for-the-heap-path-\(n)") : LogKey("k\(n)")
     }
