@@ -121,7 +121,7 @@ let package = Package(
         ),
 
         // The server side: a Hummingbird middleware honouring Idempotency-Key,
-        // with a durable key journal, an in-memory key store for tests, and
+        // with a durable key store on OutboxLog, an in-memory one for tests, and
         // connection limits for the server in front of it.
         .target(
             name: "IdempotencyKeyMiddleware",
