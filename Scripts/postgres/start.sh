@@ -54,6 +54,20 @@ bin_dir() {
 
 as_server() { if [ "$(id -u)" -eq 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi; }
 
+# Closes every descriptor but 0-2, in the (sub)shell that calls it, before
+# it starts something that outlives this script (the server, the watcher):
+# they must not hold the caller's descriptors. Foundation's Process, for
+# one, reports a child's end only once every holder of a descriptor it gave
+# the child has closed it, so a test that ran this script would wait for
+# the server to stop.
+close_inherited_fds() {
+    local fd
+    for fd in /dev/fd/*; do
+        fd=${fd##*/}
+        if [ "$fd" -gt 2 ] 2>/dev/null; then eval "exec $fd>&-" 2>/dev/null || true; fi
+    done
+}
+
 # Reuse a running server this script started.
 if [ -z "$owner" ] && [ -f "$state" ]; then
     # shellcheck disable=SC1090
@@ -90,8 +104,8 @@ while :; do
     while ! port_is_free "$port"; do port=$((port + 1)); [ "$port" -lt 55532 ] || break; done
     [ "$port" -lt 55532 ] || { echo "error: no free port in 55432...55531" >&2; rm -rf "$data_dir"; exit 1; }
     # fsync stays on: the store's tests are about what commits.
-    if as_server "$b/pg_ctl" -D "$data_dir/data" -l "$data_dir/log" -w \
-        -o "-p $port -k $data_dir -c listen_addresses=127.0.0.1 -c max_connections=200" start >&2; then
+    if (close_inherited_fds; as_server "$b/pg_ctl" -D "$data_dir/data" -l "$data_dir/log" -w \
+        -o "-p $port -k $data_dir -c listen_addresses=127.0.0.1 -c max_connections=200" start) >&2; then
         break
     fi
     if grep -q 'could not bind\|could not create any TCP/IP sockets' "$data_dir/log" 2>/dev/null; then
@@ -106,12 +120,12 @@ done
 if [ -n "$owner" ]; then
     # Detached (its own session, no terminal, no inherited output), so a
     # Ctrl-C that ends the tests does not end it before it has cleaned up.
-    setsid bash -c '
+    (close_inherited_fds; exec setsid bash -c '
         while kill -0 "$1" 2>/dev/null; do sleep 1; done
         if [ "$(id -u)" -eq 0 ]; then runuser -u postgres -- "$2/pg_ctl" -D "$3/data" -m immediate -w stop
         else "$2/pg_ctl" -D "$3/data" -m immediate -w stop; fi
         rm -rf "$3"
-    ' watcher "$owner" "$b" "$data_dir" </dev/null >/dev/null 2>&1 &
+    ' watcher "$owner" "$b" "$data_dir" </dev/null >/dev/null 2>&1) &
 else
     mkdir -p "$state_dir"
     printf 'port=%s\ndata_dir=%s\n' "$port" "$data_dir" >"$state"
