@@ -15,4 +15,7 @@ fi
 [ -x .build/pyenv/bin/python ] || python3 -m venv .build/pyenv
 .build/pyenv/bin/pip install -q --disable-pip-version-check -r Scripts/interop/requirements.txt
 .build/pyenv/bin/python -c 'import idempotency_header_middleware, fastapi_idempotency, drf_idempotency, uvicorn, django'
+# The tests take the environment as made only with this mark: a venv left
+# by a failed install (offline, say) is finished by the next run.
+cp Scripts/interop/requirements.txt .build/pyenv/outbox-requirements.txt
 echo "interop environment ready: $(pwd)/.build/pyenv"

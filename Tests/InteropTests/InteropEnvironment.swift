@@ -21,12 +21,23 @@ enum InteropEnvironment {
 
     /// Found (or made) once per test process.
     static let outcome = Task<Outcome, Never> {
-        if InteropServer.venvExists { return .ready }
         // A Python named by OUTBOX_INTEROP_PYTHON is the caller's to make.
         if ProcessInfo.processInfo.environment["OUTBOX_INTEROP_PYTHON"] != nil {
+            if InteropServer.venvExists { return .ready }
             return .setupFailed("OUTBOX_INTEROP_PYTHON names no executable: \(InteropServer.python)")
         }
+        if isComplete { return .ready }
         return await setUp()
+    }
+
+    /// setup-venv.sh finished: it copies the requirements it installed
+    /// beside the venv last, and they are today's (a venv left by a failed
+    /// or older install is set up again; pip adds only what is missing).
+    static var isComplete: Bool {
+        let installed = InteropServer.packageRoot.appendingPathComponent(".build/pyenv/outbox-requirements.txt")
+        let wanted = InteropServer.packageRoot.appendingPathComponent("Scripts/interop/requirements.txt")
+        guard InteropServer.venvExists, let done = FileManager.default.contents(atPath: installed.path) else { return false }
+        return done == FileManager.default.contents(atPath: wanted.path)
     }
 
     /// Runs setup-venv.sh without blocking a thread.
@@ -58,7 +69,7 @@ enum InteropEnvironment {
             }
             // setup-venv.sh's status for "python3 cannot make a virtual environment".
             if status == 3 { return .noVenvModule }
-            if status == 0 && InteropServer.venvExists { return .ready }
+            if status == 0 && isComplete { return .ready }
             let lines = String(decoding: FileManager.default.contents(atPath: setupLog.path) ?? Data(), as: UTF8.self)
                 .split(separator: "\n").map(String.init)
             return .setupFailed(lines.last ?? "exit status \(status)")
@@ -77,12 +88,13 @@ enum InteropEnvironment {
     }
 }
 
-extension Trait where Self == ConditionTrait {
+extension SuiteTrait where Self == ConditionTrait {
     /// Runs the suite with the interop environment, made here if missing;
     /// skips it in one line when it cannot be had (outside CI).
     static var needsInteropEnvironment: Self {
         .enabled("interop tests need python3-venv: sudo apt-get install -y python3-venv") {
-            InteropServer.inCI || (await InteropEnvironment.outcome.value) != .noVenvModule
+            if InteropServer.inCI { return true }
+            return await InteropEnvironment.outcome.value != .noVenvModule
         }
     }
 

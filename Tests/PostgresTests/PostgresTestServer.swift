@@ -93,7 +93,7 @@ enum PostgresTestServer {
     }
 }
 
-extension Trait where Self == ConditionTrait {
+extension SuiteTrait where Self == ConditionTrait {
     /// Runs the suite against `OUTBOX_POSTGRES_URL` or a server of the test
     /// process's own; skips it, in one line, when neither can be had — unless
     /// `CI` is set, where it runs and fails: CI cannot pass without having
