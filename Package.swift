@@ -308,7 +308,8 @@ let package = Package(
         ),
         // Delivery to Idempotency-Key middlewares we did not write (PyPI),
         // behind a loopback fault proxy: needs the virtual environment that
-        // Scripts/interop/setup-venv.sh makes (skipped, saying so, without it).
+        // Scripts/interop/setup-venv.sh makes (run by the tests when missing;
+        // skipped, saying so, when it cannot be made).
         .testTarget(
             name: "InteropTests",
             dependencies: [
@@ -352,11 +353,11 @@ let package = Package(
                 .product(name: "SystemPackage", package: "swift-system"),
             ]
         ),
-        // The PostgreSQL key store against a real server (Scripts/postgres/
-        // start.sh; OUTBOX_POSTGRES_URL): the store's contract, and exactly
-        // once across `outbox serve --postgres` processes, one of them
-        // killed mid-request. Skipped, saying why, without a server (failed
-        // under CI).
+        // The PostgreSQL key store against a real server (OUTBOX_POSTGRES_URL,
+        // or one the test process starts with Scripts/postgres/start.sh): the
+        // store's contract, and exactly once across `outbox serve --postgres`
+        // processes, one of them killed mid-request. Skipped, saying why,
+        // without Debian's postgresql (failed under CI).
         .testTarget(
             name: "PostgresTests",
             dependencies: [

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# Checks that every Swift sample in README.md and in the DocC catalogs is,
-# character for character, a file that Examples/ compiles.
+# Checks that every Swift sample in README.md and in the DocC catalogs, and
+# every sample marked in Docs/, is, character for character, a file that
+# Examples/ compiles. (Docs/ also holds unmarked fragments of a few lines,
+# which are not whole programs: only its marked blocks are checked.)
 #
 # In the Markdown, each ```swift block is announced by the file it shows:
 #
@@ -11,9 +13,9 @@
 #
 # The compiled files are the truth; the Markdown copies them. Fails (exit 1)
 # when a block differs from its file (printing the diff), when a ```swift
-# block has no marker, when a marker names a missing file or is not followed
-# by a ```swift block, or when an Examples/Sources/*/main.swift is shown
-# nowhere. `--update` rewrites the Markdown blocks from the files instead.
+# block has no marker (outside Docs/), when a marker names a missing file or
+# is not followed by a ```swift block, or when an Examples/Sources/*/main.swift
+# is shown nowhere. `--update` rewrites the Markdown blocks from the files instead.
 #
 # Plain bash, awk and diff: it runs on a fresh Debian before anything is
 # installed.
@@ -28,6 +30,7 @@ case "${1:-}" in
 esac
 
 documents=(README.md)
+while IFS= read -r page; do documents+=("$page"); done < <(find Docs -maxdepth 1 -name '*.md' | sort)
 while IFS= read -r page; do documents+=("$page"); done < <(find Sources -path '*.docc/*' -name '*.md' | sort)
 
 work=$(mktemp -d)
@@ -41,7 +44,8 @@ for document in "${documents[@]}"; do
     # In update mode it also writes the document with each block replaced
     # by its file's text.
     rm -f "$work"/*.block "$work/index" "$work/problems" "$work/updated"
-    awk -v work="$work" -v document="$document" '
+    case "$document" in Docs/*) strict=0 ;; *) strict=1 ;; esac
+    awk -v work="$work" -v document="$document" -v strict="$strict" '
         function problem(text) { print document ":" NR ": " text > (work "/problems") }
         function copyFile(path,    line) {
             while ((getline line < path) > 0) print line > (work "/updated")
@@ -72,7 +76,7 @@ for document in "${documents[@]}"; do
             }
             if ($0 == "```swift") {
                 if (pending == "") {
-                    problem("a ```swift block without a <!-- sample: PATH --> line before it")
+                    if (strict) problem("a ```swift block without a <!-- sample: PATH --> line before it")
                     path = ""
                 } else if ((getline probe < pending) < 0) {
                     problem("the sample file " pending " does not exist")
@@ -124,7 +128,7 @@ for file in Examples/Sources/*/main.swift; do
     found=0
     for path in "${shown[@]}"; do [ "$path" = "$file" ] && found=1; done
     if [ "$found" = 0 ]; then
-        echo "$file is compiled but shown in no README or DocC page: show it, or remove it" >&2
+        echo "$file is compiled but shown in no README, Docs/ or DocC page: show it, or remove it" >&2
         failed=1
     fi
 done

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds Examples/ (every README and DocC sample) and runs each sample as a
+# Builds Examples/ (every README, Docs/ and DocC sample) and runs each sample as a
 # user would:
 #   - the app sample against the reference server (`outbox serve`): it must
 #     print "delivered as msg-N", the id the server gave its write;

@@ -16,8 +16,10 @@
 # --skip-build`. Suites are the `Target.Suite` prefixes of `swift test list`,
 # each selected with `--filter '^Target\.Suite/'` (anchored, with the slash,
 # so OutboxLogTests.ModelTests does not also select ...IndexCheckpointModelTests).
-# Export OUTBOX_POSTGRES_URL (Scripts/postgres/start.sh) to run the
-# PostgreSQL suites instead of skipping them; skipped suites are listed.
+# The PostgreSQL suites start a server of each process's own when
+# OUTBOX_POSTGRES_URL is unset (export it, from Scripts/postgres/start.sh,
+# to share one); without Debian's postgresql they are skipped, and skipped
+# suites are listed.
 # Logs: .build/tests-alone/<suite>.log. Exit 1 if any suite failed alone,
 # or ran no test.
 #

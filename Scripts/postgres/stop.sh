@@ -6,7 +6,9 @@ state=.build/postgres/state
 [ -f "$state" ] || exit 0
 # shellcheck disable=SC1090
 . "$state"
-b=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1)
+# The binaries, found as start.sh finds them.
+b=${OUTBOX_POSTGRES_BIN:-$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1)}
+if [ -z "$b" ] && command -v pg_ctl >/dev/null 2>&1; then b=$(dirname "$(command -v pg_ctl)"); fi
 as_server() { if [ "$(id -u)" -eq 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi; }
 if [ -n "$b" ] && [ -d "$data_dir/data" ]; then
     as_server "$b/pg_ctl" -D "$data_dir/data" -m fast -w stop >/dev/null 2>&1 || true

@@ -55,7 +55,6 @@ final class InteropServer: Sendable {
     static var venvExists: Bool { FileManager.default.isExecutableFile(atPath: python) }
     /// CI must run the suite: a missing environment there is a failure, not a skip.
     static var inCI: Bool { ProcessInfo.processInfo.environment["CI"].map { !$0.isEmpty && $0 != "false" } ?? false }
-    static var runnable: Bool { venvExists || inCI }
 
     let app: Int
     let proxy: Int
@@ -69,8 +68,8 @@ final class InteropServer: Sendable {
         _ middleware: Middleware, rate: Double = 0, fault: String = "close-before-answer", applySeconds: Double = 0.3,
         dropAfter: Double = 0.1, seed: Int = 1
     ) async throws {
-        guard Self.venvExists else {
-            throw Failure(description: "no Python virtual environment at \(Self.python): run Scripts/interop/setup-venv.sh")
+        if let missing = InteropEnvironment.failure(await InteropEnvironment.outcome.value) {
+            throw Failure(description: "no Python virtual environment at \(Self.python): \(missing)")
         }
         let script = Self.packageRoot.appendingPathComponent("Scripts/interop/interop_server.py").path
         stderrPath = FileManager.default.temporaryDirectory.appendingPathComponent("interop-\(UUID().uuidString).stderr").path

@@ -12,13 +12,12 @@ import Testing
 /// test compares what the outbox says it delivered (and with which server
 /// id) with the server's own record of what it applied.
 ///
-/// Needs the virtual environment of Scripts/interop/setup-venv.sh (CI makes
-/// it); without it, and outside CI, the suite is skipped and says why.
+/// Needs the virtual environment of Scripts/interop/setup-venv.sh, which
+/// the test process makes itself when it is missing (CI makes it first);
+/// when it cannot, and outside CI, the suite is skipped and says why.
 @Suite(
     "Third-party Idempotency-Key middlewares", .serialized, .timeLimit(.minutes(5)),
-    .enabled(
-        if: InteropServer.runnable,
-        "no Python virtual environment at .build/pyenv: run Scripts/interop/setup-venv.sh to run the interop tests"))
+    .needsInteropEnvironment, .needsInteropSetup)
 struct ThirdPartyMiddlewareTests {
     /// What a drain did, and the outbox's view of each entry.
     struct Drain {

@@ -9,7 +9,7 @@ import Testing
 /// application's own transaction.
 @Suite(
     "PostgreSQL key store: concurrency and transactions", .serialized, .timeLimit(.minutes(3)),
-    .enabled(if: PostgresTestDatabase.enabled, "OUTBOX_POSTGRES_URL is not set: export OUTBOX_POSTGRES_URL=$(Scripts/postgres/start.sh)"))
+    .needsPostgres)
 struct PostgresKeyConcurrencyTests {
     static let now = Date(timeIntervalSince1970: 1_900_000_000)
 

@@ -10,7 +10,7 @@ import Testing
 /// the same answers from both.
 @Suite(
     "PostgreSQL key store against the in-memory model", .serialized, .timeLimit(.minutes(5)),
-    .enabled(if: PostgresTestDatabase.enabled, "OUTBOX_POSTGRES_URL is not set: export OUTBOX_POSTGRES_URL=$(Scripts/postgres/start.sh)"))
+    .needsPostgres)
 struct PostgresKeyModelTests {
     /// SplitMix64: the sequence is reproducible from its seed.
     struct Random {

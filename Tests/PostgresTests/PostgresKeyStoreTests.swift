@@ -10,7 +10,7 @@ import Testing
     "PostgreSQL key store", .serialized, .timeLimit(.minutes(3)),
     // Skipped only outside CI, and only without a server: the reason is the
     // condition's comment, printed with the skip.
-    .enabled(if: PostgresTestDatabase.enabled, "OUTBOX_POSTGRES_URL is not set: export OUTBOX_POSTGRES_URL=$(Scripts/postgres/start.sh)"))
+    .needsPostgres)
 struct PostgresKeyStoreTests {
     static let start = Date(timeIntervalSince1970: 1_900_000_000)
     static let me = IdempotencyClaim(owner: "me", staleAfter: .seconds(60), expiresAt: start.addingTimeInterval(3600))

@@ -9,7 +9,7 @@ import Testing
 /// ahead, or the request outlived `staleAfter`).
 @Suite(
     "PostgreSQL key store: claims of running requests", .serialized, .timeLimit(.minutes(3)),
-    .enabled(if: PostgresTestDatabase.enabled, "OUTBOX_POSTGRES_URL is not set: export OUTBOX_POSTGRES_URL=$(Scripts/postgres/start.sh)"))
+    .needsPostgres)
 struct PostgresRunningClaimTests {
     static let now = Date(timeIntervalSince1970: 1_900_000_000)
     static let response = StoredResponse(status: 201, headers: ["content-type": "application/json"], body: Array(#"{"id":"o-1"}"#.utf8))

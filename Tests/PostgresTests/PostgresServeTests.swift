@@ -13,7 +13,7 @@ import FoundationNetworking
 /// write applied, whichever process applied it.
 @Suite(
     "outbox serve --postgres: exactly once across server processes", .serialized, .timeLimit(.minutes(3)),
-    .enabled(if: PostgresTestDatabase.enabled, "OUTBOX_POSTGRES_URL is not set: export OUTBOX_POSTGRES_URL=$(Scripts/postgres/start.sh)"))
+    .needsPostgres)
 struct PostgresServeTests {
     struct Answer: Sendable {
         var status: Int
@@ -47,15 +47,15 @@ struct PostgresServeTests {
         return try JSONDecoder().decode(ReferenceLedger.self, from: data)
     }
 
-    static func serverArguments(scope: String, _ extra: [String] = []) throws -> [String] {
-        ["--postgres", try PostgresTestDatabase.requireURL(), "--postgres-scope", scope] + extra
+    static func serverArguments(scope: String, _ extra: [String] = []) async throws -> [String] {
+        ["--postgres", try await PostgresTestDatabase.requireURL(), "--postgres-scope", scope] + extra
     }
 
     @Test("one key sent to two server processes at once, twelve times over: each applied once, every answer the first or 409")
     func concurrentSameKey() async throws {
         let scope = "test-race-\(UUID().uuidString.lowercased())"
         // Writes are held 300 ms behind the middleware, so the two requests overlap.
-        let arguments = try Self.serverArguments(scope: scope, ["--debug-hold-writes", "300ms"])
+        let arguments = try await Self.serverArguments(scope: scope, ["--debug-hold-writes", "300ms"])
         let a = try await ServeProcess(arguments)
         let b = try await ServeProcess(arguments)
         let keys = (0..<12).map { "race-\($0)-\(UUID().uuidString)" }
@@ -104,8 +104,8 @@ struct PostgresServeTests {
         let scope = "test-kill-\(UUID().uuidString.lowercased())"
         // Claims go stale after a minute (the default): the test ages the
         // claim in the database instead of waiting for that.
-        let doomed = try await ServeProcess(try Self.serverArguments(scope: scope, ["--debug-hold-writes", "60s"]))
-        let survivor = try await ServeProcess(try Self.serverArguments(scope: scope))
+        let doomed = try await ServeProcess(try await Self.serverArguments(scope: scope, ["--debug-hold-writes", "60s"]))
+        let survivor = try await ServeProcess(try await Self.serverArguments(scope: scope))
         let key = "killed-\(UUID().uuidString)"
         let pending = Task { try? await Self.post(doomed.baseURL, key: key, text: "mid-request") }
         // Its write is held behind the claimed key: kill its server then.
@@ -136,7 +136,7 @@ struct PostgresServeTests {
         #expect(try await Self.ledger(survivor.baseURL).applied[key] == nil, "a request whose server died was run again")
 
         // The operator finds it and, knowing nothing was applied, releases it; the retry then runs once.
-        let url = try PostgresTestDatabase.requireURL()
+        let url = try await PostgresTestDatabase.requireURL()
         let listed = try await OutboxTool.run(["keys", "unsettled", "--postgres", url, "--postgres-scope", scope, "--json"])
         #expect(listed.status == 0, "\(listed.stderr)")
         let entry = try #require(listed.stdoutLines.first.flatMap(OutboxTool.jsonObject), "\(listed.stdout)")
@@ -156,12 +156,12 @@ struct PostgresServeTests {
 /// delivered round-robin to server processes on one database.
 @Suite(
     "outbox demo --servers --postgres", .serialized, .timeLimit(.minutes(3)),
-    .enabled(if: PostgresTestDatabase.enabled, "OUTBOX_POSTGRES_URL is not set: export OUTBOX_POSTGRES_URL=$(Scripts/postgres/start.sh)"))
+    .needsPostgres)
 struct PostgresDemoTests {
     @Test("three server processes, faults on, the app killed mid-drain: every write applied exactly once across them")
     func demoAcrossServers() async throws {
         let run = try await OutboxTool.run([
-            "demo", "--count", "40", "--servers", "3", "--postgres", try PostgresTestDatabase.requireURL(), "--json",
+            "demo", "--count", "40", "--servers", "3", "--postgres", try await PostgresTestDatabase.requireURL(), "--json",
         ])
         #expect(run.status == 0, "\(run.stdout)\n\(run.stderr)")
         let report = try #require(run.stdoutLines.last.flatMap(OutboxTool.jsonObject), "\(run.stdout)")

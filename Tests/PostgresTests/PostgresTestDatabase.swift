@@ -4,21 +4,26 @@ import Logging
 import PostgresNIO
 import Testing
 
-/// The PostgreSQL server the tests run against: `OUTBOX_POSTGRES_URL`, as
-/// `Scripts/postgres/start.sh` prints it (`.ci/run` starts one).
+/// The PostgreSQL server the tests run against: `OUTBOX_POSTGRES_URL`, or
+/// one the test process starts itself (``PostgresTestServer``).
 ///
-/// Without it the suites are skipped, saying why; with `CI` set they run
-/// and fail instead, so CI cannot pass without having tested anything.
+/// Without either the suites are skipped, saying why (`.needsPostgres`);
+/// with `CI` set they run and fail instead, so CI cannot pass without
+/// having tested anything.
 enum PostgresTestDatabase {
-    static let url: String? = ProcessInfo.processInfo.environment["OUTBOX_POSTGRES_URL"].flatMap { $0.isEmpty ? nil : $0 }
     static let isCI = !(ProcessInfo.processInfo.environment["CI"] ?? "").isEmpty
 
-    /// The suites' condition: a server to test against, or CI (which must fail without one).
-    static let enabled = url != nil || isCI
-
-    /// The URL, or a failure explaining how to get one.
-    static func requireURL() throws -> String {
-        try #require(url, "OUTBOX_POSTGRES_URL is not set (CI is): .ci/run must start PostgreSQL with Scripts/postgres/start.sh")
+    /// The URL, or a failure explaining why there is none.
+    static func requireURL() async throws -> String {
+        switch await PostgresTestServer.outcome.value {
+        case .url(let url):
+            return url
+        case .notInstalled:
+            throw DatabaseFailure(
+                description: "no PostgreSQL server (CI is set): .ci/run must set OUTBOX_POSTGRES_URL, or install Debian's postgresql")
+        case .failed(let reason):
+            throw DatabaseFailure(description: "no PostgreSQL server: \(reason)")
+        }
     }
 
     static let logger = Logger(label: "postgres-tests", factory: { _ in SwiftLogNoOpLogHandler() })
@@ -29,29 +34,27 @@ enum PostgresTestDatabase {
 
     /// One client for the whole test process (connections are reused, not
     /// made per test), running until the process ends.
-    static let shared: PostgresClient? = {
-        guard let url else { return nil }
+    static let shared = Task<PostgresClient, any Error> {
         var configuration = PostgresIdempotencyKeyStore.Configuration()
         configuration.maximumConnections = 10
-        guard let client = try? PostgresClient(
-            configuration: PostgresIdempotencyKeyStore.clientConfiguration(url: url, configuration: configuration))
-        else { return nil }
+        let client = PostgresClient(
+            configuration: try PostgresIdempotencyKeyStore.clientConfiguration(url: try await requireURL(), configuration: configuration))
         Task.detached { await client.run() }
         return client
-    }()
+    }
 
     /// Runs `body` with a running client on the test database: the shared
     /// one, or one of its own with another lock timeout.
     static func withClient<T: Sendable>(
         lockTimeout: Duration? = nil, _ body: @Sendable (PostgresClient) async throws -> T
     ) async throws -> T {
-        _ = try requireURL()
+        let url = try await requireURL()
         do {
-            guard let lockTimeout else { return try await body(try #require(shared, "OUTBOX_POSTGRES_URL is not a postgres:// URL")) }
+            guard let lockTimeout else { return try await body(try await shared.value) }
             var configuration = PostgresIdempotencyKeyStore.Configuration()
             configuration.lockTimeout = lockTimeout
             let client = PostgresClient(
-                configuration: try PostgresIdempotencyKeyStore.clientConfiguration(url: try requireURL(), configuration: configuration))
+                configuration: try PostgresIdempotencyKeyStore.clientConfiguration(url: url, configuration: configuration))
             let running = Task { await client.run() }
             defer { running.cancel() }
             return try await body(client)

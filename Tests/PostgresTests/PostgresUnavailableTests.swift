@@ -26,7 +26,7 @@ struct PostgresUnreachableTests {
 
 @Suite(
     "PostgreSQL key store with every connection busy", .timeLimit(.minutes(3)),
-    .enabled(if: PostgresTestDatabase.enabled, "OUTBOX_POSTGRES_URL is not set: export OUTBOX_POSTGRES_URL=$(Scripts/postgres/start.sh)"))
+    .needsPostgres)
 struct PostgresBusyTests {
     @Test("a claim that cannot get a connection within connectionWait fails (503 before the handler), and the next one after it succeeds")
     func poolExhausted() async throws {
@@ -35,7 +35,7 @@ struct PostgresBusyTests {
         configuration.maximumConnections = 1
         configuration.connectionWait = PostgresTestDatabase.connectionWait
         let client = PostgresClient(
-            configuration: try PostgresIdempotencyKeyStore.clientConfiguration(url: try PostgresTestDatabase.requireURL(), configuration: configuration))
+            configuration: try PostgresIdempotencyKeyStore.clientConfiguration(url: try await PostgresTestDatabase.requireURL(), configuration: configuration))
         let running = Task { await client.run() }
         defer { running.cancel() }
         // Opened with a patient wait (the pool's one connection is made
