@@ -5,8 +5,19 @@ extension StoreDamage {
     /// Applies the damage to `tree` (a copy of `base`), noting in
     /// `expectations` what it allows and requires; `random` supplies bytes.
     func apply(to tree: inout FileTree, base: StoreBase, expectations: inout StoreExpectations, _ random: inout SplitMix64) {
+        switch self {
+        case .checkpointFlips, .checkpointValue, .checkpointTruncated, .checkpointReplaced:
+            applyToCheckpoint(&tree, base: base)
+        case .spoolSegment, .spoolName, .spoolsStray, .forgedSpool:
+            applyToSpools(&tree, base: base, expectations: &expectations, &random)
+        case .payloadStrayDirectory, .payloadForeignFile, .payloadCut, .payloadFlipped:
+            applyToPayloads(&tree, base: base, expectations: &expectations, &random)
+        }
+    }
+
+    /// A damage of the checkpoint file.
+    private func applyToCheckpoint(_ tree: inout FileTree, base: StoreBase) {
         let checkpoint = base.checkpointPath
-        let payloads = base.queue + "/payloads"
         switch self {
         case .checkpointFlips(let flips, _, let repaired):
             guard var bytes = tree.files[checkpoint] else { return }
@@ -30,6 +41,16 @@ extension StoreDamage {
                 case .checkpointOtherQueue: base.foreign
                 default: base.older
                 }
+        default:
+            break
+        }
+    }
+
+    /// A damage of the spools directory.
+    private func applyToSpools(
+        _ tree: inout FileTree, base: StoreBase, expectations: inout StoreExpectations, _ random: inout SplitMix64
+    ) {
+        switch self {
         case .spoolSegment(let index, let damage):
             let path = base.spoolsPath + "/" + base.spools[index].name
             var spool = tree.subtree(path)
@@ -58,6 +79,17 @@ extension StoreDamage {
             let forged = base.forged[index]
             tree.graft(forged.tree, at: base.spoolsPath + "/" + forged.name)
             if !expectations.forged.contains(where: { $0.name == forged.name }) { expectations.forged.append(forged) }
+        default:
+            break
+        }
+    }
+
+    /// A damage of the payload files.
+    private func applyToPayloads(
+        _ tree: inout FileTree, base: StoreBase, expectations: inout StoreExpectations, _ random: inout SplitMix64
+    ) {
+        let payloads = base.queue + "/payloads"
+        switch self {
         case .payloadStrayDirectory(let name):
             tree.directories.insert(payloads)
             tree.directories.insert(payloads + "/" + name)
@@ -79,6 +111,8 @@ extension StoreDamage {
             tree.files[path] = bytes
             // Two flips of one bit undo each other.
             if bytes != before { expectations.damagedPayloads.insert(id) }
+        default:
+            break
         }
     }
 }

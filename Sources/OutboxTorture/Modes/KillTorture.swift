@@ -69,66 +69,79 @@ enum KillTorture {
         cycle: Int, plan: KillPlan, job: LogWorker.Job, outcome: ChildSupervisor.Outcome, start: StateModel,
         options: TortureOptions, report: inout TortureReport
     ) async -> StateModel? {
-        func fail(_ detail: String) -> StateModel? {
-            report.violation(.kill, seed: options.seed, cycle: cycle, "\(plan): \(detail)")
-            return nil
-        }
-        let events = outcome.lines.map(WorkerLine.init(parsing:))
-        var acknowledged = 0
-        var started: Int?
-        var ready = false
-        var done = false
-        for event in events {
-            switch event {
-            case .ready: ready = true
-            case .ack(let step):
-                // Steps are acknowledged in order, one at a time.
-                guard step == acknowledged else { return fail("acknowledgement \(step) arrived after \(acknowledged) acknowledgements") }
-                acknowledged += 1
-            case .begin(let step): started = step
-            case .done: done = true
-            case .openFailed(let code, let message): return fail("the worker could not open the log: \(code) \(message)")
-            default: return fail("the worker printed \"\(event.text)\"; stderr: \(outcome.errorTail)")
-            }
-        }
-        if outcome.hung {
-            return fail(
-                "the worker hung (killed after \(acknowledged) acknowledgements, last lines \(outcome.lines.suffix(3)); "
-                    + "thread stacks in worker.stderr.stacks)")
-        }
-        switch outcome.termination {
-        case .signaled(let signal) where signal == SIGKILL && outcome.killed:
-            report.count(.kill) { $0.faults += 1 }
-        case .exited(LogWorker.Status.done) where done:
-            // No kill planned, or it came after the worker had finished.
-            report.detail(.kill, "clean exits")
-        default:
-            return fail("the worker \(outcome.termination) on its own; stderr: \(outcome.errorTail)")
-        }
-        report.count(.kill) { $0.acknowledged += acknowledged }
-        if !ready { report.detail(.kill, "killed during open") }
-        if let started, started == acknowledged, !done {
-            report.detail(.kill, job.workload.operations()[started] == .compact ? "killed mid-compaction" : "killed mid-sync")
-        }
-
-        let oracle = PrefixOracle(start: start, operations: job.workload.operations())
-        let expectation: RecoveryCheck.Expectation =
-            done ? .complete : .crash(acknowledged: acknowledged, inFlight: 1, keeping: .written)
-        switch await RecoveryCheck.reopen(job.directory, readOnly: plan.readOnlyCheck, oracle: oracle, expecting: expectation) {
-        case .success(let passed):
-            report.count(.kill) {
-                $0.cycles += 1
-                $0.recovered += passed.state.entries.count
-            }
+        var driver = TortureCycle(.kill, seed: options.seed, cycle: cycle)
+        driver.annotate = { "\(plan): " + $0 }
+        var recovered: StateModel?
+        _ = await driver.run(report: &report) { (report: inout TortureReport) async throws(CycleViolation) in
+            let lines = try read(outcome)
+            try judge(outcome, lines, job: job, report: &report)
+            let oracle = PrefixOracle(start: start, operations: job.workload.operations())
+            let expectation: RecoveryCheck.Expectation =
+                lines.done ? .complete : .crash(acknowledged: lines.acknowledged, inFlight: 1, keeping: .written)
+            let passed = try await driver.reopenAndCount(
+                job.directory, readOnly: plan.readOnlyCheck, oracle: oracle, expecting: expectation,
+                context: "\(lines.acknowledged) acknowledged", report: &report)
             if passed.recovery.truncatedTail != nil { report.detail(.kill, "torn tails cut") }
             if let interrupted = passed.recovery.interruptedCompaction {
                 report.detail(.kill, "compactions \(interrupted == .completed ? "finished" : "rolled back") by recovery")
             }
             if plan.readOnlyCheck { report.detail(.kill, "repairs left to the next worker") }
             if !passed.logExisted { report.detail(.kill, "killed before the log directory existed") }
-            return passed.state
-        case .failure(let failure):
-            return fail("\(acknowledged) acknowledged: \(failure)")
+            recovered = passed.state
+        }
+        return recovered
+    }
+
+    /// What the worker's lines said.
+    struct Lines {
+        var acknowledged = 0
+        var started: Int?
+        var ready = false
+        var done = false
+    }
+
+    /// Reads the worker's lines: steps acknowledged in order, one at a time.
+    private static func read(_ outcome: ChildSupervisor.Outcome) throws(CycleViolation) -> Lines {
+        var lines = Lines()
+        for event in outcome.lines.map(WorkerLine.init(parsing:)) {
+            switch event {
+            case .ready: lines.ready = true
+            case .ack(let step):
+                guard step == lines.acknowledged else {
+                    throw CycleViolation("acknowledgement \(step) arrived after \(lines.acknowledged) acknowledgements")
+                }
+                lines.acknowledged += 1
+            case .begin(let step): lines.started = step
+            case .done: lines.done = true
+            case .openFailed(let code, let message): throw CycleViolation("the worker could not open the log: \(code) \(message)")
+            default: throw CycleViolation("the worker printed \"\(event.text)\"; stderr: \(outcome.errorTail)")
+            }
+        }
+        return lines
+    }
+
+    /// The worker was killed, or finished: never hung, never died on its own.
+    private static func judge(
+        _ outcome: ChildSupervisor.Outcome, _ lines: Lines, job: LogWorker.Job, report: inout TortureReport
+    ) throws(CycleViolation) {
+        if outcome.hung {
+            throw CycleViolation(
+                "the worker hung (killed after \(lines.acknowledged) acknowledgements, last lines \(outcome.lines.suffix(3)); "
+                    + "thread stacks in worker.stderr.stacks)")
+        }
+        switch outcome.termination {
+        case .signaled(let signal) where signal == SIGKILL && outcome.killed:
+            report.count(.kill) { $0.faults += 1 }
+        case .exited(LogWorker.Status.done) where lines.done:
+            // No kill planned, or it came after the worker had finished.
+            report.detail(.kill, "clean exits")
+        default:
+            throw CycleViolation("the worker \(outcome.termination) on its own; stderr: \(outcome.errorTail)")
+        }
+        report.count(.kill) { $0.acknowledged += lines.acknowledged }
+        if !lines.ready { report.detail(.kill, "killed during open") }
+        if let started = lines.started, started == lines.acknowledged, !lines.done {
+            report.detail(.kill, job.workload.operations()[started] == .compact ? "killed mid-compaction" : "killed mid-sync")
         }
     }
 }

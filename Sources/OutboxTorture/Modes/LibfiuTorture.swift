@@ -67,17 +67,41 @@ struct LibfiuTorture {
     mutating func cycle(seed: UInt64, cycleNumber: Int? = nil, report: inout TortureReport) async -> Bool {
         let number = cycle
         cycle += 1
-        func violation(_ detail: String) -> Bool {
-            let shown = cycleNumber ?? number
-            // libfiu draws its faults itself: the seed replays the workload, not the faults.
-            report.violation(
-                .iofault, seed: seed, cycle: shown, "libfiu run \(number): \(detail)",
-                reproduce: "outbox torture --mode iofault --seed \(seed) --cycles \(shown + 1) (libfiu's own draws differ each run)")
-            return false
+        let shown = cycleNumber ?? number
+        var driver = TortureCycle(.iofault, seed: seed, cycle: shown)
+        driver.annotate = { "libfiu run \(number): " + $0 }
+        // libfiu draws its faults itself: the seed replays the workload, not the faults.
+        driver.reproduce = "outbox torture --mode iofault --seed \(seed) --cycles \(shown + 1) (libfiu's own draws differ each run)"
+        return await driver.run(report: &report) { (report: inout TortureReport) async throws(CycleViolation) in
+            if number == 0 {
+                do { try await Blocking.freshDirectory(root.string) } catch { throw CycleViolation("cannot prepare \(root): \(error)") }
+            }
+            let run = draw(seed: seed, number: number)
+            let outcome = try await runWorker(run)
+            let lines = try Self.read(outcome, context: run.context, report: &report)
+            try judge(outcome, lines, run, report: &report)
+            report.count(.iofault) { $0.acknowledged += lines.acknowledged }
+            report.detail(.iofault, "libfiu: runs")
+            let oracle = PrefixOracle(start: state, operations: run.job.workload.operations())
+            let expectation: RecoveryCheck.Expectation =
+                lines.done ? .complete : .crash(acknowledged: lines.acknowledged, inFlight: 1, keeping: .written)
+            state = try await driver.reopenAndCount(
+                directory, oracle: oracle, expecting: expectation, context: "\(run.context), \(lines.acknowledged) acknowledged",
+                report: &report
+            ).state
         }
-        if number == 0 {
-            do { try await Blocking.freshDirectory(root.string) } catch { return violation("cannot prepare \(root): \(error)") }
-        }
+    }
+
+    /// One run's draws: the failure point, its probability and errno, and the worker's job.
+    struct Run {
+        let point: Point
+        let command: String
+        let job: LogWorker.Job
+        var context: String { "fiu-run -c '\(command)'" }
+    }
+
+    /// Draws run `number`'s fault and workload from the seed.
+    func draw(seed: UInt64, number: Int) -> Run {
         var random = SplitMix64.derived(seed: seed, stream: 0x4649_5500_0000_0000 | UInt64(number))
         let point = points[random.next(below: points.count)]
         let probability = Double(random.next(in: point.probability)) / 1000
@@ -86,47 +110,66 @@ struct LibfiuTorture {
         let job = LogWorker.Job(
             directory: directory, seed: seed, stream: 0x4649_0000_0000 | UInt64(number), count: 300 + random.next(below: 500),
             compactionHeavy: true)
-        let arguments = ["-x", "-f", "", "-c", command, executable] + LogWorkerArguments.make(job)
-        let outcome: ChildSupervisor.Outcome
+        return Run(point: point, command: command, job: job)
+    }
+
+    /// Runs the log worker under `fiu-run`.
+    func runWorker(_ run: Run) async throws(CycleViolation) -> ChildSupervisor.Outcome {
+        let arguments = ["-x", "-f", "", "-c", run.command, executable] + LogWorkerArguments.make(run.job)
         do {
-            outcome = try await ChildSupervisor.run(
+            return try await ChildSupervisor.run(
                 fiuRun, arguments, errorFile: root.appending("worker.stderr").string, policy: Self.policy)
         } catch {
-            return violation("cannot run fiu-run: \(error)")
+            throw CycleViolation("cannot run fiu-run: \(error)")
         }
-        let context = "fiu-run -c '\(command)'"
+    }
+
+    /// What the worker's lines said.
+    struct Lines {
         var acknowledged = 0
         var failed = false
         var done = false
+    }
+
+    /// Reads the worker's lines: acknowledgements in order, and any failure an I/O error.
+    static func read(
+        _ outcome: ChildSupervisor.Outcome, context: String, report: inout TortureReport
+    ) throws(CycleViolation) -> Lines {
+        var lines = Lines()
         for line in outcome.lines {
             switch WorkerLine(parsing: line) {
             case .ready: break
             case .begin: break
             case .ack(let step):
-                guard step == acknowledged else { return violation("\(context): ack \(step) after \(acknowledged) acks") }
-                acknowledged += 1
+                guard step == lines.acknowledged else { throw CycleViolation("\(context): ack \(step) after \(lines.acknowledged) acks") }
+                lines.acknowledged += 1
             case .fail(_, let code, let message):
-                failed = true
+                lines.failed = true
                 guard code == "io" || code == "poisoned" else {
-                    return violation("\(context): a step failed with \(code), not an I/O error: \(message)")
+                    throw CycleViolation("\(context): a step failed with \(code), not an I/O error: \(message)")
                 }
             case .openFailed(let code, let message):
-                failed = true
-                guard code == "io" else {
-                    return violation("\(context): the open failed with \(code), not an I/O error: \(message)")
-                }
+                lines.failed = true
+                guard code == "io" else { throw CycleViolation("\(context): the open failed with \(code), not an I/O error: \(message)") }
             case .poison(let ok, let detail):
-                if !ok { return violation("\(context): \(detail)") }
+                if !ok { throw CycleViolation("\(context): \(detail)") }
                 report.detail(.iofault, "libfiu: poisoned logs refused the next append")
-            case .done: done = true
-            default: return violation("\(context): the worker printed \"\(line)\"; stderr: \(outcome.errorTail)")
+            case .done: lines.done = true
+            default: throw CycleViolation("\(context): the worker printed \"\(line)\"; stderr: \(outcome.errorTail)")
             }
         }
+        return lines
+    }
+
+    /// How the worker ended must match what it printed.
+    func judge(
+        _ outcome: ChildSupervisor.Outcome, _ lines: Lines, _ run: Run, report: inout TortureReport
+    ) throws(CycleViolation) {
         switch outcome.termination {
-        case .exited(LogWorker.Status.done) where done: break
-        case .exited(LogWorker.Status.stepFailed) where failed, .exited(LogWorker.Status.openFailed) where failed:
+        case .exited(LogWorker.Status.done) where lines.done: break
+        case .exited(LogWorker.Status.stepFailed) where lines.failed, .exited(LogWorker.Status.openFailed) where lines.failed:
             report.count(.iofault) { $0.faults += 1 }
-            report.detail(.iofault, "libfiu: real syscall faults (\(point.name.split(separator: "/").last!))")
+            report.detail(.iofault, "libfiu: real syscall faults (\(run.point.name.split(separator: "/").last!))")
         case _ where outcome.hung && outcome.lines.isEmpty
             && Self.deadlockedInLibfiu(stacks: root.appending("worker.stderr.stacks")):
             // Still held to the oracle below, as a worker killed before it
@@ -134,26 +177,9 @@ struct LibfiuTorture {
             report.detail(.iofault, "libfiu: workers deadlocked inside libfiu before printing anything (killed, not counted as a fault)")
         default:
             let stacks = outcome.hung ? " (thread stacks in \(root.appending("worker.stderr.stacks")))" : ""
-            return violation(
-                "\(context): the worker \(outcome.hung ? "hung and was " : "")\(outcome.termination) after printing "
+            throw CycleViolation(
+                "\(run.context): the worker \(outcome.hung ? "hung and was " : "")\(outcome.termination) after printing "
                     + "\(outcome.lines.suffix(3))\(stacks); stderr: \(outcome.errorTail)")
-        }
-        report.count(.iofault) { $0.acknowledged += acknowledged }
-        report.detail(.iofault, "libfiu: runs")
-
-        let oracle = PrefixOracle(start: state, operations: job.workload.operations())
-        let expectation: RecoveryCheck.Expectation =
-            done ? .complete : .crash(acknowledged: acknowledged, inFlight: 1, keeping: .written)
-        switch await RecoveryCheck.reopen(directory, oracle: oracle, expecting: expectation) {
-        case .success(let passed):
-            state = passed.state
-            report.count(.iofault) {
-                $0.cycles += 1
-                $0.recovered += passed.state.entries.count
-            }
-            return true
-        case .failure(let failure):
-            return violation("\(context), \(acknowledged) acknowledged: \(failure)")
         }
     }
 

@@ -69,9 +69,23 @@ struct OutboxFaultApp {
 
         let answers = await enqueueOwed(through: dispatcher, crash: wrapper)
         let drained = await drain(store, dispatcher, for: plan.isLast ? .seconds(120) : .milliseconds(1500))
+        let (ending, attempts) = await end(plan, store, dispatcher, drained: drained, crash: wrapper, server: server)
 
-        // The end of the life: the machine dies (unless this is the last
-        // life); running attempts end; the server answers what it holds.
+        let syncFaults = disk.faults.injectedFaults.count - syncFaultsBefore
+        report.count(.outboxfault) { $0.faults += syncFaults }
+        report.detail(.outboxfault, "syncs failed", syncFaults)
+        if !plan.isLast { countPowerLoss(plan, mid: wrapper.hasCrashed && plan.powerLossAtCall != nil, report: &report) }
+        let answered = record(answers, plan, attempts: attempts, random: &random, report: &report)
+        return ending ?? answered
+    }
+
+    /// The end of the life: the machine dies (unless this is the last
+    /// life); running attempts end; the server answers what it holds.
+    /// Returns what went wrong, if anything, and the server's attempts then.
+    private func end(
+        _ plan: OutboxFaultPlan, _ store: LogOutboxStore, _ dispatcher: OutboxDispatcher, drained: Bool,
+        crash wrapper: CrashingFileSystem, server: ReferenceServer
+    ) async -> (String?, AttemptLog) {
         if !plan.isLast { wrapper.crash() }
         await dispatcher.stop()
         await server.waitForActivity { $0.writesInFlight == 0 }
@@ -83,12 +97,18 @@ struct OutboxFaultApp {
             problem = "closing after the drain failed: \(error)"
         }
         if plan.isLast && !drained { problem = problem ?? "the last life, without faults, did not drain its queue" }
+        return (problem, attempts)
+    }
 
-        let syncFaults = disk.faults.injectedFaults.count - syncFaultsBefore
-        report.count(.outboxfault) { $0.faults += syncFaults }
-        report.detail(.outboxfault, "syncs failed", syncFaults)
-        if !plan.isLast { countPowerLoss(plan, mid: wrapper.hasCrashed && plan.powerLossAtCall != nil, report: &report) }
-
+    /// Records what each enqueue was told; returns the first problem: a
+    /// write acknowledged under another key, refused with no fault, or
+    /// refused yet received by the server. A refused write is given up or
+    /// enqueued again later, as drawn.
+    private mutating func record(
+        _ answers: [(Int, Answer)], _ plan: OutboxFaultPlan, attempts: AttemptLog, random: inout SplitMix64,
+        report: inout TortureReport
+    ) -> String? {
+        var problem: String?
         for (index, answer) in answers {
             switch answer {
             case .acknowledged(let key):

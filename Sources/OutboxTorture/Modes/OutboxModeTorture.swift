@@ -59,117 +59,129 @@ enum OutboxModeTorture {
         _ cycle: Int, server: ReferenceServer, executable: String, root: FilePath, options: TortureOptions,
         report: inout TortureReport
     ) async -> Bool {
-        func violation(_ detail: String) -> Bool {
-            report.violation(.outbox, seed: options.seed, cycle: cycle, detail)
-            return false
-        }
-        var random = SplitMix64.derived(seed: options.seed, stream: 0x4F55_5442_0000_0000 | UInt64(cycle))
         let directory = root.appending("cycle-\(cycle)")
-        do { try await Blocking.freshDirectory(directory.string) } catch { return violation("cannot prepare \(directory): \(error)") }
-        let count = 12 + random.next(below: 30)
-        var job = OutboxWorker.Job(root: directory, baseURL: server.baseURL, seed: options.seed, cycle: cycle, count: count)
-        job.encrypted = options.encrypted
-        let arguments = OutboxWorkerArguments.make(job)
-        let faultsBefore = server.ledger.faults.values.reduce(0, +)
+        var random = SplitMix64.derived(seed: options.seed, stream: 0x4F55_5442_0000_0000 | UInt64(cycle))
+        return await TortureCycle(.outbox, seed: options.seed, cycle: cycle).run(in: directory, report: &report) {
+            (report: inout TortureReport) async throws(CycleViolation) in
+            let count = 12 + random.next(below: 30)
+            var job = OutboxWorker.Job(root: directory, baseURL: server.baseURL, seed: options.seed, cycle: cycle, count: count)
+            job.encrypted = options.encrypted
+            let faultsBefore = server.ledger.faults.values.reduce(0, +)
+            let told = try await killUntilDrained(job, server: server, executable: executable, &random, report: &report)
+            report.count(.outbox) { $0.acknowledged += told.acknowledged.count }
+            report.count(.outbox) { $0.faults += server.ledger.faults.values.reduce(0, +) - faultsBefore }
+            try checkServer(job, told: told, server: server, report: &report)
+            if options.encrypted {
+                // After every kill and recovery, nothing the app wrote is readable.
+                let needles = [
+                    "torture-\(options.seed)-\(cycle)-", "conversation-", "torture_message", "/messages", OutboxWorker.partition,
+                ]
+                try await TortureCycle.checkNoPlaintext(needles, under: directory)
+                report.detail(.outbox, "encrypted cycles with no plaintext on disk")
+            }
+            report.count(.outbox) {
+                $0.cycles += 1
+                $0.recovered += count
+            }
+            await Blocking.remove(directory.string)
+        }
+    }
 
-        var acknowledgedKeys: [Int: String] = [:]  // entry index → key the app was given
-        var mintedKeys: [String: String] = [:]  // minted write's name → key the app was given
-        var lives = 0
-        var drained = false
+    /// What the app's lives were told of their enqueues.
+    struct Told {
+        /// Entry index → the key the app was given.
+        var acknowledged: [Int: String] = [:]
+        /// Minted write's name → the key the app was given.
+        var minted: [String: String] = [:]
+
+        /// Takes an `enqueued` line of life `life`: each write acknowledged
+        /// under one key only. `false` for any other line.
+        mutating func take(_ line: WorkerLine, _ text: String, life: Int) throws(CycleViolation) -> Bool {
+            switch line {
+            case .enqueued(let name, let key) where name.hasPrefix("m"):
+                guard minted.updateValue(key, forKey: name) == nil else {
+                    throw CycleViolation("life \(life): the minted write \(name) was acknowledged twice")
+                }
+            case .enqueued(let index, let key):
+                guard let index = Int(index) else { throw CycleViolation("life \(life): bad line \"\(text)\"") }
+                if key == "-" { return true }  // a duplicate: recorded in an earlier life
+                if let earlier = acknowledged[index], earlier != key {
+                    throw CycleViolation("life \(life): entry \(index) was enqueued twice, with keys \(earlier) and \(key)")
+                }
+                acknowledged[index] = key
+            default:
+                return false
+            }
+            return true
+        }
+    }
+
+    /// Runs the app, killing it once or twice, until it has drained its queue.
+    static func killUntilDrained(
+        _ job: OutboxWorker.Job, server: ReferenceServer, executable: String, _ random: inout SplitMix64,
+        report: inout TortureReport
+    ) async throws(CycleViolation) -> Told {
+        let arguments = OutboxWorkerArguments.make(job)
+        var told = Told()
         let kills = random.next(below: 10) < 3 ? 2 : 1
-        while !drained {
+        var app = AppLives(executable: executable, errorFile: job.root.string + ".stderr", limit: kills + 1)
+        while !app.drained {
             let policy: ChildSupervisor.KillPolicy
             var plan = "no kill"
-            if lives < kills {
-                (policy, plan) = killPolicy(count: count, server: server, &random)
+            if app.lives < kills {
+                (policy, plan) = killPolicy(count: job.count, server: server, &random)
             } else {
                 policy = .never
             }
-            let outcome: ChildSupervisor.Outcome
-            do {
-                outcome = try await ChildSupervisor.run(
-                    executable, arguments, errorFile: directory.string + ".stderr", policy: policy)
-            } catch {
-                return violation("cannot run the app: \(error)")
+            let life = app.lives + 1
+            let outcome = try await app.live(arguments, policy: policy, plan: plan) {
+                (line: WorkerLine, text: String) throws(CycleViolation) -> Bool in try told.take(line, text, life: life)
             }
-            lives += 1
-            for line in outcome.lines {
-                switch WorkerLine(parsing: line) {
-                case .ready: break
-                case .enqueued(let name, let key) where name.hasPrefix("m"):
-                    guard mintedKeys.updateValue(key, forKey: name) == nil else {
-                        return violation("life \(lives): the minted write \(name) was acknowledged twice")
-                    }
-                case .enqueued(let index, let key):
-                    guard let index = Int(index) else { return violation("life \(lives): bad line \"\(line)\"") }
-                    if key == "-" { continue }  // a duplicate: recorded in an earlier life
-                    if let earlier = acknowledgedKeys[index], earlier != key {
-                        return violation("life \(lives): entry \(index) was enqueued twice, with keys \(earlier) and \(key)")
-                    }
-                    acknowledgedKeys[index] = key
-                case .drained: drained = true
-                default:
-                    return violation("life \(lives) (\(plan)): the app printed \"\(line)\"; stderr: \(outcome.errorTail)")
-                }
-            }
-            if outcome.hung { return violation("life \(lives): the app did not drain its queue in time") }
-            switch outcome.termination {
-            case .signaled(let signal) where signal == SIGKILL && outcome.killed:
+            if outcome.hung { throw CycleViolation("life \(app.lives): the app did not drain its queue in time") }
+            switch app.ending(of: outcome, bySupervisor: true) {
+            case .killed:
                 report.count(.outbox) { $0.faults += 1 }
                 report.detail(.outbox, "apps killed")
-            case .exited(0) where drained:
+            case .drained:
                 break
-            default:
-                return violation("life \(lives) (\(plan)): the app \(outcome.termination) on its own; stderr: \(outcome.errorTail)")
+            case nil:
+                throw CycleViolation(
+                    "life \(app.lives) (\(plan)): the app \(outcome.termination) on its own; stderr: \(outcome.errorTail)")
             }
-            if lives > kills + 1 { return violation("the app was not drained after \(lives) lives") }
+            try app.checkLimit()
         }
-        report.count(.outbox) { $0.acknowledged += acknowledgedKeys.count }
-        report.count(.outbox) { $0.faults += server.ledger.faults.values.reduce(0, +) - faultsBefore }
+        return told
+    }
 
-        // The server's side of the story.
+    /// The server's side of the story: every write applied exactly once,
+    /// under the one key every attempt carried and the app was told.
+    static func checkServer(
+        _ job: OutboxWorker.Job, told: Told, server: ReferenceServer, report: inout TortureReport
+    ) throws(CycleViolation) {
         let ledger = server.ledger
         let attempts = server.attempts
-        for index in 0..<count {
-            let tag = OutboxWorker.tag(seed: options.seed, cycle: cycle, index: index)
+        for index in 0..<job.count {
+            let tag = OutboxWorker.tag(seed: job.seed, cycle: job.cycle, index: index)
             let keys = attempts.keys(forRequestsContaining: "\"text\":\"\(tag)\"")
-            guard !keys.isEmpty else { return violation("entry \(index) (\(tag)) never reached the server") }
+            guard !keys.isEmpty else { throw CycleViolation("entry \(index) (\(tag)) never reached the server") }
             guard keys.count == 1, let key = keys.keys.first, !key.isEmpty else {
-                return violation("entry \(index) (\(tag)) was sent with \(keys.count) different keys: \(keys.sorted { $0.key < $1.key })")
+                throw CycleViolation(
+                    "entry \(index) (\(tag)) was sent with \(keys.count) different keys: \(keys.sorted { $0.key < $1.key })")
             }
-            if let acknowledged = acknowledgedKeys[index], acknowledged != key {
-                return violation("entry \(index) was acknowledged with key \(acknowledged) but sent with \(key)")
+            if let acknowledged = told.acknowledged[index], acknowledged != key {
+                throw CycleViolation("entry \(index) was acknowledged with key \(acknowledged) but sent with \(key)")
             }
             let applied = ledger.applied[key] ?? 0
             guard applied == 1 else {
-                return violation("entry \(index) (key \(key)) was applied \(applied) times (attempts: \(keys[key]!))")
+                throw CycleViolation("entry \(index) (key \(key)) was applied \(applied) times (attempts: \(keys[key]!))")
             }
             if keys[key]! > 1 { report.detail(.outbox, "writes retried with their key") }
         }
-        if let detail = mintedViolation(mintedKeys, seed: options.seed, cycle: cycle, server: server) {
-            return violation(detail)
+        if let detail = mintedViolation(told.minted, seed: job.seed, cycle: job.cycle, server: server) {
+            throw CycleViolation(detail)
         }
-        report.detail(.outbox, "writes with minted ids acknowledged", mintedKeys.count)
-        if ledger.appliedWithoutKey > 0 { return violation("\(ledger.appliedWithoutKey) write(s) applied without a key") }
-        if options.encrypted {
-            // After every kill and recovery, nothing the app wrote is readable.
-            let needles = ["torture-\(options.seed)-\(cycle)-", "conversation-", "torture_message", "/messages", OutboxWorker.partition]
-            let path = directory.string
-            do {
-                if let leak = try await Blocking.run({ PlaintextScan.first(of: needles, under: path) }) {
-                    return violation("encrypted store: \(leak)")
-                }
-            } catch {
-                return violation("encrypted store: the leak scan failed: \(error)")
-            }
-            report.detail(.outbox, "encrypted cycles with no plaintext on disk")
-        }
-        report.count(.outbox) {
-            $0.cycles += 1
-            $0.recovered += count
-        }
-        await Blocking.remove(directory.string)
-        return true
+        report.detail(.outbox, "writes with minted ids acknowledged", told.minted.count)
+        if ledger.appliedWithoutKey > 0 { throw CycleViolation("\(ledger.appliedWithoutKey) write(s) applied without a key") }
     }
 
     /// What is wrong with the writes with minted ids, if anything: each

@@ -85,26 +85,39 @@ public enum OutboxWorker {
     /// Runs the job; returns the exit status (0 drained, 2 open failed, 3 a step failed).
     public static func run(_ job: Job) async -> Int32 {
         let quiet = Logger(label: "outbox.torture", factory: { _ in SwiftLogNoOpLogHandler() })
-        var configuration = OutboxStoreConfiguration()
-        configuration.log.logger = quiet
-        // Checkpoints of the index and the schedule every few records, in
-        // small segments: a kill lands between checkpoints, and each
-        // relaunch loads the checkpoint and the records after it in the
-        // background while the app already enqueues.
-        configuration.log.segmentSize = TortureLogConfiguration.segmentSize * 2
-        configuration.log.indexCheckpointInterval = checkpointInterval
-        if job.encrypted { try? configuration.setEncryptionKey(encryptionKey(seed: job.seed)) }
         let store: LogOutboxStore
         do {
-            store = try await LogOutboxStore.open(root: job.root, partition: partition, configuration: configuration)
+            store = try await LogOutboxStore.open(root: job.root, partition: partition, configuration: configuration(job, logger: quiet))
         } catch {
             WorkerLine.openFailed(code: WorkerLine.word(error.code), message: error.description).send()
             return LogWorker.Status.openFailed
         }
         WorkerLine.ready.send()
-        // First, straight after the open, a few writes with ids minted in
-        // this life: a store reopened from its checkpoint admits them while
-        // it is still loading (Docs/OUTBOX.md, "Reopening").
+        if let failed = await enqueueMinted(job, into: store) { return failed }
+        let dispatcher = dispatcher(for: store, baseURL: job.baseURL, logger: quiet)
+        await dispatcher.start()
+        if let failed = await enqueueList(job, through: dispatcher) { return failed }
+        return await WorkerApp.drain(store, dispatcher, failingStep: job.count)
+    }
+
+    /// The store's configuration: checkpoints of the index and the schedule
+    /// every few records, in small segments, so that a kill lands between
+    /// checkpoints, and each relaunch loads the checkpoint and the records
+    /// after it in the background while the app already enqueues.
+    static func configuration(_ job: Job, logger: Logger) -> OutboxStoreConfiguration {
+        var configuration = OutboxStoreConfiguration()
+        configuration.log.logger = logger
+        configuration.log.segmentSize = TortureLogConfiguration.segmentSize * 2
+        configuration.log.indexCheckpointInterval = checkpointInterval
+        if job.encrypted { try? configuration.setEncryptionKey(encryptionKey(seed: job.seed)) }
+        return configuration
+    }
+
+    /// First, straight after the open, a few writes with ids minted in this
+    /// life: a store reopened from its checkpoint admits them while it is
+    /// still loading (Docs/OUTBOX.md, "Reopening"). Returns the exit status
+    /// if one failed.
+    static func enqueueMinted(_ job: Job, into store: LogOutboxStore) async -> Int32? {
         let life = String(UInt64.random(in: 0...UInt64.max), radix: 36)
         for index in 0..<mintedPerLife {
             let name = mintedName(life: life, index: index)
@@ -126,47 +139,25 @@ public enum OutboxWorker {
                 return LogWorker.Status.stepFailed
             }
         }
+        return nil
+    }
 
-        let dispatcher = dispatcher(for: store, baseURL: job.baseURL, logger: quiet)
-        await dispatcher.start()
-
-        // Every life enqueues the whole list again: what was recorded
-        // before comes back as a duplicate, what was not is recorded now.
+    /// Every life enqueues the whole list again: what was recorded before
+    /// comes back as a duplicate, what was not is recorded now. Returns the
+    /// exit status if an enqueue failed.
+    static func enqueueList(_ job: Job, through dispatcher: OutboxDispatcher) async -> Int32? {
         for index in 0..<job.count {
             let message = Message(
                 conversation: "conversation-\(index % 6)", text: tag(seed: job.seed, cycle: job.cycle, index: index))
             let id = id(seed: job.seed, cycle: job.cycle, index: index)
             do {
-                switch try await dispatcher.enqueue(message, id: id) {
-                case .enqueued(let entry), .coalesced(let entry, _):
-                    WorkerLine.enqueued(id: "\(index)", key: entry.idempotencyKey).send()
-                case .duplicate:
-                    WorkerLine.enqueued(id: "\(index)", key: "-").send()
-                }
+                WorkerApp.sendEnqueued(try await dispatcher.enqueue(message, id: id), id: "\(index)")
             } catch {
                 WorkerLine.fail(index, code: WorkerLine.word(error.code), message: error.description).send()
                 return LogWorker.Status.stepFailed
             }
         }
-
-        // Drain: retries come due on the dispatcher's timer; flush as well,
-        // and look again at least every 20 ms.
-        do {
-            while true {
-                await dispatcher.flush()
-                if try await store.summary().unsent == 0 { break }
-                let next = try await store.nextDueDate() ?? Date()
-                let wait = min(max(0, next.timeIntervalSinceNow), 0.02)
-                try? await Task.sleep(for: .milliseconds(Int(wait * 1000) + 1))
-            }
-            await dispatcher.stop()
-            try await store.close()
-        } catch {
-            WorkerLine.fail(job.count, code: "outbox", message: "\(error)").send()
-            return LogWorker.Status.stepFailed
-        }
-        WorkerLine.drained.send()
-        return LogWorker.Status.done
+        return nil
     }
 
     /// The app's dispatcher: HTTP to `baseURL`, four deliveries at once,

@@ -68,21 +68,44 @@ enum PayloadTorture {
     /// the two moments the parent sees.
     static var killPoints: [String] { PayloadWorker.killSteps + ["after-enqueue", "mid-drain"] }
 
+    /// One kill cycle; `false` after a violation.
     static func killCycle(
         _ cycle: Int, server: ReferenceServer, executable: String, root: FilePath, options: TortureOptions,
         report: inout TortureReport
     ) async -> Bool {
-        func violation(_ detail: String) -> Bool {
-            report.violation(.payload, seed: options.seed, cycle: cycle, detail)
-            return false
-        }
-        var random = SplitMix64.derived(seed: options.seed, stream: 0x5041_594B_0000_0000 | UInt64(cycle))
         let directory = root.appending("cycle-\(cycle)")
-        do { try await Blocking.freshDirectory(directory.string) } catch { return violation("cannot prepare \(directory): \(error)") }
-        let count = 2 + random.next(below: 5)
-        var job = PayloadWorker.Job(root: directory, baseURL: server.baseURL, seed: options.seed, cycle: cycle, count: count)
-        job.encrypted = options.encrypted || (cycle / 2) % 2 == 1
-        let point = killPoints[(cycle / 2) % killPoints.count]
+        var random = SplitMix64.derived(seed: options.seed, stream: 0x5041_594B_0000_0000 | UInt64(cycle))
+        return await TortureCycle(.payload, seed: options.seed, cycle: cycle).run(in: directory, report: &report) {
+            (report: inout TortureReport) async throws(CycleViolation) in
+            let count = 2 + random.next(below: 5)
+            var job = PayloadWorker.Job(root: directory, baseURL: server.baseURL, seed: options.seed, cycle: cycle, count: count)
+            job.encrypted = options.encrypted || (cycle / 2) % 2 == 1
+            let point = killPoints[(cycle / 2) % killPoints.count]
+            let policy = killPolicy(at: point, job: &job, server: server, &random)
+            let rejectedBefore = server.ledger.rejected
+            try await killUntilDrained(job, at: point, policy: policy, executable: executable, report: &report)
+            report.count(.payload) { $0.acknowledged += count + 1 }
+            try checkServer(job, rejectedBefore: rejectedBefore, server: server)
+            try await checkDrainedQueue(job)
+            if job.encrypted {
+                let needles =
+                    (1...count).map { PayloadWorker.marker(seed: options.seed, cycle: cycle, index: $0) } + [PayloadWorker.partition]
+                try await TortureCycle.checkNoPlaintext(needles, under: directory)
+            }
+            report.count(.payload) {
+                $0.cycles += 1
+                $0.recovered += count + 1
+            }
+            await Blocking.remove(directory.string)
+        }
+    }
+
+    /// How the first life dies at `point`: the parent kills it after an
+    /// enqueue or mid-drain, or the app kills itself at a step of its files.
+    static func killPolicy(
+        at point: String, job: inout PayloadWorker.Job, server: ReferenceServer, _ random: inout SplitMix64
+    ) -> ChildSupervisor.KillPolicy {
+        let count = job.count
         var policy = ChildSupervisor.KillPolicy()
         policy.hangLimit = .seconds(120)
         switch point {
@@ -98,91 +121,76 @@ enum PayloadTorture {
             job.killAt = point
             job.killOccurrence = 1 + random.next(below: point.hasPrefix("file") && point != "fileRemoved" ? count : max(1, count / 2))
         }
-        let rejectedBefore = server.ledger.rejected
-        var lives = 0
-        var drained = false
+        return policy
+    }
+
+    /// Runs the app, the first life under `policy`, the next ones calm,
+    /// until it has drained its queue.
+    static func killUntilDrained(
+        _ job: PayloadWorker.Job, at point: String, policy: ChildSupervisor.KillPolicy, executable: String,
+        report: inout TortureReport
+    ) async throws(CycleViolation) {
+        var calm = job
+        calm.killAt = nil
+        var app = AppLives(executable: executable, errorFile: job.root.string + ".stderr", limit: 3)
         var killed = false
-        while !drained {
-            var arguments = job.arguments
-            if lives > 0 {
-                var calm = job
-                calm.killAt = nil
-                arguments = calm.arguments
+        while !app.drained {
+            let first = app.lives == 0
+            let outcome = try await app.live(first ? job.arguments : calm.arguments, policy: first ? policy : .never, plan: point) {
+                (line: WorkerLine, _: String) throws(CycleViolation) -> Bool in
+                if case .enqueued = line { return true }
+                return false
             }
-            let outcome: ChildSupervisor.Outcome
-            do {
-                outcome = try await ChildSupervisor.run(
-                    executable, arguments, errorFile: directory.string + ".stderr", policy: lives == 0 ? policy : .never)
-            } catch {
-                return violation("cannot run the app: \(error)")
-            }
-            lives += 1
-            for line in outcome.lines {
-                switch WorkerLine(parsing: line) {
-                case .ready, .enqueued: break
-                case .drained: drained = true
-                default: return violation("life \(lives) (\(point)): the app printed \"\(line)\"; stderr: \(outcome.errorTail)")
-                }
-            }
-            if outcome.hung { return violation("life \(lives) (\(point)): the app did not drain its queue in time") }
-            switch outcome.termination {
-            case .signaled(let signal) where signal == SIGKILL:
+            if outcome.hung { throw CycleViolation("life \(app.lives) (\(point)): the app did not drain its queue in time") }
+            switch app.ending(of: outcome, bySupervisor: false) {
+            case .killed:
                 killed = true
                 report.count(.payload) { $0.faults += 1 }
                 report.detail(.payload, "apps killed at \(point)")
-            case .exited(0) where drained: break
-            default:
-                return violation("life \(lives) (\(point)): the app \(outcome.termination); stderr: \(outcome.errorTail)")
+            case .drained:
+                break
+            case nil:
+                throw CycleViolation("life \(app.lives) (\(point)): the app \(outcome.termination); stderr: \(outcome.errorTail)")
             }
-            if lives > 3 { return violation("the app was not drained after \(lives) lives") }
+            try app.checkLimit()
         }
         if !killed { report.detail(.payload, "kill point not reached (\(point))") }
-        report.count(.payload) { $0.acknowledged += count + 1 }
+    }
 
-        // The server's side: each upload applied once, with its own bytes.
+    /// The server's side: each upload applied once, with its own bytes.
+    static func checkServer(_ job: PayloadWorker.Job, rejectedBefore: Int, server: ReferenceServer) throws(CycleViolation) {
         let ledger = server.ledger
         if ledger.rejected != rejectedBefore {
-            return violation("the server refused \(ledger.rejected - rejectedBefore) upload(s): a body did not match its digest")
+            throw CycleViolation("the server refused \(ledger.rejected - rejectedBefore) upload(s): a body did not match its digest")
         }
-        for index in 0...count {
-            let id = PayloadWorker.id(seed: options.seed, cycle: cycle, index: index)
+        for index in 0...job.count {
+            let id = PayloadWorker.id(seed: job.seed, cycle: job.cycle, index: index)
             let key = OutboxEntry.derivedIdempotencyKey(partition: PayloadWorker.partition, id: id)
             guard ledger.applied[key] == 1 else {
-                return violation("entry \(index) (key \(key)) was applied \(ledger.applied[key] ?? 0) times")
+                throw CycleViolation("entry \(index) (key \(key)) was applied \(ledger.applied[key] ?? 0) times")
             }
         }
-        // The app's side: nothing quarantined, no file left behind.
+    }
+
+    /// The app's side: nothing quarantined, no file left behind.
+    static func checkDrainedQueue(_ job: PayloadWorker.Job) async throws(CycleViolation) {
+        let directory = job.root
         do {
             let store = try await LogOutboxStore.open(
                 root: directory, partition: PayloadWorker.partition, configuration: PayloadWorker.configuration(job))
             let summary = try await store.summary()
             let recovery = store.payloadRecovery
             try await store.close()
-            if summary.total != 0 { return violation("\(summary.total) entries left after the drain: \(summary)") }
+            if summary.total != 0 { throw CycleViolation("\(summary.total) entries left after the drain: \(summary)") }
             if !recovery.removedOrphans.isEmpty {
-                return violation("the drained queue's open found payload files to recover: \(recovery)")
+                throw CycleViolation("the drained queue's open found payload files to recover: \(recovery)")
             }
             let left = try await Blocking.run { try PayloadCorruption.payloadFiles(under: directory.string) }
-            if !left.isEmpty { return violation("payload files left after every entry ended: \(left)") }
+            if !left.isEmpty { throw CycleViolation("payload files left after every entry ended: \(left)") }
+        } catch let violation as CycleViolation {
+            throw violation
         } catch {
-            return violation("cannot check the drained queue: \(error)")
+            throw CycleViolation("cannot check the drained queue: \(error)")
         }
-        if job.encrypted {
-            let needles = (1...count).map { PayloadWorker.marker(seed: options.seed, cycle: cycle, index: $0) } + [PayloadWorker.partition]
-            let path = directory.string
-            do {
-                if let leak = try await Blocking.run({ PlaintextScan.first(of: needles, under: path) }) {
-                    return violation("encrypted store: \(leak)")
-                }
-            } catch {
-                return violation("encrypted store: the leak scan failed: \(error)")
-            }
-        }
-        report.count(.payload) {
-            $0.cycles += 1
-            $0.recovered += count + 1
-        }
-        await Blocking.remove(directory.string)
-        return true
     }
 }

@@ -122,18 +122,29 @@ public enum PayloadWorker {
             WorkerLine.openFailed(code: WorkerLine.word(error.code), message: error.description).send()
             return LogWorker.Status.openFailed
         }
-        var http = HTTPOutboxHandler.Configuration(baseURL: job.baseURL)
+        let dispatcher = dispatcher(for: store, baseURL: job.baseURL, logger: configuration.log.logger)
+        WorkerLine.ready.send()
+        await dispatcher.start()
+        if let failed = await enqueueAlbum(job, through: dispatcher) { return failed }
+        return await WorkerApp.drain(store, dispatcher, failingStep: job.count + 1)
+    }
+
+    /// The app's dispatcher: HTTP to `baseURL`, three deliveries at once, quick retries.
+    static func dispatcher(for store: LogOutboxStore, baseURL: URL, logger: Logger) -> OutboxDispatcher {
+        var http = HTTPOutboxHandler.Configuration(baseURL: baseURL)
         http.requestTimeout = .seconds(20)
         var dispatching = OutboxDispatcherConfiguration()
         dispatching.maximumConcurrentDeliveries = 3
         dispatching.backoff = OutboxBackoff(base: .milliseconds(5), cap: .milliseconds(100))
         dispatching.deliveryTimeout = .seconds(30)
         dispatching.maximumAge = nil
-        dispatching.logger = configuration.log.logger
-        let dispatcher = OutboxDispatcher(
+        dispatching.logger = logger
+        return OutboxDispatcher(
             store: store, handlers: [:], fallback: HTTPOutboxHandler(configuration: http), configuration: dispatching)
-        WorkerLine.ready.send()
-        await dispatcher.start()
+    }
+
+    /// Enqueues the album, then its photos; returns the exit status if an enqueue failed.
+    static func enqueueAlbum(_ job: Job, through dispatcher: OutboxDispatcher) async -> Int32? {
         let album = id(seed: job.seed, cycle: job.cycle, index: 0)
         for index in 0...job.count {
             do {
@@ -144,34 +155,13 @@ public enum PayloadWorker {
                     let upload = Upload(album: album, bytes: photo(seed: job.seed, cycle: job.cycle, index: index))
                     result = try await dispatcher.enqueue(upload, id: id(seed: job.seed, cycle: job.cycle, index: index))
                 }
-                switch result {
-                case .enqueued(let entry), .coalesced(let entry, _):
-                    WorkerLine.enqueued(id: "\(index)", key: entry.idempotencyKey).send()
-                case .duplicate:
-                    WorkerLine.enqueued(id: "\(index)", key: "-").send()
-                }
+                WorkerApp.sendEnqueued(result, id: "\(index)")
             } catch {
                 WorkerLine.fail(index, code: WorkerLine.word(error.code), message: error.description).send()
                 return LogWorker.Status.stepFailed
             }
         }
-        do {
-            while true {
-                await dispatcher.flush()
-                let summary = try await store.summary()
-                if summary.unsent == 0 { break }
-                let next = try await store.nextDueDate() ?? Date()
-                let wait = min(max(0, next.timeIntervalSinceNow), 0.02)
-                try? await Task.sleep(for: .milliseconds(Int(wait * 1000) + 1))
-            }
-            await dispatcher.stop()
-            try await store.close()
-        } catch {
-            WorkerLine.fail(job.count + 1, code: "outbox", message: "\(error)").send()
-            return LogWorker.Status.stepFailed
-        }
-        WorkerLine.drained.send()
-        return LogWorker.Status.done
+        return nil
     }
 }
 

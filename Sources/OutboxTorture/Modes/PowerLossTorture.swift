@@ -35,76 +35,90 @@ enum PowerLossTorture {
     @discardableResult
     static func cycle(seed: UInt64, cycle: Int, report: inout TortureReport) async -> SimulatedFileSystem {
         var random = SplitMix64.derived(seed: seed, stream: 0x5057_0000_0000_0000 | UInt64(cycle))
-        let disk = SimulatedFileSystem(directories: ["/torture"])
-        var state = StateModel()
-        for round in 0..<3 {
-            let operations = TortureWorkload(
+        let (driver, disk) = TortureCycle.onSimulatedDisk(.powerloss, seed: seed, cycle: cycle)
+        _ = await driver.run(report: &report) { (report: inout TortureReport) async throws(CycleViolation) in
+            var state = StateModel()
+            for round in 0..<3 {
+                let plan = Round(seed: seed, cycle: cycle, round: round, &random)
+                let (acknowledged, issued) = try await runUntilPowerLoss(plan, cycle: cycle, on: disk, report: &report)
+                let oracle = PrefixOracle(start: state, operations: plan.operations)
+                let expectation = RecoveryCheck.Expectation.crash(
+                    acknowledged: acknowledged, inFlight: issued - acknowledged, keeping: .durable)
+                let passed = try await driver.reopenAndCount(
+                    directory, fileSystem: disk, oracle: oracle, expecting: expectation,
+                    context: "\(plan.context), \(acknowledged) acknowledged", completingCycle: false, report: &report)
+                state = passed.state
+                if passed.recovery.truncatedTail != nil { report.detail(.powerloss, "torn tails cut") }
+                if passed.recovery.interruptedCompaction != nil { report.detail(.powerloss, "interrupted compactions recovered") }
+            }
+            report.count(.powerloss) { $0.cycles += 1 }
+        }
+        return disk
+    }
+
+    /// One round's draws: its workload and how the machine dies.
+    struct Round {
+        let operations: [TortureOperation]
+        /// Die mid-step at the Nth change to the disk, or between steps.
+        let crashAtCall: Int?
+        let lastStep: Int
+        let mode: PowerLossMode
+        let powerLossSeed: UInt64
+        let context: String
+
+        init(seed: UInt64, cycle: Int, round: Int, _ random: inout SplitMix64) {
+            operations = TortureWorkload(
                 seed: seed, stream: 0x5057_0000_0000 | UInt64(cycle) << 4 | UInt64(round),
                 count: 30 + random.next(below: 250)
             ).operations()
-            // Die mid-step at the Nth change to the disk, or between steps.
-            let crashAtCall: Int? = random.nextBool() ? 1 + random.next(below: 300) : nil
-            let lastStep = random.next(below: operations.count + 1)
-            let mode = PowerLossMode.allCases[random.next(below: PowerLossMode.allCases.count)]
-            let powerLossSeed = random.next()
-            let context = "round \(round), \(mode), " + (crashAtCall.map { "dying at disk call \($0)" } ?? "dying after step \(lastStep)")
+            crashAtCall = random.nextBool() ? 1 + random.next(below: 300) : nil
+            lastStep = random.next(below: operations.count + 1)
+            mode = PowerLossMode.allCases[random.next(below: PowerLossMode.allCases.count)]
+            powerLossSeed = random.next()
+            context = "round \(round), \(mode), " + (crashAtCall.map { "dying at disk call \($0)" } ?? "dying after step \(lastStep)")
+        }
+    }
 
-            let wrapper = CrashingFileSystem(base: disk, crashAt: crashAtCall)
-            var acknowledged = 0
-            var issued = 0
-            var log: OutboxLog?
-            do {
-                log = try await OutboxLog.open(
-                    at: directory,
-                    configuration: TortureLogConfiguration.make(
-                        fileSystem: wrapper, deterministic: true,
-                        preallocated: TortureLogConfiguration.simulatedModesPreallocate
-                            && TortureLogConfiguration.preallocates(cycle: cycle)))
-                await log?.waitForBackgroundCompaction()
-            } catch where wrapper.hasCrashed {
-                report.detail(.powerloss, "died during open")
-            } catch {
-                report.violation(
-                    .powerloss, seed: seed, cycle: cycle,
-                    "\(context): the open before the workload failed: \(error) [\(ScheduleFingerprint.text(disk))]")
-                return disk
-            }
-            if let log {
-                for operation in operations[..<lastStep] {
-                    issued += 1
-                    do { try await OperationRunner.runSettled(operation, on: log) } catch { break }
-                    acknowledged += 1
-                }
-            }
-            // The machine dies: nothing more reaches the disk; then the
-            // unsynced writes meet their fate.
-            wrapper.crash()
-            disk.simulatePowerLoss(mode, seed: powerLossSeed)
-            withExtendedLifetime(log) {}
-            report.count(.powerloss) {
-                $0.faults += 1
-                $0.acknowledged += acknowledged
-            }
-            report.detail(.powerloss, "power losses (\(mode))")
-            if wrapper.hasCrashed && crashAtCall != nil && issued > acknowledged { report.detail(.powerloss, "died mid-step") }
-
-            let oracle = PrefixOracle(start: state, operations: operations)
-            let expectation = RecoveryCheck.Expectation.crash(
-                acknowledged: acknowledged, inFlight: issued - acknowledged, keeping: .durable)
-            switch await RecoveryCheck.reopen(directory, fileSystem: disk, oracle: oracle, expecting: expectation) {
-            case .success(let passed):
-                state = passed.state
-                report.count(.powerloss) { $0.recovered += passed.state.entries.count }
-                if passed.recovery.truncatedTail != nil { report.detail(.powerloss, "torn tails cut") }
-                if passed.recovery.interruptedCompaction != nil { report.detail(.powerloss, "interrupted compactions recovered") }
-            case .failure(let failure):
-                report.violation(
-                    .powerloss, seed: seed, cycle: cycle,
-                    "\(context), \(acknowledged) acknowledged: \(failure) [\(ScheduleFingerprint.text(disk))]")
-                return disk
+    /// Opens the log and runs the round's steps until the machine dies;
+    /// returns the steps acknowledged and issued.
+    static func runUntilPowerLoss(
+        _ plan: Round, cycle: Int, on disk: SimulatedFileSystem, report: inout TortureReport
+    ) async throws(CycleViolation) -> (acknowledged: Int, issued: Int) {
+        let wrapper = CrashingFileSystem(base: disk, crashAt: plan.crashAtCall)
+        var acknowledged = 0
+        var issued = 0
+        var log: OutboxLog?
+        do {
+            log = try await OutboxLog.open(
+                at: directory,
+                configuration: TortureLogConfiguration.make(
+                    fileSystem: wrapper, deterministic: true,
+                    preallocated: TortureLogConfiguration.simulatedModesPreallocate
+                        && TortureLogConfiguration.preallocates(cycle: cycle)))
+            await log?.waitForBackgroundCompaction()
+        } catch where wrapper.hasCrashed {
+            report.detail(.powerloss, "died during open")
+        } catch {
+            throw CycleViolation("\(plan.context): the open before the workload failed: \(error)")
+        }
+        if let log {
+            for operation in plan.operations[..<plan.lastStep] {
+                issued += 1
+                do { try await OperationRunner.runSettled(operation, on: log) } catch { break }
+                acknowledged += 1
             }
         }
-        report.count(.powerloss) { $0.cycles += 1 }
-        return disk
+        // The machine dies: nothing more reaches the disk; then the
+        // unsynced writes meet their fate.
+        wrapper.crash()
+        disk.simulatePowerLoss(plan.mode, seed: plan.powerLossSeed)
+        withExtendedLifetime(log) {}
+        report.count(.powerloss) { [acknowledged] in
+            $0.faults += 1
+            $0.acknowledged += acknowledged
+        }
+        report.detail(.powerloss, "power losses (\(plan.mode))")
+        if wrapper.hasCrashed && plan.crashAtCall != nil && issued > acknowledged { report.detail(.powerloss, "died mid-step") }
+        return (acknowledged, issued)
     }
 }

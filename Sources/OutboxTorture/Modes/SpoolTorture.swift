@@ -49,30 +49,47 @@ enum SpoolTorture {
         _ cycle: Int, server: ReferenceServer, executable: String, root: FilePath, options: TortureOptions,
         report: inout TortureReport
     ) async -> Bool {
-        func violation(_ detail: String) -> Bool {
-            report.violation(.spool, seed: options.seed, cycle: cycle, detail)
-            return false
-        }
-        var random = SplitMix64.derived(seed: options.seed, stream: 0x5350_4F4C_0000_0000 | UInt64(cycle))
         let directory = root.appending("cycle-\(cycle)")
-        do { try await Blocking.freshDirectory(directory.string) } catch { return violation("cannot prepare \(directory): \(error)") }
-        var keyFile: String?
-        var ownerArguments = ["torture-worker", "spool-owner", "--root", directory.string, "--base-url", server.baseURL.absoluteString]
-        if options.encrypted {
-            let path = directory.string + ".key"
-            let key = Data(OutboxWorker.encryptionKey(seed: options.seed))
-            guard FileManager.default.createFile(atPath: path, contents: key, attributes: [.posixPermissions: 0o600]) else {
-                return violation("cannot write the key file \(path)")
+        var random = SplitMix64.derived(seed: options.seed, stream: 0x5350_4F4C_0000_0000 | UInt64(cycle))
+        return await TortureCycle(.spool, seed: options.seed, cycle: cycle).run(in: directory, report: &report) {
+            (report: inout TortureReport) async throws(CycleViolation) in
+            let keyFile = try options.encrypted ? writeKeyFile(for: directory, seed: options.seed) : nil
+            var ownerArguments = ["torture-worker", "spool-owner", "--root", directory.string, "--base-url", server.baseURL.absoluteString]
+            if let keyFile { ownerArguments += ["--key-file", keyFile] }
+            let writers = 2 + random.next(below: 3)
+            let slots = (0..<writers).map { writer in
+                SpoolWriterSlot(
+                    writer: writer, count: 6 + random.next(below: 10), root: directory, seed: options.seed, cycle: cycle,
+                    keyFile: keyFile, executable: executable)
             }
-            keyFile = path
-            ownerArguments += ["--key-file", path]
+            let (owner, results) = await runAll(slots, owner: ownerArguments, executable: executable, directory: directory, &random)
+            let acknowledged = try record(owner, results, report: &report)
+            try checkServer(acknowledged, server: server)
+            try checkNoSpoolLeft(in: directory)
+            report.count(.spool) {
+                $0.cycles += 1
+                $0.recovered += acknowledged.count
+            }
+            await Blocking.remove(directory.string)
+            if let keyFile { await Blocking.remove(keyFile) }
         }
-        let writers = 2 + random.next(below: 3)
-        let slots = (0..<writers).map { writer in
-            SpoolWriterSlot(
-                writer: writer, count: 6 + random.next(below: 10), root: directory, seed: options.seed, cycle: cycle,
-                keyFile: keyFile, executable: executable)
+    }
+
+    /// The key an encrypted cycle's processes read: a file beside the cycle's directory.
+    static func writeKeyFile(for directory: FilePath, seed: UInt64) throws(CycleViolation) -> String {
+        let path = directory.string + ".key"
+        let key = Data(OutboxWorker.encryptionKey(seed: seed))
+        guard FileManager.default.createFile(atPath: path, contents: key, attributes: [.posixPermissions: 0o600]) else {
+            throw CycleViolation("cannot write the key file \(path)")
         }
+        return path
+    }
+
+    /// The writers, each in its slot, and the owner's lives, all at once.
+    static func runAll(
+        _ slots: [SpoolWriterSlot], owner ownerArguments: [String], executable: String, directory: FilePath,
+        _ random: inout SplitMix64
+    ) async -> (OwnerResult, [SpoolWriterSlot.Result]) {
         let writersDone = Locked(false)
         let ownerSeed = random.next()
         async let ownerResult = ownerLives(
@@ -86,46 +103,52 @@ enum SpoolTorture {
             for await result in group { results.append(result) }
         }
         writersDone.withLock { $0 = true }
-        let owner = await ownerResult
+        return (await ownerResult, results)
+    }
+
+    /// Counts the kills and the paths of the enqueues; a violation any
+    /// process found. Returns the acknowledged entries.
+    static func record(
+        _ owner: OwnerResult, _ results: [SpoolWriterSlot.Result], report: inout TortureReport
+    ) throws(CycleViolation) -> [SpoolWriterSlot.Acknowledged] {
         report.count(.spool) { $0.faults += owner.kills + results.reduce(0) { $0 + $1.kills } }
         report.detail(.spool, "owners killed", owner.kills)
         report.detail(.spool, "writers killed", results.reduce(0) { $0 + $1.kills })
         for result in results {
-            if let problem = result.violation { return violation(problem) }
+            if let problem = result.violation { throw CycleViolation(problem) }
             for (path, count) in result.paths { report.detail(.spool, "enqueues \(path)", count) }
         }
-        if let problem = owner.violation { return violation(problem) }
+        if let problem = owner.violation { throw CycleViolation(problem) }
         let acknowledged = results.flatMap(\.acknowledged)
         report.count(.spool) { $0.acknowledged += acknowledged.count }
+        return acknowledged
+    }
 
-        // Every acknowledged entry applied once, under its key.
+    /// Every acknowledged entry applied once, under its key.
+    static func checkServer(_ acknowledged: [SpoolWriterSlot.Acknowledged], server: ReferenceServer) throws(CycleViolation) {
         let ledger = server.ledger
         let attempts = server.attempts
         for entry in acknowledged {
             let keys = attempts.keys(forRequestsContaining: "\"text\":\"\(entry.tag)\"")
             guard keys.count == 1, let key = keys.keys.first else {
-                return violation("entry \(entry.tag) (\(entry.path)) reached the server with \(keys.count) keys: \(keys)")
+                throw CycleViolation("entry \(entry.tag) (\(entry.path)) reached the server with \(keys.count) keys: \(keys)")
             }
             guard key == entry.key else {
-                return violation("entry \(entry.tag) was acknowledged with key \(entry.key) but sent with \(key)")
+                throw CycleViolation("entry \(entry.tag) was acknowledged with key \(entry.key) but sent with \(key)")
             }
             let applied = ledger.applied[key] ?? 0
-            guard applied == 1 else { return violation("entry \(entry.tag) (key \(key)) was applied \(applied) times") }
+            guard applied == 1 else { throw CycleViolation("entry \(entry.tag) (key \(key)) was applied \(applied) times") }
         }
-        if ledger.appliedWithoutKey > 0 { return violation("\(ledger.appliedWithoutKey) write(s) applied without a key") }
-        // And no spool left behind.
+        if ledger.appliedWithoutKey > 0 { throw CycleViolation("\(ledger.appliedWithoutKey) write(s) applied without a key") }
+    }
+
+    /// No spool left behind.
+    static func checkNoSpoolLeft(in directory: FilePath) throws(CycleViolation) {
         let spools = directory.appending("spools")
         let left = (try? FileManager.default.subpathsOfDirectory(atPath: spools.string))?.filter {
             $0.split(separator: "/").last?.hasPrefix("spool+") == true
         } ?? []
-        guard left.isEmpty else { return violation("spools left after the last owner drained: \(left)") }
-        report.count(.spool) {
-            $0.cycles += 1
-            $0.recovered += acknowledged.count
-        }
-        await Blocking.remove(directory.string)
-        if let keyFile { await Blocking.remove(keyFile) }
-        return true
+        guard left.isEmpty else { throw CycleViolation("spools left after the last owner drained: \(left)") }
     }
 
     struct OwnerResult: Sendable {
