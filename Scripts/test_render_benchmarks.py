@@ -1,0 +1,156 @@
+"""Tests of Scripts/render-benchmarks.py: every case runs the script as CI does,
+on a copy of Docs/ (its JSON and BENCHMARKS.md) in a temporary folder.
+
+    python3 -m unittest Scripts/test_render_benchmarks.py
+"""
+import glob
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import unittest
+
+SCRIPTS = os.path.dirname(os.path.abspath(__file__))
+RENDER = os.path.join(SCRIPTS, "render-benchmarks.py")
+DOCS = os.path.join(os.path.dirname(SCRIPTS), "Docs")
+OPEN, CLOSE = "<!-- rendered: ", "<!-- /rendered -->"
+
+
+def outside_blocks(text):
+    """The document with every rendered block's content left out (markers kept)."""
+    out, inside = [], False
+    for line in text.split("\n"):
+        if line.startswith(OPEN):
+            inside = True
+            out.append(line)
+        elif line == CLOSE:
+            inside = False
+            out.append(line)
+        elif not inside:
+            out.append(line)
+    return "\n".join(out)
+
+
+class RenderBenchmarksTests(unittest.TestCase):
+    def setUp(self):
+        self.dir = tempfile.mkdtemp(prefix="render-benchmarks-")
+        self.addCleanup(shutil.rmtree, self.dir)
+        for path in glob.glob(os.path.join(DOCS, "*.json")) + [os.path.join(DOCS, "BENCHMARKS.md")]:
+            shutil.copy(path, self.dir)
+
+    def run_script(self, *args):
+        return subprocess.run([sys.executable, RENDER, *args, "--docs", self.dir],
+                              capture_output=True, text=True)
+
+    def read(self, name="BENCHMARKS.md"):
+        with open(os.path.join(self.dir, name), encoding="utf-8") as handle:
+            return handle.read()
+
+    def write(self, text, name="BENCHMARKS.md"):
+        with open(os.path.join(self.dir, name), "w", encoding="utf-8") as handle:
+            handle.write(text)
+
+    def edit_json(self, name, change):
+        data = json.loads(self.read(name))
+        change(data)
+        self.write(json.dumps(data, indent=2), name)
+
+    def written_enqueue(self, data):
+        comparison = next(c for c in data["comparisons"] if c["id"] == "written.1p.enqueue")
+        return next(r for r in comparison["results"] if r.get("isOurs"))
+
+    def test_the_committed_file_is_what_its_json_renders(self):
+        result = self.run_script("--check")
+        self.assertEqual(result.returncode, 0, result.stdout + result.stderr)
+
+    def test_a_changed_number_in_the_json_changes_the_rendered_file(self):
+        before = self.read()
+        self.assertIn("**85.4k/s**", before)
+        self.edit_json("benchmark-results.json",
+                       lambda data: self.written_enqueue(data).update(throughput=91234.5))
+        stale = self.run_script("--check")
+        self.assertEqual(stale.returncode, 1)
+        self.assertEqual(self.read(), before, "--check must change nothing")
+        result = self.run_script()
+        self.assertEqual(result.returncode, 0, result.stderr)
+        after = self.read()
+        self.assertIn("**91.2k/s**", after)
+        self.assertNotIn("**85.4k/s**", after)
+        self.assertIn("missed: 0.61× the rate", after)
+
+    def test_check_fails_on_a_hand_edited_number_inside_a_block(self):
+        text = self.read()
+        edited = text.replace("| 20 ms | 16 | 400 | 0.55 |", "| 20 ms | 16 | 400 | 0.45 |")
+        self.assertNotEqual(edited, text)
+        self.write(edited)
+        result = self.run_script("--check")
+        self.assertEqual(result.returncode, 1)
+        self.assertIn("-| 20 ms | 16 | 400 | 0.45 |", result.stdout)
+        self.assertIn("+| 20 ms | 16 | 400 | 0.55 |", result.stdout)
+        self.assertIn("python3 Scripts/render-benchmarks.py", result.stdout.splitlines()[-1])
+        self.assertEqual(self.read(), edited, "--check must change nothing")
+
+    def test_a_missing_field_names_the_file_and_the_field(self):
+        self.edit_json("benchmark-results.json", lambda data: self.written_enqueue(data).pop("p50Micros"))
+        before = self.read()
+        result = self.run_script()
+        self.assertEqual(result.returncode, 2)
+        self.assertIn("Docs/benchmark-results.json", result.stderr)
+        self.assertIn("comparisons[4].results[0].p50Micros", result.stderr)
+        self.assertNotIn("Traceback", result.stderr)
+        self.assertEqual(self.read(), before, "an error must change nothing")
+
+    def test_a_mistyped_field_and_a_missing_file_are_clear_errors(self):
+        self.edit_json("server-benchmark.json", lambda data: data["stored"][2].update(keys="1M"))
+        result = self.run_script("--check")
+        self.assertEqual(result.returncode, 2)
+        self.assertIn("Docs/server-benchmark.json: field `stored` has no element with keys = 1000000",
+                      result.stderr)
+        os.remove(os.path.join(self.dir, "drain-cpu.json"))
+        self.edit_json("server-benchmark.json", lambda data: data["stored"][2].update(keys=1000000))
+        result = self.run_script()
+        self.assertEqual(result.returncode, 2)
+        self.assertIn("Docs/drain-cpu.json: missing file", result.stderr)
+        self.write("{ not json", "drain-cpu.json")
+        result = self.run_script()
+        self.assertIn("Docs/drain-cpu.json: not valid JSON", result.stderr)
+        self.assertNotIn("Traceback", result.stderr)
+
+    def test_prose_outside_the_markers_is_untouched(self):
+        text = self.read()
+        prose = text.replace("## The machine\n", "## The machine\n\nHand-written: 12,345 of 6.7 µs.\n")
+        stale = prose.replace("| 20 ms | 16 | 400 | 0.55 |", "| 20 ms | 16 | 400 | 9.99 |")
+        self.write(stale)
+        result = self.run_script()
+        self.assertEqual(result.returncode, 0, result.stderr)
+        after = self.read()
+        self.assertEqual(outside_blocks(after), outside_blocks(stale))
+        self.assertIn("Hand-written: 12,345 of 6.7 µs.", after)
+        self.assertEqual(after, prose)
+
+    def test_rendering_twice_is_idempotent(self):
+        self.edit_json("drain-over-latency.json", lambda data: data["large"].update(seconds=7.5))
+        self.assertEqual(self.run_script().returncode, 0)
+        once = self.read()
+        self.assertIn("≤ 7 s: missed", once)
+        self.assertEqual(self.run_script().returncode, 0)
+        self.assertEqual(self.read(), once)
+        self.assertEqual(self.run_script("--check").returncode, 0)
+
+    def test_bad_markers_are_clear_errors(self):
+        text = self.read()
+        self.write(text.replace("<!-- rendered: spool -->", "<!-- rendered: spools -->"))
+        result = self.run_script("--check")
+        self.assertEqual(result.returncode, 2)
+        self.assertIn("no table is named `spools`", result.stderr)
+        cut = text.index(OPEN + "postgres -->")
+        self.write(text[:cut] + OPEN + "postgres -->\nno end\n")
+        result = self.run_script("--check")
+        self.assertEqual(result.returncode, 2)
+        self.assertIn("`postgres` is never closed", result.stderr)
+
+
+if __name__ == "__main__":
+    unittest.main()
