@@ -9,11 +9,11 @@ import os
 import re
 import sys
 
-from . import drains, runs, server, store
+from . import drains, measured, runs, server, store
 from .data import RenderError, Sources
 
 BLOCKS = {
-    "measured": store.measured_line,
+    "measured": measured.measured_line,
     "store-goals": store.store_goals,
     "preallocation-runs": runs.preallocation_runs,
     "preallocation-kills": runs.preallocation_kills,

@@ -1,16 +1,11 @@
 """Preallocation's runs side by side, the engine alone, and the crash goals
 (outbox-compare-preallocation.json, package-benchmark.json, benchmark-crash.json)."""
 from .data import source_note, grouped, k, ratio, short_of, sig, span, table, fixed
-from .store import RESULTS, comparison, contender, ours
+from . import goals
+from .results import RESULTS, comparison, contender, ours
 
 PREALLOC = "outbox-compare-preallocation.json"
 CRASH = "benchmark-crash.json"
-
-GOAL_CRASH_1P = 1.5
-GOAL_CRASH_64P = 20
-GOAL_CRASH_FLUSH = 5
-GOAL_RESTART_P95_MS = 50
-GOAL_DURABLE_PRELOOP = 0.9
 
 
 def preallocation_runs(sources):
@@ -105,10 +100,10 @@ def crash_goals(sources):
     crash = sources[CRASH]
     rows = []
     for workload, label, goal, unit in (
-            ("enqueue.1p", "durable enqueue, 1 producer, acknowledged/s", GOAL_CRASH_1P, "acknowledgedPerSecond"),
-            ("enqueue.64p", "durable enqueue, 64 producers", GOAL_CRASH_64P, "acknowledgedPerSecond"),
+            ("enqueue.1p", "durable enqueue, 1 producer, acknowledged/s", goals.CRASH_1P, "acknowledgedPerSecond"),
+            ("enqueue.64p", "durable enqueue, 64 producers", goals.CRASH_64P, "acknowledgedPerSecond"),
             ("flush", "flush (confirmed deliveries/s) while enqueueing, from 10k pending",
-             GOAL_CRASH_FLUSH, "deliveredPerSecond")):
+             goals.CRASH_FLUSH, "deliveredPerSecond")):
         me, sqlite = crash_row(crash, workload, True), crash_row(crash, workload, False)
         mine, theirs = me[unit].num(), sqlite[unit].pos()
         times = mine / theirs
@@ -138,17 +133,17 @@ def restart_rows(sources, crash):
     p50 = me["restartToAcknowledged"]["p50"].num()
     plain_pair = sources[PREALLOC]["underKills"]["rows"].find("workload", "restart at 1M pending")
     pair_p95 = plain_pair["plainRestartP95Millis"].num()
-    if round(p95) <= GOAL_RESTART_P95_MS:
+    if round(p95) <= goals.RESTART_P95_MS:
         status = "met at p95"
     else:
-        status = (f"missed by {over(round(p95), GOAL_RESTART_P95_MS)} at p95 "
+        status = (f"missed by {over(round(p95), goals.RESTART_P95_MS)} at p95 "
                   f"({pair_p95:.0f} ms in the preallocation pair of runs above)")
-    status += ", met at p50" if p50 <= GOAL_RESTART_P95_MS else ", missed at p50"
+    status += ", met at p50" if p50 <= goals.RESTART_P95_MS else ", missed at p50"
     sq = sqlite["restartToAcknowledged"]
     mids = [crash_row(crash, f"restart.{n}", c) for n in (100000, 10000) for c in (True, False)]
     delivery, sq_delivery = me["restartToDelivered"]["p50"].num(), sqlite["restartToDelivered"]["p50"].num()
     return [[
-        "restart to first enqueue, p95, at 1M pending", f"≤ {GOAL_RESTART_P95_MS} ms",
+        "restart to first enqueue, p95, at 1M pending", f"≤ {goals.RESTART_P95_MS} ms",
         f"**{p95:.0f} ms** (p50 {p50:.0f} ms)",
         f"p95 {seconds_or_ms(sq['p95'].num())}, p50 {seconds_or_ms(sq['p50'].num())}", status,
     ], [
@@ -185,9 +180,9 @@ def durable_no_kills_row(sources):
     costs = [r["preallocatedRestartP50Millis"].num() - r["plainRestartP50Millis"].num()
              for r in (kills.find("workload", "durable enqueue, 1 producer"),
                        kills.find("workload", "restart at 1M pending"))]
-    met = preloop >= GOAL_DURABLE_PRELOOP
+    met = preloop >= goals.DURABLE_PRELOOP
     return [
-        "durable enqueue, 1 producer, no kills", f"≥ {GOAL_DURABLE_PRELOOP}× the preallocated overwrite loop",
+        "durable enqueue, 1 producer, no kills", f"≥ {goals.DURABLE_PRELOOP}× the preallocated overwrite loop",
         f"{preloop:.2f}× the preallocated overwrite loop, {loop:.2f}× the append loop (the table above)",
         f"{full:.2f}× SQLite FULL",
         ("met" if met else "missed") +

@@ -1,13 +1,10 @@
 """`outbox serve` under load (server-benchmark.json, server-benchmark-postgres.json)."""
+from . import goals
 from .data import RenderError, fixed, grouped, median, span, table
 
 SERVER = "server-benchmark.json"
 POSTGRES = "server-benchmark-postgres.json"
 
-GOAL_BYTES_PER_KEY = 100
-GOAL_RESTART_S = 1
-GOAL_DURABLE_RATIO = 0.8
-GOAL_MIDDLEWARE_RATIO = 0.9
 CONNECTIONS = (1, 16, 64)
 
 
@@ -61,23 +58,23 @@ def server_goals(sources):
         "slowloris / idle connections", "closed at the head deadline / idle timeout",
         "**met** (tests: `ConnectionHygieneTests`)",
     ], [
-        "resident memory per stored key", f"≤ {GOAL_BYTES_PER_KEY} B at 1M",
-        f"{met(per_key <= GOAL_BYTES_PER_KEY)}: {per_key:.0f} B at 1M "
+        "resident memory per stored key", f"≤ {goals.SERVER_BYTES_PER_KEY} B at 1M",
+        f"{met(per_key <= goals.SERVER_BYTES_PER_KEY)}: {per_key:.0f} B at 1M "
         f"({stored['residentBytes'].num() // 2**20} MiB RSS); "
         f"{stored['logBytes'].num() // stored['keys'].pos()} B/key on disk",
     ], [
-        "restart, stored keys", f"≤ {GOAL_RESTART_S} s at 1M",
-        f"{met(max(restarts) <= GOAL_RESTART_S)}: {span(restarts, lambda v: fixed(v, 2))} s at 1M, "
+        "restart, stored keys", f"≤ {goals.SERVER_RESTART_S} s at 1M",
+        f"{met(max(restarts) <= goals.SERVER_RESTART_S)}: {span(restarts, lambda v: fixed(v, 2))} s at 1M, "
         f"{fixed(median(mid['restartSeconds'].nums()), 2)} s at 100k",
     ], [
-        "durable ÷ in-memory rps", f"≥ {GOAL_DURABLE_RATIO}",
-        f"{met(min(durable_ratios) >= GOAL_DURABLE_RATIO)}: "
+        "durable ÷ in-memory rps", f"≥ {goals.SERVER_DURABLE_RATIO}",
+        f"{met(min(durable_ratios) >= goals.SERVER_DURABLE_RATIO)}: "
         f"{', '.join(fixed(r, 2) for r in durable_ratios)} at {connections_text()} "
         f"({' / '.join(grouped(d) for d in durable)} rps against "
         f"{' / '.join(grouped(m) for m in memory)})",
     ], [
-        "middleware overhead (in-memory ÷ no middleware)", f"≥ {GOAL_MIDDLEWARE_RATIO}",
-        f"{met(min(middleware) >= GOAL_MIDDLEWARE_RATIO)}: {', '.join(fixed(r, 2) for r in middleware)} "
+        "middleware overhead (in-memory ÷ no middleware)", f"≥ {goals.SERVER_MIDDLEWARE_RATIO}",
+        f"{met(min(middleware) >= goals.SERVER_MIDDLEWARE_RATIO)}: {', '.join(fixed(r, 2) for r in middleware)} "
         f"({' / '.join(grouped(n) for n in none)} rps without it), where wrk, the server and "
         "other jobs share 2 cores",
     ]]
