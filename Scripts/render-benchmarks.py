@@ -6,10 +6,14 @@
                                                     the file differs from what the JSON renders
 
 Every table of numbers in BENCHMARKS.md sits between `<!-- rendered: NAME -->`
-and `<!-- /rendered -->` and is rebuilt from Docs/*.json (the tools' results
-files, and for tools that write none, the small files named for them), so a
-table cannot drift from its numbers. The prose outside the markers is never
-touched. `--docs DIR` renders DIR/BENCHMARKS.md from DIR's JSON instead (the
+and `<!-- /rendered -->` (each marker alone on its line), and every measured
+figure in a sentence is an inline span `<!-- rendered: NAME -->1.39×<!-- /rendered -->`
+on one line (`<!-- rendered: perf PROFILE.SITE -->…` for a profile's share).
+Both are rebuilt from Docs/*.json (the tools' results files, and for tools
+that write none, the small files named for them), so neither a table nor a
+sentence can drift from its numbers; a ratio of two figures is computed here.
+The text outside the markers is never touched; a marker inside a `code span`
+is quoted, not rendered. `--docs DIR` renders DIR/BENCHMARKS.md from DIR's JSON instead (the
 tests use it). A missing or malformed field stops with an error naming the
 file and the field (exit 2). Standard library only: CI runs it before any
 build.

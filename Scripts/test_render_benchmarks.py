@@ -6,6 +6,7 @@ on a copy of Docs/ (its JSON and BENCHMARKS.md) in a temporary folder.
 import glob
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -19,7 +20,7 @@ OPEN, CLOSE = "<!-- rendered: ", "<!-- /rendered -->"
 
 
 def outside_blocks(text):
-    """The document with every rendered block's content left out (markers kept)."""
+    """The document with every rendered block's and inline span's content left out (markers kept)."""
     out, inside = [], False
     for line in text.split("\n"):
         if line.startswith(OPEN):
@@ -29,7 +30,7 @@ def outside_blocks(text):
             inside = False
             out.append(line)
         elif not inside:
-            out.append(line)
+            out.append(re.sub(r"(<!-- rendered: [^>]* -->).*?(<!-- /rendered -->)", r"\1\2", line))
     return "\n".join(out)
 
 
@@ -150,6 +151,73 @@ class RenderBenchmarksTests(unittest.TestCase):
         result = self.run_script("--check")
         self.assertEqual(result.returncode, 2)
         self.assertIn("`postgres` is never closed", result.stderr)
+
+
+    # Inline spans: figures inside sentences, rendered like the tables.
+
+    def test_a_changed_number_in_the_json_changes_the_sentence(self):
+        before = self.read()
+        sentence = "**Written enqueue (<!-- rendered: written-rate -->85.4k/s<!-- /rendered -->; goal"
+        self.assertIn(sentence, before)
+        self.edit_json("benchmark-results.json",
+                       lambda data: self.written_enqueue(data).update(throughput=91234.5))
+        self.assertEqual(self.run_script("--check").returncode, 1)
+        self.assertEqual(self.run_script().returncode, 0)
+        after = self.read()
+        self.assertIn("**Written enqueue (<!-- rendered: written-rate -->91.2k/s<!-- /rendered -->; goal", after)
+        self.assertNotIn(sentence, after)
+        self.assertEqual(outside_blocks(after), outside_blocks(before), "only the figures may change")
+
+    def test_a_derived_figure_follows_both_cells_it_is_computed_from(self):
+        span = "<!-- rendered: postgres-cost -->8–10×<!-- /rendered -->"
+        self.assertIn(span, self.read())
+
+        def halve_postgres(data):
+            for row in data["postgres"]:
+                if row["processes"] > 0:
+                    for one in row["rounds"]:
+                        one["requestsPerSecond"] /= 2
+        self.edit_json("server-benchmark-postgres.json", halve_postgres)
+        self.assertEqual(self.run_script().returncode, 0)
+        after = self.read()
+        self.assertIn("<!-- rendered: postgres-cost -->15–20×<!-- /rendered -->", after)
+        self.assertIn("<!-- rendered: postgres-shares -->0.05–0.06<!-- /rendered -->", after)
+
+    def test_check_fails_on_a_hand_edited_inline_figure(self):
+        text = self.read()
+        edited = text.replace("<!-- rendered: ack-ratio -->4.5×<!-- /rendered -->",
+                              "<!-- rendered: ack-ratio -->9.5×<!-- /rendered -->")
+        self.assertNotEqual(edited, text)
+        self.write(edited)
+        result = self.run_script("--check")
+        self.assertEqual(result.returncode, 1)
+        self.assertIn("rendered: ack-ratio -->9.5×", result.stdout)
+        self.assertIn("rendered: ack-ratio -->4.5×", result.stdout)
+        self.assertEqual(self.read(), edited, "--check must change nothing")
+
+    def test_a_profile_share_is_read_from_its_file(self):
+        self.edit_json("perf-profiles.json",
+                       lambda data: data["profiles"]["ack"]["shares"].update(pwrite=15.25))
+        self.assertEqual(self.run_script().returncode, 0)
+        self.assertIn("take <!-- rendered: perf ack.pwrite -->15.2 %<!-- /rendered --> of the CPU", self.read())
+
+    def test_bad_inline_spans_are_clear_errors(self):
+        text = self.read()
+        self.write(text.replace("<!-- rendered: ack-ratio -->", "<!-- rendered: ack-ratios -->"))
+        result = self.run_script("--check")
+        self.assertEqual(result.returncode, 2)
+        self.assertIn("no inline figure is named `ack-ratios`", result.stderr)
+        self.write(text.replace("<!-- rendered: perf ack.pwrite -->", "<!-- rendered: perf ack.nowhere -->"))
+        result = self.run_script("--check")
+        self.assertEqual(result.returncode, 2)
+        self.assertIn("Docs/perf-profiles.json: missing field `profiles.ack.shares.nowhere`", result.stderr)
+        self.write(text.replace("4.5×<!-- /rendered --> SQLite NORMAL", "4.5× SQLite NORMAL"))
+        result = self.run_script("--check")
+        self.assertEqual(result.returncode, 2)
+        self.assertIn("neither a block", result.stderr)
+        self.assertNotIn("Traceback", result.stderr)
+        self.write(text + "\nQuoted, not a span: `<!-- rendered: nothing -->…<!-- /rendered -->`.\n")
+        self.assertEqual(self.run_script("--check").returncode, 0)
 
 
 if __name__ == "__main__":

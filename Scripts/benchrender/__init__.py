@@ -1,15 +1,20 @@
-"""Renders the tables of Docs/BENCHMARKS.md from the committed results files.
+"""Renders the tables and the measured figures of Docs/BENCHMARKS.md from the
+committed results files.
 
-Each block between `<!-- rendered: NAME -->` and `<!-- /rendered -->` is
-replaced with what BLOCKS[NAME] renders; everything outside the markers is
-left byte for byte as it is.
+Each block between `<!-- rendered: NAME -->` and `<!-- /rendered -->`, each
+marker alone on its line, is replaced with what BLOCKS[NAME] renders. Inside
+a line, `<!-- rendered: NAME -->…<!-- /rendered -->` is an inline span: the
+text between the markers is replaced with what SPANS[NAME] renders (or, for
+`<!-- rendered: NAME ARG -->`, what ARG_SPANS[NAME] renders for ARG), so a
+figure quoted in a sentence comes from the JSON like the tables. Everything
+outside the markers is left byte for byte as it is.
 """
 import difflib
 import os
 import re
 import sys
 
-from . import drains, measured, runs, server, store
+from . import drains, engine_goals, measured, runs, server, spans, store
 from .data import RenderError, Sources
 
 BLOCKS = {
@@ -29,10 +34,15 @@ BLOCKS = {
     "enqueue-streams": drains.enqueue_streams,
     "server-goals": server.server_goals,
     "postgres": server.postgres,
+    "engine-goals": engine_goals.engine_goals,
 }
+SPANS = spans.SPANS
+ARG_SPANS = spans.ARG_SPANS
 
 OPEN = re.compile(r"^<!-- rendered: ([A-Za-z0-9-]+) -->$")
 CLOSE = "<!-- /rendered -->"
+CODE = re.compile(r"`[^`]*`")  # a marker in a code span is quoted, not a span
+SPAN = re.compile(r"(?<!`)<!-- rendered: ([A-Za-z0-9-]+)(?: ([A-Za-z0-9.-]+))? -->(.*?)<!-- /rendered -->")
 HINT = "python3 Scripts/render-benchmarks.py"
 
 
@@ -44,10 +54,9 @@ def render_document(text, docs_dir, shown="Docs/BENCHMARKS.md"):
         line = lines[index]
         match = OPEN.match(line)
         if not match:
-            if line == CLOSE or line.startswith("<!-- rendered"):
-                raise RenderError(f"{shown}:{index + 1}: a marker without its opening or not of the "
-                                  f"form `<!-- rendered: NAME -->`: {line}")
-            out.append(line)
+            if line == CLOSE:
+                raise RenderError(f"{shown}:{index + 1}: a marker without its opening: {line}")
+            out.append(render_spans(line, sources, f"{shown}:{index + 1}"))
             index += 1
             continue
         name, start = match.group(1), index
@@ -64,6 +73,30 @@ def render_document(text, docs_dir, shown="Docs/BENCHMARKS.md"):
         out += [line, "", BLOCKS[name](sources), "", CLOSE]
         index += 1
     return "\n".join(out)
+
+
+def render_spans(line, sources, where):
+    """The line with every inline span's text rendered from the JSON."""
+    rest = CODE.sub("", SPAN.sub("", line))
+    if "<!-- rendered" in rest or "<!-- /rendered" in rest:
+        raise RenderError(f"{where}: a marker that is neither a block (alone on its line) nor an inline "
+                          f"span `<!-- rendered: NAME -->…<!-- /rendered -->` on one line: {line}")
+
+    def one(match):
+        name, arg = match.group(1), match.group(2)
+        if arg is None and name in SPANS:
+            text = SPANS[name](sources)
+        elif arg is not None and name in ARG_SPANS:
+            text = ARG_SPANS[name](sources, arg)
+        else:
+            known = sorted(SPANS) + [f"{n} ARG" for n in sorted(ARG_SPANS)]
+            raise RenderError(f"{where}: no inline figure is named `{name}{' ' + arg if arg else ''}` "
+                              f"(known: {', '.join(known)})")
+        if "\n" in text or "<!--" in text:
+            raise RenderError(f"internal: inline figure `{name}` renders a newline or a marker")
+        return f"<!-- rendered: {name}{' ' + arg if arg else ''} -->{text}{CLOSE}"
+
+    return SPAN.sub(one, line)
 
 
 def main(argv, repo_root):
@@ -94,7 +127,8 @@ def main(argv, repo_root):
         diff = difflib.unified_diff(current.splitlines(keepends=True), rendered.splitlines(keepends=True),
                                     "Docs/BENCHMARKS.md (committed)", "Docs/BENCHMARKS.md (rendered from the JSON)")
         sys.stdout.writelines(diff)
-        print(f"\nDocs/BENCHMARKS.md's tables differ from the results files; run `{HINT}` to update.")
+        print(f"\nDocs/BENCHMARKS.md's tables or inline figures differ from the results files; "
+              f"run `{HINT}` to update.")
         return 1
     if rendered != current:
         with open(path, "w", encoding="utf-8") as handle:

@@ -87,6 +87,24 @@ def connections_text():
 
 def postgres(sources):
     data = sources[POSTGRES]
+    rows = []
+    for count, memory, cells in postgres_rows(data):
+        shares = " / ".join(fixed(rps / memory, 2) for rps, _ in cells)
+        rows.append([f"{count}", f"{memory}", " / ".join(f"{rps}" for rps, _ in cells), shares,
+                     f"{sum(errors for _, errors in cells)}"])
+    names = " / ".join(str(p) for p in postgres_processes(data))
+    header = ["connections", "in-memory keys, 1 process: rps", f"PostgreSQL keys, {names} processes: rps",
+              "÷ in-memory", "errors (PostgreSQL)"]
+    return table(header, rows, "rrrrr")
+
+
+def postgres_processes(data):
+    return sorted({row["processes"].num() for row in data["postgres"].items() if row["processes"].num() > 0})
+
+
+def postgres_rows(data):
+    """Per connection count: (connections, the in-memory process's median rps,
+    [(median rps, errors) for each number of PostgreSQL processes])."""
     by_key = {}
     for row in data["postgres"].items():
         by_key[(row["connections"].num(), row["processes"].num())] = row
@@ -94,23 +112,16 @@ def postgres(sources):
     processes = sorted({p for _, p in by_key if p > 0})
     if not connections or not processes:
         data["postgres"].fail("has no PostgreSQL rows")
-    rows = []
+    out = []
     for count in connections:
         if (count, 0) not in by_key:
             data["postgres"].fail(f"has no in-memory row (processes = 0) at {count} connections")
-        memory = median_rps(by_key[(count, 0)])
-        cells, shares, errors = [], [], 0
+        cells = []
         for process in processes:
             row = by_key.get((count, process))
             if row is None:
                 raise RenderError(f"{data.file}: field `postgres` has no element with connections = "
                                   f"{count} and processes = {process}")
-            rps = median_rps(row)
-            cells.append(f"{rps}")
-            shares.append(fixed(rps / memory, 2))
-            errors += sum(r["errors"].num() for r in row["rounds"].items())
-        rows.append([f"{count}", f"{memory}", " / ".join(cells), " / ".join(shares), f"{errors}"])
-    names = " / ".join(str(p) for p in processes)
-    header = ["connections", "in-memory keys, 1 process: rps", f"PostgreSQL keys, {names} processes: rps",
-              "÷ in-memory", "errors (PostgreSQL)"]
-    return table(header, rows, "rrrrr")
+            cells.append((median_rps(row), sum(r["errors"].num() for r in row["rounds"].items())))
+        out.append((count, median_rps(by_key[(count, 0)]), cells))
+    return out

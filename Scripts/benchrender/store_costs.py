@@ -2,7 +2,7 @@
 per entry, mallocs, recovery and the cost of depth (benchmark-results.json,
 package-benchmark.json, outbox-cli.json)."""
 from . import goals
-from .data import fixed, millis, short_of, sig, span
+from .data import fixed, millis, sig, span
 from .results import comparison, contender, depth_at, verdict
 
 
