@@ -116,10 +116,7 @@ final class SpoolIngestor: Sendable {
             let stopped = try await mover.moveIn(&opened, report: &report)
             try await trim(opened, stopped: stopped, report: &report)
         } catch {
-            for spool in opened {
-                try? await spool.log.close()
-                try? configuration.fileSystem.close(spool.guardLock)
-            }
+            for spool in opened { try? configuration.fileSystem.close(spool.guardLock) }
             throw error
         }
     }
@@ -134,10 +131,6 @@ final class SpoolIngestor: Sendable {
             defer {
                 if deleted { try? fileSystem.removeFile(SpoolLayout.guardPath(spool.source.directory, spool.id)) }
                 try? fileSystem.close(spool.guardLock)
-            }
-            do { try await spool.log.close() } catch {
-                report.problems.append(OutboxSpoolProblem(.notDeleted, path: spool.path, error: .storage(error)))
-                continue
             }
             guard !stopped.contains(spool.id) else { continue }
             do { try await OutboxLog.destroy(at: spool.path, fileSystem: fileSystem) } catch {

@@ -2,12 +2,13 @@ import Crypto
 import OutboxLog
 import SystemPackage
 
-/// One spool the owner has locked, with the records its queue does not hold yet.
+/// One spool the owner has locked and read, with the records its queue
+/// does not hold yet. Its log is closed once read: a look at thousands of
+/// spools holds one descriptor for each (its guard), not a log's several.
 struct OpenSpool: Sendable {
     let id: SpoolID
     /// The spools' directory it is in.
     let source: SpoolSource
-    let log: OutboxLog
     /// The spool's guard (``SpoolLayout/guardPath(_:_:)``), held by the owner.
     let guardLock: FileDescriptor
     /// Records past the queue's mark, in spool order.
@@ -69,8 +70,9 @@ package enum SpoolReading {
             do { mark = try await queue.get(SpoolMark.key(id)).flatMap { SpoolMark.sequence($0.value) } } catch {
                 throw .storage(error)
             }
-            var spool = OpenSpool(id: id, source: source, log: log, guardLock: guardLock, records: [], marked: mark != nil)
-            try await read(&spool, after: mark ?? 0, queueFormat: queueFormat)
+            var spool = OpenSpool(id: id, source: source, guardLock: guardLock, records: [], marked: mark != nil)
+            try await read(&spool, from: log, after: mark ?? 0, queueFormat: queueFormat)
+            do { try await log.close() } catch { throw .storage(error) }
             return .spool(spool)
         } catch {
             try? await log.close()
@@ -97,12 +99,14 @@ package enum SpoolReading {
     /// Reads the entry records after `mark`. One that does not decode as
     /// an entry of this queue is kept as unreadable (to be set aside); the
     /// rest of the spool reads on.
-    private static func read(_ spool: inout OpenSpool, after mark: UInt64, queueFormat: RecordFormat) async throws(OutboxError) {
+    private static func read(
+        _ spool: inout OpenSpool, from log: OutboxLog, after mark: UInt64, queueFormat: RecordFormat
+    ) async throws(OutboxError) {
         var after = mark
         let format = spool.source.format
         while true {
             let page: [LogEntry]
-            do { page = try await spool.log.entries(after: after, limit: 4096) } catch { throw .storage(error) }
+            do { page = try await log.entries(after: after, limit: 4096) } catch { throw .storage(error) }
             guard let last = page.last else { return }
             after = last.sequence
             for record in page where record.key.bytes.first == RecordFormat.entryPrefix {
