@@ -2,7 +2,7 @@ import Foundation
 import OutboxLog
 
 /// One record of the durable key store, as the payload of a value in its
-/// ``OutboxLog`` (Docs/FORMAT.md, "The key store's records"). The log's
+/// ``OutboxLog`` (Docs/STORE-FORMAT.md, "The key store's records"). The log's
 /// record carries the expiry; the payload names the client's key in full,
 /// so a record read alone says whose it is.
 ///
