@@ -65,6 +65,9 @@ package enum KeyStoreRecord: Sendable, Hashable {
         .responseNotRecorded: 1, .serverStopped: 2, .claimAbandoned: 3,
     ]
 
+    /// The reason's code on disk (1…3).
+    static func reasonCode(_ reason: IdempotencyUnknownReason) -> UInt8 { reasons[reason]! }
+
     package func encoded() -> [UInt8] {
         var out = ByteWriter()
         out.bytes.append(Self.version)
