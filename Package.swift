@@ -331,6 +331,19 @@ let package = Package(
                 .product(name: "SystemPackage", package: "swift-system"),
             ]
         ),
+        // The stores' test vectors (Tests/StoreVectors): their own decoders
+        // read every vector as expected, and the generator writes them again.
+        .testTarget(
+            name: "StoreFormatTests",
+            dependencies: [
+                "CLITestSupport",
+                "IdempotencyKeyMiddleware",
+                "Outbox",
+                "OutboxLog",
+                .product(name: "SystemPackage", package: "swift-system"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
         .testTarget(
             name: "FuzzCorpusTests",
             dependencies: ["OutboxFuzzTargets", "OutboxLog"]

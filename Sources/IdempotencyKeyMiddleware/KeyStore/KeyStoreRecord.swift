@@ -2,7 +2,7 @@ import Foundation
 import OutboxLog
 
 /// One record of the durable key store, as the payload of a value in its
-/// ``OutboxLog`` (Docs/FORMAT.md, "The key store's records"). The log's
+/// ``OutboxLog`` (Docs/STORE-FORMAT.md, "The key store's records"). The log's
 /// record carries the expiry; the payload names the client's key in full,
 /// so a record read alone says whose it is.
 ///
@@ -64,6 +64,9 @@ package enum KeyStoreRecord: Sendable, Hashable {
     private static let reasons: [IdempotencyUnknownReason: UInt8] = [
         .responseNotRecorded: 1, .serverStopped: 2, .claimAbandoned: 3,
     ]
+
+    /// The reason's code on disk (1…3).
+    static func reasonCode(_ reason: IdempotencyUnknownReason) -> UInt8 { reasons[reason]! }
 
     package func encoded() -> [UInt8] {
         var out = ByteWriter()

@@ -1,7 +1,7 @@
 /// How an entry's body record names the file that holds its payload: a
 /// body above `OutboxStoreConfiguration.largePayloadThreshold` is written to
 /// `payloads/` beside the log (``PayloadFileStore``), and the record carries
-/// this instead of the bytes (Docs/FORMAT.md, "Payload files").
+/// this instead of the bytes (Docs/STORE-FORMAT.md, "Payload files").
 ///
 /// ```
 /// u8 layout (1 plain, 2 sealed) · 16 file id · u64 length · u32 chunk size (sealed; 0 plain) · 32 SHA-256

@@ -6,7 +6,7 @@ import SystemPackage
 /// The payload files of one queue, in `<queue>/payloads/` (0700), one file
 /// (0600) per entry whose body is above the store's threshold, named by the
 /// entry's log key (a keyed hash of its id when the store is encrypted) and
-/// the file's random id: `<32 hex>-<32 hex>` (Docs/FORMAT.md, "Payload files").
+/// the file's random id: `<32 hex>-<32 hex>` (Docs/STORE-FORMAT.md, "Payload files").
 ///
 /// The order of operations is what makes them crash-safe with the log
 /// (Docs/DURABILITY.md, "Payload files"):

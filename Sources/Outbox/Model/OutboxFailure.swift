@@ -3,7 +3,7 @@
 /// (``httpStatus``; the parent of a ``Cause/dependency(_:)``), and a
 /// ``message`` for people.
 ///
-/// A store keeps the cause as a one-byte code (Docs/FORMAT.md); nothing
+/// A store keeps the cause as a one-byte code (Docs/STORE-FORMAT.md); nothing
 /// decides anything by reading the message.
 ///
 /// ```swift

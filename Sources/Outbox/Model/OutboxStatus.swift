@@ -22,7 +22,7 @@
 ///
 /// These names are the only ones: the API, the CLI, JSON, the docs and the
 /// logs all say `waitingToRetry` and `quarantined`. On disk a status is a
-/// one-byte code (Docs/FORMAT.md).
+/// one-byte code (Docs/STORE-FORMAT.md).
 public enum OutboxStatus: String, Sendable, Hashable, CaseIterable, Codable, CustomStringConvertible {
     /// Waiting to be sent (for the first time, or again after a retry).
     case pending

@@ -78,7 +78,7 @@ enum FailureCoding {
 }
 
 extension OutboxFailure.Cause {
-    /// The cause's code on disk (1…17, Docs/FORMAT.md); a dependency
+    /// The cause's code on disk (1…17, Docs/STORE-FORMAT.md); a dependency
     /// failure's own code and parent follow its 13.
     package var code: UInt8 {
         switch self {

@@ -5,7 +5,7 @@ import Foundation
 /// AES-GCM under the app's key, the partition bound as associated data.
 /// Written when the queue (or a spool of it) is created and checked at every
 /// open, so a wrong key is refused before anything is read or written
-/// (Docs/FORMAT.md).
+/// (Docs/STORE-FORMAT.md).
 struct KeyCheck: Sendable {
     let key: SymmetricKey
 

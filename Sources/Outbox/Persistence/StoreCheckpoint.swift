@@ -6,8 +6,8 @@ import SystemPackage
 /// log): the scheduler's entries, failures, completions and names as they
 /// stood once every record up to a log position was applied, so a reopen
 /// reads this file and re-reads only the entries whose records changed
-/// after that position, instead of every entry's body (Docs/FORMAT.md,
-/// "Store checkpoint").
+/// after that position, instead of every entry's body (Docs/STORE-FORMAT.md,
+/// "The outbox store's checkpoint").
 ///
 /// ```
 /// header (in the clear):

@@ -31,7 +31,7 @@ extension Scheduler {
         if status == .succeeded { forgetKey(of: entry) }
         // A quarantined entry is never due: its time says when it was quarantined, for the
         // retention of quarantined entries (``removeQuarantined(before:)``).
-        if status == .quarantined && entry.status != .quarantined { entry.when = Date().milliseconds }
+        if status == .quarantined && entry.status != .quarantined { entry.when = configuration.clock().milliseconds }
         entry.status = status
     }
 

@@ -4,7 +4,7 @@ import SystemPackage
 /// Spooled entries a queue can never take as they were written, kept in
 /// `<queue>/refused/` (0700), one file (0600) each, named
 /// `<spool name's 32 hex>-<spool record's sequence number>`
-/// (Docs/FORMAT.md, "Set-aside records"):
+/// (Docs/STORE-FORMAT.md, "Set-aside records"):
 ///
 /// ```
 /// 8  magic "OBXASIDE"

@@ -102,6 +102,11 @@ public struct OutboxStoreConfiguration: Sendable {
     /// torture suite kills the process there.
     package var payloadFileObserver: @Sendable (PayloadFileStep) -> Void = { _ in }
 
+    /// The time of what the store's calls do not date themselves (when an
+    /// entry was quarantined): the system's clock; the store's test
+    /// vectors fix it, so that their bytes do not depend on the day.
+    package var clock: @Sendable () -> Date = { Date() }
+
     /// The configuration of the log under each partition. The store turns
     /// on the log's index checkpoints and lets its open return before the
     /// index is loaded: with its own checkpoint (`SCHEDULE`, written at the

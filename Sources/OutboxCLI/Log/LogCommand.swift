@@ -18,6 +18,7 @@ struct LogCommand: AsyncParsableCommand {
             LogRemoveExpired.self,
             LogStats.self,
             LogMakeVectors.self,
+            LogMakeStoreVectors.self,
         ]
     )
 }

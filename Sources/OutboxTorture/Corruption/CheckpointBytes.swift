@@ -1,4 +1,4 @@
-/// Just enough of the store checkpoint's format (`SCHEDULE`, Docs/FORMAT.md,
+/// Just enough of the store checkpoint's format (`SCHEDULE`, Docs/STORE-FORMAT.md,
 /// "The outbox store's checkpoint") to damage it the way a forger would:
 /// where its header fields and its body's counts are, and how to repair
 /// both CRCs after a change, so that only the store's value checks (or,

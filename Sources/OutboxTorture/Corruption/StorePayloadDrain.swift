@@ -6,7 +6,7 @@ import OutboxLocking
 /// A store case with a damaged payload file drains its queue to a handler
 /// that knows every body: no handler may be handed other bytes than were
 /// enqueued, and the entry whose file is damaged must end quarantined with
-/// a payload reason (the rule of Docs/FORMAT.md, "Payload files").
+/// a payload reason (the rule of Docs/STORE-FORMAT.md, "Payload files").
 enum StorePayloadDrain {
     static func check(
         _ store: LogOutboxStore, base: StoreBase, expectations: StoreExpectations, first: [OutboxEntry.ID: OutboxEntry]

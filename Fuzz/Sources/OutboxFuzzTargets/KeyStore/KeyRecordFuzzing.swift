@@ -2,7 +2,7 @@ import Foundation
 import IdempotencyKeyMiddleware
 
 /// Fuzz entry point for the durable key store's record payloads
-/// (``KeyStoreRecord``, Docs/FORMAT.md "The key store's records"): what a
+/// (``KeyStoreRecord``, Docs/STORE-FORMAT.md "The key store's records"): what a
 /// `LogIdempotencyKeyStore` reads back from its log for a completed,
 /// claimed or outcome-unknown key. See `FuzzViolation` and Fuzz/README.md.
 ///

@@ -1,0 +1,122 @@
+import CLITestSupport
+import Foundation
+import IdempotencyKeyMiddleware
+import Logging
+import Outbox
+import OutboxLog
+import SystemPackage
+import Testing
+
+/// The stores' test vectors (Tests/StoreVectors, see its README.md): the
+/// outbox store's and the key store's own decoders must read every vector
+/// as its expected.json says, and the generator must still write exactly
+/// these bytes, so a change to Docs/STORE-FORMAT.md's records, to an
+/// encoder or to a decoder cannot go unnoticed.
+@Suite("Store format test vectors")
+struct StoreVectorTests {
+    static let folder = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .appendingPathComponent("StoreVectors")
+
+    static let names: [String] = ((try? FileManager.default.contentsOfDirectory(atPath: folder.path)) ?? [])
+        .filter { FileManager.default.fileExists(atPath: folder.appendingPathComponent("\($0)/expected.json").path) }
+        .sorted()
+
+    @Test("the folder holds the queue and key store vectors")
+    func vectorsArePresent() {
+        #expect(Self.names == ["key-store", "queue-checkpoint", "queue-records"], "found \(Self.names) in \(Self.folder.path)")
+    }
+
+    @Test("the stores' decoders read each vector as expected.json says", arguments: names)
+    func decodersReadVector(_ name: String) async throws {
+        let data = try Data(contentsOf: Self.folder.appendingPathComponent("\(name)/expected.json"))
+        var expected = try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any])
+        expected["summary"] = nil
+        let scratch = try Scratch()
+        defer { scratch.remove() }
+        let source = Self.folder.appendingPathComponent("\(name)/files").path
+        for file in try FileManager.default.contentsOfDirectory(atPath: source) {
+            try FileManager.default.copyItem(atPath: source + "/" + file, toPath: scratch.path + "/" + file)
+        }
+        var configuration = OutboxLog.Configuration()
+        configuration.logger = .init(label: "store-vectors", factory: { _ in SwiftLogNoOpLogHandler() })
+        let decoded =
+            FileManager.default.fileExists(atPath: source + "/keys.secret")
+            ? try await KeyStoreRecordDescription.directory(FilePath(scratch.path), configuration: configuration)
+            : try await StoreRecordDescription.directory(FilePath(scratch.path), configuration: configuration)
+        for difference in JSONDifference.between(expected, decoded) {
+            Issue.record("\(name): \(difference)")
+        }
+    }
+
+    @Test("outbox log make-store-vectors writes exactly the checked-in vectors")
+    func generatorReproducesVectors() async throws {
+        let output = try Scratch()
+        defer { output.remove() }
+        let run = try await OutboxTool.run(["log", "make-store-vectors", output.path])
+        #expect(run.status == 0, "\(run.stderr)")
+        let generated = try Self.listing(URL(fileURLWithPath: output.path))
+        let checkedIn = try Self.listing(Self.folder).filter { $0.key.hasSuffix("/expected.json") || $0.key.contains("/files/") }
+        #expect(Set(generated.keys) == Set(checkedIn.keys))
+        for (path, bytes) in checkedIn where generated[path] != bytes {
+            Issue.record("\(path) differs from what make-store-vectors writes now: regenerate (Tests/StoreVectors/README.md) if the change is meant")
+        }
+    }
+
+    /// Every file under `root`, by relative path.
+    static func listing(_ root: URL) throws -> [String: Data] {
+        var files: [String: Data] = [:]
+        let enumerator = FileManager.default.enumerator(atPath: root.path)
+        while let path = enumerator?.nextObject() as? String {
+            var isDirectory: ObjCBool = false
+            let full = root.appendingPathComponent(path).path
+            if FileManager.default.fileExists(atPath: full, isDirectory: &isDirectory), !isDirectory.boolValue {
+                files[path] = try Data(contentsOf: URL(fileURLWithPath: full))
+            }
+        }
+        return files
+    }
+}
+
+/// A directory under the system's temporary directory, removed by ``remove()``.
+struct Scratch {
+    let path: String
+
+    init() throws {
+        path = FileManager.default.temporaryDirectory.path + "/outbox-store-vectors-" + UUID().uuidString
+        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+    }
+
+    func remove() { try? FileManager.default.removeItem(atPath: path) }
+}
+
+/// Where two JSON values differ, by path (`entries[3].state.failures`).
+enum JSONDifference {
+    static func between(_ expected: Any, _ actual: Any, at path: String = "") -> [String] {
+        switch (expected, actual) {
+        case (let expected as [String: Any], let actual as [String: Any]):
+            return Set(expected.keys).union(actual.keys).sorted().flatMap { key -> [String] in
+                let here = path.isEmpty ? key : path + "." + key
+                guard let left = expected[key] else { return ["\(here): not expected, decoded \(text(actual[key]!))"] }
+                guard let right = actual[key] else { return ["\(here): expected \(text(left)), not decoded"] }
+                return between(left, right, at: here)
+            }
+        case (let expected as [Any], let actual as [Any]):
+            guard expected.count == actual.count else {
+                return ["\(path): expected \(expected.count) items, decoded \(actual.count)"]
+            }
+            return zip(expected, actual).enumerated().flatMap { between($0.element.0, $0.element.1, at: "\(path)[\($0.offset)]") }
+        default:
+            let left = text(expected)
+            let right = text(actual)
+            return left == right ? [] : ["\(path): expected \(left), decoded \(right)"]
+        }
+    }
+
+    /// A value's canonical JSON text.
+    static func text(_ value: Any) -> String {
+        guard let data = try? JSONSerialization.data(withJSONObject: value, options: [.sortedKeys, .fragmentsAllowed]) else {
+            return "\(value)"
+        }
+        return String(decoding: data, as: UTF8.self)
+    }
+}
