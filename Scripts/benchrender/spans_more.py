@@ -102,15 +102,25 @@ def stream_rows(sources):
             rows.find("command", "… --count 100000"))
 
 
+def open_rows(sources):
+    rows = sources["outbox-cli.json"]["enqueueStreams"]["rows"]
+    return (rows.find("command", "outbox stats of it again (an open from its checkpoint)"),
+            rows.find("command", "outbox stats of the 300,000-entry queue, again"))
+
+
 def stream_bytes_per_entry(sources):
-    """The RSS the million-entry enqueue needs beyond the 100k one, per extra entry."""
-    big, small = stream_rows(sources)
-    extra = (big["maxRSSMegabytes"].num() - small["maxRSSMegabytes"].num()) * 1e6 / 900_000
+    """The RSS an open of the million-entry queue needs beyond the 300k one, per extra entry."""
+    big, small = open_rows(sources)
+    extra = (big["maxRSSMegabytes"].num() - small["maxRSSMegabytes"].num()) * 1e6 / 700_000
     return f"{round(extra, -1):.0f} bytes"
 
 
 def stream_1m_rss(sources):
     return f"{stream_rows(sources)[0]['maxRSSMegabytes'].num()} MB"
+
+
+def open_1m_rss(sources):
+    return f"{open_rows(sources)[0]['maxRSSMegabytes'].num()} MB"
 
 
 def stream_1m_goal(sources):
@@ -209,6 +219,7 @@ SPANS = {
     "kills-round-trips": kills_round_trips,
     "stream-bytes-per-entry": stream_bytes_per_entry,
     "stream-1m-rss": stream_1m_rss,
+    "open-1m-rss": open_1m_rss,
     "stream-1m-goal": stream_1m_goal,
     "atomic-batch": atomic_batch,
     "descriptor-spin": descriptor_spin,

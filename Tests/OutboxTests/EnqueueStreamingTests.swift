@@ -50,7 +50,7 @@ struct EnqueueStreamingTests {
         }
         var statuses = ended.stream.makeAsyncIterator()
         let status = await statuses.next()
-        let printed = String(decoding: first + rest, as: UTF8.self).split(separator: "\n").filter { $0.hasSuffix(" direct") }
+        let printed = String(decoding: first + rest, as: UTF8.self).split(separator: "\n").filter { $0.hasSuffix(" spooled") }
         let printedIDs = Set(printed.map { String($0.split(separator: " ")[0]) })
         #expect(!printedIDs.isEmpty, "no acknowledgement before the kill")
 

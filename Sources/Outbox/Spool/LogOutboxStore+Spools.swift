@@ -45,21 +45,9 @@ extension LogOutboxStore {
         _ requests: [OutboxEnqueueRequest], root: FilePath, partition: String,
         configuration: OutboxStoreConfiguration = OutboxStoreConfiguration()
     ) async throws(OutboxError) -> OutboxSharedEnqueueResult {
-        guard !partition.isEmpty else { throw OutboxError(.invalidArgument, "the partition (user) name is empty") }
-        try Admission.check(configuration)
-        // An id leaves this process here, on either path: once it may be in
-        // a spool, no later enqueue of it may be admitted without the queue
-        // (``FreshEntryIDs``), or a reopened store still loading would take
-        // the same write a second time.
-        for request in requests { _ = FreshEntryIDs.take(request.id) }
         let format = RecordFormat(partition: partition, key: configuration.encryptionKey)
-        let now = Date().milliseconds
         // Every request is checked before anything is written, on either path.
-        let bodies = try requests.map { request throws(OutboxError) in
-            try StoreCore.admit(request, partition: partition, configuration: configuration, now: now) {
-                body throws(OutboxError) in try LogBackend.prepare(body, format: format)
-            }
-        }
+        let bodies = try prepareForSpool(requests, partition: partition, configuration: configuration)
         let store: LogOutboxStore
         do {
             store = try await open(root: root, partition: partition, configuration: configuration)
@@ -82,6 +70,73 @@ extension LogOutboxStore {
         }
         try await store.close()
         return .direct(results)
+    }
+
+    /// Checks `requests` and encodes each as its queue would store it, for
+    /// a spool: nothing is written if one is refused.
+    static func prepareForSpool(
+        _ requests: [OutboxEnqueueRequest], partition: String, configuration: OutboxStoreConfiguration
+    ) throws(OutboxError) -> [PreparedBody] {
+        guard !partition.isEmpty else { throw OutboxError(.invalidArgument, "the partition (user) name is empty") }
+        try Admission.check(configuration)
+        // An id leaves this process here, on either path: once it may be in
+        // a spool, no later enqueue of it may be admitted without the queue
+        // (``FreshEntryIDs``), or a reopened store still loading would take
+        // the same write a second time.
+        for request in requests { _ = FreshEntryIDs.take(request.id) }
+        let format = RecordFormat(partition: partition, key: configuration.encryptionKey)
+        let now = Date().milliseconds
+        return try requests.map { request throws(OutboxError) in
+            try StoreCore.admit(request, partition: partition, configuration: configuration, now: now) {
+                body throws(OutboxError) in try LogBackend.prepare(body, format: format)
+            }
+        }
+    }
+
+    /// A writer that enqueues batches into `partition`'s queue under `root`
+    /// through spools, without opening the queue: for a long run of writes
+    /// whose process should neither hold the queue nor keep anything per
+    /// entry (``OutboxSpoolWriter``).
+    ///
+    /// The queue must exist; if it does not (and the configuration creates
+    /// missing queues), it is created first by opening and closing it, as
+    /// it is if a key was given for a queue that is still plain (the open
+    /// seals it).
+    ///
+    /// - Throws: ``OutboxError`` — what `open(root:partition:configuration:)`
+    ///   throws when the queue must be created, `.wrongKey` if the queue is
+    ///   held open plain while this process has a key.
+    public static func spoolWriter(
+        root: FilePath, partition: String, configuration: OutboxStoreConfiguration = OutboxStoreConfiguration()
+    ) async throws(OutboxError) -> OutboxSpoolWriter {
+        try await spoolWriter(
+            root: root, partition: partition, configuration: configuration,
+            entriesPerSpool: OutboxSpoolWriter.maximumEntriesPerSpool)
+    }
+
+    /// ``spoolWriter(root:partition:configuration:)`` closing its spools
+    /// every `entriesPerSpool` entries (tests).
+    package static func spoolWriter(
+        root: FilePath, partition: String, configuration: OutboxStoreConfiguration, entriesPerSpool: Int
+    ) async throws(OutboxError) -> OutboxSpoolWriter {
+        guard !partition.isEmpty else { throw OutboxError(.invalidArgument, "the partition (user) name is empty") }
+        try Admission.check(configuration)
+        let find = { () async throws(OutboxError) -> String in
+            try await offThePool { () throws(OutboxError) -> String in
+                try heldQueueName(root: root, partition: partition, configuration: configuration)
+            }
+        }
+        let queue: String
+        do { queue = try await find() } catch where error.code == .notFound || error.code == .wrongKey {
+            // No queue under this name yet: the open makes it (or seals the plain one).
+            do { try await open(root: root, partition: partition, configuration: configuration).close() } catch
+                where error.storage?.code == .locked
+            {}
+            queue = try await find()
+        }
+        return OutboxSpoolWriter(
+            partition: partition, configuration: configuration, spools: SpoolLayout.directory(root: root, queueName: queue),
+            entriesPerSpool: entriesPerSpool)
     }
 
     /// The directory name of the queue another process holds (its lock

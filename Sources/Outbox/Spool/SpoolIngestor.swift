@@ -31,14 +31,16 @@ final class SpoolIngestor: Sendable {
     /// Where to look besides the queue's own spools (blocking: run off the pool).
     private let otherSources: @Sendable () -> [SpoolSource]
     private let ownSource: SpoolSource
+    private let round: SpoolRound
     private let gate = SerialGate()
     /// A writer poked since the last look began (read before each claim).
     private let poked = Locked(false)
 
     init(
         queue log: OutboxLog, format: RecordFormat, key: SymmetricKey?, configuration: OutboxLog.Configuration,
-        core: StoreCore, otherSources: @escaping @Sendable () -> [SpoolSource]
+        core: StoreCore, round: SpoolRound, otherSources: @escaping @Sendable () -> [SpoolSource]
     ) {
+        self.round = round
         ownSource = SpoolSource.own(queue: log.directory, format: format, key: key)
         spools = ownSource.directory
         self.format = format
@@ -103,10 +105,27 @@ final class SpoolIngestor: Sendable {
             if !source.inQueueFormat { try? await SpoolLayout.purge(spools: spools, fileSystem: fileSystem) }
             return
         }
+        var rest = ids[...]
+        while !rest.isEmpty {
+            guard try await moveInRound(of: &rest, from: source, report: &report) else { return }
+        }
+    }
+
+    /// Opens and reads spools from the front of `ids` until a round is
+    /// full, moves them in and deletes them. Returns whether to go on:
+    /// not once the queue stopped taking a spool (full, say), where every
+    /// later spool would stop too.
+    private func moveInRound(
+        of ids: inout ArraySlice<SpoolID>, from source: SpoolSource, report: inout OutboxSpoolReport
+    ) async throws(OutboxError) -> Bool {
         var opened: [OpenSpool] = []
-        for id in ids {
+        var records = 0
+        while let id = ids.first, records < round.records, opened.count < round.spools {
+            ids.removeFirst()
             switch await SpoolReading.open(id, in: source, queue: queue, queueFormat: format, configuration: configuration) {
-            case .spool(let spool): opened.append(spool)
+            case .spool(let spool):
+                opened.append(spool)
+                records += spool.records.count
             case .busy: report.spoolsBusy += 1
             case .gone: break
             case .unusable(let problem): report.problems.append(problem)
@@ -115,6 +134,7 @@ final class SpoolIngestor: Sendable {
         do throws(OutboxError) {
             let stopped = try await mover.moveIn(&opened, report: &report)
             try await trim(opened, stopped: stopped, report: &report)
+            return stopped.isEmpty
         } catch {
             for spool in opened { try? configuration.fileSystem.close(spool.guardLock) }
             throw error
@@ -150,4 +170,15 @@ final class SpoolIngestor: Sendable {
             throw .storage(error)
         }
     }
+}
+
+/// How much of its spools a look holds at once. Spools are moved in a round
+/// at a time, oldest first (their names begin with their creation time):
+/// at most `records` records (or the first spool, if it alone holds more)
+/// and `spools` spools in memory, so a look at a million spooled entries,
+/// or at thousands of spools, holds a round's worth of records and guards.
+package struct SpoolRound: Sendable {
+    package var records = 65_536
+    package var spools = 256
+    package init() {}
 }

@@ -116,13 +116,17 @@ package enum SpoolLayout {
     }
 }
 
-/// A spool's name: 16 random bytes.
+/// A spool's name: 16 bytes, the first 6 the moment it was created (ms
+/// since 1970, big-endian), the other 10 random. Names sort as spools
+/// were created, so a look takes the oldest first.
 package struct SpoolID: Hashable, Sendable, CustomStringConvertible {
     package let bytes: [UInt8]
 
-    static func random() -> SpoolID {
+    static func random(now: Date = Date()) -> SpoolID {
         var generator = SystemRandomNumberGenerator()
-        return SpoolID(bytes: (0..<16).map { _ in UInt8.random(in: .min ... .max, using: &generator) })
+        let milliseconds = UInt64(clamping: max(0, now.milliseconds))
+        let time = (0..<6).reversed().map { UInt8(truncatingIfNeeded: milliseconds >> (8 * UInt64($0))) }
+        return SpoolID(bytes: time + (0..<10).map { _ in UInt8.random(in: .min ... .max, using: &generator) })
     }
 
     package init(bytes: [UInt8]) { self.bytes = bytes }

@@ -37,7 +37,7 @@ extension LogOutboxStore {
         let fileSystem = configuration.log.fileSystem
         return SpoolIngestor(
             queue: log, format: format, key: configuration.encryptionKey, configuration: configuration.log, core: core,
-            otherSources: { [format, fileSystem] in
+            round: configuration.spoolRound, otherSources: { [format, fileSystem] in
                 let sealing = format.isSealed
                     ? SpoolSource.plainPredecessor(ofSealedQueue: directory, partition: partition, fileSystem: fileSystem)
                     : nil

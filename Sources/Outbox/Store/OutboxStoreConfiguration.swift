@@ -107,6 +107,10 @@ public struct OutboxStoreConfiguration: Sendable {
     /// vectors fix it, so that their bytes do not depend on the day.
     package var clock: @Sendable () -> Date = { Date() }
 
+    /// How many spooled records, and spools, a look holds in memory at
+    /// once (``SpoolRound``): tests make rounds small.
+    package var spoolRound = SpoolRound()
+
     /// The configuration of the log under each partition. The store turns
     /// on the log's index checkpoints and lets its open return before the
     /// index is loaded: with its own checkpoint (`SCHEDULE`, written at the

@@ -2,11 +2,15 @@ import Outbox
 import OutboxLog
 
 /// Writes a run of entries into a user's queue a batch at a time, each
-/// batch atomic and durable before it is acknowledged: directly while this
-/// process can hold the queue (opened once, for every batch), through a
-/// spool per batch while another process holds it. Only one batch is in
-/// memory at a time, and a process killed meanwhile loses only the batch
-/// it was writing: every acknowledged one is on disk.
+/// batch atomic and durable before it is acknowledged. A run of one batch
+/// goes directly into the queue if no other process holds it, else through
+/// a spool. A longer run always goes through spools (``OutboxSpoolWriter``):
+/// the queue is never held for the length of the run (the app keeps its
+/// queue meanwhile), and this process keeps nothing per entry, so its
+/// memory stays bounded however long the run. Only one batch is in memory
+/// at a time, and a process killed meanwhile loses only the batch it was
+/// writing: every acknowledged one is on disk, moved in by the next
+/// process that opens the queue (or by its holder).
 struct BatchedEnqueue {
     let options: OutboxRootOptions
     let user: String
@@ -19,6 +23,7 @@ struct BatchedEnqueue {
         acknowledge: (OutboxSharedEnqueueResult) throws -> Void
     ) async throws {
         let configuration = options.configuration(create: true)
+        if count > batch { return try await runThroughSpools(count: count, batch: batch, make: make, acknowledge: acknowledge) }
         let store = try await openUnlessHeld(configuration)
         var next = 0
         do {
@@ -43,6 +48,37 @@ struct BatchedEnqueue {
             try await store?.close()
         } catch {
             throw CommandFailure.outbox(error, directory: options.directory, opening: false)
+        }
+    }
+
+    /// A run of several batches, each written into a spool and acknowledged
+    /// once durable there.
+    private func runThroughSpools(
+        count: Int, batch: Int,
+        make: (Range<Int>) -> [OutboxEnqueueRequest],
+        acknowledge: (OutboxSharedEnqueueResult) throws -> Void
+    ) async throws {
+        let writer: OutboxSpoolWriter
+        do {
+            writer = try await LogOutboxStore.spoolWriter(
+                root: options.root, partition: user, configuration: options.configuration(create: true))
+        } catch {
+            throw CommandFailure.outbox(error, directory: options.directory, opening: true)
+        }
+        var next = 0
+        do {
+            while next < count {
+                let range = next..<min(count, next + batch)
+                try acknowledge(.spooled(try await writer.enqueue(make(range))))
+                next = range.upperBound
+            }
+            try await writer.close()
+        } catch let error as OutboxError {
+            try? await writer.close()
+            throw CommandFailure.outbox(error, directory: options.directory, opening: false)
+        } catch {
+            try? await writer.close()
+            throw error
         }
     }
 

@@ -10,14 +10,16 @@ struct OutboxEnqueue: AsyncParsableCommand {
         commandName: "enqueue",
         abstract: "Enqueue entries, directly or through a spool if another process holds the queue.",
         discussion: """
-            If no other process holds the user's queue, the entries are written into it directly \
-            (path "direct"); if one does (an app that keeps it open), they are written into a spool \
-            of this process's own beside it, which that process moves in (path "spooled"). Either \
+            A run of one batch is written into the user's queue directly if no other process \
+            holds it (path "direct"); if one does (an app that keeps it open), into a spool of this \
+            process's own beside it, which that process moves in (path "spooled"). A longer run \
+            always goes through spools, never holding the queue: the app keeps its queue meanwhile, \
+            and this process keeps nothing per entry, so its memory stays bounded however long the \
+            run; the queue's holder, or the next command that opens it, moves the entries in. Either \
             way the enqueue is durable when its line is printed: a printed entry survives a crash \
             or a power loss. The entries are written --batch at a time, each batch atomic and \
-            printed as soon as it is durable, so memory stays bounded and a process killed \
-            meanwhile loses only the batch it was writing; --atomic writes them all as one batch \
-            (all or nothing, printed at the end). Each entry is printed as "<id> <idempotency-key> <path>" on its own \
+            printed as soon as it is durable, so a process killed meanwhile loses only the batch it \
+            was writing; --atomic writes them all as one batch (all or nothing, printed at the end). Each entry is printed as "<id> <idempotency-key> <path>" on its own \
             line (with --json, one object per entry: id, idempotencyKey, path, outcome); an entry \
             the queue already held prints "<id> - direct". \
             --payload sends the text as given (with Content-Type: application/json if it is valid \
