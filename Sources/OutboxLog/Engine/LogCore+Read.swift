@@ -13,10 +13,12 @@ extension LogCore {
         try await get([key])[0]
     }
 
-    /// The live value (and annotation) of each key, verified, or `nil`:
-    /// one lookup under the lock and one job on a reader thread for all of
-    /// them, so a batch costs one thread hand-off, not one per key.
-    func get(_ keys: [LogKey]) async throws(OutboxLogError) -> [LogEntry?] {
+    /// The live value (and, with `annotations`, annotation) of each key,
+    /// verified, or `nil`: one lookup under the lock and one job on a
+    /// reader thread for all of them, so a batch costs one thread hand-off,
+    /// not one per key. Without `annotations`, an annotation still in
+    /// memory is neither waited for nor read.
+    func get(_ keys: [LogKey], annotations: Bool = true) async throws(OutboxLogError) -> [LogEntry?] {
         guard !keys.isEmpty else { return [] }
         try await waitForIndex()
         var flushed = false
@@ -40,7 +42,7 @@ extension LogCore {
                     guard let valueFile = state.readableFile(for: entry.value) else {
                         return .failure(UnwrittenRecords(last: state.nextSequence - 1))
                     }
-                    guard entry.annotation.exists else {
+                    guard annotations, entry.annotation.exists else {
                         lookups.append(.found(entry, valueFile, nil))
                         continue
                     }
@@ -59,8 +61,8 @@ extension LogCore {
                 try await waitFor(unwritten.last, durable: false)
             case .success(let lookups):
                 var bytes = 0
-                for case .found(let entry, _, _) in lookups {
-                    bytes += Int(entry.value.length) + (entry.annotation.exists ? Int(entry.annotation.length) : 0)
+                for case .found(let entry, _, let annotationFile) in lookups {
+                    bytes += Int(entry.value.length) + (annotationFile != nil ? Int(entry.annotation.length) : 0)
                 }
                 guard bytes > 0 else { return Array(repeating: nil, count: keys.count) }
                 let readAll: @Sendable () throws(OutboxLogError) -> [LogEntry?] = {
