@@ -30,9 +30,12 @@ final class PayloadFileLedger: Sendable {
     }
 
     /// The files of the entries that `writes` delete (their tombstones),
-    /// forgotten here; empty in the common case, without a look at `writes`.
+    /// forgotten here; empty in the common case, and without the lock for
+    /// a batch that deletes nothing.
     func ended(by writes: some Sequence<LogWrite>) -> [FilePath] {
-        state.withLock { state in
+        // Most batches (an enqueue, a claim's marks) end nothing.
+        guard writes.contains(where: { $0.kind == .tombstone }) else { return [] }
+        return state.withLock { state in
             guard !state.files.isEmpty else { return [] }
             return writes.compactMap { write in
                 write.kind == .tombstone ? state.files.removeValue(forKey: write.key) : nil

@@ -140,6 +140,20 @@ struct DemoScenario {
             failure = DemoFailure("the outbox failed: \(error)")
         }
 
+        let report = await finish(
+            recorded: recorded, tally: tally, life: life, failure: failure, started: started,
+            deliveredBeforeRestart: restarted ? beforeRestart : nil, server: server)
+        await server.stop()
+        return report
+    }
+
+    /// The day's report: what remains in the queue, what the servers'
+    /// ledger says they applied, and why the run ended early, if it did.
+    private func finish(
+        recorded: Recorded, tally: Tally, life: AppLife?, failure: DemoFailure?, started: ContinuousClock.Instant,
+        deliveredBeforeRestart: Int?, server: DemoServers
+    ) async -> DemoReport {
+        var failure = failure
         let (remaining, quarantinedEntries) = await whatRemains(in: life, failure: &failure)
         let ledger: ReferenceLedger
         do {
@@ -154,12 +168,10 @@ struct DemoScenario {
             let text = seconds == seconds.rounded() ? String(Int(seconds)) : String(format: "%.1f", seconds)
             failure?.message = "the deadline of \(text) s passed with \(unsent) write(s) unsent"
         }
-        let report = DemoReport(
+        return DemoReport(
             recorded: recorded, tally: tally.snapshot, ledger: ledger, remaining: unsent,
-            quarantined: quarantinedEntries, elapsed: started.duration(to: .now), deliveredBeforeRestart: restarted ? beforeRestart : nil,
+            quarantined: quarantinedEntries, elapsed: started.duration(to: .now), deliveredBeforeRestart: deliveredBeforeRestart,
             failure: failure?.message, concurrency: Self.concurrency, latency: options.latency)
-        await server.stop()
-        return report
     }
 
     /// Starts the reference server (or servers, on PostgreSQL) with the

@@ -128,46 +128,64 @@ struct SegmentChain {
                 previous = broken
                 continue
             }
-            let isNewest = position == ordered.count - 1
             let analysis = scanned.analysis
-            // Only the newest appended segment may end in space allocated
-            // ahead; anywhere else zero bytes after the records are damage.
-            let isZeroTail = isNewest && header.coverEnd == nil && analysis.damage?.isZeroTail == true
-            if isZeroTail { scan.newestZeroTailFrom = analysis.damage?.offset }
-            let isTornTail = !isZeroTail && analysis.damage.map { damage in
-                // Damage is a torn tail only if no later record vouches that
-                // the damaged bytes had been synced: then it is rot.
-                let firstLost = analysis.firstLostSequence(base: header.baseSequence)
-                let provablyUnsynced = damage.recordsAfter == 0 || damage.maximumWatermarkAfter < firstLost
-                return isNewest && header.coverEnd == nil && provablyUnsynced
-            } ?? false
+            let ending = Self.ending(of: analysis, header, isNewest: position == ordered.count - 1)
+            if ending == .zeroTail { scan.newestZeroTailFrom = analysis.damage?.offset }
             // A torn tail's later records are dropped with it: never indexed
             // or counted, so verify's counts are what a read serves.
             let file = index(
-                candidate, header, scanned, isNewest: isNewest, includingLaterRecords: !isTornTail, into: &scan,
-                inventory: inventory, report: &report)
-            var segmentDamaged = false
-            if let damage = analysis.damage, !isZeroTail {
-                if isTornTail {
-                    scan.tornTail = TornTail(candidate: candidate, analysis: analysis, id: file.id)
-                } else {
-                    segmentDamaged = true
-                    scan.segmentsWithKnownDamage.insert(file.id)
-                    if let after = damage.highestSequenceAfter { scan.highestSequence = max(scan.highestSequence, after) }
-                    let found: LogDamage = damage.recordsAfter > 0
-                        ? .followedByRecords(damage.damage, records: damage.recordsAfter)
-                        : .inSealedSegment(damage.damage)
-                    scan.damaged.append(
-                        DamagedSegment(
-                            candidate: candidate, header: header, offset: damage.frameOffset, damage: found,
-                            analysis: analysis))
-                }
+                candidate, header, scanned, isNewest: position == ordered.count - 1,
+                includingLaterRecords: ending != .tornTail, into: &scan, inventory: inventory, report: &report)
+            switch ending {
+            case .clean, .zeroTail: break
+            case .tornTail: scan.tornTail = TornTail(candidate: candidate, analysis: analysis, id: file.id)
+            case .damaged: Self.noteDamage(candidate, header, analysis, file: file.id, into: &scan)
             }
             previous = Previous(
                 header: header, name: candidate.name,
-                lastSequence: analysis.leading.lastSequence ?? header.coverEnd.map { $0 - 1 }, damaged: segmentDamaged)
+                lastSequence: analysis.leading.lastSequence ?? header.coverEnd.map { $0 - 1 }, damaged: ending == .damaged)
         }
         return scan
+    }
+
+    /// How a segment's records end.
+    enum Ending {
+        /// At the end of the file.
+        case clean
+        /// In zeros: space allocated ahead, which only the newest appended
+        /// segment may have (anywhere else zero bytes are damage).
+        case zeroTail
+        /// In damage no later record vouches was ever synced, in the newest
+        /// appended segment: a write cut short by a crash, cut off.
+        case tornTail
+        /// In damage: rot, or bytes a later record proves were synced.
+        case damaged
+    }
+
+    static func ending(of analysis: SegmentAnalysis, _ header: SegmentHeader, isNewest: Bool) -> Ending {
+        guard let damage = analysis.damage else { return .clean }
+        let newestAppended = isNewest && header.coverEnd == nil
+        if newestAppended && damage.isZeroTail { return .zeroTail }
+        // Damage is a torn tail only if no later record vouches that the
+        // damaged bytes had been synced: then it is rot.
+        let firstLost = analysis.firstLostSequence(base: header.baseSequence)
+        let provablyUnsynced = damage.recordsAfter == 0 || damage.maximumWatermarkAfter < firstLost
+        return newestAppended && provablyUnsynced ? .tornTail : .damaged
+    }
+
+    /// Records the damage of segment `file` in `scan`.
+    private static func noteDamage(
+        _ candidate: SegmentCandidate, _ header: SegmentHeader, _ analysis: SegmentAnalysis, file: UInt32,
+        into scan: inout Scan
+    ) {
+        guard let damage = analysis.damage else { return }
+        scan.segmentsWithKnownDamage.insert(file)
+        if let after = damage.highestSequenceAfter { scan.highestSequence = max(scan.highestSequence, after) }
+        let found: LogDamage =
+            damage.recordsAfter > 0
+            ? .followedByRecords(damage.damage, records: damage.recordsAfter) : .inSealedSegment(damage.damage)
+        scan.damaged.append(
+            DamagedSegment(candidate: candidate, header: header, offset: damage.frameOffset, damage: found, analysis: analysis))
     }
 
     /// A segment whose header is unreadable (or names another base): nothing

@@ -40,6 +40,19 @@ package final class SegmentScanner {
         /// Bytes at the start of the run skipped because they belonged to a
         /// batch whose beginning was destroyed.
         var orphanBytes: Int64 = 0
+
+        /// Commits `records` (a lone record, or a whole batch), the last
+        /// ending at `end`: each handed to `visit`, in order.
+        mutating func commit(_ records: [ScannedRecord], endingAt end: Int64, visit: (ScannedRecord) -> Void) {
+            for record in records { visit(record) }
+            self.records += records.count
+            if firstSequence == nil { firstSequence = records.first?.sequence }
+            if let last = records.last {
+                lastSequence = last.sequence
+                endsWithMarker = last.kind == .marker
+            }
+            self.end = end
+        }
     }
 
     struct Stop {
@@ -93,18 +106,10 @@ package final class SegmentScanner {
         }
 
         while position < fileSize {
-            let head = try reader.window(at: position, count: RecordFrame.headerSize)
-            guard head.count == RecordFrame.headerSize else { return stop(.frameHeaderCut) }
-            let declared = Int(clamping: head.loadLittleEndian(at: 4, as: UInt32.self))
-            var frameBytes = head
-            if declared > RecordFrame.headerSize && declared <= maximumLength {
-                frameBytes = try reader.window(at: position, count: declared)
-            }
-            let decoded: RecordFrame.Decoded
-            switch RecordFrame.decode(frameBytes, at: 0, crcSeed: crcSeed, maximumLength: maximumLength) {
-            case .success(let frame): decoded = frame
-            case .failure(.incomplete): return stop(.frameCut)
-            case .failure(.invalid(let damage)): return stop(damage)
+            let (decoded, frameBytes): (RecordFrame.Decoded, UnsafeRawBufferPointer)
+            switch try frame(at: position, maximumLength: maximumLength) {
+            case .frame(let frame, let bytes): (decoded, frameBytes) = (frame, bytes)
+            case .damage(let damage): return stop(damage)
             }
             if skippingOrphans {
                 if decoded.batchContinuation {
@@ -140,28 +145,38 @@ package final class SegmentScanner {
                 key: LogKey(UnsafeRawBufferPointer(rebasing: frameBytes[decoded.keyRange])),
                 sequence: decoded.sequence, offset: position, length: decoded.length, expiry: decoded.expiry)
             run.maximumWatermark = max(run.maximumWatermark, decoded.durableWatermark)
-            if batch.isEmpty && !decoded.batchContinues {
-                // A lone record (the common case) commits at once.
-                position += Int64(decoded.length)
-                visit(record)
-                run.records += 1
-                if run.firstSequence == nil { run.firstSequence = record.sequence }
-            } else {
-                if batch.isEmpty { batchStart = position }
-                batch.append(record)
-                position += Int64(decoded.length)
-                if decoded.batchContinues { continue }
-                for committed in batch { visit(committed) }
-                run.records += batch.count
-                if run.firstSequence == nil { run.firstSequence = batch[0].sequence }
-                batch.removeAll(keepingCapacity: true)
-            }
-            run.lastSequence = decoded.sequence
-            run.endsWithMarker = decoded.kind == .marker
-            run.end = position
+            if batch.isEmpty { batchStart = position }
+            batch.append(record)
+            position += Int64(decoded.length)
+            if decoded.batchContinues { continue }
+            // A lone record (the common case), or a batch's last: it commits.
+            run.commit(batch, endingAt: position, visit: visit)
+            batch.removeAll(keepingCapacity: true)
         }
         if !batch.isEmpty { return stop(.batchCut, frameLevel: false) }
         return run
+    }
+
+    /// A frame read at a position: decoded, with its bytes (valid until the
+    /// reader's next window); or the damage that stops the run there.
+    private enum FrameRead {
+        case frame(RecordFrame.Decoded, UnsafeRawBufferPointer)
+        case damage(LogDamage)
+    }
+
+    private func frame(at position: Int64, maximumLength: Int) throws(OutboxLogError) -> FrameRead {
+        let head = try reader.window(at: position, count: RecordFrame.headerSize)
+        guard head.count == RecordFrame.headerSize else { return .damage(.frameHeaderCut) }
+        let declared = Int(clamping: head.loadLittleEndian(at: 4, as: UInt32.self))
+        var frameBytes = head
+        if declared > RecordFrame.headerSize && declared <= maximumLength {
+            frameBytes = try reader.window(at: position, count: declared)
+        }
+        switch RecordFrame.decode(frameBytes, at: 0, crcSeed: crcSeed, maximumLength: maximumLength) {
+        case .success(let frame): return .frame(frame, frameBytes)
+        case .failure(.incomplete): return .damage(.frameCut)
+        case .failure(.invalid(let damage)): return .damage(damage)
+        }
     }
 
     private func sequenceViolation(_ sequence: UInt64, after previous: UInt64?, allowGap: Bool) -> LogDamage? {
