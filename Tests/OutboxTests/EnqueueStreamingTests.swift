@@ -65,6 +65,19 @@ struct EnqueueStreamingTests {
         #expect(stored.count % 100 == 0, "\(stored.count) entries stored")
     }
 
+    @Test("a run of several batches with --depends-on goes to the queue, which refuses an unknown dependency")
+    func dependenciesAreChecked() async throws {
+        let root = FileManager.default.temporaryDirectory.appendingPathComponent("outbox-stream-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: root) }
+        let unknown = UUID().uuidString
+        let run = try await OutboxTool.run(["enqueue", root, "--count", "300", "--size", "10", "--depends-on", unknown])
+        #expect(run.status != 0)
+        #expect(run.stdoutLines.isEmpty, "\(run.stdout.prefix(200))")
+        #expect(run.stderr.lowercased().contains("depend"), "\(run.stderr)")
+        let stats = try await OutboxTool.run(["stats", root, "--json"])
+        #expect(stats.stdout.contains("\"quarantined\":0"), "\(stats.stdout.prefix(400))")
+    }
+
     @Test("--atomic writes the run as one batch and prints it at the end; --batch and --atomic exclude each other")
     func atomicRun() async throws {
         let root = FileManager.default.temporaryDirectory.appendingPathComponent("outbox-stream-\(UUID().uuidString)").path

@@ -127,18 +127,98 @@ struct SpoolRoundTests {
         try await owner.close()
     }
 
-    @Test("once the queue is full, the look stops: the later rounds' spools wait, whole, for the next")
-    func fullStopsTheRounds() async throws {
+    @Test("once the queue is full, each spool keeps what it could not move in, in order, for the next look")
+    func fullKeepsTheRestInOrder() async throws {
         let fileSystem = SimulatedFileSystem()
         let owner = try await Self.owner(fileSystem, maximumEntries: 5)
         let payloads = try await Self.spool([3, 3, 3, 3], fileSystem)
         var report = try await owner.ingestSpools()
-        #expect(report.ingested == 5 && report.left == 1 && report.spoolsDeleted == 1, "\(report)")
+        #expect(report.ingested == 5 && report.left == 7 && report.spoolsDeleted == 1, "\(report)")
         #expect(try await owner.entries(matching: OutboxFilter()).map(\.payload) == Array(payloads[..<5]))
         for entry in try await owner.entries(matching: OutboxFilter()) { _ = try await owner.discard(entry.id) }
         report = try await owner.ingestSpools()
         #expect(report.ingested == 5 && report.left == 2, "\(report)")
         #expect(try await owner.entries(matching: OutboxFilter()).map(\.payload) == Array(payloads[5..<10]))
+        try await owner.close()
+    }
+}
+
+/// A look in rounds keeps what one look at every spool promised.
+@Suite("Spool rounds and dependencies")
+struct SpoolRoundDependencyTests {
+    @Test("a dependency spooled in a later round than its dependents is waited for: nothing is quarantined")
+    func dependencyInLaterRound() async throws {
+        let fileSystem = SimulatedFileSystem()
+        let owner = try await SpoolRoundTests.owner(fileSystem)
+        let configuration = SpoolTests.configuration(fileSystem)
+        let parent = OutboxEntry.ID()
+        // The dependents' spool is older: a round of its own (4 records).
+        let children = (0..<4).map { SpoolTests.request("child \($0)", dependencies: [parent]) }
+        _ = try await LogOutboxStore.enqueue(children, root: SpoolTests.root, partition: "alice", configuration: configuration)
+        _ = try await LogOutboxStore.enqueue(
+            [SpoolTests.request("parent", id: parent)], root: SpoolTests.root, partition: "alice", configuration: configuration)
+        let report = try await owner.ingestSpools()
+        #expect(report.ingested == 5 && report.quarantined == 0 && report.spoolsDeleted == 2, "\(report)")
+        let entries = try await owner.entries(matching: OutboxFilter())
+        #expect(entries.allSatisfy { $0.status == .pending })
+        #expect(entries.first?.id == parent)
+        try await owner.close()
+    }
+
+    @Test("a dependency no spool holds is still recorded quarantined, once every round has been tried")
+    func unknownDependencyAfterEveryRound() async throws {
+        let fileSystem = SimulatedFileSystem()
+        let owner = try await SpoolRoundTests.owner(fileSystem)
+        let configuration = SpoolTests.configuration(fileSystem)
+        let orphan = SpoolTests.request("orphan", dependencies: [OutboxEntry.ID()])
+        _ = try await LogOutboxStore.enqueue([orphan], root: SpoolTests.root, partition: "alice", configuration: configuration)
+        _ = try await SpoolRoundTests.spool([4, 2], fileSystem)
+        let report = try await owner.ingestSpools()
+        #expect(report.ingested == 6 && report.quarantined == 1 && report.spoolsDeleted == 3, "\(report)")
+        #expect(try await owner.entry(orphan.id)?.status == .quarantined)
+        try await owner.close()
+    }
+
+    @Test("a spool the queue stops taking (one entry too large for what is left) does not hold back the spools after it")
+    func stoppedSpoolDoesNotStarveLaterOnes() async throws {
+        let fileSystem = SimulatedFileSystem()
+        var configuration = SpoolTests.configuration(fileSystem)
+        configuration.spoolRound.records = 4
+        configuration.maximumBytes = 4_000
+        let owner = try await LogOutboxStore.open(root: SpoolTests.root, partition: "alice", configuration: configuration)
+        // What the queue holds leaves room for small entries, not a large one.
+        var filler = SpoolTests.request("filler")
+        filler.payload = [UInt8](repeating: 2, count: 2_500)
+        _ = try await owner.enqueue(filler)
+        let writer = SpoolTests.configuration(fileSystem)
+        var large = SpoolTests.request("large")
+        large.payload = [UInt8](repeating: 1, count: 1_500)
+        _ = try await LogOutboxStore.enqueue(
+            [large] + (0..<3).map { SpoolTests.request("after large \($0)") }, root: SpoolTests.root, partition: "alice",
+            configuration: writer)
+        let small = (0..<2).map { SpoolTests.request("small \($0)") }
+        _ = try await LogOutboxStore.enqueue(small, root: SpoolTests.root, partition: "alice", configuration: writer)
+        let report = try await owner.ingestSpools()
+        #expect(report.ingested == 2 && report.left == 4, "\(report)")
+        #expect(try await owner.entries(matching: OutboxFilter()).map(\.id) == [filler.id] + small.map(\.id))
+        try await owner.close()
+    }
+
+    @Test("concurrent enqueues on one spool writer go one at a time, and close hands every spool over")
+    func concurrentWriterCalls() async throws {
+        let fileSystem = SimulatedFileSystem()
+        let configuration = SpoolTests.configuration(fileSystem)
+        let owner = try await LogOutboxStore.open(root: SpoolTests.root, partition: "alice", configuration: configuration)
+        let writer = try await LogOutboxStore.spoolWriter(
+            root: SpoolTests.root, partition: "alice", configuration: configuration, entriesPerSpool: 3)
+        async let a = writer.enqueue(SpoolWriterTests.requests(2))
+        async let b = writer.enqueue(SpoolWriterTests.requests(2, from: 2))
+        async let c = writer.enqueue(SpoolWriterTests.requests(2, from: 4))
+        let written = try await a + b + c
+        try await writer.close()
+        let report = try await owner.ingestSpools()
+        #expect(written.count == 6)
+        #expect(report.ingested == 6 && report.spoolsBusy == 0, "\(report)")
         try await owner.close()
     }
 }

@@ -22,8 +22,12 @@ extension DeliveryAttempts {
 
     func recordDeliveries(_ batch: [AttemptInbox.Delivered]) async -> OutboxFlushReport {
         var report = OutboxFlushReport()
-        streaks.withLock { streaks in for delivery in batch { streaks[delivery.id] = nil } }
-        inProgressRuns.withLock { runs in for delivery in batch { runs[delivery.id] = nil } }
+        runs.withLock { runs in
+            for delivery in batch {
+                runs.streaks[delivery.id] = nil
+                runs.inProgress[delivery.id] = nil
+            }
+        }
         var successes: [OutboxSuccess] = []
         successes.reserveCapacity(batch.count)
         for delivery in batch { successes.append(OutboxSuccess(id: delivery.id, serverID: keptServerID(delivery.serverID, of: delivery.id))) }

@@ -12,10 +12,10 @@ extension DeliveryAttempts {
         _ outcome: OutboxOutcome, to entry: OutboxEntry, delivery: OutboxDelivery?, handler: any OutboxHandler,
         startedAt: Date? = nil, cause: OutboxFailure.Cause? = nil, into report: inout OutboxFlushReport
     ) async throws(OutboxError) {
-        if case .inProgress = outcome {} else { inProgressRuns.withLock { $0[entry.id] = nil } }
+        if case .inProgress = outcome {} else { runs.withLock { $0.inProgress[entry.id] = nil } }
         switch outcome {
         case .delivered(let serverID), .replayed(let serverID):
-            streaks.withLock { $0[entry.id] = nil }
+            runs.withLock { $0.streaks[entry.id] = nil }
             try await store.recordSuccess(entry.id, serverID: keptServerID(serverID, of: entry.id), at: clock.now())
             report.delivered += 1
             metrics.delivered.increment()
@@ -91,14 +91,14 @@ extension DeliveryAttempts {
         _ entry: OutboxEntry, reason: String, retryAfter: Duration?, into report: inout OutboxFlushReport
     ) async throws(OutboxError) {
         let now = clock.now()
-        streaks.withLock { $0[entry.id] = nil }
-        let run = inProgressRuns.withLock { runs -> (since: Date, polls: Int) in
-            let run = (since: runs[entry.id]?.since ?? now, polls: (runs[entry.id]?.polls ?? 0) + 1)
-            runs[entry.id] = run
+        let run = runs.withLock { runs -> (since: Date, polls: Int) in
+            runs.streaks[entry.id] = nil
+            let run = (since: runs.inProgress[entry.id]?.since ?? now, polls: (runs.inProgress[entry.id]?.polls ?? 0) + 1)
+            runs.inProgress[entry.id] = run
             return run
         }
         if now >= run.since.adding(configuration.inProgressBudget) {
-            inProgressRuns.withLock { $0[entry.id] = nil }
+            runs.withLock { $0.inProgress[entry.id] = nil }
             let message =
                 "\(Self.describe(configuration.inProgressBudget)), \(run.polls) polls (the last: \(reason)); "
                 + "retry it later with the same key, or mark it delivered if the server applied it"
@@ -132,7 +132,7 @@ extension DeliveryAttempts {
     func leaveForTheApp(
         _ entry: OutboxEntry, _ failure: OutboxFailure, into report: inout OutboxFlushReport
     ) async throws(OutboxError) {
-        streaks.withLock { $0[entry.id] = nil }
+        runs.withLock { $0.streaks[entry.id] = nil }
         try await store.markConflict(entry.id, failure)
         report.conflicts += 1
         report.needsAttention += 1
@@ -163,7 +163,7 @@ extension DeliveryAttempts {
             try await quarantine(entry, failure.becoming(.expired), into: &report)
             return
         }
-        streaks.withLock { $0[entry.id] = nil }
+        runs.withLock { $0.streaks[entry.id] = nil }
         let (newStatus, cascade) = try await store.recordFailure(
             entry.id, failure, retryAt: retryAt, countsAsAttempt: true, serverAnsweredAt: answered, outcomeUnknownAt: nil)
         if newStatus == .quarantined {
@@ -192,7 +192,7 @@ extension DeliveryAttempts {
         _ outcome: OutboxOutcome, _ failure: OutboxFailure, entry: OutboxEntry, delivery: OutboxDelivery?,
         handler: any OutboxHandler, into report: inout OutboxFlushReport
     ) async throws(OutboxError) {
-        streaks.withLock { $0[entry.id] = nil }
+        runs.withLock { $0.streaks[entry.id] = nil }
         report.conflicts += 1
         metrics.conflicts.increment()
         switch handler.conflictPolicy {
@@ -227,7 +227,7 @@ extension DeliveryAttempts {
     }
 
     func quarantine(_ entry: OutboxEntry, _ failure: OutboxFailure, into report: inout OutboxFlushReport) async throws(OutboxError) {
-        streaks.withLock { $0[entry.id] = nil }
+        runs.withLock { $0.streaks[entry.id] = nil }
         let cascade = try await store.quarantine(entry.id, failure)
         report.quarantined += 1 + cascade.dependents.count
         metrics.quarantined.increment(by: 1 + cascade.dependents.count)
@@ -253,9 +253,9 @@ extension DeliveryAttempts {
 
     /// The delay of the n-th not-sent or interrupted attempt in a row.
     func nextDelay(for id: OutboxEntry.ID, using backoff: OutboxBackoff) -> Duration {
-        let streak = streaks.withLock { streaks -> Int in
-            streaks[id, default: 0] += 1
-            return streaks[id]!
+        let streak = runs.withLock { runs -> Int in
+            runs.streaks[id, default: 0] += 1
+            return runs.streaks[id]!
         }
         return jitter.withLock { backoff.delay(afterAttempt: streak, using: &$0) }
     }

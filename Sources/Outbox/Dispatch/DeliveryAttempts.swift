@@ -21,13 +21,9 @@ final class DeliveryAttempts: Sendable {
     let watchdog: AttemptWatchdog
     /// Entries already reported as having no handler (reported once each).
     let reportedUnhandled = Locked<Set<OutboxEntry.ID>>([])
-    /// Not-sent and interrupted attempts in a row, per entry, in this
-    /// process: the exponent of their backoff. Cleared by any other outcome.
-    let streaks = Locked<[OutboxEntry.ID: Int]>([:])
-    /// Entries the server reports in progress, in this process: since when
-    /// (the first such answer in a row) and how many polls so far. Cleared
-    /// by any other outcome.
-    let inProgressRuns = Locked<[OutboxEntry.ID: (since: Date, polls: Int)]>([:])
+    /// Runs of outcomes in a row, per entry, in this process (one lock: a
+    /// delivery clears both).
+    let runs = Locked(AttemptRuns())
 
     var logger: Logger { configuration.logger }
 
@@ -367,4 +363,13 @@ extension OutboxOutcome {
         if case .alreadyProcessed = self { return true }
         return false
     }
+}
+
+/// Runs of the same outcome in a row, per entry, in this process; each is
+/// cleared by any other outcome.
+struct AttemptRuns {
+    /// Not-sent and interrupted attempts in a row: the exponent of their backoff.
+    var streaks: [OutboxEntry.ID: Int] = [:]
+    /// In-progress answers in a row: since when (the first) and how many polls so far.
+    var inProgress: [OutboxEntry.ID: (since: Date, polls: Int)] = [:]
 }

@@ -50,7 +50,7 @@ extension OutboxDispatcher {
     /// the server (or lost their answer) in this process go at once instead
     /// of at the end of their backoff; then flushes.
     func backOnline() async {
-        let waiting = attempts.streaks.withLock { Array($0.keys) }
+        let waiting = attempts.runs.withLock { Array($0.streaks.keys) }
         if !waiting.isEmpty {
             do {
                 let moved = try await store.bringForward(waiting, at: clock.now())

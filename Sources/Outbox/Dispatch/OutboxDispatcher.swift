@@ -131,7 +131,7 @@ public actor OutboxDispatcher {
     /// partition and `id`; pass your own when a retry of this call cannot
     /// reproduce `id` (see ``OutboxEnqueueRequest/idempotencyKey``).
     @discardableResult
-    public func enqueue<Action: OutboxAction>(
+    public nonisolated func enqueue<Action: OutboxAction>(
         _ action: Action, id: OutboxEntry.ID = OutboxEntry.ID(), idempotencyKey: String? = nil
     ) async throws(OutboxError) -> OutboxEnqueueResult {
         let request: OutboxEnqueueRequest
@@ -144,17 +144,21 @@ public actor OutboxDispatcher {
     }
 
     /// Records a request built by hand; see ``enqueue(_:id:idempotencyKey:)``.
+    ///
+    /// Runs where its caller runs and enters the dispatcher once, after the
+    /// store has recorded the entry, to start the flush: the store is not
+    /// the dispatcher's state.
     @discardableResult
-    public func enqueue(_ request: OutboxEnqueueRequest) async throws(OutboxError) -> OutboxEnqueueResult {
+    public nonisolated func enqueue(_ request: OutboxEnqueueRequest) async throws(OutboxError) -> OutboxEnqueueResult {
         if let configurationError { throw configurationError }
         let result = try await store.enqueue(request)
         announceEnqueued(result)
-        afterEnqueue([request.id])
+        await afterEnqueue([request.id])
         return result
     }
 
     /// Publishes what an enqueue recorded.
-    func announceEnqueued(_ result: OutboxEnqueueResult) {
+    nonisolated func announceEnqueued(_ result: OutboxEnqueueResult) {
         switch result {
         case .enqueued(let entry), .coalesced(let entry, _):
             metrics.enqueued.increment()

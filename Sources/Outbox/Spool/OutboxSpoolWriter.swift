@@ -12,7 +12,8 @@ import SystemPackage
 /// moves the batches in as spools are closed (at once if it watches its
 /// spools), and this process keeps nothing per entry: its memory does not
 /// grow with the run. A spool is closed, and handed to the queue's owner,
-/// every ``maximumEntriesPerSpool`` entries, and by ``close()``; a process
+/// once it holds ``maximumEntriesPerSpool`` entries (before the next batch
+/// is written), and by ``close()``; a process
 /// killed meanwhile leaves its open spool to the owner with every batch
 /// that reached its durability.
 ///
@@ -22,8 +23,10 @@ import SystemPackage
 /// in the queue: the next process that opens it (or a watching owner)
 /// moves them in first.
 ///
-/// Create one with ``LogOutboxStore/spoolWriter(root:partition:configuration:)``.
-/// Not for concurrent use: one batch at a time.
+/// Create one with ``LogOutboxStore/spoolWriter(root:partition:configuration:)``,
+/// and close it when done: until then its open spool is not the owner's
+/// to take (a process that ends without closing hands it over too).
+/// Concurrent calls are taken one at a time, in order.
 public actor OutboxSpoolWriter {
     /// Entries per spool before it is closed and the next one begins: a
     /// spool is read whole when it is moved in.
@@ -37,6 +40,9 @@ public actor OutboxSpoolWriter {
     private var spool: SpoolWriter?
     private var entriesInSpool = 0
     private var closed = false
+    /// One call at a time across its suspension points (an actor alone
+    /// would let a second call in at each await).
+    private let gate = SerialGate()
 
     init(
         partition: String, configuration: OutboxStoreConfiguration, spools: FilePath,
@@ -63,9 +69,14 @@ public actor OutboxSpoolWriter {
     ///   `.storage` if the spool cannot be written (this writer is then
     ///   closed; what its spool holds is moved in all the same).
     public func enqueue(_ requests: [OutboxEnqueueRequest]) async throws(OutboxError) -> [OutboxSpooledEntry] {
+        await gate.enter()
+        defer { gate.leave() }
         guard !closed else { throw OutboxError(.closed, "\(spools): the spool writer is closed") }
         let bodies = try LogOutboxStore.prepareForSpool(requests, partition: partition, configuration: configuration)
         guard !bodies.isEmpty else { return [] }
+        // A full spool is handed over before the next batch, not after the
+        // last: a failure to close it then fails a batch not yet written.
+        if entriesInSpool >= entriesPerSpool { try await closeSpool() }
         let writer: SpoolWriter
         if let spool {
             writer = spool
@@ -83,13 +94,14 @@ public actor OutboxSpoolWriter {
             throw error
         }
         entriesInSpool += bodies.count
-        if entriesInSpool >= entriesPerSpool { try await closeSpool() }
         return bodies.map { OutboxSpooledEntry(id: $0.body.id, idempotencyKey: $0.body.idempotencyKey) }
     }
 
     /// Closes the open spool, handing it to the queue's owner. Further
     /// enqueues throw `.closed`.
     public func close() async throws(OutboxError) {
+        await gate.enter()
+        defer { gate.leave() }
         guard !closed else { return }
         closed = true
         try await closeSpool()

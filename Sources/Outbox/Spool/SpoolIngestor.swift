@@ -105,19 +105,25 @@ final class SpoolIngestor: Sendable {
             if !source.inQueueFormat { try? await SpoolLayout.purge(spools: spools, fileSystem: fileSystem) }
             return
         }
+        // First every spool, oldest first, a round at a time; an entry whose
+        // dependency the queue does not hold yet may find it in a later
+        // round, so its spool waits (from that entry on) for a last pass,
+        // where an unknown dependency is final.
         var rest = ids[...]
+        var deferred: [SpoolID] = []
         while !rest.isEmpty {
-            guard try await moveInRound(of: &rest, from: source, report: &report) else { return }
+            deferred += try await moveInRound(of: &rest, from: source, deferring: true, report: &report)
         }
+        var last = deferred[...]
+        while !last.isEmpty { _ = try await moveInRound(of: &last, from: source, deferring: false, report: &report) }
     }
 
     /// Opens and reads spools from the front of `ids` until a round is
-    /// full, moves them in and deletes them. Returns whether to go on:
-    /// not once the queue stopped taking a spool (full, say), where every
-    /// later spool would stop too.
+    /// full, moves them in and deletes those moved in entirely. Returns the
+    /// spools that wait for a dependency (`deferring`: see ``SpoolMover``).
     private func moveInRound(
-        of ids: inout ArraySlice<SpoolID>, from source: SpoolSource, report: inout OutboxSpoolReport
-    ) async throws(OutboxError) -> Bool {
+        of ids: inout ArraySlice<SpoolID>, from source: SpoolSource, deferring: Bool, report: inout OutboxSpoolReport
+    ) async throws(OutboxError) -> [SpoolID] {
         var opened: [OpenSpool] = []
         var records = 0
         while let id = ids.first, records < round.records, opened.count < round.spools {
@@ -131,18 +137,22 @@ final class SpoolIngestor: Sendable {
             case .unusable(let problem): report.problems.append(problem)
             }
         }
+        let moved: SpoolMover.Moved
         do throws(OutboxError) {
-            let stopped = try await mover.moveIn(&opened, report: &report)
-            try await trim(opened, stopped: stopped, report: &report)
-            return stopped.isEmpty
+            moved = try await mover.moveIn(&opened, deferringUnknownDependencies: deferring, report: &report)
         } catch {
             for spool in opened { try? configuration.fileSystem.close(spool.guardLock) }
             throw error
         }
+        // Releases every guard, whatever happens.
+        try await trim(opened, keeping: moved.stopped.union(moved.deferred), report: &report)
+        return opened.map(\.id).filter(moved.deferred.contains)
     }
 
-    /// Deletes every spool moved in entirely, then the queue's mark for it.
-    private func trim(_ opened: [OpenSpool], stopped: Set<SpoolID>, report: inout OutboxSpoolReport) async throws(OutboxError) {
+    /// Deletes every spool moved in entirely, then the queue's mark for it;
+    /// releases the guards of all of them (of those `keeping`, the spool
+    /// stays).
+    private func trim(_ opened: [OpenSpool], keeping stopped: Set<SpoolID>, report: inout OutboxSpoolReport) async throws(OutboxError) {
         var marks: [LogWrite] = []
         let fileSystem = configuration.fileSystem
         for spool in opened {

@@ -11,18 +11,33 @@ struct SpoolMover: Sendable {
     let core: StoreCore
     let setAside: SetAsideRecords
 
+    /// The spools a move left with records.
+    struct Moved {
+        /// The queue stopped taking them (it was full, or a record could
+        /// not be set aside): tried again at the next look.
+        var stopped: Set<SpoolID> = []
+        /// They stopped at an entry whose dependency the queue does not
+        /// hold yet: tried again later in the same look.
+        var deferred: Set<SpoolID> = []
+    }
+
     /// Moves the records of `opened` in and waits until the queue holds them
-    /// durably. Returns the spools left with records (the queue was full,
-    /// or a record could not be set aside).
-    func moveIn(_ opened: inout [OpenSpool], report: inout OutboxSpoolReport) async throws(OutboxError) -> Set<SpoolID> {
+    /// durably. With `deferringUnknownDependencies`, a spool stops at an
+    /// entry a dependency of which the queue neither holds nor delivered
+    /// (it may be in a spool of a later round); without, such an entry is
+    /// recorded quarantined, as an enqueue with an unknown dependency from
+    /// another process is.
+    func moveIn(
+        _ opened: inout [OpenSpool], deferringUnknownDependencies deferring: Bool, report: inout OutboxSpoolReport
+    ) async throws(OutboxError) -> Moved {
         var order = SpoolOrder(opened.map(\.records))
         var last: StoreAcknowledgement?
         var moved: [OutboxEntryID] = []
-        var stopped: Set<SpoolID> = []
+        var result = Moved()
         func stop(at index: Int, _ record: SpooledRecord, _ error: OutboxError) {
             report.problems.append(OutboxSpoolProblem(.refused, path: opened[index].path, record: record.sequence, error: error))
             report.left += order.stop(index)
-            stopped.insert(record.spool)
+            result.stopped.insert(record.spool)
         }
         while let (index, record) = order.next() {
             let refusal: OutboxError
@@ -30,6 +45,11 @@ struct SpoolMover: Sendable {
             case .unreadable(let unreadable):
                 refusal = unreadable.error
             case .entry(let entry):
+                if deferring, !(try await core.holdsAll(ofDependencies: entry.body.dependencies)) {
+                    _ = order.stop(index)
+                    result.deferred.insert(record.spool)
+                    continue
+                }
                 do throws(OutboxError) {
                     let (outcome, acknowledgement) = try await core.ingest(entry)
                     last = acknowledgement
@@ -67,7 +87,7 @@ struct SpoolMover: Sendable {
         // The log keeps a prefix of its batches: the last one durable, all are.
         try await core.wait(for: last, .durable)
         core.confirmIngested(moved)
-        return stopped
+        return result
     }
 
     /// Whether `error` refuses an entry for good, whatever the queue holds

@@ -25,6 +25,16 @@ extension StoreCore {
     ///   for an entry this queue can never take as it was spooled (nothing
     ///   written: ``skip(_:)`` moves the mark past it once it is set
     ///   aside); or a storage error (the store is then closed).
+    /// Whether the queue holds, or remembers delivering, every one of
+    /// `dependencies` (`false` if one is unknown to it).
+    func holdsAll(ofDependencies dependencies: [OutboxEntryID]) async throws(OutboxError) -> Bool {
+        guard !dependencies.isEmpty else { return true }
+        await waitUntilLoaded()
+        return try read { scheduler in
+            dependencies.allSatisfy { scheduler.entries.contains($0) || scheduler.completions[$0] != nil }
+        }
+    }
+
     func ingest(_ spooled: SpooledEntry) async throws(OutboxError) -> (IngestOutcome, StoreAcknowledgement) {
         guard let backend = backend as? LogBackend else {
             throw OutboxError(.invalidArgument, "only a log-backed store takes spooled entries")

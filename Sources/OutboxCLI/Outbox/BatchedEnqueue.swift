@@ -4,7 +4,8 @@ import OutboxLog
 /// Writes a run of entries into a user's queue a batch at a time, each
 /// batch atomic and durable before it is acknowledged. A run of one batch
 /// goes directly into the queue if no other process holds it, else through
-/// a spool. A longer run always goes through spools (``OutboxSpoolWriter``):
+/// a spool. A longer run goes through spools (``OutboxSpoolWriter``) unless
+/// its entries have dependencies, which only the queue can check:
 /// the queue is never held for the length of the run (the app keeps its
 /// queue meanwhile), and this process keeps nothing per entry, so its
 /// memory stays bounded however long the run. Only one batch is in memory
@@ -18,12 +19,14 @@ struct BatchedEnqueue {
     /// Writes entries `0..<count`, `batch` at a time, each batch made by
     /// `make` and handed to `acknowledge` once durable.
     func run(
-        count: Int, batch: Int,
+        count: Int, batch: Int, dependencies: Bool,
         make: (Range<Int>) -> [OutboxEnqueueRequest],
         acknowledge: (OutboxSharedEnqueueResult) throws -> Void
     ) async throws {
         let configuration = options.configuration(create: true)
-        if count > batch { return try await runThroughSpools(count: count, batch: batch, make: make, acknowledge: acknowledge) }
+        if count > batch && !dependencies {
+            return try await runThroughSpools(count: count, batch: batch, make: make, acknowledge: acknowledge)
+        }
         let store = try await openUnlessHeld(configuration)
         var next = 0
         do {

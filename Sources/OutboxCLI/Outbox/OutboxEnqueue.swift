@@ -13,7 +13,8 @@ struct OutboxEnqueue: AsyncParsableCommand {
             A run of one batch is written into the user's queue directly if no other process \
             holds it (path "direct"); if one does (an app that keeps it open), into a spool of this \
             process's own beside it, which that process moves in (path "spooled"). A longer run \
-            always goes through spools, never holding the queue: the app keeps its queue meanwhile, \
+            goes through spools (unless --depends-on is given: only the queue can check \
+            dependencies), never holding the queue: the app keeps its queue meanwhile, \
             and this process keeps nothing per entry, so its memory stays bounded however long the \
             run; the queue's holder, or the next command that opens it, moves the entries in. Either \
             way the enqueue is durable when its line is printed: a printed entry survives a crash \
@@ -117,7 +118,9 @@ struct OutboxEnqueue: AsyncParsableCommand {
         let fixedID = id.flatMap { OutboxEntry.ID($0) }
         let dependencies = dependencies.compactMap { OutboxEntry.ID($0) }
         let encoder = JSONLines()
-        try await BatchedEnqueue(options: options, user: user).run(count: count, batch: batchSize) { range in
+        try await BatchedEnqueue(options: options, user: user).run(
+            count: count, batch: batchSize, dependencies: !dependencies.isEmpty
+        ) { range in
             range.map { index in
                 let (body, isJSON): ([UInt8], Bool) =
                     if let payload { (Array(payload.utf8), Self.isJSON(payload)) } else { Self.payload(index: index, size: size ?? 0) }
