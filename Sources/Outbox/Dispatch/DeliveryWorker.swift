@@ -148,8 +148,9 @@ final class AttemptInbox: Sendable {
     /// Claimed entries for the workers, in order.
     func enqueue(_ entries: [Queued]) { state.withLock { $0.queue.append(contentsOf: entries) } }
 
-    var queued: Int { state.withLock { $0.queue.count } }
     var workers: Int { state.withLock { $0.workers.count } }
+    /// Workers running and entries queued for them, read together.
+    var occupancy: (workers: Int, queued: Int) { state.withLock { ($0.workers.count, $0.queue.count) } }
     /// Nothing runs, nothing is queued, no outcome is still being recorded.
     var isIdle: Bool { state.withLock { $0.workers.isEmpty && $0.queue.isEmpty && $0.recording == 0 } }
 

@@ -47,10 +47,11 @@ extension OutboxDispatcher {
                 var claimedAny = false
                 let claimedAt = clock.now()
                 if claiming {
-                    let wanted = slots + lookahead - inbox.workers - inbox.queued
+                    let before = inbox.occupancy
+                    let wanted = slots + lookahead - before.workers - before.queued
                     // Claim when a slot is free, or when the queue ahead of
                     // the workers is down to half.
-                    if wanted > 0 && (inbox.workers < slots && inbox.queued == 0 || wanted >= max(1, lookahead / 2)) {
+                    if wanted > 0 && (before.workers < slots && before.queued == 0 || wanted >= max(1, lookahead / 2)) {
                         do throws(OutboxError) {
                             claimedAny =
                                 try await claim(upTo: wanted, at: claimedAt, lease: lease, inbox: inbox, into: &report) > 0
@@ -62,7 +63,8 @@ extension OutboxDispatcher {
                             logger.error("cannot claim due entries", metadata: ["error": "\(error)"])
                         }
                     }
-                    for _ in 0..<max(0, min(slots - inbox.workers, inbox.queued)) {
+                    let after = inbox.occupancy
+                    for _ in 0..<max(0, min(slots - after.workers, after.queued)) {
                         attempts.startWorker(inbox: inbox, control: control)
                     }
                 } else {
