@@ -98,6 +98,7 @@ enum CommandLineOptionTable {
         "log compact": textOnly("<directory>"),
         "log stats": textOnly("<directory>"),
         "log make-vectors": textOnly("<directory>", "--only"),
+        "log make-store-vectors": textOnly("<directory>"),
         "enqueue": Command(
             options: root.merging([
                 "--count": .integer, "--size": .integer, "--payload": .text, "--endpoint": .text, "--user": .text,
