@@ -241,9 +241,9 @@ let package = Package(
         ),
 
         // Shared by the test targets: runs child processes (the built `outbox`
-        // tool, setup scripts); small helpers for tests that must not sleep;
-        // the seeds of randomized tests, taken from the environment to replay
-        // a failure.
+        // tool, setup scripts); checks a folder of test vectors against its
+        // generator; small helpers for tests that must not sleep; the seeds of
+        // randomized tests, taken from the environment to replay a failure.
         .target(
             name: "CLITestSupport",
             dependencies: ["OutboxLocking", .product(name: "PropertyBased", package: "swift-property-based")],
