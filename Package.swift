@@ -240,8 +240,9 @@ let package = Package(
             path: "Fuzz/Sources/OutboxFuzz"
         ),
 
-        // Shared by the test targets: runs the built `outbox` tool as a child
-        // process; small helpers for tests that must not sleep; the seeds of
+        // Shared by the test targets: runs child processes (the built `outbox`
+        // tool, setup scripts); checks a folder of test vectors against its
+        // generator; small helpers for tests that must not sleep; the seeds of
         // randomized tests, taken from the environment to replay a failure.
         .target(
             name: "CLITestSupport",

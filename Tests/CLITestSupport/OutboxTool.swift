@@ -44,9 +44,8 @@ public enum OutboxTool {
             .first { FileManager.default.isExecutableFile(atPath: $0.path) }
     }()
 
-    /// Runs the tool and waits for it without blocking a thread; its output
-    /// goes to files, so a large output cannot fill a pipe and stall it.
-    /// `currentDirectory` is the child's working directory (default: ours).
+    /// Runs the tool and waits for it without blocking a thread
+    /// (``ChildProcess``: its output goes to files). `currentDirectory` is the child's working directory (default: ours).
     ///
     /// Throws ``SanitizerReport`` if the tool (or a process it started) was
     /// built with a sanitizer and reported anything: the report is the
@@ -60,60 +59,25 @@ public enum OutboxTool {
     /// is off in this mode, so a trap's stderr has its message but no trace.
     public static func run(_ arguments: [String], currentDirectory: String? = nil, stopAfter: Duration? = nil) async throws -> Run {
         guard let executable else { throw NotBuilt() }
-        let outputs = FileManager.default.temporaryDirectory.appendingPathComponent("outbox-cli-output-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: outputs, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: outputs) }
-        let sanitizerLogs = try SanitizerLogs(directory: outputs.appendingPathComponent("sanitizer-logs"))
-        let stdoutURL = outputs.appendingPathComponent("stdout")
-        let stderrURL = outputs.appendingPathComponent("stderr")
-        _ = FileManager.default.createFile(atPath: stdoutURL.path, contents: nil)
-        _ = FileManager.default.createFile(atPath: stderrURL.path, contents: nil)
-        let stdout = try FileHandle(forWritingTo: stdoutURL)
-        let stderr = try FileHandle(forWritingTo: stderrURL)
-        defer {
-            try? stdout.close()
-            try? stderr.close()
-        }
-
-        let process = Process()
-        process.executableURL = executable
-        process.arguments = arguments
-        process.environment = sanitizerLogs.environment
+        let logs = FileManager.default.temporaryDirectory.appendingPathComponent("outbox-cli-sanitizer-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: logs) }
+        let sanitizerLogs = try SanitizerLogs(directory: logs)
+        var environment = sanitizerLogs.environment
         if stopAfter != nil {
             // A trap must end the child at once: Swift's backtracer takes
             // seconds (a crash the time limit would take for a run still
             // going), and killed mid-backtrace it is left holding the child's
             // descriptors, so Foundation never reports the child's end.
-            process.environment?["SWIFT_BACKTRACE"] = "enable=no"
+            environment["SWIFT_BACKTRACE"] = "enable=no"
         }
-        if let currentDirectory { process.currentDirectoryURL = URL(fileURLWithPath: currentDirectory) }
-        process.standardInput = FileHandle.nullDevice
-        process.standardOutput = stdout
-        process.standardError = stderr
-        let stopper = stopAfter.map { limit in StopTimer(process: process, after: limit) }
-        let (status, reason) = try await withCheckedThrowingContinuation {
-            (continuation: CheckedContinuation<(Int32, Process.TerminationReason), any Error>) in
-            process.terminationHandler = { process in
-                continuation.resume(returning: (process.terminationStatus, process.terminationReason))
-            }
-            do {
-                try process.run()
-            } catch {
-                process.terminationHandler = nil
-                continuation.resume(throwing: error)
-            }
-        }
-        let stopped = stopper?.finish() == true && reason == .uncaughtSignal && status == SIGKILL
+        let ended = try await ChildProcess.run(
+            executable: executable, arguments: arguments, environment: environment, currentDirectory: currentDirectory,
+            stopAfter: stopAfter)
         if let report = sanitizerLogs.report() { throw report }
-        if reason == .uncaughtSignal && !stopped {
-            throw KilledBySignal(
-                signal: status, stderr: String(decoding: FileManager.default.contents(atPath: stderrURL.path) ?? Data(), as: UTF8.self))
+        if ended.reason == .uncaughtSignal && !ended.stopped {
+            throw KilledBySignal(signal: ended.status, stderr: ended.stderr)
         }
-        return Run(
-            status: status,
-            stdout: String(decoding: FileManager.default.contents(atPath: stdoutURL.path) ?? Data(), as: UTF8.self),
-            stderr: String(decoding: FileManager.default.contents(atPath: stderrURL.path) ?? Data(), as: UTF8.self),
-            stopped: stopped)
+        return Run(status: ended.status, stdout: ended.stdout, stderr: ended.stderr, stopped: ended.stopped)
     }
 
     /// Parses one line of JSON output as an object.

@@ -1,3 +1,4 @@
+import CLITestSupport
 import Foundation
 import Testing
 
@@ -44,34 +45,19 @@ enum InteropEnvironment {
     static func setUp() async -> Outcome {
         do {
             try FileManager.default.createDirectory(at: setupLog.deletingLastPathComponent(), withIntermediateDirectories: true)
-            _ = FileManager.default.createFile(atPath: setupLog.path, contents: nil)
-            let log = try FileHandle(forWritingTo: setupLog)
-            defer { try? log.close() }
-            let process = Process()
-            process.executableURL = URL(fileURLWithPath: "/bin/bash")
-            process.arguments = [InteropServer.packageRoot.appendingPathComponent("Scripts/interop/setup-venv.sh").path]
             var environment = ProcessInfo.processInfo.environment
             // Offline, fail within a minute rather than pip's default retries.
             environment["PIP_DEFAULT_TIMEOUT"] = environment["PIP_DEFAULT_TIMEOUT"] ?? "20"
             environment["PIP_RETRIES"] = environment["PIP_RETRIES"] ?? "1"
-            process.environment = environment
-            process.standardInput = FileHandle.nullDevice
-            process.standardOutput = log
-            process.standardError = log
-            let status = try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Int32, any Error>) in
-                process.terminationHandler = { continuation.resume(returning: $0.terminationStatus) }
-                do {
-                    try process.run()
-                } catch {
-                    process.terminationHandler = nil
-                    continuation.resume(throwing: error)
-                }
-            }
+            let ended = try await ChildProcess.run(
+                executable: URL(fileURLWithPath: "/bin/bash"),
+                arguments: [InteropServer.packageRoot.appendingPathComponent("Scripts/interop/setup-venv.sh").path],
+                environment: environment, combinedOutput: setupLog)
+            let status = ended.status
             // setup-venv.sh's status for "python3 cannot make a virtual environment".
             if status == 3 { return .noVenvModule }
             if status == 0 && isComplete { return .ready }
-            let lines = String(decoding: FileManager.default.contents(atPath: setupLog.path) ?? Data(), as: UTF8.self)
-                .split(separator: "\n").map(String.init)
+            let lines = ended.stdout.split(separator: "\n").map(String.init)
             return .setupFailed(lines.last ?? "exit status \(status)")
         } catch {
             return .setupFailed("could not run Scripts/interop/setup-venv.sh: \(error)")

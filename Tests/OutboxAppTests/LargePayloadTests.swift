@@ -53,6 +53,16 @@ struct LargePayloadTests {
         return configuration
     }
 
+    /// Opens the queue of `user` under `root`.
+    static func open(_ root: URL, _ configuration: OutboxStoreConfiguration) async throws(OutboxError) -> LogOutboxStore {
+        try await LogOutboxStore.open(root: root, partition: "user", configuration: configuration)
+    }
+
+    /// A photo upload of `count` bytes (``photoBytes(_:seed:)``).
+    static func photo(_ count: Int, seed: UInt8) throws -> OutboxEnqueueRequest {
+        try OutboxEnqueueRequest(UploadPhoto(bytes: photoBytes(count, seed: seed)))
+    }
+
     static func temporaryRoot() -> URL {
         FileManager.default.temporaryDirectory.appendingPathComponent("outbox-large-\(UUID().uuidString)")
     }
@@ -61,7 +71,7 @@ struct LargePayloadTests {
     func plainFileLifecycle() async throws {
         let root = Self.temporaryRoot()
         defer { try? FileManager.default.removeItem(at: root) }
-        let store = try await LogOutboxStore.open(root: root, partition: "user", configuration: try Self.configuration())
+        let store = try await Self.open(root, try Self.configuration())
         let photo = photoBytes(300_000, seed: 1)
         let small = try await store.enqueue(OutboxEnqueueRequest(UploadPhoto(bytes: [1, 2, 3])))
         guard case .enqueued(let entry) = try await store.enqueue(OutboxEnqueueRequest(UploadPhoto(bytes: photo))) else {
@@ -105,7 +115,7 @@ struct LargePayloadTests {
         defer { try? FileManager.default.removeItem(at: root) }
         let configuration = try Self.configuration(key: Array(repeating: 7, count: 32))
         let photo = Array(String(repeating: "secret photo caption ", count: 20_000).utf8)
-        var store = try await LogOutboxStore.open(root: root, partition: "user", configuration: configuration)
+        var store = try await Self.open(root, configuration)
         let id = try await store.enqueue(OutboxEnqueueRequest(UploadPhoto(bytes: photo))).id
         try await store.close()
         let files = try payloadFiles(root)
@@ -113,7 +123,7 @@ struct LargePayloadTests {
         let sealed = try Data(contentsOf: try queueDirectory(root).appendingPathComponent("payloads/\(files[0])"))
         #expect(sealed.count > photo.count)
         #expect(sealed.range(of: Data("secret photo".utf8)) == nil)
-        store = try await LogOutboxStore.open(root: root, partition: "user", configuration: configuration)
+        store = try await Self.open(root, configuration)
         let large = try #require(try await store.entry(id)?.largePayload)
         #expect(large.plainFile == nil)
         #expect(try await large.bytes() == photo)
@@ -131,7 +141,7 @@ struct LargePayloadTests {
         let oldKey = Array(repeating: UInt8(7), count: 32), newKey = Array(repeating: UInt8(9), count: 32)
         let configuration = try Self.configuration(key: oldKey)
         let photo = Array(String(repeating: "rekeyed photo caption ", count: 20_000).utf8)
-        var store = try await LogOutboxStore.open(root: root, partition: "user", configuration: configuration)
+        var store = try await Self.open(root, configuration)
         let id = try await store.enqueue(OutboxEnqueueRequest(UploadPhoto(bytes: photo))).id
         try await store.close()
         let before = try payloadFiles(root)
@@ -139,7 +149,7 @@ struct LargePayloadTests {
 
         try await LogOutboxStore.rekey(root: root, partition: "user", configuration: configuration, newKey: newKey)
         let renewed = try Self.configuration(key: newKey)
-        store = try await LogOutboxStore.open(root: root, partition: "user", configuration: renewed)
+        store = try await Self.open(root, renewed)
         let large = try #require(try await store.entry(id)?.largePayload)
         #expect(try await large.bytes() == photo)
         let after = try payloadFiles(root)
@@ -149,7 +159,7 @@ struct LargePayloadTests {
         try await store.close()
         // The old key opens nothing any more.
         await #expect(throws: OutboxError.self) {
-            _ = try await LogOutboxStore.open(root: root, partition: "user", configuration: configuration)
+            _ = try await Self.open(root, configuration)
         }
     }
 
@@ -159,8 +169,8 @@ struct LargePayloadTests {
         defer { try? FileManager.default.removeItem(at: root) }
         var configuration = try Self.configuration()
         configuration.maximumBytes = 2_000_000
-        let store = try await LogOutboxStore.open(root: root, partition: "user", configuration: configuration)
-        let first = try await store.enqueue(OutboxEnqueueRequest(UploadPhoto(bytes: photoBytes(50_000, seed: 2))))
+        let store = try await Self.open(root, configuration)
+        let first = try await store.enqueue(Self.photo(50_000, seed: 2))
         #expect(try payloadFiles(root).count == 1)
         _ = try await store.discard(first.id)
         await store.payloadFileDeletionsSettled()
@@ -182,7 +192,7 @@ struct LargePayloadTests {
         // A duplicate of the same id writes no second file; a refusal leaves none.
         #expect(try await store.enqueue(newer) == .duplicate(newer.id, status: .pending))
         await #expect(throws: OutboxError.self) {
-            try await store.enqueue(OutboxEnqueueRequest(UploadPhoto(bytes: photoBytes(3_000_000, seed: 5))))
+            try await store.enqueue(Self.photo(3_000_000, seed: 5))
         }
         #expect(try payloadFiles(root).count == 1)
         try await store.close()
@@ -198,21 +208,21 @@ struct LargePayloadTests {
         let root = Self.temporaryRoot()
         defer { try? FileManager.default.removeItem(at: root) }
         let configuration = try Self.configuration()
-        var store = try await LogOutboxStore.open(root: root, partition: "user", configuration: configuration)
-        let kept = try await store.enqueue(OutboxEnqueueRequest(UploadPhoto(bytes: photoBytes(10_000, seed: 8)))).id
+        var store = try await Self.open(root, configuration)
+        let kept = try await store.enqueue(Self.photo(10_000, seed: 8)).id
         try await store.close()
         let queue = try queueDirectory(root)
         let stray = queue.appendingPathComponent("payloads").appendingPathComponent("backup")
         try FileManager.default.createDirectory(at: stray, withIntermediateDirectories: false)
         try Data("keep me".utf8).write(to: stray.appendingPathComponent("note"))
 
-        store = try await LogOutboxStore.open(root: root, partition: "user", configuration: configuration)
+        store = try await Self.open(root, configuration)
         #expect(store.payloadRecovery.movedAside == ["backup"])
         #expect(store.payloadRecovery.removedOrphans.isEmpty)
         let aside = queue.appendingPathComponent("damaged").appendingPathComponent("payloads+backup").appendingPathComponent("note")
         #expect(FileManager.default.contents(atPath: aside.path) == Data("keep me".utf8))
         #expect(try await store.entry(kept)?.largePayload?.bytes() == photoBytes(10_000, seed: 8))
-        _ = try await store.enqueue(OutboxEnqueueRequest(UploadPhoto(bytes: photoBytes(10_000, seed: 9))))
+        _ = try await store.enqueue(Self.photo(10_000, seed: 9))
         try await store.close()
     }
 
@@ -221,9 +231,9 @@ struct LargePayloadTests {
         let root = Self.temporaryRoot()
         defer { try? FileManager.default.removeItem(at: root) }
         let configuration = try Self.configuration()
-        var store = try await LogOutboxStore.open(root: root, partition: "user", configuration: configuration)
-        let lost = try await store.enqueue(OutboxEnqueueRequest(UploadPhoto(bytes: photoBytes(10_000, seed: 6)))).id
-        let kept = try await store.enqueue(OutboxEnqueueRequest(UploadPhoto(bytes: photoBytes(10_000, seed: 7)))).id
+        var store = try await Self.open(root, configuration)
+        let lost = try await store.enqueue(Self.photo(10_000, seed: 6)).id
+        let kept = try await store.enqueue(Self.photo(10_000, seed: 7)).id
         let lostFile = try #require(try await store.entry(lost)?.largePayload?.plainFile)
         let keptFile = try #require(try await store.entry(kept)?.largePayload?.plainFile?.lastComponent?.string)
         try await store.close()
@@ -238,7 +248,7 @@ struct LargePayloadTests {
         let foreign = "notes.txt"
         for name in [unrecorded, second, foreign] { try Data([1, 2, 3]).write(to: payloads.appendingPathComponent(name)) }
 
-        store = try await LogOutboxStore.open(root: root, partition: "user", configuration: configuration)
+        store = try await Self.open(root, configuration)
         #expect(store.payloadRecovery.removedOrphans == [foreign, second, unrecorded].sorted())
         #expect(try payloadFiles(root) == [keptFile])
         let sent = ReceivedBodies()
@@ -277,14 +287,14 @@ struct LargePayloadTests {
         let root = temporaryRoot()
         defer { try? FileManager.default.removeItem(at: root) }
         let configuration = try configuration(key: key)
-        var store = try await LogOutboxStore.open(root: root, partition: "user", configuration: configuration)
-        let victim = try await store.enqueue(OutboxEnqueueRequest(UploadPhoto(bytes: photoBytes(200_000, seed: 8)))).id
+        var store = try await Self.open(root, configuration)
+        let victim = try await store.enqueue(Self.photo(200_000, seed: 8)).id
         // Same size, so a swap is not caught by the size alone.
-        _ = try await store.enqueue(OutboxEnqueueRequest(UploadPhoto(bytes: photoBytes(200_000, seed: 9))))
+        _ = try await store.enqueue(Self.photo(200_000, seed: 9))
         try await store.close()
         let directory = try queueDirectory(root).appendingPathComponent("payloads")
         let names = try payloadFiles(root)
-        store = try await LogOutboxStore.open(root: root, partition: "user", configuration: configuration)
+        store = try await Self.open(root, configuration)
         let target = try await Self.fileName(of: victim, in: store, among: names, directory: directory)
         try await store.close()
         let path = directory.appendingPathComponent(target)
@@ -296,7 +306,7 @@ struct LargePayloadTests {
         }
         try bytes.write(to: path)
 
-        store = try await LogOutboxStore.open(root: root, partition: "user", configuration: configuration)
+        store = try await Self.open(root, configuration)
         let sent = ReceivedBodies()
         let dispatcher = OutboxDispatcher(
             store: store,
@@ -356,7 +366,7 @@ struct LargePayloadTests {
     func localReferencesStayInline() async throws {
         let root = Self.temporaryRoot()
         defer { try? FileManager.default.removeItem(at: root) }
-        let logStore = try await LogOutboxStore.open(root: root, partition: "user", configuration: try Self.configuration())
+        let logStore = try await Self.open(root, try Self.configuration())
         let memoryStore = InMemoryOutboxStore(partition: "user", configuration: try Self.configuration())
         for store in [logStore, memoryStore] as [any OutboxStore] {
             let album = try await store.enqueue(OutboxEnqueueRequest(type: "album", method: "POST", endpoint: "/albums")).id

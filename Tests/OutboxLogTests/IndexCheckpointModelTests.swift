@@ -69,9 +69,7 @@ struct IndexCheckpointModelTests {
                 counter += 1
                 switch operation {
                 case .put(let key, let size):
-                    let value = [UInt8].pattern(size, seed: counter)
-                    try await log.put(LogKey("k\(key)"), value, durability: .buffered)
-                    model[LogKey("k\(key)")] = (value, nil)
+                    try await ModelWrites.put(log, &model, key: key, size: size, seed: counter, durability: .buffered)
                 case .annotate(let key, let size):
                     let note = [UInt8].pattern(size, seed: counter)
                     if model[LogKey("k\(key)")] != nil {
@@ -79,17 +77,9 @@ struct IndexCheckpointModelTests {
                         model[LogKey("k\(key)")]!.annotation = note
                     }
                 case .delete(let key):
-                    let sequence = try await log.delete(LogKey("k\(key)"), durability: .buffered)
-                    #expect((sequence != nil) == (model[LogKey("k\(key)")] != nil))
-                    model[LogKey("k\(key)")] = nil
+                    try await ModelWrites.delete(log, &model, key: key, durability: .buffered)
                 case .batch(let keys, let size):
-                    var writes: [LogWrite] = []
-                    for (position, key) in keys.enumerated() {
-                        let value = [UInt8].pattern(size, seed: counter * 10 + position)
-                        writes.append(.value(LogKey("k\(key)"), value))
-                        model[LogKey("k\(key)")] = (value, nil)
-                    }
-                    try await log.append(writes, durability: .buffered)
+                    try await ModelWrites.batch(log, &model, keys: keys, size: size, seed: counter, durability: .buffered)
                 case .compact:
                     try await log.compact()
                 case .reopen, .kill:

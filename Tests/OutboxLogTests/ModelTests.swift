@@ -48,9 +48,7 @@ struct ModelTests {
                 counter += 1
                 switch operation {
                 case .put(let key, let size, let durability):
-                    let value = [UInt8].pattern(size, seed: counter)
-                    try await log.put(LogKey("k\(key)"), value, durability: durability)
-                    model[LogKey("k\(key)")] = (value, nil)
+                    try await ModelWrites.put(log, &model, key: key, size: size, seed: counter, durability: durability)
                 case .annotate(let key, let size):
                     let note = [UInt8].pattern(size, seed: counter)
                     if model[LogKey("k\(key)")] != nil {
@@ -62,17 +60,9 @@ struct ModelTests {
                         }
                     }
                 case .delete(let key):
-                    let sequence = try await log.delete(LogKey("k\(key)"), durability: .written)
-                    #expect((sequence != nil) == (model[LogKey("k\(key)")] != nil))
-                    model[LogKey("k\(key)")] = nil
+                    try await ModelWrites.delete(log, &model, key: key, durability: .written)
                 case .batch(let keys, let size):
-                    var writes: [LogWrite] = []
-                    for (position, key) in keys.enumerated() {
-                        let value = [UInt8].pattern(size, seed: counter * 10 + position)
-                        writes.append(.value(LogKey("k\(key)"), value))
-                        model[LogKey("k\(key)")] = (value, nil)
-                    }
-                    try await log.append(writes, durability: .durable)
+                    try await ModelWrites.batch(log, &model, keys: keys, size: size, seed: counter, durability: .durable)
                 case .compact:
                     try await log.compact()
                 case .reopen:

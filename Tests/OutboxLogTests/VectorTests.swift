@@ -10,12 +10,11 @@ import Testing
 /// recovery reports or to what dump serves cannot go unnoticed.
 @Suite("Format test vectors")
 struct VectorTests {
-    static let folder = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-        .appendingPathComponent("Vectors")
-
-    static let names: [String] = ((try? FileManager.default.contentsOfDirectory(atPath: folder.path)) ?? [])
-        .filter { FileManager.default.fileExists(atPath: folder.appendingPathComponent("\($0)/expected.json").path) }
-        .sorted()
+    static let vectors = VectorFolder(
+        URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("Vectors"),
+        filesFolder: "log")
+    static let folder = vectors.url
+    static let names = vectors.names
 
     static func expected(_ name: String) throws -> [String: Any] {
         let data = try Data(contentsOf: folder.appendingPathComponent("\(name)/expected.json"))
@@ -115,28 +114,6 @@ struct VectorTests {
 
     @Test("outbox log make-vectors writes exactly the checked-in vectors")
     func generatorReproducesVectors() async throws {
-        let output = TemporaryDirectory("outbox-vectors-again")
-        let run = try await OutboxTool.run(["log", "make-vectors", output.path.string])
-        #expect(run.status == 0, "\(run.stderr)")
-        let generated = try Self.listing(URL(fileURLWithPath: output.path.string))
-        let checkedIn = try Self.listing(Self.folder).filter { $0.key.hasSuffix("/expected.json") || $0.key.contains("/log/") }
-        #expect(Set(generated.keys) == Set(checkedIn.keys))
-        for (path, bytes) in checkedIn where generated[path] != bytes {
-            Issue.record("\(path) differs from what make-vectors writes now: regenerate (Tests/Vectors/README.md) if the change is meant")
-        }
-    }
-
-    /// Every file under `root`, by relative path.
-    static func listing(_ root: URL) throws -> [String: Data] {
-        var files: [String: Data] = [:]
-        let enumerator = FileManager.default.enumerator(atPath: root.path)
-        while let path = enumerator?.nextObject() as? String {
-            var isDirectory: ObjCBool = false
-            let full = root.appendingPathComponent(path).path
-            if FileManager.default.fileExists(atPath: full, isDirectory: &isDirectory), !isDirectory.boolValue {
-                files[path] = try Data(contentsOf: URL(fileURLWithPath: full))
-            }
-        }
-        return files
+        try await Self.vectors.expectGeneratorReproduces(["log", "make-vectors"], readme: "Tests/Vectors/README.md")
     }
 }

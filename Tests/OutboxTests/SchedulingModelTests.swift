@@ -11,36 +11,7 @@ import Testing
 /// store; this one checks the scheduling rules themselves.
 @Suite("Scheduling rules against a reference model", .propertySeedFromEnvironment)
 struct SchedulingModelTests {
-    enum Step: Sendable, CustomStringConvertible {
-        case enqueue(scope: Int, parent: Int?, priority: Int, coalesce: Int?, duplicateOf: Int?)
-        case begin(Int)
-        case beginAny(Int)
-        case succeed(Int)
-        case fail(Int)
-        case quarantine(Int)
-        case conflict(Int)
-        case retry(Int)
-        case retryQuarantined(Int)
-        case discard(Int)
-        case advance(seconds: Int)
-
-        var description: String {
-            switch self {
-            case .enqueue(let scope, let parent, let priority, let coalesce, let duplicate):
-                "enqueue(scope \(scope), parent \(parent.map(String.init) ?? "-"), prio \(priority), coalesce \(coalesce.map(String.init) ?? "-")\(duplicate.map { ", again #\($0)" } ?? ""))"
-            case .begin(let n): "begin(due #\(n))"
-            case .beginAny(let n): "begin(any #\(n))"
-            case .succeed(let n): "succeed(\(n))"
-            case .fail(let n): "fail(\(n))"
-            case .quarantine(let n): "quarantine(\(n))"
-            case .conflict(let n): "conflict(\(n))"
-            case .retry(let n): "retry(\(n))"
-            case .retryQuarantined(let n): "retry(quarantined #\(n))"
-            case .discard(let n): "discard(\(n))"
-            case .advance(let seconds): "advance(\(seconds)s)"
-            }
-        }
-    }
+    typealias Step = StoreStep
 
     /// `parent` counts back from the newest known entry, so an entry often
     /// depends on one enqueued just before it — behind an older entry of the
@@ -98,7 +69,7 @@ struct SchedulingModelTests {
                 let expected: String
                 let actual: String
                 switch step {
-                case .enqueue(let scope, let parent, let priority, let coalesce, let duplicateOf):
+                case .enqueue(let scope, let parent, let priority, let coalesce, let duplicateOf, _):
                     let id = duplicateOf.flatMap { known.indices.contains($0) ? known[$0] : nil } ?? modelEntryID(step: index)
                     let parentID = parent.flatMap { known.indices.contains($0) ? known[known.count - 1 - $0] : nil }
                     let scopeName = scope == 0 ? nil : "s\(scope)"
@@ -141,7 +112,7 @@ struct SchedulingModelTests {
                         return "\(status) \(cascade.sorted())"
                     }
                     actual = await Self.outcome {
-                        let result = try await store.recordFailure(id, OutboxFailure(.transient, httpStatus: 503, message: "503"), retryAt: retryAt)
+                        let result = try await store.recordFailure(id, StoreStep.transientFailure, retryAt: retryAt)
                         return "\(result.status) \(result.cascade.dependents.sorted())"
                     }
                 case .retryQuarantined(let n):
@@ -157,10 +128,10 @@ struct SchedulingModelTests {
                     switch step {
                     case .quarantine:
                         expected = await Self.outcome { try reference.quarantine(id).sorted() }
-                        actual = await Self.outcome { try await store.quarantine(id, OutboxFailure(.permanent, httpStatus: 400, message: "bad")).dependents.sorted() }
+                        actual = await Self.outcome { try await store.quarantine(id, StoreStep.permanentFailure).dependents.sorted() }
                     case .conflict:
                         expected = await Self.outcome { try reference.conflict(id) }
-                        actual = await Self.outcome { try await store.markConflict(id, OutboxFailure(.conflict, httpStatus: 409, message: "409")) }
+                        actual = await Self.outcome { try await store.markConflict(id, StoreStep.conflictFailure) }
                     case .retry:
                         expected = await Self.outcome { try reference.retry(id, at: now).sorted() }
                         actual = await Self.outcome { try await store.retry(id, at: now).dependents.sorted() }
@@ -171,6 +142,8 @@ struct SchedulingModelTests {
                 case .advance(let seconds):
                     now = now.addingTimeInterval(Double(seconds))
                     continue
+                case .reopen, .checkpoint, .compact:
+                    continue  // not generated: the in-memory store has no disk
                 }
                 #expect(expected == actual, "step \(index) \(step)")
 

@@ -28,13 +28,25 @@ struct SpoolTests {
             payload: Array(text.utf8), scope: "chat", dependencies: dependencies)
     }
 
+    /// Opens the queue `alice` under ``root``: the owner, or a later open.
+    static func open(_ configuration: OutboxStoreConfiguration) async throws(OutboxError) -> LogOutboxStore {
+        try await LogOutboxStore.open(root: root, partition: "alice", configuration: configuration)
+    }
+
+    /// Enqueues into `alice` as another process would (directly, or
+    /// through a spool while an owner holds the queue).
+    static func enqueue(_ requests: [OutboxEnqueueRequest], _ configuration: OutboxStoreConfiguration) async throws(OutboxError)
+        -> OutboxSharedEnqueueResult
+    {
+        try await LogOutboxStore.enqueue(requests, root: root, partition: "alice", configuration: configuration)
+    }
+
     @Test("no owner: the writer opens the queue and writes directly")
     func directWhenFree() async throws {
         let fileSystem = SimulatedFileSystem()
-        let result = try await LogOutboxStore.enqueue(
-            [Self.request("hi")], root: Self.root, partition: "alice", configuration: Self.configuration(fileSystem))
+        let result = try await Self.enqueue([Self.request("hi")], Self.configuration(fileSystem))
         #expect(result.path == .direct)
-        let store = try await LogOutboxStore.open(root: Self.root, partition: "alice", configuration: Self.configuration(fileSystem))
+        let store = try await Self.open(Self.configuration(fileSystem))
         #expect(try await store.summary().unsent == 1)
         try await store.close()
     }
@@ -43,12 +55,11 @@ struct SpoolTests {
     func spooledWhileHeld() async throws {
         let fileSystem = SimulatedFileSystem()
         let configuration = Self.configuration(fileSystem)
-        let owner = try await LogOutboxStore.open(root: Self.root, partition: "alice", configuration: configuration)
+        let owner = try await Self.open(configuration)
         guard case .enqueued(let parent) = try await owner.enqueue(Self.request("parent")) else { Issue.record(); return }
         let first = Self.request("first", dependencies: [parent.id], key: "app-key-1")
         let second = Self.request("second", dependencies: [first.id])
-        let result = try await LogOutboxStore.enqueue(
-            [first, second], root: Self.root, partition: "alice", configuration: configuration)
+        let result = try await Self.enqueue([first, second], configuration)
         guard case .spooled(let spooled) = result else { Issue.record("not spooled: \(result)"); return }
         #expect(spooled.map(\.id) == [first.id, second.id])
         #expect(spooled[0].idempotencyKey == "app-key-1")
@@ -74,18 +85,17 @@ struct SpoolTests {
     func nextOwnerIngests() async throws {
         let fileSystem = SimulatedFileSystem()
         let configuration = Self.configuration(fileSystem)
-        let owner = try await LogOutboxStore.open(root: Self.root, partition: "alice", configuration: configuration)
+        let owner = try await Self.open(configuration)
         guard case .enqueued(let held) = try await owner.enqueue(Self.request("held")) else { Issue.record(); return }
         // The same id spooled twice (a writer that retried), and one already in the queue.
         let again = Self.request("again")
         for _ in 0..<2 {
-            _ = try await LogOutboxStore.enqueue([again], root: Self.root, partition: "alice", configuration: configuration)
+            _ = try await Self.enqueue([again], configuration)
         }
-        _ = try await LogOutboxStore.enqueue(
-            [Self.request("held", id: held.id)], root: Self.root, partition: "alice", configuration: configuration)
+        _ = try await Self.enqueue([Self.request("held", id: held.id)], configuration)
         try await owner.close()
 
-        let next = try await LogOutboxStore.open(root: Self.root, partition: "alice", configuration: configuration)
+        let next = try await Self.open(configuration)
         #expect(next.spoolReportAtOpen.ingested == 1)
         #expect(next.spoolReportAtOpen.duplicates == 2)
         #expect(next.spoolReportAtOpen.spoolsDeleted == 3)
@@ -97,9 +107,9 @@ struct SpoolTests {
     func unknownDependencyIsQuarantined() async throws {
         let fileSystem = SimulatedFileSystem()
         let configuration = Self.configuration(fileSystem)
-        let owner = try await LogOutboxStore.open(root: Self.root, partition: "alice", configuration: configuration)
+        let owner = try await Self.open(configuration)
         let orphan = Self.request("orphan", dependencies: [OutboxEntry.ID()])
-        _ = try await LogOutboxStore.enqueue([orphan], root: Self.root, partition: "alice", configuration: configuration)
+        _ = try await Self.enqueue([orphan], configuration)
         let report = try await owner.ingestSpools()
         #expect(report.quarantined == 1)
         let entry = try #require(try await owner.entry(orphan.id))
@@ -113,10 +123,10 @@ struct SpoolTests {
         let fileSystem = SimulatedFileSystem()
         var configuration = Self.configuration(fileSystem)
         configuration.maximumEntries = 1
-        let owner = try await LogOutboxStore.open(root: Self.root, partition: "alice", configuration: configuration)
+        let owner = try await Self.open(configuration)
         guard case .enqueued(let held) = try await owner.enqueue(Self.request("held")) else { Issue.record(); return }
         let waiting = [Self.request("one"), Self.request("two")]
-        _ = try await LogOutboxStore.enqueue(waiting, root: Self.root, partition: "alice", configuration: configuration)
+        _ = try await Self.enqueue(waiting, configuration)
         var report = try await owner.ingestSpools()
         #expect(report.ingested == 0 && report.left == 2 && report.spoolsDeleted == 0)
         _ = try await owner.discard(held.id)
@@ -134,9 +144,9 @@ struct SpoolTests {
         let fileSystem = SimulatedFileSystem()
         let key = [UInt8](repeating: 7, count: 32)
         let configuration = Self.configuration(fileSystem, key: key)
-        let owner = try await LogOutboxStore.open(root: Self.root, partition: "alice", configuration: configuration)
+        let owner = try await Self.open(configuration)
         let secret = Self.request("top-secret-text")
-        _ = try await LogOutboxStore.enqueue([secret], root: Self.root, partition: "alice", configuration: configuration)
+        _ = try await Self.enqueue([secret], configuration)
         let spoolFiles = fileSystem.allFiles().filter { $0.string.contains("/spool+") }
         #expect(!spoolFiles.isEmpty)
         for file in spoolFiles {
@@ -153,8 +163,8 @@ struct SpoolTests {
     func busySpoolIsSkipped() async throws {
         let fileSystem = SimulatedFileSystem()
         let configuration = Self.configuration(fileSystem)
-        let owner = try await LogOutboxStore.open(root: Self.root, partition: "alice", configuration: configuration)
-        _ = try await LogOutboxStore.enqueue([Self.request("one")], root: Self.root, partition: "alice", configuration: configuration)
+        let owner = try await Self.open(configuration)
+        _ = try await Self.enqueue([Self.request("one")], configuration)
         let spools = try fileSystem.contentsOfDirectory(Self.root.appending("spools"))
         let spoolsDirectory = Self.root.appending("spools").appending(try #require(spools.first))
         let spool = try #require(try fileSystem.contentsOfDirectory(spoolsDirectory).first { $0.hasPrefix("spool+") })
@@ -172,11 +182,11 @@ struct SpoolTests {
     func badRequestWritesNothing() async throws {
         let fileSystem = SimulatedFileSystem()
         let configuration = Self.configuration(fileSystem)
-        let owner = try await LogOutboxStore.open(root: Self.root, partition: "alice", configuration: configuration)
+        let owner = try await Self.open(configuration)
         var bad = Self.request("x")
         bad.endpoint = "no-slash"
         await #expect(throws: OutboxError.self) {
-            _ = try await LogOutboxStore.enqueue([Self.request("ok"), bad], root: Self.root, partition: "alice", configuration: configuration)
+            _ = try await Self.enqueue([Self.request("ok"), bad], configuration)
         }
         #expect((try? fileSystem.contentsOfDirectory(Self.root.appending("spools"))) == nil)
         try await owner.close()
@@ -186,8 +196,8 @@ struct SpoolTests {
     func purgeTakesTheSpools() async throws {
         let fileSystem = SimulatedFileSystem()
         let configuration = Self.configuration(fileSystem)
-        let owner = try await LogOutboxStore.open(root: Self.root, partition: "alice", configuration: configuration)
-        _ = try await LogOutboxStore.enqueue([Self.request("one")], root: Self.root, partition: "alice", configuration: configuration)
+        let owner = try await Self.open(configuration)
+        _ = try await Self.enqueue([Self.request("one")], configuration)
         let spoolFiles = { fileSystem.allFiles().filter { $0.string.contains("/spool+") } }
         #expect(!spoolFiles().isEmpty)
         await #expect(throws: OutboxError.self) {
@@ -197,7 +207,7 @@ struct SpoolTests {
         try await owner.close()
         try await LogOutboxStore.purge(root: Self.root, partition: "alice", configuration: configuration)
         #expect(spoolFiles().isEmpty)
-        let next = try await LogOutboxStore.open(root: Self.root, partition: "alice", configuration: configuration)
+        let next = try await Self.open(configuration)
         #expect(try await next.summary().unsent == 0)
         try await next.close()
     }
@@ -206,11 +216,11 @@ struct SpoolTests {
     func watchIngestsAndEnds() async throws {
         let fileSystem = SimulatedFileSystem()
         let configuration = Self.configuration(fileSystem)
-        let owner = try await LogOutboxStore.open(root: Self.root, partition: "alice", configuration: configuration)
+        let owner = try await Self.open(configuration)
         let reports = AsyncStream<OutboxSpoolReport>.makeStream()
         let watch = owner.watchSpools(pollInterval: .milliseconds(5)) { reports.continuation.yield($0) }
         let request = Self.request("poked")
-        _ = try await LogOutboxStore.enqueue([request], root: Self.root, partition: "alice", configuration: configuration)
+        _ = try await Self.enqueue([request], configuration)
         var iterator = reports.stream.makeAsyncIterator()
         let report = await iterator.next()
         #expect(report?.ingested == 1)
@@ -224,8 +234,8 @@ struct SpoolTests {
     func spoolBeingCreatedIsLeftAlone() async throws {
         let fileSystem = SimulatedFileSystem()
         let configuration = Self.configuration(fileSystem)
-        let owner = try await LogOutboxStore.open(root: Self.root, partition: "alice", configuration: configuration)
-        _ = try await LogOutboxStore.enqueue([Self.request("one")], root: Self.root, partition: "alice", configuration: configuration)
+        let owner = try await Self.open(configuration)
+        _ = try await Self.enqueue([Self.request("one")], configuration)
         let queueSpools = Self.root.appending("spools").appending(try #require(try fileSystem.contentsOfDirectory(Self.root.appending("spools")).first))
         #expect(try await owner.ingestSpools().spoolsDeleted == 1)
         // A writer between its guard and its log's lock: the guard held, the directory made, nothing in it yet.

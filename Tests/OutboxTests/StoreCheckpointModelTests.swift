@@ -17,39 +17,12 @@ import Testing
 /// two stores must answer alike.
 @Suite("Store checkpoint model", .propertySeedFromEnvironment)
 struct StoreCheckpointModelTests {
-    enum Step: Sendable, CustomStringConvertible {
-        case enqueue(scope: Int, dependsOn: Int?, priority: Int, coalesce: Int?, appKey: Int?)
-        case begin(Int)
-        case succeed(Int)
-        case fail(Int)
-        case quarantine(Int)
-        case retry(Int)
-        case discard(Int)
-        case advance(seconds: Int)
-        case checkpoint
-        case compact
-
-        var description: String {
-            switch self {
-            case .enqueue(let scope, let parent, let priority, let coalesce, let key):
-                "enqueue(s\(scope), parent \(parent.map(String.init) ?? "-"), p\(priority), c\(coalesce.map(String.init) ?? "-"), key \(key.map(String.init) ?? "-"))"
-            case .begin(let n): "begin(\(n))"
-            case .succeed(let n): "succeed(\(n))"
-            case .fail(let n): "fail(\(n))"
-            case .quarantine(let n): "quarantine(\(n))"
-            case .retry(let n): "retry(\(n))"
-            case .discard(let n): "discard(\(n))"
-            case .advance(let seconds): "advance(\(seconds)s)"
-            case .checkpoint: "checkpoint"
-            case .compact: "compact"
-            }
-        }
-    }
+    typealias Step = StoreStep
 
     static let step = Gen<Step>.frequency(
         (6, zip(Gen.int(in: 0...3), Gen.int(in: 0...6), Gen.int(in: -1...1), Gen.int(in: 0...4), Gen.int(in: 0...6)).map {
             Step.enqueue(
-                scope: $0, dependsOn: $1 < 4 ? $1 : nil, priority: $2, coalesce: $3 < 2 ? $3 : nil, appKey: $4 < 2 ? $4 : nil)
+                scope: $0, parent: $1 < 4 ? $1 : nil, priority: $2, coalesce: $3 < 2 ? $3 : nil, appKey: $4 < 2 ? $4 : nil)
         }),
         (4, Gen.int(in: 0...5).map { Step.begin($0) }),
         (3, Gen.int(in: 0...5).map { Step.succeed($0) }),
@@ -84,7 +57,7 @@ struct StoreCheckpointModelTests {
             for (index, step) in steps.enumerated() {
                 let inFlight = try await store.entries(matching: OutboxFilter(statuses: [.inFlight])).map(\.id)
                 switch step {
-                case .enqueue(let scope, let parent, let priority, let coalesce, let appKey):
+                case .enqueue(let scope, let parent, let priority, let coalesce, _, let appKey):
                     let dependencies = parent.flatMap { known.indices.contains($0) ? [known[known.count - 1 - $0]] : nil } ?? []
                     let request = OutboxEnqueueRequest(
                         id: modelEntryID(step: index), idempotencyKey: appKey.map { "key-\($0)" }, type: "t\(scope)",
@@ -101,10 +74,10 @@ struct StoreCheckpointModelTests {
                 case .fail(let n):
                     if !inFlight.isEmpty {
                         _ = try? await store.recordFailure(
-                            inFlight[n % inFlight.count], OutboxFailure(.transient, httpStatus: 503, message: "503"), retryAt: now.addingTimeInterval(30))
+                            inFlight[n % inFlight.count], StoreStep.transientFailure, retryAt: now.addingTimeInterval(30))
                     }
                 case .quarantine(let n):
-                    if !known.isEmpty { _ = try? await store.quarantine(known[n % known.count], OutboxFailure(.permanent, httpStatus: 400, message: "bad")) }
+                    if !known.isEmpty { _ = try? await store.quarantine(known[n % known.count], StoreStep.permanentFailure) }
                 case .retry(let n):
                     if !known.isEmpty { _ = try? await store.retry(known[n % known.count], at: now) }
                 case .discard(let n):
@@ -115,6 +88,8 @@ struct StoreCheckpointModelTests {
                     await store.core.writeCheckpoint(waitingForRunning: true)
                 case .compact:
                     _ = try await store.log.compact()
+                case .beginAny, .conflict, .retryQuarantined, .reopen:
+                    continue  // not generated here
                 }
             }
             let directory = store.log.directory

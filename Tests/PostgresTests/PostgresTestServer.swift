@@ -1,3 +1,4 @@
+import CLITestSupport
 import Foundation
 import Testing
 
@@ -44,42 +45,16 @@ enum PostgresTestServer {
     static let packageRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
         .deletingLastPathComponent()
 
-    /// Runs start.sh without blocking a thread; its output goes to files,
-    /// which the server it leaves running does not hold open.
+    /// Runs start.sh without blocking a thread; its output goes to files
+    /// (``ChildProcess``), which the server it leaves running does not hold open.
     static func start() async -> Outcome {
-        let outputs = FileManager.default.temporaryDirectory.appendingPathComponent("outbox-postgres-start-\(UUID().uuidString)")
-        defer { try? FileManager.default.removeItem(at: outputs) }
         do {
-            try FileManager.default.createDirectory(at: outputs, withIntermediateDirectories: true)
-            let stdoutURL = outputs.appendingPathComponent("stdout")
-            let stderrURL = outputs.appendingPathComponent("stderr")
-            _ = FileManager.default.createFile(atPath: stdoutURL.path, contents: nil)
-            _ = FileManager.default.createFile(atPath: stderrURL.path, contents: nil)
-            let stdout = try FileHandle(forWritingTo: stdoutURL)
-            let stderr = try FileHandle(forWritingTo: stderrURL)
-            defer {
-                try? stdout.close()
-                try? stderr.close()
-            }
-            let process = Process()
-            process.executableURL = URL(fileURLWithPath: "/bin/bash")
-            process.arguments = [
-                packageRoot.appendingPathComponent("Scripts/postgres/start.sh").path, "--no-install", "--for-process", String(getpid()),
-            ]
-            process.standardInput = FileHandle.nullDevice
-            process.standardOutput = stdout
-            process.standardError = stderr
-            let status = try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Int32, any Error>) in
-                process.terminationHandler = { continuation.resume(returning: $0.terminationStatus) }
-                do {
-                    try process.run()
-                } catch {
-                    process.terminationHandler = nil
-                    continuation.resume(throwing: error)
-                }
-            }
-            let printed = String(decoding: FileManager.default.contents(atPath: stdoutURL.path) ?? Data(), as: UTF8.self)
-            let errors = String(decoding: FileManager.default.contents(atPath: stderrURL.path) ?? Data(), as: UTF8.self)
+            let ended = try await ChildProcess.run(
+                executable: URL(fileURLWithPath: "/bin/bash"),
+                arguments: [
+                    packageRoot.appendingPathComponent("Scripts/postgres/start.sh").path, "--no-install", "--for-process", String(getpid()),
+                ])
+            let (status, printed, errors) = (ended.status, ended.stdout, ended.stderr)
             // start.sh's status for "no server binaries" (--no-install).
             if status == 3 { return .notInstalled }
             let url = printed.trimmingCharacters(in: .whitespacesAndNewlines)

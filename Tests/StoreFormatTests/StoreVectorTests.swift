@@ -14,12 +14,11 @@ import Testing
 /// encoder or to a decoder cannot go unnoticed.
 @Suite("Store format test vectors")
 struct StoreVectorTests {
-    static let folder = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-        .appendingPathComponent("StoreVectors")
-
-    static let names: [String] = ((try? FileManager.default.contentsOfDirectory(atPath: folder.path)) ?? [])
-        .filter { FileManager.default.fileExists(atPath: folder.appendingPathComponent("\($0)/expected.json").path) }
-        .sorted()
+    static let vectors = VectorFolder(
+        URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("StoreVectors"),
+        filesFolder: "files")
+    static let folder = vectors.url
+    static let names = vectors.names
 
     @Test("the folder holds the queue and key store vectors")
     func vectorsArePresent() {
@@ -50,30 +49,7 @@ struct StoreVectorTests {
 
     @Test("outbox log make-store-vectors writes exactly the checked-in vectors")
     func generatorReproducesVectors() async throws {
-        let output = try Scratch()
-        defer { output.remove() }
-        let run = try await OutboxTool.run(["log", "make-store-vectors", output.path])
-        #expect(run.status == 0, "\(run.stderr)")
-        let generated = try Self.listing(URL(fileURLWithPath: output.path))
-        let checkedIn = try Self.listing(Self.folder).filter { $0.key.hasSuffix("/expected.json") || $0.key.contains("/files/") }
-        #expect(Set(generated.keys) == Set(checkedIn.keys))
-        for (path, bytes) in checkedIn where generated[path] != bytes {
-            Issue.record("\(path) differs from what make-store-vectors writes now: regenerate (Tests/StoreVectors/README.md) if the change is meant")
-        }
-    }
-
-    /// Every file under `root`, by relative path.
-    static func listing(_ root: URL) throws -> [String: Data] {
-        var files: [String: Data] = [:]
-        let enumerator = FileManager.default.enumerator(atPath: root.path)
-        while let path = enumerator?.nextObject() as? String {
-            var isDirectory: ObjCBool = false
-            let full = root.appendingPathComponent(path).path
-            if FileManager.default.fileExists(atPath: full, isDirectory: &isDirectory), !isDirectory.boolValue {
-                files[path] = try Data(contentsOf: URL(fileURLWithPath: full))
-            }
-        }
-        return files
+        try await Self.vectors.expectGeneratorReproduces(["log", "make-store-vectors"], readme: "Tests/StoreVectors/README.md")
     }
 }
 

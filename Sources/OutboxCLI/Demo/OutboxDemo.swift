@@ -122,11 +122,7 @@ struct OutboxDemo: AsyncParsableCommand {
                 rejectEverything: rejectEverything, failDiskAfterRestart: failDiskAfterRestart,
                 postgres: postgres.map { ($0, servers) }, latency: latency, progress: progress)
         ).run()
-        if json {
-            StandardStreams.writeLine(try JSONLines().encode(report))
-        } else {
-            StandardStreams.writeLine(report.text)
-        }
+        try StandardStreams.writeReport(json: json, report, text: report.text)
         if let failure = report.failure { throw CommandFailure("demo did not finish: \(failure)", exitCode: ExitCode(1)) }
         if !report.violations.isEmpty { throw ExitCode(1) }
     }

@@ -20,11 +20,7 @@ struct LogCompact: AsyncParsableCommand {
 
     func run() async throws {
         let report = try await options.withLog(.readWrite(create: false)) { log in try await log.compact() }
-        if json {
-            StandardStreams.writeLine(try JSONLines().encode(CompactionReportJSON(report)))
-        } else {
-            StandardStreams.writeLine("\(report) in \(report.duration.readable)")
-        }
+        try StandardStreams.writeReport(json: json, CompactionReportJSON(report), text: "\(report) in \(report.duration.readable)")
     }
 }
 

@@ -27,11 +27,7 @@ struct LogRemoveExpired: AsyncParsableCommand {
         // The date at which exactly the expiries up to this millisecond have passed.
         let now = nowMs.map(RecordExpiry.date) ?? Date()
         let report = try await options.withLog(.readWrite(create: false)) { log in try await log.removeExpired(now: now) }
-        if json {
-            StandardStreams.writeLine(try JSONLines().encode(RetentionReportJSON(report)))
-        } else {
-            StandardStreams.writeLine("\(report)")
-        }
+        try StandardStreams.writeReport(json: json, RetentionReportJSON(report), text: "\(report)")
     }
 }
 

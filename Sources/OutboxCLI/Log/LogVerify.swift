@@ -30,12 +30,8 @@ struct LogVerify: AsyncParsableCommand {
             }
             throw error
         }
-        if json {
-            StandardStreams.writeLine(try JSONLines().encode(RecoveryReportJSON(report)))
-        } else {
-            StandardStreams.writeLine(report.description)
-            StandardStreams.writeLine("checked in \(report.duration.readable)")
-        }
+        try StandardStreams.writeReport(
+            json: json, RecoveryReportJSON(report), text: "\(report.description)\nchecked in \(report.duration.readable)")
         if !report.isClean { throw ExitCode(CommandFailure.damageFound.rawValue) }
     }
 }

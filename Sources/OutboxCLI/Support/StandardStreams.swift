@@ -15,6 +15,12 @@ enum StandardStreams {
     /// Writes `line` and a line break to standard output now.
     static func writeLine(_ line: String) { write(line + "\n") }
 
+    /// Writes a command's report: with `json`, `value` as one JSON object on
+    /// a line (``JSONLines``); else the `text` line.
+    static func writeReport(json: Bool, _ value: some Encodable, text: @autoclosure () -> String) throws(CommandFailure) {
+        try writeLine(json ? JSONLines().encode(value) : text())
+    }
+
     /// Writes `line` and a line break to standard error now.
     static func writeError(_ line: String) {
         try? FileHandle.standardError.write(contentsOf: Data((line + "\n").utf8))

@@ -104,11 +104,7 @@ struct TortureCommand: AsyncParsableCommand {
         options.encrypted = encrypted
         let report = await Torture.run(options)
         if directory == nil && report.violations.isEmpty { try? FileManager.default.removeItem(atPath: scratch) }
-        if json {
-            StandardStreams.writeLine(try JSONLines().encode(report))
-        } else {
-            StandardStreams.writeLine(report.text)
-        }
+        try StandardStreams.writeReport(json: json, report, text: report.text)
         if !report.violations.isEmpty {
             StandardStreams.writeError("error: \(report.violations.count) violation(s); reproduce with --seed \(seed)")
             throw ExitCode(1)

@@ -48,11 +48,9 @@ struct LogWorkerCommand: AsyncParsableCommand {
     }
 }
 
-/// `outbox torture-worker outbox --root R --base-url URL --seed S --cycle C --count N`
-struct OutboxWorkerCommand: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(
-        commandName: "outbox", abstract: "Enqueue a seeded list of writes and drain them to a server.")
-
+/// The options of an app worker (`outbox`, `payload`): its queue, the
+/// server it drains to, and the seeded list it enqueues.
+struct AppWorkerOptions: ParsableArguments {
     @Option var root: String
     @Option var baseURL: String
     @Option var seed: UInt64
@@ -64,10 +62,25 @@ struct OutboxWorkerCommand: AsyncParsableCommand {
         try TortureWorkerCommand.validate(cycle: cycle, count: count)
     }
 
+    var url: URL {
+        get throws(ValidationError) {
+            guard let url = URL(string: baseURL) else { throw ValidationError("bad --base-url \(baseURL)") }
+            return url
+        }
+    }
+}
+
+/// `outbox torture-worker outbox --root R --base-url URL --seed S --cycle C --count N`
+struct OutboxWorkerCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "outbox", abstract: "Enqueue a seeded list of writes and drain them to a server.")
+
+    @OptionGroup var options: AppWorkerOptions
+
     func run() async throws {
-        guard let url = URL(string: baseURL) else { throw ValidationError("bad --base-url \(baseURL)") }
-        var job = OutboxWorker.Job(root: FilePath(root), baseURL: url, seed: seed, cycle: cycle, count: count)
-        job.encrypted = encrypted
+        var job = OutboxWorker.Job(
+            root: FilePath(options.root), baseURL: try options.url, seed: options.seed, cycle: options.cycle, count: options.count)
+        job.encrypted = options.encrypted
         let status = await OutboxWorker.run(job)
         if status != 0 { throw ExitCode(status) }
     }
@@ -95,27 +108,22 @@ struct PayloadWorkerCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "payload", abstract: "Enqueue seeded photo uploads (payload files) and drain them to a server.")
 
-    @Option var root: String
-    @Option var baseURL: String
-    @Option var seed: UInt64
-    @Option var cycle: Int
-    @Option var count: Int
-    @Flag var encrypted = false
+    @OptionGroup var options: AppWorkerOptions
     @Option var killAt: String?
     @Option var killOccurrence = 1
 
     func validate() throws {
-        try TortureWorkerCommand.validate(cycle: cycle, count: count)
         try OptionRange.require(killOccurrence, in: 1...TortureWorkerCommand.maximumCount, "--kill-occurrence")
     }
 
     func run() async throws {
-        guard let url = URL(string: baseURL) else { throw ValidationError("bad --base-url \(baseURL)") }
+        let url = try options.url
         if let killAt, !PayloadWorker.killSteps.contains(killAt) {
             throw ValidationError("--kill-at must be one of \(PayloadWorker.killSteps.joined(separator: ", "))")
         }
-        var job = PayloadWorker.Job(root: FilePath(root), baseURL: url, seed: seed, cycle: cycle, count: count)
-        job.encrypted = encrypted
+        var job = PayloadWorker.Job(
+            root: FilePath(options.root), baseURL: url, seed: options.seed, cycle: options.cycle, count: options.count)
+        job.encrypted = options.encrypted
         job.killAt = killAt
         job.killOccurrence = killOccurrence
         let status = await PayloadWorker.run(job)

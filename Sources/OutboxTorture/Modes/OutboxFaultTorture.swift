@@ -71,11 +71,7 @@ enum OutboxFaultTorture {
     /// Write `index`'s entry id: the same in every life of the app.
     static func id(seed: UInt64, cycle: Int, index: Int) -> OutboxEntry.ID {
         var random = SplitMix64.derived(seed: seed, stream: 0x4F46_0000_0000_0000 | UInt64(cycle) << 20 | UInt64(index))
-        let bytes = random.nextBytes(16)
-        return OutboxEntry.ID(
-            UUID(uuid: (
-                bytes[0], bytes[1], bytes[2], bytes[3], bytes[4], bytes[5], bytes[6], bytes[7],
-                bytes[8], bytes[9], bytes[10], bytes[11], bytes[12], bytes[13], bytes[14], bytes[15])))
+        return OutboxEntry.ID(random.nextUUID())
     }
 
     /// One app through its lives; returns its simulated disk.

@@ -75,23 +75,14 @@ public enum OutboxWorker {
     /// The entry id of `index`: the same in every life of the app.
     static func id(seed: UInt64, cycle: Int, index: Int) -> OutboxEntry.ID {
         var random = SplitMix64.derived(seed: seed, stream: 0x4F42_0000_0000_0000 | UInt64(cycle) << 20 | UInt64(index))
-        let bytes = random.nextBytes(16)
-        let uuid = UUID(uuid: (
-            bytes[0], bytes[1], bytes[2], bytes[3], bytes[4], bytes[5], bytes[6], bytes[7],
-            bytes[8], bytes[9], bytes[10], bytes[11], bytes[12], bytes[13], bytes[14], bytes[15]))
-        return OutboxEntry.ID(uuid)
+        return OutboxEntry.ID(random.nextUUID())
     }
 
     /// Runs the job; returns the exit status (0 drained, 2 open failed, 3 a step failed).
     public static func run(_ job: Job) async -> Int32 {
         let quiet = Logger(label: "outbox.torture", factory: { _ in SwiftLogNoOpLogHandler() })
-        let store: LogOutboxStore
-        do {
-            store = try await LogOutboxStore.open(root: job.root, partition: partition, configuration: configuration(job, logger: quiet))
-        } catch {
-            WorkerLine.openFailed(code: WorkerLine.word(error.code), message: error.description).send()
-            return LogWorker.Status.openFailed
-        }
+        guard let store = await WorkerApp.open(root: job.root, partition: partition, configuration: configuration(job, logger: quiet))
+        else { return LogWorker.Status.openFailed }
         WorkerLine.ready.send()
         if let failed = await enqueueMinted(job, into: store) { return failed }
         let dispatcher = dispatcher(for: store, baseURL: job.baseURL, logger: quiet)
@@ -165,15 +156,8 @@ public enum OutboxWorker {
     /// answers — some attempts time out after the server applied them, and
     /// are retried with the same key.
     static func dispatcher(for store: LogOutboxStore, baseURL: URL, logger: Logger) -> OutboxDispatcher {
-        var http = HTTPOutboxHandler.Configuration(baseURL: baseURL)
-        http.requestTimeout = .milliseconds(OutboxModeTorture.clientTimeoutMilliseconds)
-        var dispatching = OutboxDispatcherConfiguration()
-        dispatching.maximumConcurrentDeliveries = 4
-        dispatching.backoff = OutboxBackoff(base: .milliseconds(5), cap: .milliseconds(100))
-        dispatching.deliveryTimeout = .seconds(5)
-        dispatching.maximumAge = nil
-        dispatching.logger = logger
-        return OutboxDispatcher(
-            store: store, handlers: [:], fallback: HTTPOutboxHandler(configuration: http), configuration: dispatching)
+        WorkerApp.dispatcher(
+            for: store, baseURL: baseURL, logger: logger, concurrentDeliveries: 4,
+            requestTimeout: .milliseconds(OutboxModeTorture.clientTimeoutMilliseconds), deliveryTimeout: .seconds(5))
     }
 }

@@ -60,11 +60,7 @@ public enum PayloadWorker {
     /// The id of entry `index` (0 is the album), the same in every life.
     static func id(seed: UInt64, cycle: Int, index: Int) -> OutboxEntry.ID {
         var random = SplitMix64.derived(seed: seed, stream: 0x5041_594C_0000_0000 | UInt64(cycle) << 20 | UInt64(index))
-        let bytes = random.nextBytes(16)
-        return OutboxEntry.ID(
-            UUID(uuid: (
-                bytes[0], bytes[1], bytes[2], bytes[3], bytes[4], bytes[5], bytes[6], bytes[7],
-                bytes[8], bytes[9], bytes[10], bytes[11], bytes[12], bytes[13], bytes[14], bytes[15])))
+        return OutboxEntry.ID(random.nextUUID())
     }
 
     /// The bytes of photo `index` (from 1): a text marker (for the
@@ -115,13 +111,8 @@ public enum PayloadWorker {
                 if seen == step, reached.reach() { kill(getpid(), SIGKILL) }
             }
         }
-        let store: LogOutboxStore
-        do {
-            store = try await LogOutboxStore.open(root: job.root, partition: partition, configuration: configuration)
-        } catch {
-            WorkerLine.openFailed(code: WorkerLine.word(error.code), message: error.description).send()
-            return LogWorker.Status.openFailed
-        }
+        guard let store = await WorkerApp.open(root: job.root, partition: partition, configuration: configuration)
+        else { return LogWorker.Status.openFailed }
         let dispatcher = dispatcher(for: store, baseURL: job.baseURL, logger: configuration.log.logger)
         WorkerLine.ready.send()
         await dispatcher.start()
@@ -131,16 +122,9 @@ public enum PayloadWorker {
 
     /// The app's dispatcher: HTTP to `baseURL`, three deliveries at once, quick retries.
     static func dispatcher(for store: LogOutboxStore, baseURL: URL, logger: Logger) -> OutboxDispatcher {
-        var http = HTTPOutboxHandler.Configuration(baseURL: baseURL)
-        http.requestTimeout = .seconds(20)
-        var dispatching = OutboxDispatcherConfiguration()
-        dispatching.maximumConcurrentDeliveries = 3
-        dispatching.backoff = OutboxBackoff(base: .milliseconds(5), cap: .milliseconds(100))
-        dispatching.deliveryTimeout = .seconds(30)
-        dispatching.maximumAge = nil
-        dispatching.logger = logger
-        return OutboxDispatcher(
-            store: store, handlers: [:], fallback: HTTPOutboxHandler(configuration: http), configuration: dispatching)
+        WorkerApp.dispatcher(
+            for: store, baseURL: baseURL, logger: logger, concurrentDeliveries: 3, requestTimeout: .seconds(20),
+            deliveryTimeout: .seconds(30))
     }
 
     /// Enqueues the album, then its photos; returns the exit status if an enqueue failed.

@@ -37,10 +37,7 @@ struct SpoolWriterSlot: Sendable {
 
     func id(_ index: Int) -> String {
         var random = SplitMix64.derived(seed: seed, stream: 0x5350_4F4F_0000_0000 | UInt64(cycle) << 24 | UInt64(writer) << 16 | UInt64(index))
-        let bytes = random.nextBytes(16)
-        return UUID(uuid: (
-            bytes[0], bytes[1], bytes[2], bytes[3], bytes[4], bytes[5], bytes[6], bytes[7],
-            bytes[8], bytes[9], bytes[10], bytes[11], bytes[12], bytes[13], bytes[14], bytes[15])).uuidString
+        return random.nextUUID().uuidString
     }
 
     func run(randomSeed: UInt64) async -> Result {
