@@ -89,19 +89,36 @@ let package = Package(
             ]
         ),
 
-        // The outbox: entries, the repository interface and its stores.
+        // The durable queue: entries and their schedule, the store interface
+        // and its stores (on OutboxLog, in memory), spools and payload files.
+        // Knows nothing of delivery.
         .target(
-            name: "Outbox",
+            name: "OutboxStorage",
             dependencies: [
                 "OutboxLocking",
                 "OutboxCollections",
                 "OutboxLog",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
-                .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "SystemPackage", package: "swift-system"),
                 .product(name: "DequeModule", package: "swift-collections"),
                 .product(name: "HeapModule", package: "swift-collections"),
+            ]
+        ),
+
+        // Delivery: the dispatcher, its handlers, transactions and metrics,
+        // and the platform glue; re-exports OutboxStorage, so `import Outbox`
+        // is the one import an app writes.
+        .target(
+            name: "Outbox",
+            dependencies: [
+                "OutboxLocking",
+                "OutboxStorage",
+                "OutboxLog",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "SystemPackage", package: "swift-system"),
             ]
         ),
 
@@ -275,6 +292,7 @@ let package = Package(
                 "OutboxLocking",
                 "CLITestSupport",
                 "Outbox",
+                "OutboxStorage",
                 "OutboxLog",
                 "OutboxLogTesting",
                 .product(name: "Crypto", package: "swift-crypto"),
@@ -283,7 +301,7 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
-        // What an app developer reaches for (issue 17), tested through the
+        // What an app developer reaches for, tested through the
         // public API only: no `@testable`, no package-internal types.
         .testTarget(
             name: "OutboxAppTests",

@@ -2,6 +2,7 @@ import Foundation
 import Testing
 
 @testable import Outbox
+@testable import OutboxStorage
 
 /// A cascade's events say why each dependent was quarantined — its own
 /// parent's failure, as its entry records — not the root's for all of them.

@@ -2,6 +2,7 @@ import Foundation
 import Testing
 
 @testable import Outbox
+@testable import OutboxStorage
 
 /// The checkpoint body's decoder accepts only what a store writes: a body
 /// that loads is the body a store writes for what it loaded, up to the

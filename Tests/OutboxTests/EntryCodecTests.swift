@@ -1,6 +1,7 @@
 import Testing
 
 @testable import Outbox
+@testable import OutboxStorage
 
 /// The entry codec decodes exactly what it encodes, and refuses everything
 /// else as a corrupt entry — found by the `entry` fuzz target (Fuzz/), whose

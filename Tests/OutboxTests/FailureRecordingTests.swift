@@ -2,6 +2,7 @@ import Foundation
 import Testing
 
 @testable import Outbox
+@testable import OutboxStorage
 
 /// What a store records of a failure is what it reads back, and nothing a
 /// caller hands it makes the queue unreadable: a status no answer has, a

@@ -2,6 +2,7 @@ import Foundation
 import Testing
 
 @testable import Outbox
+@testable import OutboxStorage
 
 @Suite("Local reference remapping")
 struct LocalReferenceRemapperTests {

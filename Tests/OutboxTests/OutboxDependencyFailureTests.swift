@@ -2,6 +2,7 @@ import Foundation
 import Testing
 
 @testable import Outbox
+@testable import OutboxStorage
 
 /// A dependency failure is kept as a cause code, its fate's code and the parent's id: every cause
 /// reads back from a state record as itself, and a code no store writes is

@@ -2,6 +2,7 @@ import Foundation
 import OutboxLocking
 
 @testable import Outbox
+@testable import OutboxStorage
 
 /// A store backend that behaves like a log whose syncs the test controls:
 /// every batch is `written` as soon as it is submitted, and `durable` only

@@ -5,6 +5,7 @@ import SystemPackage
 import Testing
 
 @testable import Outbox
+@testable import OutboxStorage
 
 /// What enters a queue through a spool is admitted as a direct enqueue
 /// would be: its id is no longer "fresh" once spooled, its values are

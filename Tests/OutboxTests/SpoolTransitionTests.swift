@@ -6,6 +6,7 @@ import SystemPackage
 import Testing
 
 @testable import Outbox
+@testable import OutboxStorage
 
 /// Spools follow their queue through every move: sealing (a key given to a
 /// plain queue), a re-key and a purge. A spooled write is moved in — sealed

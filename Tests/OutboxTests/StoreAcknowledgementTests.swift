@@ -3,6 +3,7 @@ import OutboxLog
 import Testing
 
 @testable import Outbox
+@testable import OutboxStorage
 
 /// A store's acknowledgement of a change: reached without an `await` when
 /// the log can write in place, and announced to observers only once it

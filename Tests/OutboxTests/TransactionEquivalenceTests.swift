@@ -4,6 +4,7 @@ import PropertyBased
 import Testing
 
 @testable import Outbox
+@testable import OutboxStorage
 
 /// A transaction is checked first and then applied to
 /// the scheduler itself (`Scheduler.enqueueAll`), instead of running on a

@@ -1,6 +1,7 @@
 #if canImport(BackgroundTasks) && (os(iOS) || os(tvOS) || os(visionOS))
 import BackgroundTasks
 import Foundation
+import OutboxStorage
 
 /// Delivers the outbox while the app is in the background, from a
 /// `BGProcessingTask` (iOS, tvOS, visionOS; this file is compiled nowhere

@@ -1,5 +1,6 @@
 import Foundation
 import OutboxLocking
+import OutboxStorage
 
 /// The dispatcher's one delivery watchdog: every running attempt registers
 /// its deadline here, and a single timer task sleeps until the earliest one.

@@ -1,4 +1,5 @@
 import Foundation
+import OutboxStorage
 
 /// Exponential backoff with full jitter (AWS's "Exponential Backoff and
 /// Jitter"): the wait before attempt n+1 is uniform in

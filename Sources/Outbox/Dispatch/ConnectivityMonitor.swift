@@ -3,6 +3,7 @@ import OutboxLocking
 
 #if canImport(Network)
 import Network
+import OutboxStorage
 #endif
 
 /// Tells the dispatcher when the device goes online or offline.

@@ -1,5 +1,6 @@
 import Foundation
 import OutboxLocking
+import OutboxStorage
 
 /// Runs work against a deadline kept by the dispatcher's ``AttemptWatchdog``,
 /// and gives up on the work — cancelling it, but not waiting for it — when

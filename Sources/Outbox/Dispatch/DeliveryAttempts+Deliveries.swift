@@ -1,14 +1,15 @@
 import Foundation
+import OutboxStorage
 
 /// Recording the successes of many attempts at once: one store write and
-/// one wait for a whole batch (``OutboxStore/recordSuccesses(_:at:)``).
+/// one wait for a whole batch (``/OutboxStorage/OutboxStore/recordSuccesses(_:at:)``).
 extension DeliveryAttempts {
     /// Records `batch` as delivered, publishes their events and counts them.
     /// An entry whose success could not be recorded is released as an
     /// interrupted attempt (the server applied it; it is resent with the
     /// same key, and the server replays it).
     /// `serverID` if a store keeps it; `nil`, with a warning, for one longer
-    /// than ``OutboxLimits/maximumServerIDBytes``: the server applied the
+    /// than ``/OutboxStorage/OutboxLimits/maximumServerIDBytes``: the server applied the
     /// write, and a store that refused the success would have it resent —
     /// and answered with the same id — for ever. Its `local:` references
     /// then cannot resolve (their entries are quarantined, saying so).

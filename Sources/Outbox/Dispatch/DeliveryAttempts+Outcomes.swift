@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import OutboxStorage
 
 /// Recording how an attempt ended: the outcome rules of Docs/DISPATCH.md.
 extension DeliveryAttempts {
@@ -74,7 +75,7 @@ extension DeliveryAttempts {
     }
 
     /// The failure a handler's outcome stands for: a status no answer has
-    /// (outside ``OutboxFailure/httpStatuses``) is left out, its number
+    /// (outside ``/OutboxStorage/OutboxFailure/httpStatuses``) is left out, its number
     /// kept in the message, as the store would refuse it.
     static func failure(_ cause: OutboxFailure.Cause, status: Int?, reason: String) -> OutboxFailure {
         guard let status, !OutboxFailure.httpStatuses.contains(status) else {
@@ -100,7 +101,7 @@ extension DeliveryAttempts {
         if now >= run.since.adding(configuration.inProgressBudget) {
             runs.withLock { $0.inProgress[entry.id] = nil }
             let message =
-                "\(Self.describe(configuration.inProgressBudget)), \(run.polls) polls (the last: \(reason)); "
+                "\(configuration.inProgressBudget.spokenText), \(run.polls) polls (the last: \(reason)); "
                 + "retry it later with the same key, or mark it delivered if the server applied it"
             try await leaveForTheApp(entry, OutboxFailure(.inProgressTooLong, httpStatus: 409, message: message), into: &report)
             return

@@ -1,4 +1,5 @@
 import Foundation
+import OutboxStorage
 
 /// The server said it cannot take requests now (503, 429, 502, 504 by
 /// default: ``OutboxDispatcherConfiguration/unavailableStatuses``) — not

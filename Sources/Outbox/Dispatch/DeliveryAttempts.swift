@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import OutboxLocking
+import OutboxStorage
 
 /// One delivery attempt of a claimed entry: resolve its `local:`
 /// references, run its handler under the watchdog, record the outcome.
@@ -192,16 +193,8 @@ final class DeliveryAttempts: Sendable {
         guard clock.now() >= since.adding(retention).adding(.zero - margin) else { return nil }
         return "outcome unknown and the server may have forgotten the key: an attempt made at "
             + "\(ISO8601DateFormatter().string(from: since)) got no answer, and the server keeps keys for "
-            + "\(Self.describe(retention)); resend it with the same key (retry) if the server did not apply it, "
+            + "\(retention.spokenText); resend it with the same key (retry) if the server did not apply it, "
             + "or mark it delivered with the server id you found (markDelivered)"
-    }
-
-    /// `300 s` as "5 minutes", `90 s` as "90 seconds", `24 h` as "24 hours".
-    static func describe(_ duration: Duration) -> String {
-        let seconds = duration.components.seconds
-        if seconds >= 7200 && seconds % 3600 == 0 { return "\(seconds / 3600) hours" }
-        if seconds >= 120 && seconds % 60 == 0 { return "\(seconds / 60) minutes" }
-        return "\(seconds) second\(seconds == 1 ? "" : "s")"
     }
 
     /// The entry with its `local:` references replaced by server ids, or the
@@ -242,7 +235,7 @@ final class DeliveryAttempts: Sendable {
 
     /// Runs the handler in this task, watched by the dispatcher's watchdog.
     /// Returns its outcome — a thrown error is transient, cause
-    /// ``OutboxFailure/Cause/handlerError`` — and the handler's time, or `nil` if the watchdog (the delivery timeout) or a stop ended
+    /// ``/OutboxStorage/OutboxFailure/Cause/handlerError`` — and the handler's time, or `nil` if the watchdog (the delivery timeout) or a stop ended
     /// the attempt first: they record it as interrupted (``expire(_:_:inbox:reason:)``).
     private func deliver(
         _ delivery: OutboxDelivery, with handler: any OutboxHandler, _ worker: DeliveryWorker, _ number: UInt64,

@@ -1,4 +1,5 @@
 import Metrics
+import OutboxStorage
 
 /// The dispatcher's counters and timers (swift-metrics; no-ops until the app
 /// bootstraps a metrics backend).

@@ -1,5 +1,6 @@
 import Foundation
 import OutboxLocking
+import OutboxStorage
 
 /// The dispatcher's notion of time: when things are due, how long a
 /// delivery may take, when to wake up. Injected so tests never sleep

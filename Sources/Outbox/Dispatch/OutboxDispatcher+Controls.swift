@@ -1,4 +1,5 @@
 import Foundation
+import OutboxStorage
 
 /// The app's bulk controls over the queue, and what coming back online and
 /// the retention of quarantined entries do.

@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import OutboxLocking
+import OutboxStorage
 
 /// One drain pass: the loop that keeps every delivery slot busy.
 extension OutboxDispatcher {

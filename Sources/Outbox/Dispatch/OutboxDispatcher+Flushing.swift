@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import OutboxStorage
 
 /// Draining on request (`flush`, `drain(until:)`) and by itself: the one
 /// running drain that callers join, its wake-ups, the retry timer and pruning.
@@ -32,7 +33,7 @@ extension OutboxDispatcher {
     ///
     /// Entries that cannot be sent before the deadline (a retry due later,
     /// a dependency not delivered) stay queued; ``summary()``,
-    /// ``queueState()`` and ``OutboxStore/entries(matching:)`` tell what is
+    /// ``queueState()`` and ``/OutboxStorage/OutboxStore/entries(matching:)`` tell what is
     /// left and why. It also returns early when nothing left can come due by
     /// itself, and after ``stop()``.
     @discardableResult

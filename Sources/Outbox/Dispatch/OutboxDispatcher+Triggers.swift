@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import OutboxStorage
 
 /// What starts a drain: the lifecycle (start, stop), connectivity, the app
 /// becoming active, pause and resume.

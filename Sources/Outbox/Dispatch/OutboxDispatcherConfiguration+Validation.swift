@@ -1,5 +1,6 @@
+import OutboxStorage
 extension OutboxDispatcherConfiguration {
-    /// Throws ``OutboxError/Code/invalidArgument`` naming the first value out
+    /// Throws ``/OutboxStorage/OutboxError/Code/invalidArgument`` naming the first value out
     /// of range: no concurrency, a negative (or longer than 100 years)
     /// duration, a maximum age or delivery timeout of zero.
     ///

@@ -1,13 +1,14 @@
 import Foundation
 import Logging
+import OutboxStorage
 
 /// How an ``OutboxDispatcher`` paces, times and retries deliveries.
 public struct OutboxDispatcherConfiguration: Sendable {
     /// At most this many deliveries at once. A scope always sends one at a
     /// time, in order; so do entries without a scope under the store's
-    /// default ``OutboxStoreConfiguration/UnscopedDelivery/inOrder`` (they
+    /// default ``/OutboxStorage/OutboxStoreConfiguration/UnscopedDelivery/inOrder`` (they
     /// take one slot between them). With
-    /// ``OutboxStoreConfiguration/UnscopedDelivery/concurrent``, unscoped
+    /// ``/OutboxStorage/OutboxStoreConfiguration/UnscopedDelivery/concurrent``, unscoped
     /// entries fill every free slot. Default 4.
     public var maximumConcurrentDeliveries = 4
     /// Exponential backoff with full jitter; default base 1 s, cap 5 min.
@@ -115,7 +116,7 @@ public struct OutboxFlushReport: Sendable, Hashable {
     /// Entries left alone because no handler handles their type.
     public var unhandled = 0
     /// The errors that ended an attempt early (a store failure while
-    /// recording it, naming the entry in ``OutboxError/entry``), or a run:
+    /// recording it, naming the entry in ``/OutboxStorage/OutboxError/entry``), or a run:
     /// a failed claim, or a configuration the dispatcher refuses.
     public var errors: [OutboxError] = []
 

@@ -1,5 +1,6 @@
 import Foundation
 import OutboxLocking
+import OutboxStorage
 
 /// Something that happened to an entry, for optimistic UI, badges and logs.
 public enum OutboxEvent: Sendable, Hashable {
@@ -20,7 +21,7 @@ public enum OutboxEvent: Sendable, Hashable {
     case waitingToRetry(OutboxEntry.ID, at: Date, failure: OutboxFailure)
     /// The request was sent but its answer was lost (dropped connection,
     /// timeout, cancelled attempt): resent promptly at `at`, not counted as
-    /// a failed attempt (cause ``OutboxFailure/Cause/interrupted``).
+    /// a failed attempt (cause ``/OutboxStorage/OutboxFailure/Cause/interrupted``).
     case interrupted(OutboxEntry.ID, at: Date, failure: OutboxFailure)
     /// Quarantined: tell the user; it needs retry or discard.
     case quarantined(OutboxEntry.ID, failure: OutboxFailure)

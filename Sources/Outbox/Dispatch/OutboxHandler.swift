@@ -1,4 +1,5 @@
 import Foundation
+import OutboxStorage
 
 /// Delivers the entries of one or more types: the per-feature code that
 /// knows what an entry means. The dispatcher has no feature-specific
@@ -80,7 +81,7 @@ public struct OutboxDelivery: Sendable, Hashable {
     /// than `OutboxStoreConfiguration.largePayloadThreshold`: ``payload`` is
     /// then empty. Its `local:` references are not replaced (it is sent as
     /// it was enqueued); the dispatcher has checked the whole file before
-    /// this attempt. Stream it (``OutboxLargePayload/makeChunkReader(chunkBytes:)``)
+    /// this attempt. Stream it (``/OutboxStorage/OutboxLargePayload/makeChunkReader(chunkBytes:)``)
     /// or read it whole (``loadPayload()``).
     public var largePayload: OutboxLargePayload? { entry.largePayload }
 

@@ -1,4 +1,5 @@
 import Foundation
+import OutboxStorage
 
 /// Observing the queue: one entry (its state, its changes, its delivery),
 /// and the whole queue (a pending-writes badge, idleness, pending writes).
@@ -30,10 +31,10 @@ extension OutboxDispatcher {
 
     /// Waits until `id` is delivered and returns the server's id for it.
     ///
-    /// - Throws: ``OutboxDeliveryFailure`` once the entry will not be
+    /// - Throws: ``/OutboxStorage/OutboxDeliveryFailure`` once the entry will not be
     ///   delivered without the app: quarantined (with its failure),
     ///   left in `conflict`, or removed without delivery;
-    ///   ``OutboxError`` (`.notFound`) for an id the store does not know, or
+    ///   ``/OutboxStorage/OutboxError`` (`.notFound`) for an id the store does not know, or
     ///   a store error; `CancellationError` if the waiting task is cancelled.
     ///   An entry that is retried later can be waited for again.
     public nonisolated func waitUntilDelivered(_ id: OutboxEntry.ID) async throws -> String? {
@@ -158,7 +159,7 @@ extension OutboxDispatcher {
 /// "sync" indicator show.
 public struct OutboxQueueState: Sendable, Hashable {
     /// Counts and bytes by status, the oldest unsent entry's creation time
-    /// (``OutboxSummary/oldestUnsentAge(at:)``) and the next retry time.
+    /// (``/OutboxStorage/OutboxSummary/oldestUnsentAge(at:)``) and the next retry time.
     public var summary: OutboxSummary
     /// Nothing is being sent and nothing is due that the dispatcher may
     /// send now: entries left wait for a retry time, a dependency, the

@@ -1,9 +1,10 @@
 import Foundation
+import OutboxStorage
 
 /// Several writes recorded all or nothing: an album and the photos in it,
 /// an order and its lines. Later writes may refer to earlier ones by
-/// `local:` reference — carry the ``OutboxEntryID`` that ``add(_:id:idempotencyKey:createdAt:)``
-/// returns in an `Encodable` action, or put its ``OutboxEntryID/localReference``
+/// `local:` reference — carry the ``/OutboxStorage/OutboxEntryID`` that ``add(_:id:idempotencyKey:createdAt:)``
+/// returns in an `Encodable` action, or put its ``/OutboxStorage/OutboxEntryID/localReference``
 /// in an endpoint — and each such reference to an earlier entry of the
 /// transaction is also made a dependency, so the dependent waits for the
 /// server's id.
@@ -56,8 +57,8 @@ extension OutboxDispatcher {
     /// ``OutboxEvent/enqueued(_:)`` for each and flushes in the background.
     ///
     /// - Returns: one result per request, in order (a request already
-    ///   enqueued is a ``OutboxEnqueueResult/duplicate(_:status:)``).
-    /// - Throws: the first refusal (``OutboxError``), nothing written; a
+    ///   enqueued is a ``/OutboxStorage/OutboxEnqueueResult/duplicate(_:status:)``).
+    /// - Throws: the first refusal (``/OutboxStorage/OutboxError``), nothing written; a
     ///   store without atomic batches refuses more than one write.
     @discardableResult
     public func enqueue(_ transaction: OutboxTransaction) async throws(OutboxError) -> [OutboxEnqueueResult] {

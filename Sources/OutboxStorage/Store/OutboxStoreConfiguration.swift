@@ -53,7 +53,7 @@ public struct OutboxStoreConfiguration: Sendable {
     /// Seal everything the store writes with AES-GCM under this key: every
     /// field of every entry, its state, the server's ids, and the user's name
     /// (directories and log keys are keyed hashes). Sizes, counts and order
-    /// stay visible; see <doc:ProtectingTheOutbox>. One key per root.
+    /// stay visible; see the article "Protecting the outbox" in `Outbox`. One key per root.
     public var encryptionKey: SymmetricKey?
     /// Whether every encrypted queue under a root shares one key (default
     /// `true`). A queue's directory is named by its key, so a wrong key
@@ -88,7 +88,7 @@ public struct OutboxStoreConfiguration: Sendable {
     /// encrypted), not in the log's record, up to ``maximumPayloadBytes``:
     /// a 50 MB photo upload fits, and the log's records stay small. Such an
     /// entry's ``OutboxEntry/payload`` is empty and its
-    /// ``OutboxEntry/largePayload`` reads the file (see <doc:LargePayloads>).
+    /// ``OutboxEntry/largePayload`` reads the file (see the article "Large payloads" in `Outbox`).
     /// Default 1 MiB; `nil` keeps every payload in its record (then at most
     /// `log.maximumRecordSize`). The in-memory store keeps every payload in
     /// memory, but accepts the same sizes.

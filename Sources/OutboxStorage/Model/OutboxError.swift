@@ -70,7 +70,7 @@ public struct OutboxError: Error, Sendable, Hashable, CustomStringConvertible {
     }
 
     /// This error, naming `id` as its entry unless it already names one.
-    func about(_ id: OutboxEntry.ID) -> OutboxError {
+    package func about(_ id: OutboxEntry.ID) -> OutboxError {
         var error = self
         if error.entry == nil { error.entry = id }
         return error

@@ -28,11 +28,11 @@ public struct OutboxFailure: Sendable, Hashable, CustomStringConvertible {
         /// polled again, not counted.
         case inProgress
         /// The server cannot take requests now
-        /// (``OutboxDispatcherConfiguration/unavailableStatuses``): not
+        /// (`OutboxDispatcherConfiguration/unavailableStatuses`): not
         /// counted.
         case unavailable
             /// A failure worth retrying: the handler's
-        /// ``OutboxOutcome/transient(reason:httpStatus:retryAfter:)``, or the
+        /// `OutboxOutcome/transient(reason:httpStatus:retryAfter:)`, or the
         /// dispatcher's own (a payload file that cannot be read now, an
         /// earlier attempt's handler still running). Counted.
         case transient
@@ -42,9 +42,9 @@ public struct OutboxFailure: Sendable, Hashable, CustomStringConvertible {
         /// ``message`` are the last attempt's.
         case attemptsUsedUp
         /// Quarantined: the handler reported a failure that sending again
-        /// cannot fix (``OutboxOutcome/permanent(reason:httpStatus:)``).
+        /// cannot fix (`OutboxOutcome/permanent(reason:httpStatus:)`).
         case permanent
-        /// Quarantined: ``OutboxDispatcherConfiguration/maximumAge`` passed
+        /// Quarantined: `OutboxDispatcherConfiguration/maximumAge` passed
         /// since the server first answered.
         case expired
         /// Quarantined: the file that holds the entry's body is damaged or
@@ -62,11 +62,11 @@ public struct OutboxFailure: Sendable, Hashable, CustomStringConvertible {
         /// cannot give the first answer again.
         case alreadyProcessed
         /// In `conflict`: the server reported the first request in progress
-        /// for longer than ``OutboxDispatcherConfiguration/inProgressBudget``.
+        /// for longer than `OutboxDispatcherConfiguration/inProgressBudget`.
         case inProgressTooLong
         /// In `conflict`: an attempt's outcome is unknown, and the server may
         /// have forgotten its key since
-        /// (``OutboxDispatcherConfiguration/keyRetention``).
+        /// (`OutboxDispatcherConfiguration/keyRetention`).
         case keyMayBeForgotten
 
         /// The cause's name in the CLI's JSON: the case's name (`dependency`
@@ -123,7 +123,7 @@ public struct OutboxFailure: Sendable, Hashable, CustomStringConvertible {
     /// `cause` with this failure's status and message: how a failure is
     /// kept when it ends an entry (the last attempt's failure, once its
     /// attempts are used up or its age passed).
-    func becoming(_ cause: Cause) -> OutboxFailure {
+    package func becoming(_ cause: Cause) -> OutboxFailure {
         OutboxFailure(cause, httpStatus: httpStatus, message: message)
     }
 

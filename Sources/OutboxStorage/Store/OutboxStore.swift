@@ -59,7 +59,7 @@ public protocol OutboxStore: AnyObject, Sendable {
     /// Delivered. Stores the server's id as the mapping of the entry's
     /// `local:` reference, in the same write that records the success.
     /// Accepted for an entry in flight, and for one in `conflict` (the app
-    /// found that the server applied it: ``OutboxDispatcher/markDelivered(_:serverID:)``).
+    /// found that the server applied it: `OutboxDispatcher/markDelivered(_:serverID:)`).
     ///
     /// - Complexity: in the stores this package ships, O(log *n*) in live
     ///   entries, plus O(*d* log *n*) for the *d* entries that depend on it.

@@ -71,14 +71,14 @@ public struct OutboxEntry: Sendable, Hashable, Identifiable {
     /// The bytes the entry takes in the store (payload, endpoint, headers, metadata).
     public var storedBytes: Int
     /// When the server first answered an attempt (any status), if it has:
-    /// the dispatcher's ``OutboxDispatcherConfiguration/maximumAge`` counts
+    /// the dispatcher's `OutboxDispatcherConfiguration/maximumAge` counts
     /// from here, so an outage (nothing answers) never expires a write.
     public var firstAnswerAt: Date?
     /// When the earliest attempt whose outcome is unknown was made — sent
     /// whole but unanswered, or cut short by a crash (then: when its lease
     /// ended) — if there was one since the entry was last delivered, retried
     /// or resolved by a person. Such a write may have been applied: the
-    /// dispatcher's ``OutboxDispatcherConfiguration/keyRetention`` guard
+    /// dispatcher's `OutboxDispatcherConfiguration/keyRetention` guard
     /// counts from here, and a 409 to a resend reads as "still in progress".
     public var outcomeUnknownSince: Date?
 

@@ -44,17 +44,17 @@ public struct OutboxEntryState: Sendable, Hashable {
     public var isDelivered: Bool { status == .succeeded }
 }
 
-/// Why ``OutboxDispatcher/waitUntilDelivered(_:)`` gave up on an entry:
+/// Why `OutboxDispatcher/waitUntilDelivered(_:)` gave up on an entry:
 /// it will not be delivered without the app or a person.
 public struct OutboxDeliveryFailure: Error, Sendable, Hashable, CustomStringConvertible {
     public enum Kind: Sendable, Hashable {
         /// Quarantined: the server refused it, it ran out of
-        /// attempts or of age, or a dependency failed. ``OutboxDispatcher/retry(_:)``
-        /// or ``OutboxDispatcher/discard(_:)``.
+        /// attempts or of age, or a dependency failed. `OutboxDispatcher/retry(_:)`
+        /// or `OutboxDispatcher/discard(_:)`.
         case quarantined
         /// Left in `conflict` for the app: a conflict, or an answer it
-        /// cannot read as delivered or not (``OutboxDispatcher/retry(_:)``,
-        /// ``OutboxDispatcher/markDelivered(_:serverID:)`` or discard).
+        /// cannot read as delivered or not (`OutboxDispatcher/retry(_:)`,
+        /// `OutboxDispatcher/markDelivered(_:serverID:)` or discard).
         case conflict
         /// Removed without being delivered (discarded, replaced by a
         /// coalescing enqueue, or server-wins conflict).

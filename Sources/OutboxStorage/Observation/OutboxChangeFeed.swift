@@ -6,7 +6,7 @@ import OutboxLocking
 ///
 /// ``LogOutboxStore`` and ``InMemoryOutboxStore`` publish the ids of the
 /// entries every change touched, once the change has reached the durability
-/// its configuration asks for; ``OutboxDispatcher`` publishes changes of its
+/// its configuration asks for; `OutboxDispatcher` publishes changes of its
 /// own state (paused, online, a drain starting or ending). Observers never
 /// see the changes themselves, only *that* something changed: they read the
 /// current state, so a change can be coalesced with the next one, never

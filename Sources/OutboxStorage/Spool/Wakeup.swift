@@ -3,10 +3,12 @@ import OutboxLocking
 /// A wake-up call that is never lost: ``signal()`` before ``wait()`` makes
 /// the next wait return at once; many signals before a wait count as one.
 /// One waiter at a time.
-final class Wakeup: Sendable {
+package final class Wakeup: Sendable {
     private let state = Locked<(signalled: Bool, waiter: CheckedContinuation<Void, Never>?)>((false, nil))
 
-    func signal() {
+    package init() {}
+
+    package func signal() {
         let waiter = state.withLock { state -> CheckedContinuation<Void, Never>? in
             guard let waiter = state.waiter else {
                 state.signalled = true
@@ -19,7 +21,7 @@ final class Wakeup: Sendable {
     }
 
     /// Returns at the next signal (at once if one came since the last wait).
-    func wait() async {
+    package func wait() async {
         await withCheckedContinuation { continuation in
             let now = state.withLock { state -> Bool in
                 if state.signalled {
@@ -36,7 +38,7 @@ final class Wakeup: Sendable {
 
 /// The value of `task`, or `nil` as soon as the calling task is
 /// cancelled (the task itself goes on).
-func valueUnlessCancelled<Value: Sendable>(of task: Task<Value, Never>) async -> Value? {
+package func valueUnlessCancelled<Value: Sendable>(of task: Task<Value, Never>) async -> Value? {
     let waiter = Locked<CheckedContinuation<Value?, Never>?>(nil)
     return await withTaskCancellationHandler {
         await withCheckedContinuation { continuation in
