@@ -89,12 +89,25 @@ let package = Package(
             ]
         ),
 
+        // What an entry is: its identity, request, status, typed failure
+        // causes and the errors of the outbox API; values only, no storage.
+        .target(
+            name: "OutboxModel",
+            dependencies: [
+                "OutboxLocking",
+                "OutboxLog",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "SystemPackage", package: "swift-system"),
+            ]
+        ),
+
         // The durable queue: entries and their schedule, the store interface
         // and its stores (on OutboxLog, in memory), spools and payload files.
         // Knows nothing of delivery.
         .target(
             name: "OutboxStorage",
             dependencies: [
+                "OutboxModel",
                 "OutboxLocking",
                 "OutboxCollections",
                 "OutboxLog",
@@ -113,6 +126,7 @@ let package = Package(
             name: "Outbox",
             dependencies: [
                 "OutboxLocking",
+                "OutboxModel",
                 "OutboxStorage",
                 "OutboxLog",
                 .product(name: "Crypto", package: "swift-crypto"),
@@ -292,6 +306,7 @@ let package = Package(
                 "OutboxLocking",
                 "CLITestSupport",
                 "Outbox",
+                "OutboxModel",
                 "OutboxStorage",
                 "OutboxLog",
                 "OutboxLogTesting",

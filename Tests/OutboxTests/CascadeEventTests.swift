@@ -2,6 +2,7 @@ import Foundation
 import Testing
 
 @testable import Outbox
+@testable import OutboxModel
 @testable import OutboxStorage
 
 /// A cascade's events say why each dependent was quarantined — its own

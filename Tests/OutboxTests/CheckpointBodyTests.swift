@@ -2,6 +2,7 @@ import Foundation
 import Testing
 
 @testable import Outbox
+@testable import OutboxModel
 @testable import OutboxStorage
 
 /// The checkpoint body's decoder accepts only what a store writes: a body

@@ -6,6 +6,7 @@ import SystemPackage
 import Testing
 
 @testable import Outbox
+@testable import OutboxModel
 @testable import OutboxStorage
 
 /// The store checkpoint (`SCHEDULE`) is only a shortcut: a checkpoint that

@@ -1,6 +1,7 @@
 import Testing
 
 @testable import Outbox
+@testable import OutboxModel
 @testable import OutboxStorage
 
 /// The entry codec decodes exactly what it encodes, and refuses everything

@@ -2,6 +2,7 @@ import Foundation
 import Testing
 
 @testable import Outbox
+@testable import OutboxModel
 @testable import OutboxStorage
 
 /// What a store records of a failure is what it reads back, and nothing a

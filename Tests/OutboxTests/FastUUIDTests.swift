@@ -2,6 +2,7 @@ import Foundation
 import Testing
 
 @testable import Outbox
+@testable import OutboxModel
 @testable import OutboxStorage
 
 @Suite("Entry ids and idempotency keys")

@@ -2,6 +2,7 @@ import Foundation
 import Testing
 
 @testable import Outbox
+@testable import OutboxModel
 @testable import OutboxStorage
 
 /// A dependency failure is kept as a cause code, its fate's code and the parent's id: every cause

@@ -5,6 +5,7 @@ import SystemPackage
 import Testing
 
 @testable import Outbox
+@testable import OutboxModel
 @testable import OutboxStorage
 
 /// Queue directories named by a keyed hash, listing with the key, one key

@@ -4,6 +4,7 @@ import OutboxLog
 import Testing
 
 @testable import Outbox
+@testable import OutboxModel
 @testable import OutboxStorage
 
 /// The sealed record format: what a damaged, tampered or moved record does.

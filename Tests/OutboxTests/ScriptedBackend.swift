@@ -2,6 +2,7 @@ import Foundation
 import OutboxLocking
 
 @testable import Outbox
+@testable import OutboxModel
 @testable import OutboxStorage
 
 /// A store backend that behaves like a log whose syncs the test controls:

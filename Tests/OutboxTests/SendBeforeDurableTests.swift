@@ -4,6 +4,7 @@ import OutboxLogTesting
 import Testing
 
 @testable import Outbox
+@testable import OutboxModel
 @testable import OutboxStorage
 
 /// Nothing is handed to a handler before the entry's own enqueue has reached

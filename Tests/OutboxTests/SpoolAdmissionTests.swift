@@ -5,6 +5,7 @@ import SystemPackage
 import Testing
 
 @testable import Outbox
+@testable import OutboxModel
 @testable import OutboxStorage
 
 /// What enters a queue through a spool is admitted as a direct enqueue

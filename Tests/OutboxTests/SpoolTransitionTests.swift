@@ -6,6 +6,7 @@ import SystemPackage
 import Testing
 
 @testable import Outbox
+@testable import OutboxModel
 @testable import OutboxStorage
 
 /// Spools follow their queue through every move: sealing (a key given to a

@@ -2,6 +2,7 @@ import Foundation
 import Testing
 
 @testable import Outbox
+@testable import OutboxModel
 @testable import OutboxStorage
 
 /// The state record (version 4) keeps an entry's last failure as a cause

@@ -3,6 +3,7 @@ import OutboxLog
 import Testing
 
 @testable import Outbox
+@testable import OutboxModel
 @testable import OutboxStorage
 
 /// A store's acknowledgement of a change: reached without an `await` when

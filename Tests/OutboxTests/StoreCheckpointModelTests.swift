@@ -7,6 +7,7 @@ import SystemPackage
 import Testing
 
 @testable import Outbox
+@testable import OutboxModel
 @testable import OutboxStorage
 
 /// Checkpoint plus the records after it rebuilds what reading every entry

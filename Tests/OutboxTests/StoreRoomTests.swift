@@ -3,6 +3,7 @@ import OutboxLog
 import Testing
 
 @testable import Outbox
+@testable import OutboxModel
 @testable import OutboxStorage
 
 /// Room in the log is reserved under the store's lock just before each change

@@ -4,6 +4,7 @@ import PropertyBased
 import Testing
 
 @testable import Outbox
+@testable import OutboxModel
 @testable import OutboxStorage
 
 /// A transaction is checked first and then applied to

@@ -2,6 +2,7 @@
 import BackgroundTasks
 import Foundation
 import OutboxStorage
+import OutboxModel
 
 /// Delivers the outbox while the app is in the background, from a
 /// `BGProcessingTask` (iOS, tvOS, visionOS; this file is compiled nowhere

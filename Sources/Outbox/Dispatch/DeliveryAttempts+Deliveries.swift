@@ -1,5 +1,6 @@
 import Foundation
 import OutboxStorage
+import OutboxModel
 
 /// Recording the successes of many attempts at once: one store write and
 /// one wait for a whole batch (``/OutboxStorage/OutboxStore/recordSuccesses(_:at:)``).
@@ -9,7 +10,7 @@ extension DeliveryAttempts {
     /// interrupted attempt (the server applied it; it is resent with the
     /// same key, and the server replays it).
     /// `serverID` if a store keeps it; `nil`, with a warning, for one longer
-    /// than ``/OutboxStorage/OutboxLimits/maximumServerIDBytes``: the server applied the
+    /// than ``/OutboxModel/OutboxLimits/maximumServerIDBytes``: the server applied the
     /// write, and a store that refused the success would have it resent —
     /// and answered with the same id — for ever. Its `local:` references
     /// then cannot resolve (their entries are quarantined, saying so).

@@ -1,4 +1,5 @@
 import OutboxStorage
+import OutboxModel
 extension DeliveryAttempts {
     /// Before a body kept in a file is handed to its handler, the whole
     /// file is read and checked against what its entry recorded: a damaged

@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import OutboxStorage
+import OutboxModel
 
 /// Recording how an attempt ended: the outcome rules of Docs/DISPATCH.md.
 extension DeliveryAttempts {
@@ -75,7 +76,7 @@ extension DeliveryAttempts {
     }
 
     /// The failure a handler's outcome stands for: a status no answer has
-    /// (outside ``/OutboxStorage/OutboxFailure/httpStatuses``) is left out, its number
+    /// (outside ``/OutboxModel/OutboxFailure/httpStatuses``) is left out, its number
     /// kept in the message, as the store would refuse it.
     static func failure(_ cause: OutboxFailure.Cause, status: Int?, reason: String) -> OutboxFailure {
         guard let status, !OutboxFailure.httpStatuses.contains(status) else {

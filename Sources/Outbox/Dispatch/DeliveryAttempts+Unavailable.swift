@@ -1,5 +1,6 @@
 import Foundation
 import OutboxStorage
+import OutboxModel
 
 /// The server said it cannot take requests now (503, 429, 502, 504 by
 /// default: ``OutboxDispatcherConfiguration/unavailableStatuses``) — not

@@ -2,6 +2,7 @@ import Foundation
 import Logging
 import OutboxLocking
 import OutboxStorage
+import OutboxModel
 
 /// One delivery attempt of a claimed entry: resolve its `local:`
 /// references, run its handler under the watchdog, record the outcome.
@@ -235,7 +236,7 @@ final class DeliveryAttempts: Sendable {
 
     /// Runs the handler in this task, watched by the dispatcher's watchdog.
     /// Returns its outcome — a thrown error is transient, cause
-    /// ``/OutboxStorage/OutboxFailure/Cause/handlerError`` — and the handler's time, or `nil` if the watchdog (the delivery timeout) or a stop ended
+    /// ``/OutboxModel/OutboxFailure/Cause/handlerError`` — and the handler's time, or `nil` if the watchdog (the delivery timeout) or a stop ended
     /// the attempt first: they record it as interrupted (``expire(_:_:inbox:reason:)``).
     private func deliver(
         _ delivery: OutboxDelivery, with handler: any OutboxHandler, _ worker: DeliveryWorker, _ number: UInt64,

@@ -2,6 +2,7 @@ import DequeModule
 import Foundation
 import OutboxLocking
 import OutboxStorage
+import OutboxModel
 
 /// One of a drain's delivery slots: a task that runs attempt after attempt
 /// on the entries the drain loop claimed ahead (``AttemptInbox``), without a

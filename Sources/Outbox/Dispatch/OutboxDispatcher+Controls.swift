@@ -1,5 +1,6 @@
 import Foundation
 import OutboxStorage
+import OutboxModel
 
 /// The app's bulk controls over the queue, and what coming back online and
 /// the retention of quarantined entries do.

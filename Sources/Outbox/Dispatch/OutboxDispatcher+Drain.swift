@@ -2,6 +2,7 @@ import Foundation
 import Logging
 import OutboxLocking
 import OutboxStorage
+import OutboxModel
 
 /// One drain pass: the loop that keeps every delivery slot busy.
 extension OutboxDispatcher {

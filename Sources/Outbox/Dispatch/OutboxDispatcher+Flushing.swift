@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import OutboxStorage
+import OutboxModel
 
 /// Draining on request (`flush`, `drain(until:)`) and by itself: the one
 /// running drain that callers join, its wake-ups, the retry timer and pruning.

@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import OutboxStorage
+import OutboxModel
 
 /// What starts a drain: the lifecycle (start, stop), connectivity, the app
 /// becoming active, pause and resume.

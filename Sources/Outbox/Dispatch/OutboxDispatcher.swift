@@ -3,6 +3,7 @@ import Logging
 import Metrics
 import OutboxLocking
 import OutboxStorage
+import OutboxModel
 
 /// Drains an ``/OutboxStorage/OutboxStore`` to the server: routes each due entry to the
 /// handler registered for its type, applies the outcome, and wakes itself up
@@ -130,7 +131,7 @@ public actor OutboxDispatcher {
     ///
     /// `idempotencyKey`: `nil` (the default) derives the key from the
     /// partition and `id`; pass your own when a retry of this call cannot
-    /// reproduce `id` (see ``/OutboxStorage/OutboxEnqueueRequest/idempotencyKey``).
+    /// reproduce `id` (see ``/OutboxModel/OutboxEnqueueRequest/idempotencyKey``).
     @discardableResult
     public nonisolated func enqueue<Action: OutboxAction>(
         _ action: Action, id: OutboxEntry.ID = OutboxEntry.ID(), idempotencyKey: String? = nil
@@ -198,8 +199,8 @@ public actor OutboxDispatcher {
     /// its retry time ("send now") becomes due at once, its attempts kept.
     /// Then flushes.
     ///
-    /// - Throws: ``/OutboxStorage/OutboxError/Code/notFound`` for an unknown id,
-    ///   ``/OutboxStorage/OutboxError/Code/invalidTransition`` for an entry being sent,
+    /// - Throws: ``/OutboxModel/OutboxError/Code/notFound`` for an unknown id,
+    ///   ``/OutboxModel/OutboxError/Code/invalidTransition`` for an entry being sent,
     ///   delivered, or whose dependency cannot be delivered.
     public func retry(_ id: OutboxEntry.ID) async throws(OutboxError) {
         switch try await store.state(of: id)?.status {
@@ -217,8 +218,8 @@ public actor OutboxDispatcher {
     /// to `serverID`, and its dependents may go. The alternative is
     /// ``retry(_:)``, which resends it with the same key.
     ///
-    /// - Throws: ``/OutboxStorage/OutboxError/Code/notFound`` for an unknown id,
-    ///   ``/OutboxStorage/OutboxError/Code/invalidTransition`` for an entry not in `conflict`.
+    /// - Throws: ``/OutboxModel/OutboxError/Code/notFound`` for an unknown id,
+    ///   ``/OutboxModel/OutboxError/Code/invalidTransition`` for an entry not in `conflict`.
     public func markDelivered(_ id: OutboxEntry.ID, serverID: String?) async throws(OutboxError) {
         guard let entry = try await store.entry(id) else { throw OutboxError(.notFound, "no such entry", entry: id) }
         guard entry.status == .conflict else {

@@ -1,6 +1,7 @@
 import OutboxStorage
+import OutboxModel
 extension OutboxDispatcherConfiguration {
-    /// Throws ``/OutboxStorage/OutboxError/Code/invalidArgument`` naming the first value out
+    /// Throws ``/OutboxModel/OutboxError/Code/invalidArgument`` naming the first value out
     /// of range: no concurrency, a negative (or longer than 100 years)
     /// duration, a maximum age or delivery timeout of zero.
     ///

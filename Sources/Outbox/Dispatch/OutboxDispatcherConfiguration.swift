@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import OutboxStorage
+import OutboxModel
 
 /// How an ``OutboxDispatcher`` paces, times and retries deliveries.
 public struct OutboxDispatcherConfiguration: Sendable {
@@ -116,7 +117,7 @@ public struct OutboxFlushReport: Sendable, Hashable {
     /// Entries left alone because no handler handles their type.
     public var unhandled = 0
     /// The errors that ended an attempt early (a store failure while
-    /// recording it, naming the entry in ``/OutboxStorage/OutboxError/entry``), or a run:
+    /// recording it, naming the entry in ``/OutboxModel/OutboxError/entry``), or a run:
     /// a failed claim, or a configuration the dispatcher refuses.
     public var errors: [OutboxError] = []
 

@@ -1,6 +1,7 @@
 import Foundation
 import OutboxLocking
 import OutboxStorage
+import OutboxModel
 
 /// Something that happened to an entry, for optimistic UI, badges and logs.
 public enum OutboxEvent: Sendable, Hashable {
@@ -21,7 +22,7 @@ public enum OutboxEvent: Sendable, Hashable {
     case waitingToRetry(OutboxEntry.ID, at: Date, failure: OutboxFailure)
     /// The request was sent but its answer was lost (dropped connection,
     /// timeout, cancelled attempt): resent promptly at `at`, not counted as
-    /// a failed attempt (cause ``/OutboxStorage/OutboxFailure/Cause/interrupted``).
+    /// a failed attempt (cause ``/OutboxModel/OutboxFailure/Cause/interrupted``).
     case interrupted(OutboxEntry.ID, at: Date, failure: OutboxFailure)
     /// Quarantined: tell the user; it needs retry or discard.
     case quarantined(OutboxEntry.ID, failure: OutboxFailure)

@@ -1,5 +1,6 @@
 import Foundation
 import OutboxStorage
+import OutboxModel
 
 /// Delivers the entries of one or more types: the per-feature code that
 /// knows what an entry means. The dispatcher has no feature-specific
@@ -81,7 +82,7 @@ public struct OutboxDelivery: Sendable, Hashable {
     /// than `OutboxStoreConfiguration.largePayloadThreshold`: ``payload`` is
     /// then empty. Its `local:` references are not replaced (it is sent as
     /// it was enqueued); the dispatcher has checked the whole file before
-    /// this attempt. Stream it (``/OutboxStorage/OutboxLargePayload/makeChunkReader(chunkBytes:)``)
+    /// this attempt. Stream it (``/OutboxModel/OutboxLargePayload/makeChunkReader(chunkBytes:)``)
     /// or read it whole (``loadPayload()``).
     public var largePayload: OutboxLargePayload? { entry.largePayload }
 

@@ -1,9 +1,10 @@
 import Foundation
 import OutboxStorage
+import OutboxModel
 
 /// Handlers registered by action type, instead of by the raw type string:
 /// a typed handler gets its action decoded from the entry's JSON payload as
-/// it was enqueued (an ``/OutboxStorage/OutboxEntryID`` property is still the local id),
+/// it was enqueued (an ``/OutboxModel/OutboxEntryID`` property is still the local id),
 /// and the delivery, whose ``OutboxDelivery/endpoint`` and
 /// ``OutboxDelivery/payload`` have the `local:` references replaced by the
 /// server's ids — what to send.
@@ -18,7 +19,7 @@ import OutboxStorage
 /// let dispatcher = OutboxDispatcher(store: store, handlers: handlers)
 /// ```
 public struct OutboxHandlers: Sendable {
-    /// The handlers by entry type (``/OutboxStorage/OutboxAction/type``).
+    /// The handlers by entry type (``/OutboxModel/OutboxAction/type``).
     public private(set) var byType: [String: any OutboxHandler] = [:]
 
     public init() {}

@@ -1,5 +1,6 @@
 import Foundation
 import OutboxStorage
+import OutboxModel
 
 /// Observing the queue: one entry (its state, its changes, its delivery),
 /// and the whole queue (a pending-writes badge, idleness, pending writes).
@@ -34,7 +35,7 @@ extension OutboxDispatcher {
     /// - Throws: ``/OutboxStorage/OutboxDeliveryFailure`` once the entry will not be
     ///   delivered without the app: quarantined (with its failure),
     ///   left in `conflict`, or removed without delivery;
-    ///   ``/OutboxStorage/OutboxError`` (`.notFound`) for an id the store does not know, or
+    ///   ``/OutboxModel/OutboxError`` (`.notFound`) for an id the store does not know, or
     ///   a store error; `CancellationError` if the waiting task is cancelled.
     ///   An entry that is retried later can be waited for again.
     public nonisolated func waitUntilDelivered(_ id: OutboxEntry.ID) async throws -> String? {
@@ -159,7 +160,7 @@ extension OutboxDispatcher {
 /// "sync" indicator show.
 public struct OutboxQueueState: Sendable, Hashable {
     /// Counts and bytes by status, the oldest unsent entry's creation time
-    /// (``/OutboxStorage/OutboxSummary/oldestUnsentAge(at:)``) and the next retry time.
+    /// (``/OutboxModel/OutboxSummary/oldestUnsentAge(at:)``) and the next retry time.
     public var summary: OutboxSummary
     /// Nothing is being sent and nothing is due that the dispatcher may
     /// send now: entries left wait for a retry time, a dependency, the

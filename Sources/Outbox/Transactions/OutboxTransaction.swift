@@ -1,10 +1,11 @@
 import Foundation
 import OutboxStorage
+import OutboxModel
 
 /// Several writes recorded all or nothing: an album and the photos in it,
 /// an order and its lines. Later writes may refer to earlier ones by
-/// `local:` reference — carry the ``/OutboxStorage/OutboxEntryID`` that ``add(_:id:idempotencyKey:createdAt:)``
-/// returns in an `Encodable` action, or put its ``/OutboxStorage/OutboxEntryID/localReference``
+/// `local:` reference — carry the ``/OutboxModel/OutboxEntryID`` that ``add(_:id:idempotencyKey:createdAt:)``
+/// returns in an `Encodable` action, or put its ``/OutboxModel/OutboxEntryID/localReference``
 /// in an endpoint — and each such reference to an earlier entry of the
 /// transaction is also made a dependency, so the dependent waits for the
 /// server's id.
@@ -57,8 +58,8 @@ extension OutboxDispatcher {
     /// ``OutboxEvent/enqueued(_:)`` for each and flushes in the background.
     ///
     /// - Returns: one result per request, in order (a request already
-    ///   enqueued is a ``/OutboxStorage/OutboxEnqueueResult/duplicate(_:status:)``).
-    /// - Throws: the first refusal (``/OutboxStorage/OutboxError``), nothing written; a
+    ///   enqueued is a ``/OutboxModel/OutboxEnqueueResult/duplicate(_:status:)``).
+    /// - Throws: the first refusal (``/OutboxModel/OutboxError``), nothing written; a
     ///   store without atomic batches refuses more than one write.
     @discardableResult
     public func enqueue(_ transaction: OutboxTransaction) async throws(OutboxError) -> [OutboxEnqueueResult] {

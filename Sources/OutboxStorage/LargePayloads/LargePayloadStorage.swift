@@ -1,3 +1,4 @@
+import OutboxModel
 /// Backends that keep every payload inline (the in-memory store) write no
 /// files.
 extension StoreBackend {

@@ -1,3 +1,4 @@
+import OutboxModel
 /// What opening a ``LogOutboxStore`` found among its payload files
 /// (``OutboxStoreConfiguration/largePayloadThreshold``).
 public struct OutboxPayloadRecovery: Sendable, Hashable {

@@ -1,4 +1,5 @@
 import OutboxLog
+import OutboxModel
 
 /// Seals a payload file chunk by chunk under the queue's record-sealing key
 /// (``RecordSealer``, purpose ``RecordSealer/Purpose/payloadChunk``), so a

@@ -2,6 +2,7 @@ import Foundation
 import OutboxLocking
 import OutboxLog
 import SystemPackage
+import OutboxModel
 
 /// Which payload file belongs to which live entry (by the entry's log key),
 /// and the deletions of the files of entries that ended.

@@ -1,11 +1,12 @@
 import OutboxLog
 import SystemPackage
+import OutboxModel
 
 /// Reads one payload file back, checking everything its entry recorded:
 /// the size, each sealed chunk's authentication, and (by its caller, over
 /// the whole payload) the SHA-256. Blocking: callers run it off the
-/// cooperative pool (``OutboxLargePayload``).
-struct PayloadFileReader: Sendable, Hashable {
+/// cooperative pool (`OutboxLargePayload`, through ``LargePayloadSource``).
+struct PayloadFileReader: LargePayloadSource {
     let path: FilePath
     let reference: PayloadFileReference
     let fileSystem: any FileSystem
@@ -18,7 +19,17 @@ struct PayloadFileReader: Sendable, Hashable {
         hasher.combine(reference)
     }
 
-    /// Plaintext bytes a window of ``read(window:)`` covers: whole chunks of
+    var length: Int { Int(reference.length) }
+    var digest: [UInt8] { reference.digest }
+    var isPlain: Bool { reference.layout == .plain }
+
+    func read(from offset: Int, count: Int) async throws(OutboxError) -> [UInt8] {
+        try await offThePool { () throws(OutboxError) in try self.readBlocking(from: offset, count: count) }
+    }
+
+    func digestMismatch() -> OutboxError { failure(nil, .digestMismatch) }
+
+    /// Plaintext bytes a window of ``readBlocking(from:count:)`` covers: whole chunks of
     /// a sealed file, about `preferred` bytes.
     func windowBytes(preferred: Int) -> Int {
         guard reference.layout == .sealed else { return max(1, preferred) }
@@ -28,7 +39,7 @@ struct PayloadFileReader: Sendable, Hashable {
 
     /// The plaintext from `offset` (a multiple of the window), up to `count`
     /// bytes; checks the file's size first.
-    func read(from offset: Int, count: Int) throws(OutboxError) -> [UInt8] {
+    func readBlocking(from offset: Int, count: Int) throws(OutboxError) -> [UInt8] {
         let descriptor: FileDescriptor
         do { descriptor = try fileSystem.openFile(path, mode: .readOnly) } catch {
             if error == .noSuchFileOrDirectory { throw failure(nil, .missing) }

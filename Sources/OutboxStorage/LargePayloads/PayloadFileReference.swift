@@ -1,3 +1,4 @@
+import OutboxModel
 /// How an entry's body record names the file that holds its payload: a
 /// body above `OutboxStoreConfiguration.largePayloadThreshold` is written to
 /// `payloads/` beside the log (``PayloadFileStore``), and the record carries
@@ -78,7 +79,6 @@ package struct PayloadFileReference: Sendable, Hashable {
         return PayloadFileReference(layout: layout, fileID: fileID, length: length, chunkSize: chunkSize, digest: digest)
     }
 
-    /// The largest payload a file may hold: what a record's `storedBytes`
-    /// (32 bits) can still count.
-    static let maximumLength = Int(UInt32.max) - (1 << 20)
+    /// The largest payload a file may hold.
+    static let maximumLength = OutboxLimits.maximumPayloadFileBytes
 }

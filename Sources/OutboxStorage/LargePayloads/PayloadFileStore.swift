@@ -2,6 +2,7 @@ import Crypto
 import OutboxLocking
 import OutboxLog
 import SystemPackage
+import OutboxModel
 
 /// The payload files of one queue, in `<queue>/payloads/` (0700), one file
 /// (0600) per entry whose body is above the store's threshold, named by the
@@ -158,8 +159,10 @@ final class PayloadFileStore: Sendable {
 
     /// The whole payload of `reference`'s file, checked (blocking).
     func read(_ reference: PayloadFileReference, id: OutboxEntryID) throws(OutboxError) -> [UInt8] {
-        let reader = handle(reference, id: id).source
-        let payload = try reader.read(from: 0, count: Int(reference.length))
+        let reader = PayloadFileReader(
+            path: path(of: reference, id: id), reference: reference, fileSystem: fileSystem,
+            cipher: cipher(reference.fileID, id: id))
+        let payload = try reader.readBlocking(from: 0, count: Int(reference.length))
         guard Array(SHA256.hash(data: payload)) == reference.digest else { throw reader.failure(nil, .digestMismatch) }
         return payload
     }

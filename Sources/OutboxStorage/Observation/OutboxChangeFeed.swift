@@ -1,5 +1,6 @@
 import Foundation
 import OutboxLocking
+import OutboxModel
 
 /// Tells observers which entries changed, so they re-read what they show
 /// instead of polling.

@@ -1,4 +1,5 @@
 import Foundation
+import OutboxModel
 
 /// Where one entry stands — what a row of the app's UI shows ("sending…",
 /// "will retry at 10:42", "not sent: …", "sent") — without its request.
@@ -63,7 +64,7 @@ public struct OutboxDeliveryFailure: Error, Sendable, Hashable, CustomStringConv
 
     public var id: OutboxEntry.ID
     public var kind: Kind
-    /// Why the entry was set aside (its ``OutboxEntry/lastFailure``), when
+    /// Why the entry was set aside (its ``/OutboxModel/OutboxEntry/lastFailure``), when
     /// known; `nil` for a removed entry.
     public var failure: OutboxFailure?
 

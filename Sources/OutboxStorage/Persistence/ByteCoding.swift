@@ -1,4 +1,5 @@
 import Foundation
+import OutboxModel
 
 /// Appends the little-endian binary form of values to a byte array.
 struct ByteWriter {

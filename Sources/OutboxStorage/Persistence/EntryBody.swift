@@ -1,4 +1,5 @@
 import Foundation
+import OutboxModel
 
 /// The immutable part of an entry, written once at enqueue and never
 /// rewritten on retries.

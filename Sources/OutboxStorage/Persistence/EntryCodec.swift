@@ -1,4 +1,5 @@
 import Foundation
+import OutboxModel
 
 /// The binary forms of an entry's body, state and completion in the log.
 ///

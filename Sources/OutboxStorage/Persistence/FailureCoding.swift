@@ -1,11 +1,12 @@
+import OutboxModel
 /// The binary form of what an entry keeps about its failures
 /// (``FailureInfo``), written alike in its state record and in the store
 /// checkpoint, and decoded here only:
 ///
 /// ```
 /// u8 fields (1 failure, 2 first answer, 4 outcome unknown; no other bit)
-/// [u8 cause (``OutboxFailure/Cause/code``)
-///  · [u8 dependency failure (``OutboxDependencyFailure/code``) · 16 parent id]   — cause 13 only
+/// [u8 cause (``/OutboxModel/OutboxFailure/Cause/code``)
+///  · [u8 dependency failure (``/OutboxModel/OutboxDependencyFailure/code``) · 16 parent id]   — cause 13 only
 ///  · i32 httpStatus (−1: none, else 100…999) · str? message (at most 2,048 bytes)]  — field 1
 /// [i64 firstAnsweredAt (ms)]                                                      — field 2
 /// [i64 outcomeUnknownSince (ms)]                                                  — field 4

@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import OutboxModel
 
 /// The key-check record (`K`) of a sealed queue: a fixed text sealed with
 /// AES-GCM under the app's key, the partition bound as associated data.

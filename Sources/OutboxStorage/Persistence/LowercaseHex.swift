@@ -1,3 +1,4 @@
+import OutboxModel
 /// Lowercase hexadecimal, the form of every name the store derives from
 /// bytes (queue directories, spools, payload files).
 ///

@@ -1,5 +1,6 @@
 import Crypto
 import OutboxLog
+import OutboxModel
 
 /// How a store's records look in its log: their keys, and their values
 /// around ``EntryCodec``'s plain encodings.

@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import OutboxModel
 
 /// Seals whole records with AES-GCM under the app's key, and names what the
 /// store writes with a keyed hash, so that with encryption on nothing the

@@ -1,6 +1,7 @@
 import Crypto
 import OutboxLog
 import SystemPackage
+import OutboxModel
 
 /// The store checkpoint (`SCHEDULE`, in the queue's directory beside the
 /// log): the scheduler's entries, failures, completions and names as they

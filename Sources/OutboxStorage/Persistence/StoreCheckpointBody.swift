@@ -1,5 +1,6 @@
 import Foundation
 import OutboxLog
+import OutboxModel
 
 /// The body of the store checkpoint (``StoreCheckpoint``), plain:
 ///

@@ -1,6 +1,7 @@
 import Foundation
 import OutboxLog
 import SystemPackage
+import OutboxModel
 
 /// What a plain queue's records and checkpoint decode to, as JSON objects
 /// named after Docs/STORE-FORMAT.md's fields: the expected results of the

@@ -1,9 +1,10 @@
 import Foundation
 import OutboxLog
+import OutboxModel
 
 /// What a store accepts from its caller: every value is checked here,
 /// before the scheduler or the log changes, so a refused call changes
-/// nothing and leaves the store usable (the bounds are ``OutboxLimits``).
+/// nothing and leaves the store usable (the bounds are ``/OutboxModel/OutboxLimits``).
 ///
 /// The checks that need the partition's state (dependencies, duplicates,
 /// capacity) stay in ``Scheduler``; these need only the values.
@@ -68,7 +69,7 @@ enum Admission {
     /// `local:` reference in it would reach the server unreplaced: refused
     /// (the same rule in both stores, though the in-memory one keeps the body).
     ///
-    /// References are string values of a JSON body (``LocalReferenceRemapper``),
+    /// References are string values of a JSON body (``/OutboxModel/LocalReferenceRemapper``),
     /// so a body that cannot be a JSON object, array or string — a photo, any
     /// binary — is passed by looking at its first bytes, never parsed or
     /// copied. A large JSON body is parsed once here, as its delivery would.
@@ -228,7 +229,7 @@ enum Admission {
     }
 
     /// `duration` in milliseconds, if it is neither negative nor longer than
-    /// ``OutboxLimits/maximumDuration``.
+    /// ``/OutboxModel/OutboxLimits/maximumDuration``.
     static func milliseconds(_ duration: Duration, _ name: String) throws(OutboxError) -> Int64 {
         guard duration >= .zero, duration <= OutboxLimits.maximumDuration else {
             throw reject("\(name) is \(duration); it must be between 0 and \(OutboxLimits.maximumDuration)")

@@ -1,4 +1,5 @@
 import Foundation
+import OutboxModel
 
 /// What a partition keeps in memory for each entry: everything scheduling
 /// needs, nothing a send needs (endpoint, headers and payload are read from
@@ -25,8 +26,8 @@ package struct EntryMetadata: Sendable, Hashable {
     /// years): a larger sequence number read back is damage, refused by
     /// every decoder, so `sequence + 1` never overflows.
     package static let sequenceLimit = UInt64(Int64.max)
-    /// Times a record may hold (ms since 1970): a date ``OutboxLimits/dates``
-    /// accepts, plus at most ``OutboxLimits/maximumDuration`` (a lease's end,
+    /// Times a record may hold (ms since 1970): a date ``/OutboxModel/OutboxLimits/dates``
+    /// accepts, plus at most ``/OutboxModel/OutboxLimits/maximumDuration`` (a lease's end,
     /// a retry's time). A time read back outside them is damage: inside,
     /// it converts to `Date` and back exactly, never trapping.
     static let dateLimits: ClosedRange<Int64> = -62_135_596_800_000...(253_402_300_799_999 + 100 * 365 * 86_400_000)
@@ -121,5 +122,14 @@ extension Date {
 extension Duration {
     var milliseconds: Int64 {
         components.seconds * 1000 + components.attoseconds / 1_000_000_000_000_000
+    }
+}
+
+extension OutboxDependencyFailure {
+    /// Whether a store could have recorded this cause for `entry`: only a
+    /// quarantined entry has one, and it names one of its dependencies.
+    /// Anything else read back is damage.
+    func fits(_ entry: EntryMetadata) -> Bool {
+        entry.status == .quarantined && (entry.dependencies?.contains(parent) ?? false)
     }
 }

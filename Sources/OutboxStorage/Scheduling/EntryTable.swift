@@ -1,4 +1,5 @@
 import OutboxCollections
+import OutboxModel
 
 /// The scheduler's entries by id, packed: 72 bytes an entry (the 16-byte id
 /// and ``PackedEntry``) in a ``PackedTable``, plus 10–15 bytes of its slot

@@ -1,3 +1,4 @@
+import OutboxModel
 /// Several enqueues all or nothing (a transaction), at the cost of what the
 /// batch touches.
 ///

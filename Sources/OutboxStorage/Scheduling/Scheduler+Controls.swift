@@ -1,4 +1,5 @@
 import Foundation
+import OutboxModel
 
 /// The app's controls beyond retry and discard: "send now" for entries
 /// waiting for their retry time, and the retention of quarantined entries.

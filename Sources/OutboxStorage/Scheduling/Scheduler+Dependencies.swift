@@ -1,3 +1,4 @@
+import OutboxModel
 /// The dependency graph: entries that wait for other entries (`local:`
 /// references) to be delivered, parked until they are, and quarantined
 /// with them (cause `dependency`) when they cannot be.

@@ -1,4 +1,5 @@
 import HeapModule
+import OutboxModel
 
 /// Due-time and claim selection: which entries may go now, best first.
 /// Send candidates wait in two heaps — `waiting` by the time they may go,

@@ -1,3 +1,4 @@
+import OutboxModel
 /// Admission of a new entry against the partition's state: duplicates,
 /// dependencies, coalescing, limits and eviction (the checks that need only
 /// the request's own values are in ``Admission``).

@@ -1,3 +1,4 @@
+import OutboxModel
 /// Keys: coalescing keys (which entry a coalescing enqueue may replace) and
 /// app-supplied idempotency keys (which entry holds each).
 extension Scheduler {

@@ -1,4 +1,5 @@
 import HeapModule
+import OutboxModel
 
 /// Loading: rebuilding the scheduler from what a store read back (its log,
 /// or a checkpoint plus the log written after it), and what a checkpoint keeps.

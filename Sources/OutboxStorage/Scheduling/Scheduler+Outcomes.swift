@@ -1,4 +1,5 @@
 import Foundation
+import OutboxModel
 
 /// Attempts and their outcomes: the status transitions of an entry after it
 /// is claimed (success, failure, quarantine, conflict) and the person's way
@@ -106,7 +107,7 @@ extension Scheduler {
     }
 
     /// Quarantines an entry and, transitively, every entry that
-    /// depends on it (cause ``OutboxFailure/Cause/dependency(_:)``).
+    /// depends on it (cause ``/OutboxModel/OutboxFailure/Cause/dependency(_:)``).
     mutating func quarantine(
         _ id: OutboxEntryID, _ failure: OutboxFailure
     ) throws(OutboxError) -> (OutboxCascade, StoreChanges) {

@@ -1,3 +1,4 @@
+import OutboxModel
 /// Reads for the store's query calls: nothing here changes the scheduler.
 extension Scheduler {
     func metadata(_ id: OutboxEntryID) -> EntryMetadata? { entries[id] }

@@ -1,3 +1,4 @@
+import OutboxModel
 /// Entries leaving the scheduler: discarded by the app, cleared, pruned
 /// past their retention, replaced or evicted.
 extension Scheduler {

@@ -1,3 +1,4 @@
+import OutboxModel
 /// Send queues: the per-scope FIFO order (and the partition's one queue of
 /// unscoped entries when they go in order). Only a queue's head may be
 /// sent; an attempted head keeps the lead until it leaves the queue.

@@ -1,4 +1,5 @@
 import Foundation
+import OutboxModel
 
 /// An entry's status and the partition's counts: every status change goes
 /// through ``setStatus(_:_:)``, which keeps the counts and bytes per status

@@ -1,5 +1,6 @@
 import DequeModule
 import HeapModule
+import OutboxModel
 
 /// The state machine and the send order of one partition, shared by every
 /// store so they behave identically.

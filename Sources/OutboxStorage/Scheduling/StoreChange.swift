@@ -1,3 +1,4 @@
+import OutboxModel
 /// A change a store must make durable, in the order given.
 package enum StoreChange: Sendable, Hashable {
     /// A new entry's body (the store holds the request).

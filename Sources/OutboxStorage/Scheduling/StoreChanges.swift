@@ -1,3 +1,4 @@
+import OutboxModel
 /// The changes one scheduler call made, in order. The first two are kept
 /// inline: an enqueue makes one, an attempt one, a success two, so the
 /// common call returns its changes without allocating an array (the rest,

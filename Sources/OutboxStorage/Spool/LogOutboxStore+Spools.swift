@@ -1,6 +1,7 @@
 import Foundation
 import OutboxLog
 import SystemPackage
+import OutboxModel
 
 // Enqueue from another process (Docs/OUTBOX.md, "Enqueue from another
 // process"): an app extension, a widget, a CLI writes into a queue that the
@@ -28,12 +29,12 @@ extension LogOutboxStore {
     /// Each request is checked as `enqueue(_:)` checks it, before anything
     /// is written; dependencies and duplicates can only be decided by the
     /// queue, so a spooled entry that depends on an entry the queue does not
-    /// know is recorded quarantined there (``OutboxStatus/quarantined``), and one
+    /// know is recorded quarantined there (``/OutboxModel/OutboxStatus/quarantined``), and one
     /// whose id the queue holds is dropped as a duplicate. The queue is held
     /// only for the moment of a direct write: a process that keeps it open
     /// (the app) should be the one that drains it.
     ///
-    /// - Throws: ``OutboxError`` — `.invalidArgument`/`.tooLarge` for a bad
+    /// - Throws: ``/OutboxModel/OutboxError`` — `.invalidArgument`/`.tooLarge` for a bad
     ///   request (nothing is written), what `open(root:partition:configuration:now:)`
     ///   throws other than a lock held elsewhere, `.wrongKey` if this
     ///   process has a key and the queue is held by one that opened it
@@ -103,7 +104,7 @@ extension LogOutboxStore {
     /// it is if a key was given for a queue that is still plain (the open
     /// seals it).
     ///
-    /// - Throws: ``OutboxError`` — what `open(root:partition:configuration:)`
+    /// - Throws: ``/OutboxModel/OutboxError`` — what `open(root:partition:configuration:)`
     ///   throws when the queue must be created, `.wrongKey` if the queue is
     ///   held open plain while this process has a key.
     public static func spoolWriter(
@@ -190,7 +191,7 @@ extension LogOutboxStore {
 extension LogOutboxStore {
     /// `enqueue(_:root:partition:configuration:)` under the directory a
     /// `file:` URL names — an App Group container's, say. Any other URL
-    /// throws ``OutboxError/Code/invalidArgument``.
+    /// throws ``/OutboxModel/OutboxError/Code/invalidArgument``.
     public static func enqueue(
         _ requests: [OutboxEnqueueRequest], root: URL, partition: String,
         configuration: OutboxStoreConfiguration = OutboxStoreConfiguration()

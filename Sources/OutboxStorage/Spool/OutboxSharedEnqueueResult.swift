@@ -1,3 +1,4 @@
+import OutboxModel
 /// Which way `LogOutboxStore.enqueue(_:root:partition:configuration:)` went.
 public enum OutboxEnqueuePath: String, Sendable, Hashable, Codable {
     /// No other process held the queue: this process opened it (moving in

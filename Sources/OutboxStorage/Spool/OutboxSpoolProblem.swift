@@ -1,4 +1,5 @@
 import SystemPackage
+import OutboxModel
 
 /// Why a look at the spools left something where it was
 /// (``OutboxSpoolReport/problems``): the spool concerned, the record where
@@ -35,7 +36,7 @@ public struct OutboxSpoolProblem: Sendable, Hashable, CustomStringConvertible {
     public var path: FilePath
     /// The spool log's sequence number of the record concerned, when one is.
     public var record: UInt64?
-    /// The cause, typed: its ``OutboxError/code`` (`.full`, `.wrongKey`,
+    /// The cause, typed: its ``/OutboxModel/OutboxError/code`` (`.full`, `.wrongKey`,
     /// `.corruptEntry`, `.storage` with the log's error...) says which.
     public var error: OutboxError
 

@@ -1,6 +1,7 @@
 import Foundation
 import OutboxLocking
 import OutboxLog
+import OutboxModel
 
 /// The owner's watch on its queue's spools: moves spooled entries in as
 /// soon as a writer pokes (``LogOutboxStore/watchSpools(pollInterval:onIngested:)``).

@@ -1,6 +1,7 @@
 import Foundation
 import OutboxLog
 import SystemPackage
+import OutboxModel
 
 /// Enqueues a long run of writes into a user's queue through spools, in
 /// batches, without ever opening the queue: a command-line import, a
@@ -64,7 +65,7 @@ public actor OutboxSpoolWriter {
     /// a larger one is written in parts, and a crash meanwhile may leave
     /// some of its first entries to be moved in.
     ///
-    /// - Throws: ``OutboxError`` — `.invalidArgument`/`.tooLarge` for a bad
+    /// - Throws: ``/OutboxModel/OutboxError`` — `.invalidArgument`/`.tooLarge` for a bad
     ///   request (nothing is written), `.closed` after ``close()``, and
     ///   `.storage` if the spool cannot be written (this writer is then
     ///   closed; what its spool holds is moved in all the same).

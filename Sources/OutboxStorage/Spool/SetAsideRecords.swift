@@ -1,5 +1,6 @@
 import OutboxLog
 import SystemPackage
+import OutboxModel
 
 /// Spooled entries a queue can never take as they were written, kept in
 /// `<queue>/refused/` (0700), one file (0600) each, named

@@ -3,6 +3,7 @@ import Foundation
 import OutboxLocking
 import OutboxLog
 import SystemPackage
+import OutboxModel
 
 /// The owner's side of the spools of one queue: moves spooled entries into
 /// the queue exactly once, then deletes the spools.
@@ -58,7 +59,7 @@ final class SpoolIngestor: Sendable {
 
     /// One look: every spool whose lock can be taken is moved in and deleted.
     ///
-    /// - Throws: only when the queue itself failed (``OutboxError/Code/closed``
+    /// - Throws: only when the queue itself failed (``/OutboxModel/OutboxError/Code/closed``
     ///   or a storage error; the store is then closed to further work).
     ///   Problems with a spool are in the report; the spool is kept.
     func ingest() async throws(OutboxError) -> OutboxSpoolReport {

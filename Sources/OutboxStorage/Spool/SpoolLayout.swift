@@ -1,6 +1,7 @@
 import Foundation
 import OutboxLog
 import SystemPackage
+import OutboxModel
 
 /// Where the spools of a queue live (Docs/OUTBOX.md, "Enqueue from another process").
 ///

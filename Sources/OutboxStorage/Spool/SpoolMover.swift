@@ -1,5 +1,6 @@
 import OutboxLog
 import SystemPackage
+import OutboxModel
 
 /// Moves the records of opened spools into the queue, in ``SpoolOrder``:
 /// each entry admitted as a direct enqueue would be (``StoreCore/ingest(_:)``);

@@ -1,4 +1,5 @@
 import HeapModule
+import OutboxModel
 
 /// What the order of spooled entries looks at in a record.
 package protocol SpoolOrdered {

@@ -4,6 +4,7 @@ import SystemPackage
 
 #if canImport(Darwin)
 import Darwin
+import OutboxModel
 #endif
 
 /// How a spool writer tells the queue's owner that a spool is ready, and

@@ -1,6 +1,7 @@
 import Crypto
 import OutboxLog
 import SystemPackage
+import OutboxModel
 
 /// One spool the owner has locked and read, with the records its queue
 /// does not hold yet. Its log is closed once read: a look at thousands of

@@ -1,6 +1,7 @@
 import Crypto
 import OutboxLog
 import SystemPackage
+import OutboxModel
 
 /// A directory of spools a queue moves in, and the format their records
 /// are in (``RecordFormat``).

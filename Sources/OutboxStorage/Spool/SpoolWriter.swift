@@ -1,6 +1,7 @@
 import Foundation
 import OutboxLog
 import SystemPackage
+import OutboxModel
 
 /// One spool being written by this process: the other half of
 /// `LogOutboxStore.enqueue(_:root:partition:configuration:)` when the

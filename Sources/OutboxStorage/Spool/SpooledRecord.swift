@@ -1,5 +1,6 @@
 import Foundation
 import OutboxLog
+import OutboxModel
 
 /// One record of a spool on its way into the queue: an entry, or a record
 /// that does not read as one (its CRC held, so it is what the writer wrote

@@ -1,4 +1,5 @@
 import OutboxLocking
+import OutboxModel
 
 /// A wake-up call that is never lost: ``signal()`` before ``wait()`` makes
 /// the next wait return at once; many signals before a wait count as one.

@@ -2,6 +2,7 @@ import SystemPackage
 
 #if canImport(Darwin)
 import Foundation
+import OutboxModel
 
 /// Apple platforms only: how the outbox's root is kept from other eyes.
 ///

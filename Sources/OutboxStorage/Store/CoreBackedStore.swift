@@ -1,4 +1,5 @@
 import Foundation
+import OutboxModel
 
 /// A store whose `OutboxStore` methods are its `StoreCore`'s: both
 /// `LogOutboxStore` and `InMemoryOutboxStore`. They differ only in the

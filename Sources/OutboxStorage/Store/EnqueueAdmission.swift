@@ -1,4 +1,5 @@
 import Foundation
+import OutboxModel
 
 extension StoreCore {
     /// What a spooled enqueue (`LogOutboxStore.enqueue(_:root:partition:configuration:)`)
@@ -7,7 +8,7 @@ extension StoreCore {
     /// `prepare`, with sequence 0 (the queue patches in its own under its
     /// lock), and checks that the whole record fits the spool's log.
     ///
-    /// - Throws: ``OutboxError`` `.invalidArgument` or `.tooLarge`; nothing
+    /// - Throws: ``/OutboxModel/OutboxError`` `.invalidArgument` or `.tooLarge`; nothing
     ///   is written.
     static func admit(
         _ request: OutboxEnqueueRequest, partition: String, configuration: OutboxStoreConfiguration, now: Int64,

@@ -1,5 +1,6 @@
 import Foundation
 import OutboxLocking
+import OutboxModel
 
 /// An ``OutboxStore`` that keeps everything in memory: for unit tests of app
 /// code that enqueues or drains. It behaves exactly like ``LogOutboxStore``

@@ -1,5 +1,6 @@
 import OutboxLocking
 import OutboxLog
+import OutboxModel
 
 /// Entries as records of an ``OutboxLog``, in a ``RecordFormat`` (plain, or
 /// sealed under the app's key); payloads above the threshold in files

@@ -2,6 +2,7 @@ import Crypto
 import Foundation
 import OutboxLog
 import SystemPackage
+import OutboxModel
 
 // Finding a user's queue under its keyed name (PartitionDirectory): sealing a
 // plain queue when a key is first given, and refusing to mix plain and

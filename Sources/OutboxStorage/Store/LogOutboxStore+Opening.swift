@@ -2,6 +2,7 @@ import Crypto
 import Foundation
 import OutboxLog
 import SystemPackage
+import OutboxModel
 
 /// The steps of ``LogOutboxStore/open(root:partition:configuration:now:)``
 /// that are not about directories or payload files.

@@ -1,6 +1,7 @@
 import Foundation
 import OutboxLog
 import SystemPackage
+import OutboxModel
 
 // `String` and `URL` forms of the calls that take the outbox's root, so an
 // app passes Application Support's URL (or a configured string) without
@@ -10,7 +11,7 @@ extension LogOutboxStore {
     /// Opens (creating if needed, with any missing parents) the queue of
     /// `partition` under the directory a `file:` URL names — Application
     /// Support, say; see ``open(root:partition:configuration:now:)-(FilePath,_,_,_)``.
-    /// Any other URL throws ``OutboxError/Code/invalidArgument``.
+    /// Any other URL throws ``/OutboxModel/OutboxError/Code/invalidArgument``.
     public static func open(
         root: URL, partition: String, configuration: OutboxStoreConfiguration = OutboxStoreConfiguration(),
         now: Date = Date()
@@ -63,13 +64,13 @@ extension LogOutboxStore {
 
     /// The partitions under the directory a `file:` URL names that
     /// `configuration`'s key (or its absence) can name: with a key, the
-    /// queues sealed under it. Any other URL throws ``OutboxError/Code/invalidArgument``.
+    /// queues sealed under it. Any other URL throws ``/OutboxModel/OutboxError/Code/invalidArgument``.
     public static func partitions(root: URL, configuration: OutboxStoreConfiguration) throws(OutboxError) -> [String] {
         partitions(root: try rootPath(root), configuration: configuration)
     }
 
     /// The partitions (users) that have a queue under the directory a
-    /// `file:` URL names. Any other URL throws ``OutboxError/Code/invalidArgument``.
+    /// `file:` URL names. Any other URL throws ``/OutboxModel/OutboxError/Code/invalidArgument``.
     public static func partitions(root: URL, fileSystem: any FileSystem = PosixFileSystem()) throws(OutboxError)
         -> [String]
     {

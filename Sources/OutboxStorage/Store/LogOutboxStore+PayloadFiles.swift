@@ -1,5 +1,6 @@
 import OutboxLog
 import SystemPackage
+import OutboxModel
 
 extension LogOutboxStore {
     /// At open, before anything is enqueued: each file in `payloads/` is

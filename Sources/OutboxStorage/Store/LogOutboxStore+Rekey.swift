@@ -2,6 +2,7 @@ import Crypto
 import Foundation
 import OutboxLog
 import SystemPackage
+import OutboxModel
 
 // Key rotation: a queue re-encrypted under a new key through a copy that one
 // rename commits (PartitionRewrite). A sealed queue's directory is named by

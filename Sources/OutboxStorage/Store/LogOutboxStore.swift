@@ -2,6 +2,7 @@ import Crypto
 import Foundation
 import OutboxLog
 import SystemPackage
+import OutboxModel
 
 /// An ``OutboxStore`` on `OutboxLog`: each user's queue in its own log
 /// directory, `<root>/partitions/outbox+<keyed hash of the user>/` (Docs/SECURITY.md).
@@ -53,11 +54,11 @@ public final class LogOutboxStore: OutboxStore, CoreBackedStore {
     /// A relative `root` is relative to the current directory. If the open
     /// fails, the directories it created are removed again.
     ///
-    /// - Throws: ``OutboxError`` — `.wrongKey` if the configured encryption
+    /// - Throws: ``/OutboxModel/OutboxError`` — `.wrongKey` if the configured encryption
     ///   key does not open this partition's data, `.keyRequired` if the data
     ///   is encrypted and no key was given (nothing is modified in either
     ///   case), `.invalidArgument` for a configuration value out of range
-    ///   (see ``OutboxLimits``), `.storage` for the log's errors (locked,
+    ///   (see ``/OutboxModel/OutboxLimits``), `.storage` for the log's errors (locked,
     ///   corruption, I/O).
     public static func open(
         root: FilePath, partition: String, configuration: OutboxStoreConfiguration = OutboxStoreConfiguration(),
@@ -147,14 +148,14 @@ public final class LogOutboxStore: OutboxStore, CoreBackedStore {
     }
 
     /// Deletes `partition`'s queue under `root`, and what other processes
-    /// spooled for it, for logout. Fails with ``OutboxError/Code/busy``
+    /// spooled for it, for logout. Fails with ``/OutboxModel/OutboxError/Code/busy``
     /// (deleting nothing) while a store has it open; after deleting the
     /// queue, with `.busy` too if a process is writing a spool for it at
     /// that moment (purge again to delete the spools).
     ///
     /// An encrypted queue's directory is named by its key: pass the key.
     /// Without one, where no plain queue of `partition` exists but the root
-    /// holds encrypted queues, this fails with ``OutboxError/Code/keyRequired``
+    /// holds encrypted queues, this fails with ``/OutboxModel/OutboxError/Code/keyRequired``
     /// rather than return as if it had deleted something.
     public static func purge(
         root: FilePath, partition: String, encryptionKey: SymmetricKey? = nil,

@@ -1,4 +1,5 @@
 import Foundation
+import OutboxModel
 
 extension OutboxStore {
     public func bringForward(_ ids: [OutboxEntry.ID]?, at now: Date) async throws(OutboxError) -> [OutboxEntry.ID] { [] }

@@ -1,4 +1,5 @@
 import Foundation
+import OutboxModel
 
 // The observation calls' defaults, for stores that have no faster way.
 extension OutboxStore {

@@ -1,4 +1,5 @@
 import Foundation
+import OutboxModel
 
 /// The durable queue of one user's (partition's) outbox entries: the only
 /// interface the dispatcher talks to.
@@ -12,7 +13,7 @@ public protocol OutboxStore: AnyObject, Sendable {
     var partition: String { get }
 
     /// Records a new entry: the commit point of a user's action. Idempotent:
-    /// the same id twice is one entry (``OutboxEnqueueResult/duplicate(_:status:)``).
+    /// the same id twice is one entry (``/OutboxModel/OutboxEnqueueResult/duplicate(_:status:)``).
     /// With a coalescing key, replaces the newest entry with the same key if it
     /// has stayed pending since its enqueue (Docs/OUTBOX.md, Coalescing).
     ///
@@ -76,7 +77,7 @@ public protocol OutboxStore: AnyObject, Sendable {
         -> [OutboxEntry.ID: OutboxError]
 
     /// A failed attempt: the entry waits to be retried at `retryAt`, or is
-    /// quarantined (cause ``OutboxFailure/Cause/attemptsUsedUp``, then its
+    /// quarantined (cause ``/OutboxModel/OutboxFailure/Cause/attemptsUsedUp``, then its
     /// dependents too) if the attempt counts and was its last.
     ///
     /// - `countsAsAttempt: false` gives the attempt back (a request that
@@ -84,10 +85,10 @@ public protocol OutboxStore: AnyObject, Sendable {
     ///   an in-progress poll): it neither uses up `maxAttempts` nor
     ///   quarantines.
     /// - `serverAnsweredAt` is when the server answered this attempt, if it
-    ///   did; the first such time is kept as ``OutboxEntry/firstAnswerAt``.
+    ///   did; the first such time is kept as ``/OutboxModel/OutboxEntry/firstAnswerAt``.
     /// - `outcomeUnknownAt` is when an attempt was made that was sent whole
     ///   but got no answer (it may have been applied); the earliest such time
-    ///   is kept as ``OutboxEntry/outcomeUnknownSince`` until the entry is
+    ///   is kept as ``/OutboxModel/OutboxEntry/outcomeUnknownSince`` until the entry is
     ///   delivered, retried or resolved.
     func recordFailure(
         _ id: OutboxEntry.ID, _ failure: OutboxFailure, retryAt: Date, countsAsAttempt: Bool, serverAnsweredAt: Date?,
@@ -102,7 +103,7 @@ public protocol OutboxStore: AnyObject, Sendable {
     func reclaimExpiredLeases(at now: Date) async throws(OutboxError) -> [OutboxEntry.ID]
 
     /// Quarantines the entry, keeping `failure` as why, and every entry that
-    /// depends on it (cause ``OutboxFailure/Cause/dependency(_:)``).
+    /// depends on it (cause ``/OutboxModel/OutboxFailure/Cause/dependency(_:)``).
     func quarantine(_ id: OutboxEntry.ID, _ failure: OutboxFailure) async throws(OutboxError) -> OutboxCascade
 
     /// Leaves the entry in `conflict` for a person to resolve, keeping

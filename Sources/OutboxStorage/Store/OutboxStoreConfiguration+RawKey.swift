@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import OutboxModel
 
 // The encryption key as raw bytes, so an app that keeps its key in the
 // Keychain (or a secrets file) never has to import Crypto for `SymmetricKey`.
@@ -12,9 +13,9 @@ extension OutboxStoreConfiguration {
     ///
     /// Keep the key outside the outbox's directory (the Keychain on Apple
     /// platforms, a secret store on a server) and give the same key on every
-    /// open: a different one fails the open with ``OutboxError/Code/wrongKey``.
+    /// open: a different one fails the open with ``/OutboxModel/OutboxError/Code/wrongKey``.
     ///
-    /// - Throws: ``OutboxError/Code/invalidArgument`` for any other length;
+    /// - Throws: ``/OutboxModel/OutboxError/Code/invalidArgument`` for any other length;
     ///   the configuration is then unchanged.
     public mutating func setEncryptionKey(_ rawKey: some ContiguousBytes) throws(OutboxError) {
         let count = rawKey.withUnsafeBytes(\.count)

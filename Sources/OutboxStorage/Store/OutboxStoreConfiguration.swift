@@ -1,12 +1,13 @@
 import Crypto
 import Foundation
 import OutboxLog
+import OutboxModel
 
 /// How an ``OutboxStore`` limits, keeps and protects its entries.
 public struct OutboxStoreConfiguration: Sendable {
     /// What happens when an enqueue would exceed a limit.
     public enum FullPolicy: Sendable, Hashable {
-        /// Fail the enqueue with ``OutboxError/Code/full``.
+        /// Fail the enqueue with ``/OutboxModel/OutboxError/Code/full``.
         case reject
         /// Discard the oldest `quarantined` entries until the new one fits; if it
         /// still does not fit, fail with `full`. Pending entries are never evicted.
@@ -59,7 +60,7 @@ public struct OutboxStoreConfiguration: Sendable {
     /// `true`). A queue's directory is named by its key, so a wrong key
     /// cannot be told from a new user's by name: with `true`, opening a new
     /// queue under a key that opens none of the root's encrypted queues fails
-    /// with ``OutboxError/Code/wrongKey``. Set `false` if each user has a key
+    /// with ``/OutboxModel/OutboxError/Code/wrongKey``. Set `false` if each user has a key
     /// of their own: such a key then creates its user's queue, and a wrong
     /// key looks like a new user with an empty queue.
     public var oneKeyPerRoot = true
@@ -87,15 +88,15 @@ public struct OutboxStoreConfiguration: Sendable {
     /// log (`payloads/`, sealed like everything else when the store is
     /// encrypted), not in the log's record, up to ``maximumPayloadBytes``:
     /// a 50 MB photo upload fits, and the log's records stay small. Such an
-    /// entry's ``OutboxEntry/payload`` is empty and its
-    /// ``OutboxEntry/largePayload`` reads the file (see the article "Large payloads" in `Outbox`).
+    /// entry's ``/OutboxModel/OutboxEntry/payload`` is empty and its
+    /// ``/OutboxModel/OutboxEntry/largePayload`` reads the file (see the article "Large payloads" in `Outbox`).
     /// Default 1 MiB; `nil` keeps every payload in its record (then at most
     /// `log.maximumRecordSize`). The in-memory store keeps every payload in
     /// memory, but accepts the same sizes.
     public var largePayloadThreshold: Int? = 1 << 20
     /// The largest payload accepted when it goes to a file (see
     /// ``largePayloadThreshold``). Default 1 GiB; at most
-    /// ``OutboxLimits/maximumPayloadFileBytes``.
+    /// ``/OutboxModel/OutboxLimits/maximumPayloadFileBytes``.
     public var maximumPayloadBytes = 1 << 30
 
     /// Called at each step of writing or deleting a payload file: the

@@ -2,6 +2,7 @@ import Crypto
 import Foundation
 import OutboxLog
 import SystemPackage
+import OutboxModel
 
 /// Where each user's queue lives, under a name that does not tell whose it is.
 ///

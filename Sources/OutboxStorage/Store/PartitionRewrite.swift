@@ -1,6 +1,7 @@
 import Crypto
 import OutboxLog
 import SystemPackage
+import OutboxModel
 
 /// Copies a queue into a new directory in another ``RecordFormat`` — to seal
 /// a plain queue, or to re-encrypt one under a new key — and puts it in

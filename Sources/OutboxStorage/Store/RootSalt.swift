@@ -2,6 +2,7 @@ import Crypto
 import Foundation
 import OutboxLog
 import SystemPackage
+import OutboxModel
 
 /// Creating an unencrypted root's salt (its naming key), once, whatever
 /// processes open the new root at the same moment (an app and its

@@ -1,6 +1,7 @@
 import Dispatch
 import OutboxLog
 import SystemPackage
+import OutboxModel
 
 /// The small files beside the logs (a root's salt, a queue's name): read
 /// whole, and written whole through a synced temporary file and a rename

@@ -1,4 +1,5 @@
 import OutboxLog
+import OutboxModel
 
 /// Where a store keeps entry bodies and how its changes become durable.
 protocol StoreBackend: Sendable {

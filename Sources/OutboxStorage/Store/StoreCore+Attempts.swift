@@ -1,4 +1,5 @@
 import Foundation
+import OutboxModel
 
 /// What the dispatcher does to entries: claims, attempts and their outcomes,
 /// and the decisions a person makes (retry, discard, quarantine, conflict).

@@ -1,6 +1,7 @@
 import Foundation
 import OutboxLog
 import SystemPackage
+import OutboxModel
 
 /// Where a store writes its checkpoint (``StoreCheckpoint``) and how often.
 struct CheckpointFile: Sendable {

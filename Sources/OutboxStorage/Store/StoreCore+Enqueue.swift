@@ -1,4 +1,5 @@
 import Foundation
+import OutboxModel
 
 /// Enqueueing: admission, the body prepared before the lock, the entry
 /// admitted under it, and the wait for the durability asked for.

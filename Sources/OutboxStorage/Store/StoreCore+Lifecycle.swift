@@ -1,4 +1,5 @@
 import Foundation
+import OutboxModel
 
 /// Clearing, pruning, changes made while loading, and closing.
 extension StoreCore {

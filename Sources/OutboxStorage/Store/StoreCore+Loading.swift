@@ -1,5 +1,6 @@
 import Foundation
 import OutboxLog
+import OutboxModel
 
 /// A store reopened from its checkpoint answers before its scheduler is
 /// loaded: the load (the checkpoint, then the entries changed after it)

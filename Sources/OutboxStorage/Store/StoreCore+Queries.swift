@@ -1,4 +1,5 @@
 import Foundation
+import OutboxModel
 
 /// Reads: entries, the summary, dependents and completions.
 extension StoreCore {

@@ -1,5 +1,6 @@
 import Foundation
 import OutboxLog
+import OutboxModel
 
 extension StoreCore {
     /// What became of one spooled entry.
@@ -20,7 +21,7 @@ extension StoreCore {
     /// mark alone. Returns without waiting; the acknowledgement covers the
     /// batch.
     ///
-    /// - Throws: ``OutboxError`` `.full` (nothing written: the entry stays
+    /// - Throws: ``/OutboxModel/OutboxError`` `.full` (nothing written: the entry stays
     ///   in its spool); `.invalidArgument`, `.tooLarge` or `.corruptEntry`
     ///   for an entry this queue can never take as it was spooled (nothing
     ///   written: ``skip(_:)`` moves the mark past it once it is set

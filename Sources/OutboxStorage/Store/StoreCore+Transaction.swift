@@ -1,4 +1,5 @@
 import Foundation
+import OutboxModel
 
 /// Several entries enqueued all or nothing, in one write.
 extension StoreCore {

@@ -1,13 +1,14 @@
 import Foundation
 import OutboxLog
 import OutboxLocking
+import OutboxModel
 
 /// The behaviour every store shares: the scheduler behind one lock, and the
 /// rule that a change is handed to storage *under* that lock (so storage
 /// sees changes in the order the scheduler made them) and awaited after it.
 ///
 /// If storage ever fails after the scheduler changed, memory and disk may
-/// disagree: the store then refuses every call (``OutboxError/Code/closed``)
+/// disagree: the store then refuses every call (``/OutboxModel/OutboxError/Code/closed``)
 /// until it is reopened, which rebuilds memory from disk. Bad input never
 /// gets that far: ``Admission`` refuses it first.
 ///

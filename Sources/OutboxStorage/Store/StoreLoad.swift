@@ -1,5 +1,6 @@
 import OutboxLog
 import SystemPackage
+import OutboxModel
 
 /// Rebuilding a queue's scheduler from its log: from every entry (``full``),
 /// or from the store checkpoint plus the entries whose records changed

@@ -37,7 +37,7 @@ public enum LocalReferenceRemapper {
     /// so only those that may hold one pay for parsing: a reference is
     /// spelled `local:` in the endpoint, and in the payload either so or with
     /// JSON escapes (hence any backslash sends the payload to the parser).
-    static func mayContainReferences(endpoint: String, payload: [UInt8]) -> Bool {
+    package static func mayContainReferences(endpoint: String, payload: [UInt8]) -> Bool {
         let prefix = Array(OutboxEntryID.localPrefix.utf8)
         return contains(Array(endpoint.utf8), prefix) || payload.contains(UInt8(ascii: "\\")) || contains(payload, prefix)
     }
@@ -52,14 +52,14 @@ public enum LocalReferenceRemapper {
         return false
     }
 
-    static func reference(in text: some StringProtocol) -> OutboxEntryID? {
+    package static func reference(in text: some StringProtocol) -> OutboxEntryID? {
         guard text.hasPrefix(OutboxEntryID.localPrefix) else { return nil }
         return OutboxEntryID(text)
     }
 
     // MARK: Endpoint
 
-    static func remapEndpoint(_ endpoint: String, _ lookup: (OutboxEntryID) -> String?) -> String {
+    package static func remapEndpoint(_ endpoint: String, _ lookup: (OutboxEntryID) -> String?) -> String {
         let parts = endpoint.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false)
         let pathAllowed = CharacterSet.urlPathAllowed.subtracting(CharacterSet(charactersIn: "/"))
         let path = parts[0].split(separator: "/", omittingEmptySubsequences: false).map { segment -> String in
@@ -80,7 +80,7 @@ public enum LocalReferenceRemapper {
 
     /// The payload with references in string values replaced, or `nil` if it
     /// is not JSON (or nothing changed).
-    static func remapJSON(_ payload: [UInt8], _ lookup: (OutboxEntryID) -> String?) -> [UInt8]? {
+    package static func remapJSON(_ payload: [UInt8], _ lookup: (OutboxEntryID) -> String?) -> [UInt8]? {
         guard payload.contains(UInt8(ascii: "\"")),
             (try? JSONSerialization.jsonObject(with: Data(payload), options: [.fragmentsAllowed])) != nil
         else { return nil }

@@ -17,8 +17,8 @@ import OutboxLocking
 /// Bounded: only the most recent ``capacity`` ids minted are kept; an older
 /// one simply takes the ordinary path (it waits for the load). A miss costs
 /// time, never correctness.
-enum FreshEntryIDs {
-    static let capacity = 4096
+package enum FreshEntryIDs {
+    package static let capacity = 4096
 
     private struct Ring {
         var members: Set<UUID> = []
@@ -29,7 +29,7 @@ enum FreshEntryIDs {
     private static let ring = Locked(Ring())
 
     /// Records that `uuid` was just minted.
-    static func minted(_ uuid: UUID) {
+    package static func minted(_ uuid: UUID) {
         ring.withLock { ring in
             if ring.order.count < capacity {
                 ring.order.append(uuid)
@@ -43,7 +43,7 @@ enum FreshEntryIDs {
     }
 
     /// Whether `id` was minted here and never enqueued; forgets it either way.
-    static func take(_ id: OutboxEntryID) -> Bool {
+    package static func take(_ id: OutboxEntryID) -> Bool {
         ring.withLock { $0.members.remove(id.uuid) != nil }
     }
 }

@@ -1,6 +1,6 @@
 import Foundation
 
-/// The bounds an ``OutboxStore`` enforces on what its caller gives it.
+/// The bounds an `OutboxStore` enforces on what its caller gives it.
 ///
 /// Anything outside them is refused with an ``OutboxError`` —
 /// ``OutboxError/Code/invalidArgument``, or ``OutboxError/Code/tooLarge`` for
@@ -31,8 +31,8 @@ public enum OutboxLimits {
     public static let idempotencyKeyLength = 1...255
     /// The largest payload a store keeps in a file
     /// (`OutboxStoreConfiguration.maximumPayloadBytes` cannot be set above it):
-    /// a little under 4 GiB.
-    public static let maximumPayloadFileBytes = PayloadFileReference.maximumLength
+    /// a little under 4 GiB, what a record's 32-bit `storedBytes` can still count.
+    public static let maximumPayloadFileBytes = Int(UInt32.max) - (1 << 20)
     /// UTF-8 bytes of a server id recorded with a success.
     public static let maximumServerIDBytes = 64 << 10
     /// The longest duration accepted anywhere (leases, retentions, timeouts,

@@ -18,21 +18,25 @@ import SystemPackage
 /// while let chunk = try await reader.next() { try await upload.write(chunk) }
 /// ```
 public struct OutboxLargePayload: Sendable, Hashable {
-    let source: PayloadFileReader
+    let source: any LargePayloadSource
 
-    init(source: PayloadFileReader) { self.source = source }
+    /// A payload whose bytes `source` reads: made by the store that wrote the file.
+    package init(source: any LargePayloadSource) { self.source = source }
+
+    public static func == (a: Self, b: Self) -> Bool { AnyHashable(a.source) == AnyHashable(b.source) }
+    public func hash(into hasher: inout Hasher) { hasher.combine(AnyHashable(source)) }
 
     /// The body's length in bytes.
-    public var count: Int { Int(source.reference.length) }
+    public var count: Int { source.length }
 
     /// SHA-256 of the body, as recorded when it was enqueued.
-    public var sha256: [UInt8] { source.reference.digest }
+    public var sha256: [UInt8] { source.digest }
 
     /// The file that holds exactly the body's bytes, when the store is not
     /// encrypted (`nil` when it is: the file is sealed). An upload may read
     /// it directly (`URLSession.upload(for:fromFile:)`, which background
     /// sessions require); check it first with ``verify()``.
-    public var plainFile: FilePath? { source.reference.layout == .plain ? source.path : nil }
+    public var plainFile: FilePath? { source.isPlain ? source.path : nil }
 
     /// The file, whatever its layout: for tests and the torture suite.
     package var file: FilePath { source.path }
@@ -67,12 +71,12 @@ public struct OutboxLargePayload: Sendable, Hashable {
 
     /// Reads a payload file in order; see ``OutboxLargePayload/makeChunkReader(chunkBytes:)``.
     public struct ChunkReader {
-        private let source: PayloadFileReader
+        private let source: any LargePayloadSource
         private let window: Int
         private var offset = 0
         private var hasher = SHA256()
 
-        init(source: PayloadFileReader, window: Int) {
+        init(source: any LargePayloadSource, window: Int) {
             self.source = source
             self.window = window
         }
@@ -83,16 +87,34 @@ public struct OutboxLargePayload: Sendable, Hashable {
         ///   missing, has another size, fails authentication, or does not
         ///   hash to the recorded SHA-256 (then before its last chunk).
         public mutating func next() async throws(OutboxError) -> [UInt8]? {
-            let length = Int(source.reference.length)
-            guard offset < length else { return nil }
-            let (source, offset, window) = (self.source, self.offset, self.window)
-            let chunk = try await offThePool { () throws(OutboxError) in try source.read(from: offset, count: window) }
+            guard offset < source.length else { return nil }
+            let chunk = try await source.read(from: offset, count: window)
             hasher.update(data: chunk)
-            self.offset += chunk.count
-            if self.offset >= length, Array(hasher.finalize()) != source.reference.digest {
-                throw source.failure(nil, .digestMismatch)
+            offset += chunk.count
+            if offset >= source.length, Array(hasher.finalize()) != source.digest {
+                throw source.digestMismatch()
             }
             return chunk
         }
     }
+}
+
+/// Where a large payload's bytes are: the store that wrote the file reads
+/// them back, checking what the entry recorded.
+package protocol LargePayloadSource: Sendable, Hashable {
+    /// The body's length in bytes.
+    var length: Int { get }
+    /// SHA-256 of the body, as recorded at enqueue.
+    var digest: [UInt8] { get }
+    /// The file.
+    var path: FilePath { get }
+    /// Whether the file holds exactly the body's bytes (not sealed).
+    var isPlain: Bool { get }
+    /// Bytes a read of about `preferred` bytes covers (whole sealed chunks).
+    func windowBytes(preferred: Int) -> Int
+    /// The checked plaintext from `offset` (a multiple of the window), up to
+    /// `count` bytes, read off the cooperative pool.
+    func read(from offset: Int, count: Int) async throws(OutboxError) -> [UInt8]
+    /// The error for a body whose bytes do not hash to ``digest``.
+    func digestMismatch() -> OutboxError
 }

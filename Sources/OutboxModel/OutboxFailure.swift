@@ -129,11 +129,11 @@ public struct OutboxFailure: Sendable, Hashable, CustomStringConvertible {
 
     /// The message cut to what a store keeps (it may have been set after
     /// the failure was made).
-    var kept: OutboxFailure { OutboxFailure(cause, httpStatus: httpStatus, message: message) }
+    package var kept: OutboxFailure { OutboxFailure(cause, httpStatus: httpStatus, message: message) }
 
     /// `text`'s longest prefix of whole Unicode scalars that fits in
     /// ``maximumMessageBytes`` bytes of UTF-8.
-    static func cut(_ text: String) -> String {
+    package static func cut(_ text: String) -> String {
         guard text.utf8.count > maximumMessageBytes else { return text }
         var kept = String.UnicodeScalarView()
         var bytes = 0
@@ -169,7 +169,7 @@ extension OutboxFailure {
 
 extension OutboxFailure.Cause {
     /// What the cause means in a sentence, for ``OutboxFailure/description``.
-    var phrase: String {
+    package var phrase: String {
         switch self {
         case .notSent: "not sent"
         case .interrupted: "interrupted (sent, no answer)"

@@ -40,7 +40,7 @@ public struct OutboxSummary: Sendable, Hashable, Codable {
     public func count(_ status: OutboxStatus) -> Int { counts[status] ?? 0 }
 }
 
-/// Which entries ``OutboxStore/entries(matching:)`` returns.
+/// Which entries `OutboxStore/entries(matching:)` returns.
 public struct OutboxFilter: Sendable, Hashable {
     /// Only these statuses (`nil`: all).
     public var statuses: Set<OutboxStatus>?

@@ -29,13 +29,6 @@ public enum OutboxDependencyFailure: Hashable, Sendable, CustomStringConvertible
         }
     }
 
-    /// Whether a store could have recorded this cause for `entry`: only a
-    /// quarantined entry has one, and it names one of its dependencies.
-    /// Anything else read back is damage.
-    func fits(_ entry: EntryMetadata) -> Bool {
-        entry.status == .quarantined && (entry.dependencies?.contains(parent) ?? false)
-    }
-
     /// The case's name, as the CLI's JSON says it (`parentFate`).
     public var name: String {
         switch self {

@@ -6,9 +6,9 @@ import SystemPackage
 /// Version-4 UUIDs and their text, without the costs Foundation's `UUID()`
 /// and `uuidString` carry on Linux (two `getrandom` calls per UUID, a C
 /// formatting call per string; each enqueue mints two UUIDs and prints one).
-enum FastUUID {
+package enum FastUUID {
     /// A random (version 4, RFC 9562) UUID from the system's CSPRNG.
-    static func random() -> UUID {
+    package static func random() -> UUID {
         var bytes = pool.withLock { $0.take16() }
         return withUnsafeMutableBytes(of: &bytes) { raw in
             raw[6] = (raw[6] & 0x0F) | 0x40  // version 4
@@ -62,7 +62,7 @@ enum FastUUID {
     #endif
 
     /// `uuid` as `uuidString` spells it: upper-case hex in 8-4-4-4-12 groups.
-    static func string(_ uuid: UUID) -> String {
+    package static func string(_ uuid: UUID) -> String {
         let digits: StaticString = "0123456789ABCDEF"
         return withUnsafeBytes(of: uuid.uuid) { bytes in
             String(unsafeUninitializedCapacity: 36) { text in

@@ -85,7 +85,7 @@ public struct OutboxEntryID: Hashable, Sendable, Comparable, Codable, CustomStri
     public static func < (lhs: Self, rhs: Self) -> Bool { lhs.bytes.lexicographicallyPrecedes(rhs.bytes) }
 
     /// The 16 bytes of the UUID.
-    var bytes: [UInt8] {
+    package var bytes: [UInt8] {
         withUnsafeBytes(of: uuid.uuid) { Array($0) }
     }
 

@@ -32,7 +32,7 @@ public enum OutboxStatus: String, Sendable, Hashable, CaseIterable, Codable, Cus
     /// ``OutboxEntry/nextAttemptAt``).
     case waitingToRetry
     /// Given up on: it will not be sent again without a person's decision
-    /// (``OutboxStore/retry(_:at:)`` or ``OutboxStore/discard(_:)``); the
+    /// (`OutboxStore/retry(_:at:)` or `OutboxStore/discard(_:)`); the
     /// entry's last error says why.
     case quarantined
     /// The server reported a conflict that needs a decision.
@@ -53,7 +53,7 @@ public enum OutboxStatus: String, Sendable, Hashable, CaseIterable, Codable, Cus
     public var isSendable: Bool { self == .pending || self == .waitingToRetry }
 
     /// Whether the entry still occupies its place in its scope's order.
-    var holdsScope: Bool { self == .pending || self == .waitingToRetry || self == .inFlight }
+    package var holdsScope: Bool { self == .pending || self == .waitingToRetry || self == .inFlight }
 
     /// The statuses an entry may move to from this one.
     public var allowedTransitions: Set<OutboxStatus> { Set(Self.allCases.filter(canMove(to:))) }
@@ -61,7 +61,7 @@ public enum OutboxStatus: String, Sendable, Hashable, CaseIterable, Codable, Cus
     /// Whether an entry may move from this status to `next`: a switch, not
     /// a look-up in ``allowedTransitions``, because every outcome asks and
     /// a set built per call is an allocation on the hot path.
-    func canMove(to next: OutboxStatus) -> Bool {
+    package func canMove(to next: OutboxStatus) -> Bool {
         switch (self, next) {
         case (.pending, .inFlight), (.pending, .quarantined): true
         case (.waitingToRetry, .inFlight), (.waitingToRetry, .quarantined): true
@@ -74,7 +74,7 @@ public enum OutboxStatus: String, Sendable, Hashable, CaseIterable, Codable, Cus
         }
     }
 
-    var code: UInt8 {
+    package var code: UInt8 {
         switch self {
         case .pending: 0
         case .inFlight: 1
@@ -85,7 +85,7 @@ public enum OutboxStatus: String, Sendable, Hashable, CaseIterable, Codable, Cus
         }
     }
 
-    init?(code: UInt8) {
+    package init?(code: UInt8) {
         switch code {
         case 0: self = .pending
         case 1: self = .inFlight

@@ -1,6 +1,6 @@
 import OutboxLog
 
-/// An error thrown by an ``OutboxStore``. Every one leaves the store as it
+/// An error thrown by an `OutboxStore`. Every one leaves the store as it
 /// was: nothing is written for a rejected call.
 public struct OutboxError: Error, Sendable, Hashable, CustomStringConvertible {
     /// A category of failure. New codes may be added.
@@ -76,7 +76,7 @@ public struct OutboxError: Error, Sendable, Hashable, CustomStringConvertible {
         return error
     }
 
-    static func storage(_ error: OutboxLogError) -> OutboxError {
+    package static func storage(_ error: OutboxLogError) -> OutboxError {
         OutboxError(.storage, "the outbox log failed", storage: error)
     }
 }
