@@ -10,13 +10,14 @@ import SystemPackage
 ///
 /// Each cycle, two to four writer slots (``SpoolWriterSlot``) run real
 /// `outbox enqueue` processes — spooled while the owner holds the queue,
-/// direct while it is down — and an owner (`outbox torture-worker
+/// direct while it is down; half the slots end with one run of several
+/// batches through one spool writer, maybe killed mid-run — and an owner (`outbox torture-worker
 /// spool-owner`, ``SpoolOwner``) holds the queue, moves the spools in and
 /// drains to the reference server; it is SIGKILLed after a random life and
 /// restarted after a random gap, until the writers are done and a last life
 /// drains everything. Then:
 /// - every acknowledged enqueue reached the server under exactly the key it
-///   was acknowledged with, and was applied exactly once;
+///   was acknowledged with, and was applied exactly once; no key twice;
 /// - no spool is left.
 enum SpoolTorture {
     static func run(options: TortureOptions, budget: Budget, report: inout TortureReport) async {
@@ -124,11 +125,19 @@ enum SpoolTorture {
         return acknowledged
     }
 
-    /// Every acknowledged entry applied once, under its key.
+    /// Every acknowledged entry applied once, under its key; no key applied twice.
     static func checkServer(_ acknowledged: [SpoolWriterSlot.Acknowledged], server: ReferenceServer) throws(CycleViolation) {
         let ledger = server.ledger
         let attempts = server.attempts
-        for entry in acknowledged {
+        if let (key, count) = ledger.applied.first(where: { $0.value > 1 }) {
+            throw CycleViolation("key \(key) was applied \(count) times")
+        }
+        for entry in acknowledged where entry.sharesTag {
+            guard ledger.applied[entry.key] == 1 else {
+                throw CycleViolation("entry \(entry.id) of a long run (\(entry.path)) was acknowledged but never applied")
+            }
+        }
+        for entry in acknowledged where !entry.sharesTag {
             let keys = attempts.keys(forRequestsContaining: "\"text\":\"\(entry.tag)\"")
             guard keys.count == 1, let key = keys.keys.first else {
                 throw CycleViolation("entry \(entry.tag) (\(entry.path)) reached the server with \(keys.count) keys: \(keys)")

@@ -7,7 +7,8 @@ import SystemPackage
 /// (an app extension, a widget, a CLI), one per entry, each killed now and
 /// then. A killed enqueue is run again with the same id until one is
 /// acknowledged — as an app retries its own write — so every entry of the
-/// slot is acknowledged once the slot ends.
+/// slot is acknowledged once the slot ends. Half the slots end with one
+/// long run of several batches (``stream(_:into:)``).
 struct SpoolWriterSlot: Sendable {
     let writer: Int
     let count: Int
@@ -23,6 +24,9 @@ struct SpoolWriterSlot: Sendable {
         var id: String
         var key: String
         var path: String
+        /// Whether other entries carry the same tag (one long run's):
+        /// such an entry is found on the server by its key alone.
+        var sharesTag = false
     }
 
     struct Result: Sendable {
@@ -50,6 +54,7 @@ struct SpoolWriterSlot: Sendable {
                 return result
             }
         }
+        if random.next(below: 2) == 0 { result.violation = await stream(&random, into: &result) }
         return result
     }
 
