@@ -62,7 +62,7 @@ struct SpoolAdmissionTests {
     static func spoolAnOversizedEntry(
         owner: OutboxStoreConfiguration, writer: OutboxStoreConfiguration
     ) async throws -> (LogOutboxStore, [OutboxEnqueueRequest]) {
-        let store = try await LogOutboxStore.open(root: SpoolTests.root, partition: "alice", configuration: owner)
+        let store = try await SpoolTests.open(owner)
         let requests = [
             SpoolTests.request("before"), SpoolTests.request(String(repeating: "x", count: 2 << 20)),
             SpoolTests.request("after"),
@@ -102,7 +102,7 @@ struct SpoolAdmissionTests {
         }
         #expect(try await store.ingestSpools() == OutboxSpoolReport())
         try await store.close()
-        let reopened = try await LogOutboxStore.open(root: SpoolTests.root, partition: "alice", configuration: owner)
+        let reopened = try await SpoolTests.open(owner)
         #expect(reopened.spoolReportAtOpen == OutboxSpoolReport())
         #expect(try await reopened.summary().unsent == 3)
         try await reopened.close()
@@ -127,7 +127,7 @@ struct SpoolAdmissionTests {
     @Test("a writer refuses a spooled entry over its own record limit with tooLarge, whatever the payload threshold says")
     func writerChecksItsRecordLimit() async throws {
         let disk = SimulatedFileSystem()
-        let owner = try await LogOutboxStore.open(root: SpoolTests.root, partition: "alice", configuration: SpoolTests.configuration(disk))
+        let owner = try await SpoolTests.open(SpoolTests.configuration(disk))
         var writer = SpoolTests.configuration(disk)
         writer.log.maximumRecordSize = 1 << 20
         writer.largePayloadThreshold = 64 << 10
@@ -146,7 +146,7 @@ struct SpoolAdmissionTests {
     func spooledBodyOutOfRange() async throws {
         let disk = SimulatedFileSystem()
         let configuration = SpoolTests.configuration(disk)
-        let owner = try await LogOutboxStore.open(root: SpoolTests.root, partition: "alice", configuration: configuration)
+        let owner = try await SpoolTests.open(configuration)
         let format = RecordFormat(partition: "alice", key: nil)
         var bodies: [PreparedBody] = []
         for (text, createdAt) in [("before", Date().milliseconds), ("forged", Int64.max), ("after", Date().milliseconds)] {
@@ -171,7 +171,7 @@ struct SpoolAdmissionTests {
     func strayNamesInSpools() async throws {
         let disk = SimulatedFileSystem()
         let configuration = SpoolTests.configuration(disk)
-        let owner = try await LogOutboxStore.open(root: SpoolTests.root, partition: "alice", configuration: configuration)
+        let owner = try await SpoolTests.open(configuration)
         let spools = SpoolLayout.directory(ofQueue: owner.log.directory)
         _ = try disk.createDirectoryWithParents(spools)
         let names = [
@@ -181,7 +181,7 @@ struct SpoolAdmissionTests {
         for name in names { try disk.createDirectory(spools.appending(name)) }
         #expect(try await owner.ingestSpools() == OutboxSpoolReport())
         try await owner.close()
-        let reopened = try await LogOutboxStore.open(root: SpoolTests.root, partition: "alice", configuration: configuration)
+        let reopened = try await SpoolTests.open(configuration)
         #expect(reopened.spoolReportAtOpen == OutboxSpoolReport())
         for name in names { #expect((try? disk.itemKind(at: spools.appending(name))) == .directory, "\(name) was touched") }
         try await reopened.close()
