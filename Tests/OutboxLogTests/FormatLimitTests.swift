@@ -22,6 +22,15 @@ struct FormatLimitTests {
         return report
     }
 
+    /// ``verify(_:)`` of a log whose one segment is `bytes`.
+    static func verify(segment bytes: [UInt8]) async throws -> RecoveryReport {
+        let directory = TemporaryDirectory()
+        LogFiles(directory: directory.path).write(bytes, to: directory.appending(segmentName))
+        let report = try await verify(directory.path)
+        withExtendedLifetime(directory) {}
+        return report
+    }
+
     /// A strict open must fail with `.corruption` naming `file` and `offset`.
     static func expectStrictOpenFails(_ directory: FilePath, file: String, offset: Int64) async {
         var configuration = testConfiguration()
@@ -204,10 +213,7 @@ struct FormatLimitTests {
         segment.append(.value(key: "d", payload: [4], sequence: 4, watermark: 1))
         var bytes = segment.bytes
         bytes[Int(torn) + 29] ^= 0x01
-        let directory = TemporaryDirectory()
-        LogFiles(directory: directory.path).write(bytes, to: directory.appending(Self.segmentName))
-
-        let report = try await Self.verify(directory.path)
+        let report = try await Self.verify(segment: bytes)
         #expect(report.truncatedTail?.offset == torn, "\(report)")
         #expect(report.truncatedTail?.unreachableRecords == 1, "\(report)")
         #expect(report.records == 2, "\(report)")
@@ -224,10 +230,7 @@ struct FormatLimitTests {
         segment.append(.marker(sequence: 4, watermark: 1))
         var bytes = segment.bytes
         bytes[Int(torn) + 29] ^= 0x01
-        let directory = TemporaryDirectory()
-        LogFiles(directory: directory.path).write(bytes, to: directory.appending(Self.segmentName))
-
-        let report = try await Self.verify(directory.path)
+        let report = try await Self.verify(segment: bytes)
         #expect(report.truncatedTail?.offset == torn, "\(report)")
         #expect(report.truncatedTail?.unreachableRecords == 1, "\(report)")
     }
