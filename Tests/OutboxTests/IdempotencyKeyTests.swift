@@ -58,8 +58,7 @@ struct IdempotencyKeyTests {
         of id: OutboxEntry.ID, sourceLocation: SourceLocation = #_sourceLocation
     ) async throws -> (SimulatedFileSystem, OutboxStoreConfiguration, LogOutboxStore) {
         let disk = SimulatedFileSystem(directories: ["/data"])
-        var configuration = quietConfiguration()
-        configuration.log.fileSystem = disk
+        let configuration = quietConfiguration(on: disk)
         let store = try await LogOutboxStore.open(root: "/data/outbox", partition: "p", configuration: configuration)
         try await store.add(request(payload: "earlier"))
         try await failNextSyncOfTheSegment(

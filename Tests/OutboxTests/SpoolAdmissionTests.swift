@@ -57,6 +57,16 @@ struct SpoolAdmissionTests {
         return writer
     }
 
+    /// The owner's configuration for ``spoolAnOversizedEntry(owner:writer:)``:
+    /// a 1 MiB record limit, and payloads from `largePayloadThreshold` bytes
+    /// up kept in files (nil: none).
+    static func owner(_ disk: SimulatedFileSystem, largePayloadThreshold: Int?) -> OutboxStoreConfiguration {
+        var owner = SpoolTests.configuration(disk)
+        owner.log.maximumRecordSize = 1 << 20
+        owner.largePayloadThreshold = largePayloadThreshold
+        return owner
+    }
+
     /// The owner holds the queue; a writer with a larger record limit spools
     /// a small entry, a 2 MiB one and another small one.
     static func spoolAnOversizedEntry(
@@ -75,9 +85,7 @@ struct SpoolAdmissionTests {
     @Test("a spooled entry over the owner's record limit is set aside and reported; the rest moves in and the store stays usable", arguments: [nil, 4096])
     func oversizedEntryIsSetAside(indexEvery: Int?) async throws {
         let disk = SimulatedFileSystem()
-        var owner = SpoolTests.configuration(disk)
-        owner.log.maximumRecordSize = 1 << 20
-        owner.largePayloadThreshold = nil
+        let owner = Self.owner(disk, largePayloadThreshold: nil)
         let (store, requests) = try await Self.spoolAnOversizedEntry(
             owner: owner, writer: Self.spooling(disk, writerRecordSize: 4 << 20, indexEvery: indexEvery))
         if indexEvery != nil {
@@ -111,9 +119,7 @@ struct SpoolAdmissionTests {
     @Test("a spooled payload above the owner's large-payload threshold moves into a payload file, as a direct enqueue's would")
     func largeSpooledPayloadGoesToAFile() async throws {
         let disk = SimulatedFileSystem()
-        var owner = SpoolTests.configuration(disk)
-        owner.log.maximumRecordSize = 1 << 20
-        owner.largePayloadThreshold = 64 << 10
+        let owner = Self.owner(disk, largePayloadThreshold: 64 << 10)
         let (store, requests) = try await Self.spoolAnOversizedEntry(
             owner: owner, writer: Self.spooling(disk, writerRecordSize: 4 << 20))
         let report = try await store.ingestSpools()

@@ -14,8 +14,7 @@ struct SpoolTests {
     static let root: FilePath = "/app-group/outbox"
 
     static func configuration(_ fileSystem: any FileSystem, key: [UInt8]? = nil) -> OutboxStoreConfiguration {
-        var configuration = quietConfiguration()
-        configuration.log.fileSystem = fileSystem
+        var configuration = quietConfiguration(on: fileSystem)
         if let key { try! configuration.setEncryptionKey(key) }
         return configuration
     }

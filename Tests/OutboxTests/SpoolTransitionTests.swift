@@ -101,9 +101,7 @@ struct SpoolTransitionTests {
     @Test("set-aside records follow their queue through sealing, sealed, and are deleted by its purge")
     func setAsideRecordsFollow() async throws {
         let disk = SimulatedFileSystem()
-        var owner = Self.configuration(disk)
-        owner.log.maximumRecordSize = 1 << 20
-        owner.largePayloadThreshold = nil
+        let owner = SpoolAdmissionTests.owner(disk, largePayloadThreshold: nil)
         let (store, _) = try await SpoolAdmissionTests.spoolAnOversizedEntry(
             owner: owner, writer: SpoolAdmissionTests.spooling(disk, writerRecordSize: 4 << 20))
         #expect(try await store.ingestSpools().setAside == 1)

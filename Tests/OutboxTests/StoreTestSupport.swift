@@ -37,6 +37,13 @@ func quietConfiguration() -> OutboxStoreConfiguration {
     return configuration
 }
 
+/// ``quietConfiguration()`` on `fileSystem` (a simulated disk, most often).
+func quietConfiguration(on fileSystem: any FileSystem) -> OutboxStoreConfiguration {
+    var configuration = quietConfiguration()
+    configuration.log.fileSystem = fileSystem
+    return configuration
+}
+
 /// A store of `kind`, and a way to reopen it (the log store from disk; the
 /// memory store is the same object).
 struct StoreUnderTest: Sendable {
