@@ -17,6 +17,24 @@
 
 import PackageDescription
 
+/// Products of the root package (swift-outbox) as target dependencies.
+func outbox(_ products: String...) -> [Target.Dependency] {
+    products.map { .product(name: $0, package: "swift-outbox") }
+}
+
+/// A package-benchmark suite: `Benchmarks/<name>/<name>.swift`, run by the
+/// benchmark plugin, on the shared support targets and these products of
+/// swift-outbox.
+func benchmarkSuite(_ name: String, using products: [Target.Dependency]) -> Target {
+    .executableTarget(
+        name: name,
+        dependencies: ["OutboxBenchSupport", "OutboxSuiteSupport", .product(name: "Benchmark", package: "benchmark")]
+            + products,
+        path: "Benchmarks/\(name)",
+        plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
+    )
+}
+
 let package = Package(
     name: "swift-outbox-benchmarks",
     platforms: [.macOS(.v15)],
@@ -33,11 +51,7 @@ let package = Package(
         // Workloads and measuring helpers shared by the suite and the comparison.
         .target(
             name: "OutboxBenchSupport",
-            dependencies: [
-                "CMallocStats",
-                .product(name: "Outbox", package: "swift-outbox"),
-                .product(name: "OutboxLog", package: "swift-outbox"),
-            ]
+            dependencies: ["CMallocStats"] + outbox("Outbox", "OutboxLog")
         ),
 
         // `outbox-compare`: the same workload on LogOutboxStore, SQLite (GRDB),
@@ -45,16 +59,10 @@ let package = Package(
         // loop, side by side in one process; writes Markdown, JSON and SVG.
         .executableTarget(
             name: "outbox-compare",
-            dependencies: [
-                "OutboxBenchSupport",
-                .product(name: "Outbox", package: "swift-outbox"),
-                .product(name: "OutboxLog", package: "swift-outbox"),
-                .product(name: "GRDB", package: "GRDB.swift"),
+            dependencies: ["OutboxBenchSupport", .product(name: "GRDB", package: "GRDB.swift")]
+                + outbox("Outbox", "OutboxLog")
                 // The crash section's flush: HTTP deliveries to the loopback reference server.
-                .product(name: "OutboxHTTP", package: "swift-outbox"),
-                .product(name: "OutboxReferenceServer", package: "swift-outbox"),
-                .product(name: "IdempotencyKeyMiddleware", package: "swift-outbox"),
-            ],
+                + outbox("OutboxHTTP", "OutboxReferenceServer", "IdempotencyKeyMiddleware"),
             path: "Sources/OutboxCompare"
         ),
 
@@ -64,46 +72,21 @@ let package = Package(
         // limit; writes Markdown, JSON and an SVG chart.
         .executableTarget(
             name: "outbox-server-bench",
-            dependencies: [
-                .product(name: "IdempotencyKeyMiddleware", package: "swift-outbox"),
-                .product(name: "SystemPackage", package: "swift-system"),
-            ],
+            dependencies: outbox("IdempotencyKeyMiddleware") + [.product(name: "SystemPackage", package: "swift-system")],
             path: "Sources/ServerBench"
         ),
 
+        // What the package-benchmark suites share: their defaults and the
+        // size × durability × producers matrix of write benchmarks.
+        .target(
+            name: "OutboxSuiteSupport",
+            dependencies: ["OutboxBenchSupport", .product(name: "Benchmark", package: "benchmark")] + outbox("OutboxLog")
+        ),
+
         // package-benchmark suites.
-        .executableTarget(
-            name: "OutboxLogBenchmarks",
-            dependencies: [
-                "OutboxBenchSupport",
-                .product(name: "Benchmark", package: "benchmark"),
-                .product(name: "OutboxLog", package: "swift-outbox"),
-            ],
-            path: "Benchmarks/OutboxLogBenchmarks",
-            plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
-        ),
-        .executableTarget(
-            name: "OutboxStoreBenchmarks",
-            dependencies: [
-                "OutboxBenchSupport",
-                .product(name: "Benchmark", package: "benchmark"),
-                .product(name: "Outbox", package: "swift-outbox"),
-                .product(name: "OutboxLog", package: "swift-outbox"),
-            ],
-            path: "Benchmarks/OutboxStoreBenchmarks",
-            plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
-        ),
-        .executableTarget(
-            name: "OutboxSpoolBenchmarks",
-            dependencies: [
-                "OutboxBenchSupport",
-                .product(name: "Benchmark", package: "benchmark"),
-                .product(name: "Outbox", package: "swift-outbox"),
-                .product(name: "OutboxLog", package: "swift-outbox"),
-            ],
-            path: "Benchmarks/OutboxSpoolBenchmarks",
-            plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
-        ),
+        benchmarkSuite("OutboxLogBenchmarks", using: outbox("OutboxLog")),
+        benchmarkSuite("OutboxStoreBenchmarks", using: outbox("Outbox", "OutboxLog")),
+        benchmarkSuite("OutboxSpoolBenchmarks", using: outbox("Outbox", "OutboxLog")),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -22,6 +22,9 @@ import sys
 import tempfile
 import zlib
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import vectorcheck  # noqa: E402  (the `check` loop both format readers share)
+
 SEGMENT_MAGIC = b"OBXLOG\r\n"
 INTENT_MAGIC = b"OBXCMPT\n"
 HEADER_SIZE = 48
@@ -411,36 +414,31 @@ def comparable_report(report):
     return out
 
 
+def compare_vector(folder, expected):
+    """The disagreements of this reader with one vector's expected.json."""
+    log = os.path.join(folder, "log")
+    if not os.path.isdir(log):
+        # Git keeps no empty directory: a vector without log/ is an empty log.
+        log = tempfile.mkdtemp(prefix="outbox-vector-")
+    report, status = verify(log)
+    problems = []
+    if status != expected["verify"]["exitCode"]:
+        problems.append(f"verify exit {status}, expected {expected['verify']['exitCode']}")
+    mine, theirs = comparable_report(report), comparable_report(expected["verify"]["json"])
+    if mine != theirs:
+        problems.append(f"verify {json.dumps(mine)}\n    expected {json.dumps(theirs)}")
+    if "error" not in report:
+        _, entries = read_log(log)
+        if entries != expected["dump"]["entries"]:
+            problems.append(f"dump {json.dumps(entries)}\n    expected {json.dumps(expected['dump']['entries'])}")
+    outcome = strict(log)
+    if outcome != expected["strict"]:
+        problems.append(f"strict open {json.dumps(outcome)}, expected {json.dumps(expected['strict'])}")
+    return problems
+
+
 def check(vectors):
-    failures = 0
-    names = sorted(n for n in os.listdir(vectors) if os.path.isfile(os.path.join(vectors, n, "expected.json")))
-    for name in names:
-        with open(os.path.join(vectors, name, "expected.json")) as f:
-            expected = json.load(f)
-        log = os.path.join(vectors, name, "log")
-        if not os.path.isdir(log):
-            # Git keeps no empty directory: a vector without log/ is an empty log.
-            log = tempfile.mkdtemp(prefix="outbox-vector-")
-        report, status = verify(log)
-        problems = []
-        if status != expected["verify"]["exitCode"]:
-            problems.append(f"verify exit {status}, expected {expected['verify']['exitCode']}")
-        mine, theirs = comparable_report(report), comparable_report(expected["verify"]["json"])
-        if mine != theirs:
-            problems.append(f"verify {json.dumps(mine)}\n    expected {json.dumps(theirs)}")
-        if "error" not in report:
-            _, entries = read_log(log)
-            if entries != expected["dump"]["entries"]:
-                problems.append(f"dump {json.dumps(entries)}\n    expected {json.dumps(expected['dump']['entries'])}")
-        outcome = strict(log)
-        if outcome != expected["strict"]:
-            problems.append(f"strict open {json.dumps(outcome)}, expected {json.dumps(expected['strict'])}")
-        print(("FAIL " if problems else "ok   ") + name)
-        for problem in problems:
-            print("    " + problem)
-        failures += bool(problems)
-    print(f"{len(names) - failures} of {len(names)} vectors agree")
-    return 1 if failures or not names else 0
+    return vectorcheck.check_vectors(vectors, compare_vector, "vectors")
 
 
 def main(argv):

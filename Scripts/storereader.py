@@ -24,6 +24,7 @@ import zlib
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import logreader  # noqa: E402  (the log's frames: FORMAT.md)
+import vectorcheck  # noqa: E402  (the `check` loop both format readers share)
 
 # Times a record may hold (ms since 1970): 0001-01-01T00:00:00Z to the end of
 # 9999 plus 100 × 365 days (STORE-FORMAT.md, "The outbox store's records").
@@ -410,23 +411,17 @@ def read_store(directory):
     return read_keys(directory) if os.path.exists(os.path.join(directory, "keys.secret")) else read_queue(directory)
 
 
+def compare_vector(folder, expected):
+    """The disagreements of this reader with one store vector's expected.json."""
+    expected.pop("summary", None)
+    try:
+        return differences(expected, read_store(os.path.join(folder, "files")))
+    except (Damage, logreader.OpenError) as error:
+        return [f"does not decode: {error}"]
+
+
 def check(vectors):
-    names = sorted(n for n in os.listdir(vectors) if os.path.isfile(os.path.join(vectors, n, "expected.json")))
-    failures = 0
-    for name in names:
-        with open(os.path.join(vectors, name, "expected.json")) as f:
-            expected = json.load(f)
-        expected.pop("summary", None)
-        try:
-            problems = differences(expected, read_store(os.path.join(vectors, name, "files")))
-        except (Damage, logreader.OpenError) as error:
-            problems = [f"does not decode: {error}"]
-        print(("FAIL " if problems else "ok   ") + name)
-        for problem in problems:
-            print("    " + problem)
-        failures += bool(problems)
-    print(f"{len(names) - failures} of {len(names)} store vectors agree")
-    return 1 if failures or not names else 0
+    return vectorcheck.check_vectors(vectors, compare_vector, "store vectors")
 
 
 def main(argv):

@@ -161,6 +161,11 @@ def span(values, fmt):
     return low if low == high else f"{low}–{high}"
 
 
+def span_fixed(values, decimals):
+    """`span` of the values with `decimals` decimals each: 1.21–1.35, or 42 for 0."""
+    return span(values, lambda v: fixed(v, decimals))
+
+
 def short_of(shown, goal):
     """How far a figure falls short of a goal, in whole per cent of the goal, from
     the figure as the table shows it (so the two never disagree)."""

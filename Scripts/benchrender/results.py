@@ -16,6 +16,11 @@ def contender(comp, name):
     return comp["results"].find("name", name)
 
 
+def contender_in(results, ident, name):
+    """The row named `name` of the comparison `ident`."""
+    return contender(comparison(results, ident), name)
+
+
 def ours(comp):
     for item in comp["results"].items():
         if item.get("isOurs") is not None and item["isOurs"].value is True:

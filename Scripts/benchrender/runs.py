@@ -1,6 +1,6 @@
 """Preallocation's runs side by side, the engine alone, and the crash goals
 (outbox-compare-preallocation.json, package-benchmark.json, benchmark-crash.json)."""
-from .data import source_note, grouped, k, ratio, short_of, sig, span, table, fixed
+from .data import source_note, grouped, k, ratio, short_of, sig, span_fixed, table
 from . import goals
 from .results import RESULTS, comparison, contender, ours
 
@@ -197,9 +197,9 @@ def durable_no_kills_row(sources):
         f"{preloop:.2f}× the preallocated overwrite loop, {loop:.2f}× the append loop (the table above)",
         f"{full:.2f}× SQLite FULL",
         ("met" if met else "missed") +
-        f". With preallocation on (off by default): **{span(to_raw, lambda v: fixed(v, 2))}×** the "
-        f"preallocated overwrite loop, {span(gain, lambda v: fixed(v, 2))}× the same store without it; "
-        f"under kills it adds {span(costs, lambda v: f'{v:.0f}')} ms to a relaunch, so it stays off",
+        f". With preallocation on (off by default): **{span_fixed(to_raw, 2)}×** the "
+        f"preallocated overwrite loop, {span_fixed(gain, 2)}× the same store without it; "
+        f"under kills it adds {span_fixed(costs, 0)} ms to a relaunch, so it stays off",
     ]
 
 

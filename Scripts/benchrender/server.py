@@ -1,6 +1,6 @@
 """`outbox serve` under load (server-benchmark.json, server-benchmark-postgres.json)."""
 from . import goals
-from .data import RenderError, fixed, grouped, median, span, table
+from .data import RenderError, fixed, grouped, median, span_fixed, table
 
 SERVER = "server-benchmark.json"
 POSTGRES = "server-benchmark-postgres.json"
@@ -64,7 +64,7 @@ def server_goals(sources):
         f"{stored['logBytes'].num() // stored['keys'].pos()} B/key on disk",
     ], [
         "restart, stored keys", f"≤ {goals.SERVER_RESTART_S} s at 1M",
-        f"{met(max(restarts) <= goals.SERVER_RESTART_S)}: {span(restarts, lambda v: fixed(v, 2))} s at 1M, "
+        f"{met(max(restarts) <= goals.SERVER_RESTART_S)}: {span_fixed(restarts, 2)} s at 1M, "
         f"{fixed(median(mid['restartSeconds'].nums()), 2)} s at 100k",
     ], [
         "durable ÷ in-memory rps", f"≥ {goals.SERVER_DURABLE_RATIO}",

@@ -5,7 +5,7 @@ outbox-cli.json, server-benchmark*.json, perf-profiles.json)."""
 import re
 
 from . import goals
-from .data import RenderError, fixed, grouped, k, median, sig, span
+from .data import RenderError, fixed, grouped, k, median, sig, span, span_fixed
 from .runs import CRASH, crash_row
 from .server import POSTGRES, SERVER, load_rps, postgres_rows
 
@@ -31,7 +31,7 @@ def crash_open(is_ours):
     def render(sources):
         opens = [crash_row(sources[CRASH], w, is_ours)["restartToOpen"]["p50"].num()
                  for w in ("enqueue.1p", "enqueue.64p")]
-        return f"{span(opens, lambda v: f'{v:.0f}')} ms"
+        return f"{span_fixed(opens, 0)} ms"
     return render
 
 
@@ -45,7 +45,7 @@ def spool_process(sources):
     times = sources["outbox-cli.json"]["enqueueProcess"]
 
     def seconds(field):
-        return span(times[field].nums(), lambda v: fixed(v, 2)) + " s"
+        return span_fixed(times[field].nums(), 2) + " s"
     return f"{seconds('spooledSeconds')} spooled and {seconds('directSeconds')} direct"
 
 
@@ -65,7 +65,7 @@ def drain_own_work(sources):
         entries, concurrency = point["entries"].pos(), point["concurrency"].pos()
         ideal = entries * point["latencyMillis"].num() / 1000 / concurrency
         costs.append((point["seconds"].num() - ideal) * concurrency / entries * 1000)
-    return f"{span(costs, lambda v: fixed(v, 1))} ms"
+    return f"{span_fixed(costs, 1)} ms"
 
 
 def drain_worst_point(sources):
@@ -183,11 +183,11 @@ def postgres_cost(sources):
     ratios = postgres_ratios(sources)
     if min(ratios) <= 0:
         sources[POSTGRES]["postgres"].fail("has a median of 0 rps, where a cost needs more")
-    return f"{span([1 / r for r in ratios], lambda v: f'{v:.0f}')}×"
+    return f"{span_fixed([1 / r for r in ratios], 0)}×"
 
 
 def postgres_shares(sources):
-    return span(postgres_ratios(sources), lambda v: fixed(v, 2))
+    return span_fixed(postgres_ratios(sources), 2)
 
 
 def perf_share(sources, arg):

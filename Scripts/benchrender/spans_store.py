@@ -4,8 +4,8 @@ each function renders the text of one `<!-- rendered: NAME -->…<!-- /rendered 
 span in a sentence of BENCHMARKS.md."""
 import math
 
-from .data import fixed, grouped, k, sig, span
-from .results import CLI, PACKAGE, RESULTS, comparison, contender, depth_at, ours
+from .data import fixed, grouped, k, sig, span, span_fixed
+from .results import CLI, PACKAGE, RESULTS, comparison, contender, contender_in, depth_at, ours
 from .runs import PREALLOC, prealloc_gains, prealloc_restart_costs, prealloc_to_raw
 
 LOOP = "raw write+fdatasync loop"
@@ -29,7 +29,7 @@ def machine(sources):
 def raw_sync_rate(sources):
     """Every raw write+fdatasync append loop of the current runs, lowest to highest."""
     results = sources[RESULTS]
-    rates = [contender(comparison(results, c), LOOP)["throughput"].num()
+    rates = [contender_in(results, c, LOOP)["throughput"].num()
              for c in ("durable.1p.enqueue", "durable.1p.enqueue+ack")]
     rates += [run["rawAppendLoop"].num() for run in steady_runs(sources)]
     return f"{span(rates, k)} syncs/s"
@@ -40,7 +40,7 @@ def preloop_speedup(sources):
     enq = durable_1p(sources)
     ratios = [contender(enq, PRELOOP)["throughput"].num() / contender(enq, LOOP)["throughput"].pos()]
     ratios += [run["rawPreallocatedLoop"].num() / run["rawAppendLoop"].pos() for run in steady_runs(sources)]
-    return f"{span(ratios, lambda v: fixed(v, 2))}×"
+    return f"{span_fixed(ratios, 2)}×"
 
 
 def json_depth(sources):
@@ -53,16 +53,13 @@ def json_depth(sources):
             f"to 100k pending; cost ∝ depth^{math.log(cost) / math.log(depths):.2f})")
 
 
-def written(sources, ident):
-    return ours(comparison(sources[RESULTS], ident))
-
-
-def written_rate(sources):
-    return f"{k(written(sources, 'written.1p.enqueue')['throughput'].num())}/s"
+def our_rate(ident, unit):
+    """Our throughput in the comparison `ident`, in thousands: `85.4k/s`."""
+    return lambda sources: f"{k(ours(comparison(sources[RESULTS], ident))['throughput'].num())}{unit}"
 
 
 def raw_write_p50(sources):
-    raw = contender(comparison(sources[RESULTS], "written.1p.enqueue"), "raw write loop (no sync)")
+    raw = contender_in(sources[RESULTS], "written.1p.enqueue", "raw write loop (no sync)")
     return f"{sig(raw['p50Micros'].num(), 2)} µs"
 
 
@@ -70,13 +67,8 @@ def engine_written_p50(sources):
     return f"{sig(sources[PACKAGE]['engineWritten1p']['p50Micros'].num(), 2)} µs"
 
 
-def ack_rate(sources):
-    return f"{k(written(sources, 'written.1p.enqueue+ack')['throughput'].num())} ops/s"
-
-
 def ack_ratio(sources):
-    blocking = contender(comparison(sources[RESULTS], "written.1p.enqueue+ack"),
-                         "SQLite NORMAL (GRDB blocking, own thread)")
+    blocking = contender_in(sources[RESULTS], "written.1p.enqueue+ack", "SQLite NORMAL (GRDB blocking, own thread)")
     return f"{blocking['oursOverThis'].num():.1f}×"
 
 
@@ -142,16 +134,16 @@ def preloop_vs_loop(sources):
 
 
 def prealloc_gain(sources):
-    return f"{span(prealloc_gains(sources), lambda v: fixed(v, 2))}×"
+    return f"{span_fixed(prealloc_gains(sources), 2)}×"
 
 
 def prealloc_p50_saving(sources):
     saved = [run["oursP50Micros"].num() - run["preallocatedP50Micros"].num() for run in steady_runs(sources)]
-    return f"{span(saved, lambda v: f'{v:.0f}')} µs"
+    return f"{span_fixed(saved, 0)} µs"
 
 
 def prealloc_restart_cost(sources):
-    return f"{span(prealloc_restart_costs(sources), lambda v: f'{v:.0f}')} ms"
+    return f"{span_fixed(prealloc_restart_costs(sources), 0)} ms"
 
 
 def prealloc_restart_p95(sources):
@@ -161,15 +153,11 @@ def prealloc_restart_p95(sources):
 
 
 def prealloc_to_raw_span(sources):
-    return f"{span(prealloc_to_raw(sources), lambda v: fixed(v, 2))}×"
-
-
-def durable_64p_rate(sources):
-    return f"{k(ours(comparison(sources[RESULTS], 'durable.64p.enqueue'))['throughput'].num())}/s"
+    return f"{span_fixed(prealloc_to_raw(sources), 2)}×"
 
 
 def raw_64_rate(sources):
-    group = contender(comparison(sources[RESULTS], "durable.64p.enqueue"), "raw: 64 records per write+fdatasync")
+    group = contender_in(sources[RESULTS], "durable.64p.enqueue", "raw: 64 records per write+fdatasync")
     return f"{grouped(group['throughput'].num())}/s"
 
 
@@ -184,11 +172,11 @@ def loaded_1m(sources):
 def first_enqueue_1m(sources):
     big = depth_at(sources[RESULTS], 1_000_000)
     times = [big["oursOpenSeconds"].num() * 1000, big["oursOpenColdSeconds"].num() * 1000]
-    return f"{span(times, lambda v: f'{v:.0f}')} ms"
+    return f"{span_fixed(times, 0)} ms"
 
 
 def stats_without_checkpoint(sources):
-    return f"{span(sources[CLI]['statsReopen']['withoutCheckpointSeconds'].nums(), lambda v: fixed(v, 1))} s"
+    return f"{span_fixed(sources[CLI]['statsReopen']['withoutCheckpointSeconds'].nums(), 1)} s"
 
 
 SPANS = {
@@ -196,10 +184,10 @@ SPANS = {
     "raw-sync-rate": raw_sync_rate,
     "preloop-speedup": preloop_speedup,
     "json-depth": json_depth,
-    "written-rate": written_rate,
+    "written-rate": our_rate("written.1p.enqueue", "/s"),
     "raw-write-p50": raw_write_p50,
     "engine-written-p50": engine_written_p50,
-    "ack-rate": ack_rate,
+    "ack-rate": our_rate("written.1p.enqueue+ack", " ops/s"),
     "ack-ratio": ack_ratio,
     "store-mallocs": store_mallocs,
     "reservation-mallocs": reservation_mallocs,
@@ -216,7 +204,7 @@ SPANS = {
     "prealloc-restart-cost": prealloc_restart_cost,
     "prealloc-restart-p95": prealloc_restart_p95,
     "prealloc-to-raw": prealloc_to_raw_span,
-    "durable-64p-rate": durable_64p_rate,
+    "durable-64p-rate": our_rate("durable.64p.enqueue", "/s"),
     "raw-64-rate": raw_64_rate,
     "drain-rate": drain_rate,
     "loaded-1m": loaded_1m,

@@ -2,7 +2,7 @@
 per entry, mallocs, recovery and the cost of depth (benchmark-results.json,
 package-benchmark.json, outbox-cli.json)."""
 from . import goals
-from .data import fixed, millis, sig, span
+from .data import fixed, millis, sig, span, span_fixed
 from .results import comparison, contender, depth_at, verdict
 
 
@@ -33,7 +33,7 @@ def reopen_rows(results, cli):
         f"**{millis(open_cold)}** cold; the whole queue loaded (claims, reads) after "
         f"**{fixed(loaded_warm, 2)} s / {fixed(loaded_cold, 2)} s**. Without a checkpoint "
         f"(`SCHEDULE` and `INDEX` deleted, then `outbox stats`, process start to exit, three runs): "
-        f"{span(without, lambda v: fixed(v, 1))} s, against {span(with_, lambda v: fixed(v, 1))} s "
+        f"{span_fixed(without, 1)} s, against {span_fixed(with_, 1)} s "
         "with them — both include the close, which writes both checkpoints",
         f"SQLite open {fixed(sqlite_open, 2)} s",
         "; ".join(parts),

@@ -20,6 +20,15 @@ actor ScriptedServer {
 
     func setAnswer(_ answer: @escaping @Sendable (OutboxDelivery, Int) -> OutboxOutcome) { self.answer = answer }
 
+    /// Answers each entry's first delivery with an HTTP 500 asking for a
+    /// retry after `retryAfter`, and every later one as delivered with `serverID`.
+    func failFirstDelivery(retryAfter: Duration, thenDeliverAs serverID: String) {
+        answer = { _, earlier in
+            earlier == 0
+                ? .transient(reason: "HTTP 500", httpStatus: 500, retryAfter: retryAfter) : .delivered(serverID: serverID)
+        }
+    }
+
     func deliver(_ delivery: OutboxDelivery) -> OutboxOutcome {
         let earlier = deliveries.filter { $0.id == delivery.id }.count
         deliveries.append(delivery)

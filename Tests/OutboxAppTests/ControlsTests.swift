@@ -9,9 +9,7 @@ struct ControlsTests {
     @Test("retry(id) on an entry waiting for its retry time sends it now, its attempts kept")
     func sendNow() async throws {
         let app = App()
-        await app.server.setAnswer { _, earlier in
-            earlier == 0 ? .transient(reason: "HTTP 500", httpStatus: 500, retryAfter: .seconds(600)) : .delivered(serverID: "now")
-        }
+        await app.server.failFirstDelivery(retryAfter: .seconds(600), thenDeliverAs: "now")
         let id = try await app.add(Post(text: "hello"))
         await app.dispatcher.flush()
         #expect(try await app.dispatcher.status(of: id)?.nextAttemptAt == app.clock.now().addingTimeInterval(600))

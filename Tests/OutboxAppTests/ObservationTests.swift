@@ -10,9 +10,7 @@ struct ObservationTests {
     @Test("status(of:) tells an entry's state, and delivered entries keep answering with their server id")
     func statusOfOneEntry() async throws {
         let app = App()
-        await app.server.setAnswer { delivery, earlier in
-            earlier == 0 ? .transient(reason: "HTTP 500", httpStatus: 500, retryAfter: .seconds(30)) : .delivered(serverID: "srv-1")
-        }
+        await app.server.failFirstDelivery(retryAfter: .seconds(30), thenDeliverAs: "srv-1")
         let id = try await app.add(Post(text: "hello"))
         #expect(try await app.dispatcher.status(of: id)?.status == .pending)
         await app.dispatcher.flush()
@@ -32,9 +30,7 @@ struct ObservationTests {
     @Test("updates(of:) yields the entry's state now and on every change, and ends once it is delivered")
     func updatesOfOneEntry() async throws {
         let app = App()
-        await app.server.setAnswer { _, earlier in
-            earlier == 0 ? .transient(reason: "HTTP 500", httpStatus: 500, retryAfter: .seconds(30)) : .delivered(serverID: "srv-2")
-        }
+        await app.server.failFirstDelivery(retryAfter: .seconds(30), thenDeliverAs: "srv-2")
         let id = try await app.add(Post(text: "hello"))
         let updates = app.dispatcher.updates(of: id)  // subscribed here: nothing after this is missed
         let seen = Task {

@@ -9,15 +9,20 @@ import Testing
 struct SafeDefaultsTests {
     static let day: TimeInterval = 24 * 3600
 
+    /// An app whose server gives every delivery `failure` until a day and a
+    /// minute have passed on the app's clock, and delivers as `serverID` after.
+    static func appThroughABadDay(answering failure: OutboxOutcome, thenDeliverAs serverID: String) async -> App {
+        let app = App()
+        let end = app.clock.now().addingTimeInterval(day + 60)
+        let clock = app.clock
+        await app.server.setAnswer { _, _ in clock.now() < end ? failure : .delivered(serverID: serverID) }
+        return app
+    }
+
     @Test("a day of 503s (no Retry-After) uses up no attempts: the write is delivered when the server is back")
     func dayOfServiceUnavailable() async throws {
-        let app = App()
-        let start = app.clock.now()
-        let clock = app.clock
-        await app.server.setAnswer { _, _ in
-            clock.now() < start.addingTimeInterval(Self.day + 60)
-                ? .transient(reason: "HTTP 503", httpStatus: 503, retryAfter: nil) : .delivered(serverID: "p-1")
-        }
+        let app = await Self.appThroughABadDay(
+            answering: .transient(reason: "HTTP 503", httpStatus: 503, retryAfter: nil), thenDeliverAs: "p-1")
         let id = try await app.add(Post(text: "hello"))
         try await app.pump { try await app.delivered(id) }
         #expect(try await app.store.completion(of: id)?.serverID == "p-1")
@@ -27,13 +32,8 @@ struct SafeDefaultsTests {
 
     @Test("a day of 429s with a Retry-After of half an hour: delivered after it")
     func dayOfTooManyRequests() async throws {
-        let app = App()
-        let start = app.clock.now()
-        let clock = app.clock
-        await app.server.setAnswer { _, _ in
-            clock.now() < start.addingTimeInterval(Self.day + 60)
-                ? .transient(reason: "HTTP 429", httpStatus: 429, retryAfter: .seconds(1800)) : .delivered(serverID: "p-2")
-        }
+        let app = await Self.appThroughABadDay(
+            answering: .transient(reason: "HTTP 429", httpStatus: 429, retryAfter: .seconds(1800)), thenDeliverAs: "p-2")
         let id = try await app.add(Post(text: "hello"))
         try await app.pump { try await app.delivered(id) }
         #expect(try await app.store.completion(of: id)?.serverID == "p-2")

@@ -172,16 +172,24 @@ struct CommandLineToolTests {
         #expect(files.snapshot() == before)
     }
 
-    @Test("verify exits 1 after a bit flip in the middle of a sealed segment, and dump refuses the damaged log")
-    func verifyBitFlipInSealedSegment() async throws {
-        let directory = TemporaryDirectory()
-        try await writeRecords(60, to: directory.path)
-        let files = LogFiles(directory: directory.path)
+    /// Writes 60 records to a log in `directory`, then flips a bit in the
+    /// middle of its first segment, one of at least three (so a sealed one).
+    /// Returns the log's files and that segment.
+    func sixtyRecordsWithABitFlipInTheFirstSegment(_ directory: FilePath) async throws -> (LogFiles, FilePath) {
+        try await writeRecords(60, to: directory)
+        let files = LogFiles(directory: directory)
         try #require(files.segments.count >= 3)
         let sealed = files.segments[0]
         var bytes = files.read(sealed)
         bytes[bytes.count / 2] ^= 0x10
         files.write(bytes, to: sealed)
+        return (files, sealed)
+    }
+
+    @Test("verify exits 1 after a bit flip in the middle of a sealed segment, and dump refuses the damaged log")
+    func verifyBitFlipInSealedSegment() async throws {
+        let directory = TemporaryDirectory()
+        let (files, sealed) = try await sixtyRecordsWithABitFlipInTheFirstSegment(directory.path)
         let before = files.snapshot()
 
         let json = try await outbox("log", "verify", directory.path.string, "--json")
@@ -201,12 +209,7 @@ struct CommandLineToolTests {
     @Test("dump --salvage serves the intact records past damage, exactly as many as verify counts")
     func dumpSalvageMatchesVerify() async throws {
         let directory = TemporaryDirectory()
-        try await writeRecords(60, to: directory.path)
-        let files = LogFiles(directory: directory.path)
-        let sealed = files.segments[0]
-        var bytes = files.read(sealed)
-        bytes[bytes.count / 2] ^= 0x10
-        files.write(bytes, to: sealed)
+        let (files, sealed) = try await sixtyRecordsWithABitFlipInTheFirstSegment(directory.path)
         let before = files.snapshot()
 
         let verify = try await outbox("log", "verify", directory.path.string, "--json")

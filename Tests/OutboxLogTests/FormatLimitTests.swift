@@ -22,6 +22,18 @@ struct FormatLimitTests {
         return report
     }
 
+    /// ``verify(_:)`` of a log whose one segment is `bytes`, torn at
+    /// `torn` if given: a bit flipped inside the frame that starts there.
+    static func verify(segment bytes: [UInt8], tornAt torn: Int64? = nil) async throws -> RecoveryReport {
+        var bytes = bytes
+        if let torn { bytes[Int(torn) + 29] ^= 0x01 }
+        let directory = TemporaryDirectory()
+        LogFiles(directory: directory.path).write(bytes, to: directory.appending(segmentName))
+        let report = try await verify(directory.path)
+        withExtendedLifetime(directory) {}
+        return report
+    }
+
     /// A strict open must fail with `.corruption` naming `file` and `offset`.
     static func expectStrictOpenFails(_ directory: FilePath, file: String, offset: Int64) async {
         var configuration = testConfiguration()
@@ -202,12 +214,7 @@ struct FormatLimitTests {
         let torn = Int64(segment.bytes.count)
         segment.append(.value(key: "c", payload: [3], sequence: 3))
         segment.append(.value(key: "d", payload: [4], sequence: 4, watermark: 1))
-        var bytes = segment.bytes
-        bytes[Int(torn) + 29] ^= 0x01
-        let directory = TemporaryDirectory()
-        LogFiles(directory: directory.path).write(bytes, to: directory.appending(Self.segmentName))
-
-        let report = try await Self.verify(directory.path)
+        let report = try await Self.verify(segment: segment.bytes, tornAt: torn)
         #expect(report.truncatedTail?.offset == torn, "\(report)")
         #expect(report.truncatedTail?.unreachableRecords == 1, "\(report)")
         #expect(report.records == 2, "\(report)")
@@ -222,12 +229,7 @@ struct FormatLimitTests {
         segment.append(.value(key: "b", payload: [2], sequence: 2))
         segment.append(.value(key: "c", payload: [3], sequence: 3, watermark: 1))
         segment.append(.marker(sequence: 4, watermark: 1))
-        var bytes = segment.bytes
-        bytes[Int(torn) + 29] ^= 0x01
-        let directory = TemporaryDirectory()
-        LogFiles(directory: directory.path).write(bytes, to: directory.appending(Self.segmentName))
-
-        let report = try await Self.verify(directory.path)
+        let report = try await Self.verify(segment: segment.bytes, tornAt: torn)
         #expect(report.truncatedTail?.offset == torn, "\(report)")
         #expect(report.truncatedTail?.unreachableRecords == 1, "\(report)")
     }

@@ -22,6 +22,17 @@ struct IndexCheckpointTests {
         return configuration
     }
 
+    /// Where the log's index checkpoint lives.
+    static let checkpointPath = simulatedLogDirectory.appending("INDEX")
+
+    /// A fresh simulated disk with a ``populated(_:keys:)`` log on it, the
+    /// log's model, and the index checkpoint its close wrote.
+    static func populatedWithCheckpoint() async throws -> (SimulatedFileSystem, LogModel, checkpoint: [UInt8]) {
+        let disk = SimulatedFileSystem(directories: ["/data"])
+        let model = try await populated(disk)
+        return (disk, model, try #require(disk.contents(of: checkpointPath)))
+    }
+
     /// A cleanly closed log (so with a checkpoint) of `keys` keys over
     /// several segments, some overwritten, deleted and annotated.
     static func populated(_ disk: SimulatedFileSystem, keys: Int = 60) async throws -> LogModel {
@@ -64,10 +75,9 @@ struct IndexCheckpointTests {
 
     @Test("a checkpoint that does not verify is not used, wherever it is damaged", arguments: [4, 20, 61, 70, 200, -3])
     func damagedCheckpoint(offset: Int) async throws {
-        let disk = SimulatedFileSystem(directories: ["/data"])
-        let model = try await Self.populated(disk)
-        let path = simulatedLogDirectory.appending("INDEX")
-        let size = try #require(disk.contents(of: path)).count
+        let (disk, model, checkpoint) = try await Self.populatedWithCheckpoint()
+        let path = Self.checkpointPath
+        let size = checkpoint.count
         let at = offset >= 0 ? offset : size + offset
         try disk.flipBit(inFile: path, atByte: at, bit: 4)
         let log = try await OutboxLog.open(at: simulatedLogDirectory, configuration: Self.configuration(disk))
@@ -80,10 +90,8 @@ struct IndexCheckpointTests {
 
     @Test("a checkpoint cut short, or left as a temporary file by a crash, is not used")
     func truncatedOrTemporary() async throws {
-        let disk = SimulatedFileSystem(directories: ["/data"])
-        let model = try await Self.populated(disk)
-        let path = simulatedLogDirectory.appending("INDEX")
-        let bytes = try #require(disk.contents(of: path))
+        let (disk, model, bytes) = try await Self.populatedWithCheckpoint()
+        let path = Self.checkpointPath
         for size in [0, 30, 64, bytes.count / 2, bytes.count - 1] {
             let fork = disk.snapshot()
             try fork.setContents(of: path, to: Array(bytes.prefix(size)))
@@ -98,10 +106,8 @@ struct IndexCheckpointTests {
 
     @Test("a checkpoint from before a compaction is not used: the segments it names are gone")
     func staleAfterCompaction() async throws {
-        let disk = SimulatedFileSystem(directories: ["/data"])
-        let model = try await Self.populated(disk)
-        let path = simulatedLogDirectory.appending("INDEX")
-        let before = try #require(disk.contents(of: path))
+        let (disk, model, before) = try await Self.populatedWithCheckpoint()
+        let path = Self.checkpointPath
         let log = try await OutboxLog.open(at: simulatedLogDirectory, configuration: Self.configuration(disk))
         let report = try await log.compact()
         #expect(report.inputSegments > 0)
@@ -121,7 +127,7 @@ struct IndexCheckpointTests {
         let model = try await Self.populated(disk)
         let other = SimulatedFileSystem(directories: ["/data"])
         _ = try await Self.populated(other, keys: 30)
-        try disk.setContents(of: simulatedLogDirectory.appending("INDEX"), to: try #require(other.contents(of: simulatedLogDirectory.appending("INDEX"))))
+        try disk.setContents(of: Self.checkpointPath, to: try #require(other.contents(of: Self.checkpointPath)))
         let log = try await OutboxLog.open(at: simulatedLogDirectory, configuration: Self.configuration(disk))
         try await expectLog(log, equals: model)
         #expect(log.recoveryReport.indexCheckpoint == nil)
@@ -176,17 +182,8 @@ struct IndexCheckpointTests {
 
         // Hold the index load (its read of the checkpoint's keys) until an
         // append after the open is acknowledged.
-        let gate = DispatchSemaphore(value: 0)
-        let opens = Locked(0)
-        let held = HookedFileSystem(base: disk) { operation, paths in
-            if operation == .openFile, paths.first?.lastComponent?.string == "INDEX",
-                opens.withLock({ count -> Int in count += 1; return count }) == 2
-            {
-                gate.wait()
-            }
-            return nil
-        }
-        log = try await OutboxLog.open(at: simulatedLogDirectory, configuration: Self.configuration(held))
+        let (opened, gate) = try await Self.openHoldingTheLoad(disk)
+        log = opened
         #expect(log.recoveryReport.indexCheckpoint != nil)
         #expect(!log.isIndexLoaded)
         // The open returned; appends go on; then the index load finds the damage.
@@ -202,7 +199,7 @@ struct IndexCheckpointTests {
         #expect(later?.code == .poisoned)
         try? await log.close()
         disk.simulateProcessCrash()
-        #expect(disk.contents(of: simulatedLogDirectory.appending("INDEX")) == nil, "the checkpoint is not trusted again")
+        #expect(disk.contents(of: Self.checkpointPath) == nil, "the checkpoint is not trusted again")
 
         // A strict open fails with the damage's file and offset; salvage keeps the late append.
         let strict = await #expect(throws: OutboxLogError.self) {
@@ -272,7 +269,7 @@ struct IndexCheckpointTests {
     /// Rewrites `INDEX` with `change` applied, its table's and header's
     /// CRCs recomputed: a forged file, not a damaged one.
     static func forge(_ disk: SimulatedFileSystem, _ change: (inout [UInt8]) -> Void) throws {
-        let path = simulatedLogDirectory.appending("INDEX")
+        let path = Self.checkpointPath
         var bytes = try #require(disk.contents(of: path))
         change(&bytes)
         // 64-byte header, 88-byte segment entries (Docs/FORMAT.md, "Index checkpoint").

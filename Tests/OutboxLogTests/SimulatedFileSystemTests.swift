@@ -52,6 +52,13 @@ private func logWithUnsyncedAppends(_ sizes: [Int]) throws -> (SimulatedFileSyst
     return (fs, ranges)
 }
 
+/// A copy of `fs` after a power loss of `mode` with `seed`, and what the loss did to it.
+private func powerLoss(of fs: SimulatedFileSystem, _ mode: PowerLossMode, seed: UInt64) -> (SimulatedFileSystem, PowerLossReport) {
+    let crashed = fs.snapshot()
+    let report = crashed.simulatePowerLoss(mode, seed: seed)
+    return (crashed, report)
+}
+
 /// The image of the log above when exactly the records in `kept` landed.
 private func imageKeeping(_ ranges: [Range<Int>], kept: [Int]) -> [UInt8] {
     guard let last = kept.max() else { return [] }
@@ -321,8 +328,7 @@ struct SimulatedFileSystemDurabilityTests {
         var outcomes: Set<[UInt8]> = []
         for mode in PowerLossMode.allCases {
             for seed in UInt64(0)..<32 {
-                let crashed = fs.snapshot()
-                crashed.simulatePowerLoss(mode, seed: seed)
+                let (crashed, _) = powerLoss(of: fs, mode, seed: seed)
                 let manifest = crashed.contents(of: "/db/MANIFEST")
                 #expect(manifest == Array("old".utf8) || manifest == Array("new!".utf8), "mode \(mode) seed \(seed)")
                 if let manifest { outcomes.insert(manifest) }
@@ -332,8 +338,7 @@ struct SimulatedFileSystemDurabilityTests {
 
         try fs.synchronizeDirectory("/db")
         for mode in PowerLossMode.allCases {
-            let crashed = fs.snapshot()
-            crashed.simulatePowerLoss(mode, seed: 3)
+            let (crashed, _) = powerLoss(of: fs, mode, seed: 3)
             #expect(crashed.contents(of: "/db/MANIFEST") == Array("new!".utf8))
             #expect(crashed.allFiles() == ["/db/MANIFEST"])
         }
@@ -378,8 +383,7 @@ struct SimulatedFileSystemDurabilityTests {
 
         for mode in PowerLossMode.allCases {
             for seed in UInt64(0)..<8 {
-                let crashed = fs.snapshot()
-                let report = crashed.simulatePowerLoss(mode, seed: seed)
+                let (crashed, report) = powerLoss(of: fs, mode, seed: seed)
                 #expect(crashed.contents(of: "/db/log") == [1, 1, 1, 1], "mode \(mode) seed \(seed)")
                 #expect(report.files.first?.droppedByFailedSync == 2)
             }
@@ -462,8 +466,7 @@ struct SimulatedFileSystemPowerLossTests {
         let (fs, ranges) = try logWithUnsyncedAppends([100, 100, 100, 100])
         var prefixLengths: Set<Int> = []
         for seed in UInt64(0)..<64 {
-            let crashed = fs.snapshot()
-            let report = crashed.simulatePowerLoss(.keepRandomPrefix, seed: seed)
+            let (crashed, report) = powerLoss(of: fs, .keepRandomPrefix, seed: seed)
             let landed = report.files[0].landedOperations
             #expect(landed == Array(0..<landed.count), "seed \(seed): not a prefix")
             #expect(crashed.contents(of: "/db/log") == imageKeeping(ranges, kept: landed), "seed \(seed)")
@@ -477,8 +480,7 @@ struct SimulatedFileSystemPowerLossTests {
         for index in 0..<4 { try makeSimFile(fs, FilePath("/db/f\(index)"), [UInt8(index)], syncDirectory: false) }
         var survivorCounts: Set<Int> = []
         for seed in UInt64(0)..<64 {
-            let crashed = fs.snapshot()
-            crashed.simulatePowerLoss(.keepRandomPrefix, seed: seed)
+            let (crashed, _) = powerLoss(of: fs, .keepRandomPrefix, seed: seed)
             let names = try crashed.contentsOfDirectory("/db")
             #expect(names == (0..<names.count).map { "f\($0)" }, "seed \(seed): created out of order")
             survivorCounts.insert(names.count)
@@ -491,8 +493,7 @@ struct SimulatedFileSystemPowerLossTests {
         let (fs, ranges) = try logWithUnsyncedAppends([700, 700, 700])
         var tornMidRecord = 0
         for seed in UInt64(0)..<64 {
-            let crashed = fs.snapshot()
-            let report = crashed.simulatePowerLoss(.tearLastWrite, seed: seed)
+            let (crashed, report) = powerLoss(of: fs, .tearLastWrite, seed: seed)
             let outcome = report.files[0]
             let contents = crashed.contents(of: "/db/log")!
             #expect(!outcome.landedOperations.isEmpty)
@@ -514,8 +515,7 @@ struct SimulatedFileSystemPowerLossTests {
     @Test func tearLastWriteNeverTearsWithinASector() throws {
         let (fs, ranges) = try logWithUnsyncedAppends([100, 100])  // both inside sector 0
         for seed in UInt64(0)..<32 {
-            let crashed = fs.snapshot()
-            let report = crashed.simulatePowerLoss(.tearLastWrite, seed: seed)
+            let (crashed, report) = powerLoss(of: fs, .tearLastWrite, seed: seed)
             #expect(report.files[0].tornWrite == nil)
             #expect(crashed.contents(of: "/db/log") == imageKeeping(ranges, kept: report.files[0].landedOperations))
         }
@@ -526,8 +526,7 @@ struct SimulatedFileSystemPowerLossTests {
         var zeroTails = 0
         var randomTails = 0
         for seed in UInt64(0)..<64 {
-            let crashed = fs.snapshot()
-            let report = crashed.simulatePowerLoss(.garbageTail, seed: seed)
+            let (crashed, report) = powerLoss(of: fs, .garbageTail, seed: seed)
             let outcome = report.files[0]
             let contents = crashed.contents(of: "/db/log")!
             let garbage = try #require(outcome.garbageTail, "seed \(seed): every append extends the file")
@@ -555,8 +554,7 @@ struct SimulatedFileSystemPowerLossTests {
         let fd = try fs.openFile("/db/f", mode: .readWrite)
         try writeBytes(fs, fd, filled(2, 50), at: 0)  // not extending: no garbage possible
         for seed in UInt64(0)..<16 {
-            let crashed = fs.snapshot()
-            let report = crashed.simulatePowerLoss(.garbageTail, seed: seed)
+            let (crashed, report) = powerLoss(of: fs, .garbageTail, seed: seed)
             #expect(report.files[0].garbageTail == nil)
             let contents = crashed.contents(of: "/db/f")
             #expect(contents == filled(1, 100) || contents == filled(2, 50) + filled(1, 50))
@@ -572,8 +570,7 @@ struct SimulatedFileSystemPowerLossTests {
         var sawNonPrefix = false
         var sawLaterFileWithoutEarlierWrite = false
         for seed in UInt64(0)..<64 {
-            let crashed = fs.snapshot()
-            let report = crashed.simulatePowerLoss(.reorder, seed: seed)
+            let (crashed, report) = powerLoss(of: fs, .reorder, seed: seed)
             let log = try #require(report.files.first { $0.path == "/db/log" })
             #expect(crashed.contents(of: "/db/log") == imageKeeping(ranges, kept: log.landedOperations), "seed \(seed)")
             if log.landedOperations != Array(0..<log.landedOperations.count) { sawNonPrefix = true }

@@ -54,10 +54,8 @@ struct CheckpointTrustTests {
         let listed = try await store.entries(matching: .all).map(\.id)
         #expect(Set(listed) == Set(ids.dropFirst()), "\(listed.count) of \(ids.count - 1) entries listed", sourceLocation: sourceLocation)
         #expect(store.core.loadedFrom == .everyEntry, sourceLocation: sourceLocation)
-        guard case .enqueued(let entry) = try await store.enqueue(request(OutboxEntry.ID())) else {
-            Issue.record("the store refused a write", sourceLocation: sourceLocation)
-            return
-        }
+        let entry = try #require(
+            try await store.enqueue(request(OutboxEntry.ID())).newEntry, "the store refused a write", sourceLocation: sourceLocation)
         #expect(try await store.entries(matching: .all).allSatisfy { $0.id == entry.id || $0.sequence < entry.sequence })
         try await store.close()
     }

@@ -70,54 +70,7 @@ extension StoreUnderTest {
 
 /// A store that forwards everything but `claimDue`, so the protocol
 /// extension's default runs.
-private final class DefaultClaimStore: OutboxStore {
-    let base: any OutboxStore
-    init(_ base: any OutboxStore) { self.base = base }
-
-    var partition: String { base.partition }
-    func enqueue(_ request: OutboxEnqueueRequest) async throws(OutboxError) -> OutboxEnqueueResult {
-        try await base.enqueue(request)
-    }
-    func dueEntries(at now: Date, limit: Int) async throws(OutboxError) -> [OutboxEntry] {
-        try await base.dueEntries(at: now, limit: limit)
-    }
-    func nextDueDate() async throws(OutboxError) -> Date? { try await base.nextDueDate() }
-    func beginAttempt(_ id: OutboxEntry.ID, at now: Date, lease: Duration) async throws(OutboxError) -> OutboxEntry {
-        try await base.beginAttempt(id, at: now, lease: lease)
-    }
-    func recordSuccess(_ id: OutboxEntry.ID, serverID: String?, at now: Date) async throws(OutboxError) {
-        try await base.recordSuccess(id, serverID: serverID, at: now)
-    }
-    func recordFailure(
-        _ id: OutboxEntry.ID, _ failure: OutboxFailure, retryAt: Date, countsAsAttempt: Bool, serverAnsweredAt: Date?,
-        outcomeUnknownAt: Date?
-    ) async throws(OutboxError) -> (status: OutboxStatus, cascade: OutboxCascade) {
-        try await base.recordFailure(
-            id, failure, retryAt: retryAt, countsAsAttempt: countsAsAttempt, serverAnsweredAt: serverAnsweredAt,
-            outcomeUnknownAt: outcomeUnknownAt)
-    }
-    func quarantine(_ id: OutboxEntry.ID, _ failure: OutboxFailure) async throws(OutboxError) -> OutboxCascade {
-        try await base.quarantine(id, failure)
-    }
-    func markConflict(_ id: OutboxEntry.ID, _ failure: OutboxFailure) async throws(OutboxError) {
-        try await base.markConflict(id, failure)
-    }
-    func retry(_ id: OutboxEntry.ID, at now: Date) async throws(OutboxError) -> OutboxCascade {
-        try await base.retry(id, at: now)
-    }
-    func discard(_ id: OutboxEntry.ID) async throws(OutboxError) -> OutboxCascade { try await base.discard(id) }
-    func entry(_ id: OutboxEntry.ID) async throws(OutboxError) -> OutboxEntry? { try await base.entry(id) }
-    func entries(matching filter: OutboxFilter) async throws(OutboxError) -> [OutboxEntry] {
-        try await base.entries(matching: filter)
-    }
-    func summary() async throws(OutboxError) -> OutboxSummary { try await base.summary() }
-    func dependents(of id: OutboxEntry.ID) async throws(OutboxError) -> [OutboxEntry.ID] {
-        try await base.dependents(of: id)
-    }
-    func completion(of id: OutboxEntry.ID) async throws(OutboxError) -> OutboxCompletion? {
-        try await base.completion(of: id)
-    }
-    func clear() async throws(OutboxError) { try await base.clear() }
-    func prune(at now: Date) async throws(OutboxError) { try await base.prune(at: now) }
-    func close() async throws(OutboxError) { try await base.close() }
+private final class DefaultClaimStore: ForwardingOutboxStore {
+    let wrapped: any OutboxStore
+    init(_ base: any OutboxStore) { wrapped = base }
 }

@@ -369,19 +369,19 @@ final class LogCapture: Sendable {
 /// when told to (a read error in the middle of an attempt), and a hook runs
 /// after `nextDueDate()` answers (time passing between the dispatcher's
 /// claim and its next look at the queue).
-final class InterceptingStore: OutboxStore {
+final class InterceptingStore: ForwardingOutboxStore {
     let base: InMemoryOutboxStore
     private let failNext = Locked(false)
     private let failNextFailureRecord = Locked(false)
     private let afterNextDueDate = Locked<(@Sendable (Date?) -> Void)?>(nil)
     init(base: InMemoryOutboxStore) { self.base = base }
+    var wrapped: any OutboxStore { base }
     func failNextCompletion() { failNext.withLock { $0 = true } }
     /// The next `recordFailure` fails (a write error while recording an outcome).
     func failNextFailure() { failNextFailureRecord.withLock { $0 = true } }
     /// Runs `hook` with every answer of `nextDueDate()` before the caller sees it.
     func afterNextDueDate(_ hook: @escaping @Sendable (Date?) -> Void) { afterNextDueDate.withLock { $0 = hook } }
 
-    var partition: String { base.partition }
     func completion(of id: OutboxEntry.ID) async throws(OutboxError) -> OutboxCompletion? {
         let fail = failNext.withLock { flag -> Bool in
             defer { flag = false }
@@ -390,8 +390,6 @@ final class InterceptingStore: OutboxStore {
         if fail { throw OutboxError(.storage, "read failed (injected)") }
         return try await base.completion(of: id)
     }
-    func enqueue(_ request: OutboxEnqueueRequest) async throws(OutboxError) -> OutboxEnqueueResult { try await base.enqueue(request) }
-    func dueEntries(at now: Date, limit: Int) async throws(OutboxError) -> [OutboxEntry] { try await base.dueEntries(at: now, limit: limit) }
     func claimDue(at now: Date, limit: Int, lease: Duration, accepting: (String) -> Bool) async throws(OutboxError) -> OutboxClaim {
         try await base.claimDue(at: now, limit: limit, lease: lease, accepting: accepting)
     }
@@ -399,12 +397,6 @@ final class InterceptingStore: OutboxStore {
         let next = try await base.nextDueDate()
         afterNextDueDate.withLock { $0 }?(next)
         return next
-    }
-    func beginAttempt(_ id: OutboxEntry.ID, at now: Date, lease: Duration) async throws(OutboxError) -> OutboxEntry {
-        try await base.beginAttempt(id, at: now, lease: lease)
-    }
-    func recordSuccess(_ id: OutboxEntry.ID, serverID: String?, at now: Date) async throws(OutboxError) {
-        try await base.recordSuccess(id, serverID: serverID, at: now)
     }
     func recordFailure(
         _ id: OutboxEntry.ID, _ failure: OutboxFailure, retryAt: Date, countsAsAttempt: Bool, serverAnsweredAt: Date?,
@@ -420,19 +412,4 @@ final class InterceptingStore: OutboxStore {
             outcomeUnknownAt: outcomeUnknownAt)
     }
     func reclaimExpiredLeases(at now: Date) async throws(OutboxError) -> [OutboxEntry.ID] { try await base.reclaimExpiredLeases(at: now) }
-    func quarantine(_ id: OutboxEntry.ID, _ failure: OutboxFailure) async throws(OutboxError) -> OutboxCascade {
-        try await base.quarantine(id, failure)
-    }
-    func markConflict(_ id: OutboxEntry.ID, _ failure: OutboxFailure) async throws(OutboxError) {
-        try await base.markConflict(id, failure)
-    }
-    func retry(_ id: OutboxEntry.ID, at now: Date) async throws(OutboxError) -> OutboxCascade { try await base.retry(id, at: now) }
-    func discard(_ id: OutboxEntry.ID) async throws(OutboxError) -> OutboxCascade { try await base.discard(id) }
-    func entry(_ id: OutboxEntry.ID) async throws(OutboxError) -> OutboxEntry? { try await base.entry(id) }
-    func entries(matching filter: OutboxFilter) async throws(OutboxError) -> [OutboxEntry] { try await base.entries(matching: filter) }
-    func summary() async throws(OutboxError) -> OutboxSummary { try await base.summary() }
-    func dependents(of id: OutboxEntry.ID) async throws(OutboxError) -> [OutboxEntry.ID] { try await base.dependents(of: id) }
-    func clear() async throws(OutboxError) { try await base.clear() }
-    func prune(at now: Date) async throws(OutboxError) { try await base.prune(at: now) }
-    func close() async throws(OutboxError) { try await base.close() }
 }

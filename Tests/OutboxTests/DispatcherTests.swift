@@ -233,10 +233,7 @@ struct DispatcherTests {
     func facade() async throws {
         let fixture = DispatcherFixture()
         let result = try await fixture.dispatcher.enqueue(Note(text: "hello", conversation: "c-1"))
-        guard case .enqueued(let entry) = result else {
-            Issue.record("expected a new entry")
-            return
-        }
+        let entry = try #require(result.newEntry, "expected a new entry")
         #expect(entry.scope == "c-1")
         await fixture.events.wait { $0.contains(.enqueued(entry)) && $0.contains { $0.deliveredID == entry.id } }
         let summary = try await fixture.dispatcher.summary()

@@ -51,8 +51,7 @@ struct FirstLaunchTests {
     func createdDirectoriesAreDurable() async throws {
         for mode in PowerLossMode.allCases {
             let disk = SimulatedFileSystem(directories: ["/data"])
-            var configuration = quietConfiguration()
-            configuration.log.fileSystem = disk
+            let configuration = quietConfiguration(on: disk)
             let root: FilePath = "/data/Library/Application Support/outbox"
             let store = try await LogOutboxStore.open(root: root, partition: "bob", configuration: configuration)
             for directory in ["/data/Library", "/data/Library/Application Support", root] as [FilePath] {

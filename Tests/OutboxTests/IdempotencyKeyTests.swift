@@ -51,24 +51,31 @@ struct IdempotencyKeyTests {
         disk.faults.removeAllRules()
     }
 
+    /// A store on a simulated disk, still open, holding one earlier entry,
+    /// whose enqueue of `id` ("pay 10") just failed with the sync of its
+    /// segment (``failNextSyncOfTheSegment(_:_:sourceLocation:)``).
+    func storeAfterAFailedEnqueue(
+        of id: OutboxEntry.ID, sourceLocation: SourceLocation = #_sourceLocation
+    ) async throws -> (SimulatedFileSystem, OutboxStoreConfiguration, LogOutboxStore) {
+        let disk = SimulatedFileSystem(directories: ["/data"])
+        let configuration = quietConfiguration(on: disk)
+        let store = try await LogOutboxStore.open(root: "/data/outbox", partition: "p", configuration: configuration)
+        try await store.add(request(payload: "earlier"))
+        try await failNextSyncOfTheSegment(
+            disk, { try await store.enqueue(request(id, payload: "pay 10")) }, sourceLocation: sourceLocation)
+        return (disk, configuration, store)
+    }
+
     @Test("a write enqueued again after its enqueue failed and the machine lost power gets the key it had")
     func retryAfterAFailedEnqueueAndAPowerLoss() async throws {
-        let disk = SimulatedFileSystem(directories: ["/data"])
-        var configuration = quietConfiguration()
-        configuration.log.fileSystem = disk
-        let store = try await LogOutboxStore.open(root: "/data/outbox", partition: "p", configuration: configuration)
         let id = OutboxEntry.ID()
-        try await store.add(request(payload: "earlier"))
-        try await failNextSyncOfTheSegment(disk) { try await store.enqueue(request(id, payload: "pay 10")) }
+        let (disk, configuration, store) = try await storeAfterAFailedEnqueue(of: id)
         disk.simulatePowerLoss(.dropUnsynced, seed: 1)
         withExtendedLifetime(store) {}
 
         let reopened = try await LogOutboxStore.open(root: "/data/outbox", partition: "p", configuration: configuration)
         #expect(try await reopened.entry(id) == nil)  // the failed enqueue is gone
-        guard case .enqueued(let entry) = try await reopened.enqueue(request(id, payload: "pay 10")) else {
-            Issue.record("expected a new entry")
-            return
-        }
+        let entry = try #require(try await reopened.enqueue(request(id, payload: "pay 10")).newEntry, "expected a new entry")
         // Had the first attempt reached the server, this one would be answered from it.
         #expect(entry.idempotencyKey == (try await Self.key(partition: "p", id: id)))
         try await reopened.close()
@@ -76,13 +83,8 @@ struct IdempotencyKeyTests {
 
     @Test("a write enqueued again after its enqueue failed and the app was killed is a duplicate")
     func retryAfterAFailedEnqueueAndAnAppKill() async throws {
-        let disk = SimulatedFileSystem(directories: ["/data"])
-        var configuration = quietConfiguration()
-        configuration.log.fileSystem = disk
-        let store = try await LogOutboxStore.open(root: "/data/outbox", partition: "p", configuration: configuration)
         let id = OutboxEntry.ID()
-        try await store.add(request(payload: "earlier"))
-        try await failNextSyncOfTheSegment(disk) { try await store.enqueue(request(id, payload: "pay 10")) }
+        let (disk, configuration, store) = try await storeAfterAFailedEnqueue(of: id)
         // Killed: the kernel still has the written record, and the next open keeps it.
         disk.simulateProcessCrash()
         withExtendedLifetime(store) {}
@@ -105,10 +107,8 @@ struct IdempotencyKeyTests {
         try await subject.store.prune(at: now.addingTimeInterval(3600))
         try await subject.reopen(now: now)
         #expect(try await subject.store.completion(of: id) == nil)
-        guard case .enqueued(let second) = try await subject.store.enqueue(request(id)) else {
-            Issue.record("expected a new entry once the completion was pruned")
-            return
-        }
+        let second = try #require(
+            try await subject.store.enqueue(request(id)).newEntry, "expected a new entry once the completion was pruned")
         #expect(second.idempotencyKey == first.idempotencyKey)
         try await subject.close()
     }
@@ -138,10 +138,8 @@ struct IdempotencyKeyTests {
         // …and a new entry (with the same key, which the server remembers) after.
         try await subject.store.prune(at: now.addingTimeInterval(8 * 24 * 3600))
         try await subject.reopen(now: now)
-        guard case .enqueued(let later) = try await subject.store.enqueue(again) else {
-            Issue.record("expected a new entry once the completion was pruned")
-            return
-        }
+        let later = try #require(
+            try await subject.store.enqueue(again).newEntry, "expected a new entry once the completion was pruned")
         #expect(later.idempotencyKey == "form-77-submit")
         try await subject.close()
     }

@@ -135,10 +135,7 @@ struct InputValidationTests {
         request.idempotencyKey = String(repeating: "k", count: OutboxLimits.idempotencyKeyLength.upperBound)
         request.headers["X-Tab"] = "a\tb"
         let result = try await subject.store.enqueue(request)
-        guard case .enqueued(let entry) = result else {
-            Issue.record("expected a new entry, got \(result)")
-            return
-        }
+        let entry = try #require(result.newEntry, "expected a new entry, got \(result)")
         #expect(entry.priority == Int(Int16.max))
         #expect(entry.maxAttempts == Int(UInt16.max))
         try await subject.close()

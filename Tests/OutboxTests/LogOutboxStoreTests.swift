@@ -53,8 +53,7 @@ struct LogOutboxStoreTests {
     func powerLoss() async throws {
         for mode in PowerLossMode.allCases {
             let disk = SimulatedFileSystem(directories: ["/data"])
-            var configuration = quietConfiguration()
-            configuration.log.fileSystem = disk
+            let configuration = quietConfiguration(on: disk)
             let store = try await LogOutboxStore.open(root: "/data/outbox", partition: "bob", configuration: configuration)
             var delivered: [OutboxEntry.ID] = []
             var pending: [OutboxEntry.ID] = []
@@ -89,8 +88,7 @@ struct LogOutboxStoreTests {
     func unsyncedSuccess() async throws {
         for successDurability in [Durability.written, .durable] {
             let disk = SimulatedFileSystem(directories: ["/data"])
-            var configuration = quietConfiguration()
-            configuration.log.fileSystem = disk
+            var configuration = quietConfiguration(on: disk)
             configuration.successDurability = successDurability
             let store = try await LogOutboxStore.open(root: "/data/outbox", partition: "bob", configuration: configuration)
             let early = try await store.add(request(payload: "early"))

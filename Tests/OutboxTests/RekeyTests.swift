@@ -9,18 +9,12 @@ import Testing
 /// each step of it.
 @Suite("Key rotation")
 struct RekeyTests {
-    static func sealed(_ key: SymmetricKey) -> OutboxStoreConfiguration {
-        var configuration = quietConfiguration()
-        configuration.encryptionKey = key
-        return configuration
-    }
-
     static func raw(_ key: SymmetricKey) -> Data { key.withUnsafeBytes { Data($0) } }
 
     /// A queue with pending, failed and delivered entries; returns the ids
     /// of the entries and of the delivered one's completion.
     static func fill(root: FilePath, key: SymmetricKey) async throws -> (entries: Set<OutboxEntry.ID>, delivered: OutboxEntry.ID) {
-        let store = try await LogOutboxStore.open(root: root, partition: "gina", configuration: sealed(key))
+        let store = try await LogOutboxStore.open(root: root, partition: "gina", configuration: PartitionDirectoryTests.sealed(key))
         var ids: [OutboxEntry.ID] = []
         for index in 0..<40 { ids.append(try await store.add(request(payload: "entry \(index)", scope: "chat-\(index % 3)"))) }
         let failed = ids[0]  // the head of its scope
@@ -36,7 +30,8 @@ struct RekeyTests {
     static func contents(root: FilePath, key: SymmetricKey) async -> Result<Set<OutboxEntry.ID>, OutboxError> {
         do {
             let store = try await LogOutboxStore.open(
-                root: root, partition: "gina", configuration: { var c = sealed(key); c.log.createIfMissing = false; return c }())
+                root: root, partition: "gina",
+                configuration: { var c = PartitionDirectoryTests.sealed(key); c.log.createIfMissing = false; return c }())
             let ids = Set(try await store.entries(matching: .all).map(\.id))
             try await store.close()
             return .success(ids)
@@ -58,7 +53,7 @@ struct RekeyTests {
             try await LogOutboxStore.rekey(root: root.path, partition: "gina", from: SymmetricKey(size: .bits256), to: new)
         }
         try await LogOutboxStore.rekey(root: root.path, partition: "gina", from: old, to: new, configuration: quietConfiguration())
-        let store = try await LogOutboxStore.open(root: root.path, partition: "gina", configuration: Self.sealed(new))
+        let store = try await LogOutboxStore.open(root: root.path, partition: "gina", configuration: PartitionDirectoryTests.sealed(new))
         #expect(Set(try await store.entries(matching: .all).map(\.id)) == ids)
         #expect(try await store.entries(matching: .all).contains { $0.lastFailure?.message == "busy" && $0.attempts == 1 })
         #expect(try await store.completion(of: delivered)?.serverID == "srv-1")

@@ -15,10 +15,7 @@ struct ScopeOrderTests {
         let parent = try await subject.store.add(request(payload: "post", scope: "s"))
         let result = try await subject.store.enqueue(
             request(payload: "unlike", scope: "s", dependencies: [parent], coalescingKey: "k"))
-        guard case .coalesced(let replacement, let replaced) = result else {
-            Issue.record("expected coalescing, got \(result)")
-            return
-        }
+        let (replacement, replaced) = try #require(result.replacement, "expected coalescing, got \(result)")
         #expect(replaced == old)
         try await subject.reopen(now: now)
         // Keeping `old`'s place would put it ahead of `parent`, which could
@@ -27,8 +24,7 @@ struct ScopeOrderTests {
         #expect(try await subject.store.entries(matching: OutboxFilter(scope: "s")).map(\.id) == [parent, replacement.id])
         try await subject.store.deliver(parent, serverID: "p-1", at: now)
         try await subject.reopen(now: now)
-        #expect(try await subject.store.dueIDs(at: now) == [replacement.id])
-        try await subject.store.deliver(replacement.id, at: now)
+        try await subject.store.deliverOneAtATime([replacement.id], at: now)
         #expect(try await subject.store.summary().unsent == 0)
         try await subject.close()
     }
@@ -42,15 +38,9 @@ struct ScopeOrderTests {
         let middle = try await subject.store.add(request(payload: "m", dependencies: [parent]))  // no scope
         let result = try await subject.store.enqueue(
             request(payload: "v2", scope: "s", dependencies: [middle], coalescingKey: "k"))
-        guard case .coalesced(let replacement, _) = result else {
-            Issue.record("expected coalescing, got \(result)")
-            return
-        }
+        let replacement = try #require(result.replacement, "expected coalescing, got \(result)").entry
         try await subject.reopen(now: now)
-        #expect(try await subject.store.dueIDs(at: now) == [parent])
-        try await subject.store.deliver(parent, at: now)
-        #expect(try await subject.store.dueIDs(at: now) == [middle])
-        try await subject.store.deliver(middle, at: now)
+        try await subject.store.deliverOneAtATime([parent, middle], at: now)
         try await subject.reopen(now: now)
         #expect(try await subject.store.dueIDs(at: now) == [replacement.id])
         try await subject.close()
@@ -65,14 +55,10 @@ struct ScopeOrderTests {
         let later = try await subject.store.add(request(payload: "later", scope: "s"))
         let result = try await subject.store.enqueue(
             request(payload: "v2", scope: "s", dependencies: [parent], coalescingKey: "k"))
-        guard case .coalesced(let replacement, _) = result else {
-            Issue.record("expected coalescing, got \(result)")
-            return
-        }
+        let replacement = try #require(result.replacement, "expected coalescing, got \(result)").entry
         try await subject.reopen(now: now)
         #expect(try await subject.store.entries(matching: OutboxFilter(scope: "s")).map(\.id) == [replacement.id, later])
-        #expect(try await subject.store.dueIDs(at: now) == [parent])
-        try await subject.store.deliver(parent, at: now)
+        try await subject.store.deliverOneAtATime([parent], at: now)
         #expect(try await subject.store.dueIDs(at: now) == [replacement.id])
         try await subject.close()
     }
@@ -112,12 +98,10 @@ struct ScopeOrderTests {
         #expect(try await subject.store.dueIDs(at: now).isEmpty)
         try await subject.reopen(now: now)
         #expect(try await subject.store.dueIDs(at: now).isEmpty)
-        #expect(try await subject.store.dueIDs(at: retryAt) == [second])
-        try await subject.store.deliver(second, at: retryAt)
+        try await subject.store.deliverOneAtATime([second], at: retryAt)
         try await subject.reopen(now: retryAt)
         // Then the rest of the scope in sequence order.
-        #expect(try await subject.store.dueIDs(at: retryAt) == [first])
-        try await subject.store.deliver(first, at: retryAt)
+        try await subject.store.deliverOneAtATime([first], at: retryAt)
         #expect(try await subject.store.dueIDs(at: retryAt) == [third])
         try await subject.close()
     }

@@ -112,8 +112,7 @@ struct SendBeforeDurableTests {
     func failedSyncWhileDraining() async throws {
         for round in 0..<12 {
             let disk = SimulatedFileSystem(directories: ["/data"])
-            var configuration = quietConfiguration()
-            configuration.log.fileSystem = disk
+            let configuration = quietConfiguration(on: disk)
             let store = try await LogOutboxStore.open(root: "/data/outbox", partition: "p", configuration: configuration)
             // The first syncs succeed (so some enqueues are acknowledged and
             // sent), then one fails after its write: the log is poisoned.

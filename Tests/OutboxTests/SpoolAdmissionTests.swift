@@ -59,12 +59,22 @@ struct SpoolAdmissionTests {
         return writer
     }
 
+    /// The owner's configuration for ``spoolAnOversizedEntry(owner:writer:)``:
+    /// a 1 MiB record limit, and payloads from `largePayloadThreshold` bytes
+    /// up kept in files (nil: none).
+    static func owner(_ disk: SimulatedFileSystem, largePayloadThreshold: Int?) -> OutboxStoreConfiguration {
+        var owner = SpoolTests.configuration(disk)
+        owner.log.maximumRecordSize = 1 << 20
+        owner.largePayloadThreshold = largePayloadThreshold
+        return owner
+    }
+
     /// The owner holds the queue; a writer with a larger record limit spools
     /// a small entry, a 2 MiB one and another small one.
     static func spoolAnOversizedEntry(
         owner: OutboxStoreConfiguration, writer: OutboxStoreConfiguration
     ) async throws -> (LogOutboxStore, [OutboxEnqueueRequest]) {
-        let store = try await LogOutboxStore.open(root: SpoolTests.root, partition: "alice", configuration: owner)
+        let store = try await SpoolTests.open(owner)
         let requests = [
             SpoolTests.request("before"), SpoolTests.request(String(repeating: "x", count: 2 << 20)),
             SpoolTests.request("after"),
@@ -77,9 +87,7 @@ struct SpoolAdmissionTests {
     @Test("a spooled entry over the owner's record limit is set aside and reported; the rest moves in and the store stays usable", arguments: [nil, 4096])
     func oversizedEntryIsSetAside(indexEvery: Int?) async throws {
         let disk = SimulatedFileSystem()
-        var owner = SpoolTests.configuration(disk)
-        owner.log.maximumRecordSize = 1 << 20
-        owner.largePayloadThreshold = nil
+        let owner = Self.owner(disk, largePayloadThreshold: nil)
         let (store, requests) = try await Self.spoolAnOversizedEntry(
             owner: owner, writer: Self.spooling(disk, writerRecordSize: 4 << 20, indexEvery: indexEvery))
         if indexEvery != nil {
@@ -104,7 +112,7 @@ struct SpoolAdmissionTests {
         }
         #expect(try await store.ingestSpools() == OutboxSpoolReport())
         try await store.close()
-        let reopened = try await LogOutboxStore.open(root: SpoolTests.root, partition: "alice", configuration: owner)
+        let reopened = try await SpoolTests.open(owner)
         #expect(reopened.spoolReportAtOpen == OutboxSpoolReport())
         #expect(try await reopened.summary().unsent == 3)
         try await reopened.close()
@@ -113,9 +121,7 @@ struct SpoolAdmissionTests {
     @Test("a spooled payload above the owner's large-payload threshold moves into a payload file, as a direct enqueue's would")
     func largeSpooledPayloadGoesToAFile() async throws {
         let disk = SimulatedFileSystem()
-        var owner = SpoolTests.configuration(disk)
-        owner.log.maximumRecordSize = 1 << 20
-        owner.largePayloadThreshold = 64 << 10
+        let owner = Self.owner(disk, largePayloadThreshold: 64 << 10)
         let (store, requests) = try await Self.spoolAnOversizedEntry(
             owner: owner, writer: Self.spooling(disk, writerRecordSize: 4 << 20))
         let report = try await store.ingestSpools()
@@ -129,7 +135,7 @@ struct SpoolAdmissionTests {
     @Test("a writer refuses a spooled entry over its own record limit with tooLarge, whatever the payload threshold says")
     func writerChecksItsRecordLimit() async throws {
         let disk = SimulatedFileSystem()
-        let owner = try await LogOutboxStore.open(root: SpoolTests.root, partition: "alice", configuration: SpoolTests.configuration(disk))
+        let owner = try await SpoolTests.open(SpoolTests.configuration(disk))
         var writer = SpoolTests.configuration(disk)
         writer.log.maximumRecordSize = 1 << 20
         writer.largePayloadThreshold = 64 << 10
@@ -148,7 +154,7 @@ struct SpoolAdmissionTests {
     func spooledBodyOutOfRange() async throws {
         let disk = SimulatedFileSystem()
         let configuration = SpoolTests.configuration(disk)
-        let owner = try await LogOutboxStore.open(root: SpoolTests.root, partition: "alice", configuration: configuration)
+        let owner = try await SpoolTests.open(configuration)
         let format = RecordFormat(partition: "alice", key: nil)
         var bodies: [PreparedBody] = []
         for (text, createdAt) in [("before", Date().milliseconds), ("forged", Int64.max), ("after", Date().milliseconds)] {
@@ -173,7 +179,7 @@ struct SpoolAdmissionTests {
     func strayNamesInSpools() async throws {
         let disk = SimulatedFileSystem()
         let configuration = SpoolTests.configuration(disk)
-        let owner = try await LogOutboxStore.open(root: SpoolTests.root, partition: "alice", configuration: configuration)
+        let owner = try await SpoolTests.open(configuration)
         let spools = SpoolLayout.directory(ofQueue: owner.log.directory)
         _ = try disk.createDirectoryWithParents(spools)
         let names = [
@@ -183,7 +189,7 @@ struct SpoolAdmissionTests {
         for name in names { try disk.createDirectory(spools.appending(name)) }
         #expect(try await owner.ingestSpools() == OutboxSpoolReport())
         try await owner.close()
-        let reopened = try await LogOutboxStore.open(root: SpoolTests.root, partition: "alice", configuration: configuration)
+        let reopened = try await SpoolTests.open(configuration)
         #expect(reopened.spoolReportAtOpen == OutboxSpoolReport())
         for name in names { #expect((try? disk.itemKind(at: spools.appending(name))) == .directory, "\(name) was touched") }
         try await reopened.close()

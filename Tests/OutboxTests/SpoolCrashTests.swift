@@ -53,7 +53,7 @@ struct SpoolCrashTests {
         let base = SimulatedFileSystem()
         let configuration = SpoolTests.configuration(base)
         let owner = try await Self.open(base)
-        guard case .enqueued(let parent) = try await owner.enqueue(SpoolTests.request("parent")) else { Issue.record(); return }
+        let parent = try #require(try await owner.enqueue(SpoolTests.request("parent")).newEntry)
         let first = SpoolTests.request("first", dependencies: [parent.id])
         let second = SpoolTests.request("second", dependencies: [first.id], key: "app-key")
         let third = SpoolTests.request("third")
@@ -86,7 +86,7 @@ struct SpoolCrashTests {
     func writerCrashesWhileSpooling() async throws {
         let setup = SimulatedFileSystem()
         let owner = try await Self.open(setup)
-        guard case .enqueued(let parent) = try await owner.enqueue(SpoolTests.request("parent")) else { Issue.record(); return }
+        let parent = try #require(try await owner.enqueue(SpoolTests.request("parent")).newEntry)
         try await owner.close()
         let spooled = [
             SpoolTests.request("first", dependencies: [parent.id]), SpoolTests.request("second"), SpoolTests.request("third"),
@@ -130,7 +130,7 @@ struct SpoolCrashTests {
         let fileSystem = SimulatedFileSystem()
         var configuration = SpoolTests.configuration(fileSystem)
         configuration.mappingRetention = .zero  // a delivered entry is forgotten at the next prune
-        let owner = try await LogOutboxStore.open(root: Self.root, partition: "alice", configuration: configuration)
+        let owner = try await SpoolTests.open(configuration)
         let spooled = SpoolTests.request("once")
         _ = try await LogOutboxStore.enqueue([spooled], root: Self.root, partition: "alice", configuration: configuration)
         // The spool's deletion fails (as if the owner died right after its batch was durable).

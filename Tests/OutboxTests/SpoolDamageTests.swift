@@ -12,7 +12,7 @@ import Testing
 /// files are the owner's alone.
 @Suite("Damaged and foreign spools")
 struct SpoolDamageTests {
-    static let root: FilePath = "/app-group/outbox"
+    static let root = SpoolTests.root
 
     /// Writes `texts` into a spool while `owner` holds the queue; returns the spool's files.
     static func spool(
@@ -46,7 +46,7 @@ struct SpoolDamageTests {
     func corruptSpool() async throws {
         let fileSystem = SimulatedFileSystem()
         let configuration = SpoolTests.configuration(fileSystem)
-        let owner = try await LogOutboxStore.open(root: Self.root, partition: "alice", configuration: configuration)
+        let owner = try await SpoolTests.open(configuration)
         _ = try await owner.enqueue(SpoolTests.request("own"))
         let files = try await Self.spool(["first-entry", "second-entry", "third-entry"], configuration: configuration, fileSystem: fileSystem)
         let segment = try #require(files.first)
@@ -86,7 +86,7 @@ struct SpoolDamageTests {
     @Test("a writer with a key beside a plain queue held open is refused (wrongKey), not spooled where the queue never looks")
     func keyedWriterBesidePlainHeldQueue() async throws {
         let fileSystem = SimulatedFileSystem()
-        let owner = try await LogOutboxStore.open(root: Self.root, partition: "alice", configuration: SpoolTests.configuration(fileSystem))
+        let owner = try await SpoolTests.open(SpoolTests.configuration(fileSystem))
         let writer = SpoolTests.configuration(fileSystem, key: [UInt8](repeating: 2, count: 32))
         // Free, its open would seal the plain queue; held, that cannot happen,
         // and a spool under the sealed queue's name would wait for a queue

@@ -48,7 +48,7 @@ struct SpoolScaleTests {
         let counter = DescriptorCounter(SimulatedFileSystem())
         var configuration = SpoolTests.configuration(counter)
         configuration.enqueueDurability = .written
-        let owner = try await LogOutboxStore.open(root: SpoolTests.root, partition: "alice", configuration: configuration)
+        let owner = try await SpoolTests.open(configuration)
         let spools = 40
         for index in 0..<spools {
             let result = try await LogOutboxStore.enqueue(

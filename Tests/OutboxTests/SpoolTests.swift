@@ -14,8 +14,7 @@ struct SpoolTests {
     static let root: FilePath = "/app-group/outbox"
 
     static func configuration(_ fileSystem: any FileSystem, key: [UInt8]? = nil) -> OutboxStoreConfiguration {
-        var configuration = quietConfiguration()
-        configuration.log.fileSystem = fileSystem
+        var configuration = quietConfiguration(on: fileSystem)
         if let key { try! configuration.setEncryptionKey(key) }
         return configuration
     }
@@ -31,6 +30,30 @@ struct SpoolTests {
     /// Opens the queue `alice` under ``root``: the owner, or a later open.
     static func open(_ configuration: OutboxStoreConfiguration) async throws(OutboxError) -> LogOutboxStore {
         try await LogOutboxStore.open(root: root, partition: "alice", configuration: configuration)
+    }
+
+    /// A spool writer for `alice` under ``root``: the public one, or one
+    /// that hands a spool over every `entriesPerSpool` entries.
+    static func spoolWriter(
+        _ configuration: OutboxStoreConfiguration, entriesPerSpool: Int? = nil
+    ) async throws(OutboxError) -> OutboxSpoolWriter {
+        guard let entriesPerSpool else {
+            return try await LogOutboxStore.spoolWriter(root: root, partition: "alice", configuration: configuration)
+        }
+        return try await LogOutboxStore.spoolWriter(
+            root: root, partition: "alice", configuration: configuration, entriesPerSpool: entriesPerSpool)
+    }
+
+    /// Expects spool files on `fileSystem`, and none of `texts` readable in any of them.
+    static func expectSpools(
+        on fileSystem: SimulatedFileSystem, hiding texts: [String], sourceLocation: SourceLocation = #_sourceLocation
+    ) {
+        let spoolFiles = fileSystem.allFiles().filter { $0.string.contains("/spool+") }
+        #expect(!spoolFiles.isEmpty, sourceLocation: sourceLocation)
+        for file in spoolFiles {
+            let text = String(decoding: fileSystem.contents(of: file) ?? [], as: UTF8.self)
+            for hidden in texts { #expect(!text.contains(hidden), "\(file)", sourceLocation: sourceLocation) }
+        }
     }
 
     /// Enqueues into `alice` as another process would (directly, or
@@ -56,7 +79,7 @@ struct SpoolTests {
         let fileSystem = SimulatedFileSystem()
         let configuration = Self.configuration(fileSystem)
         let owner = try await Self.open(configuration)
-        guard case .enqueued(let parent) = try await owner.enqueue(Self.request("parent")) else { Issue.record(); return }
+        let parent = try #require(try await owner.enqueue(Self.request("parent")).newEntry)
         let first = Self.request("first", dependencies: [parent.id], key: "app-key-1")
         let second = Self.request("second", dependencies: [first.id])
         let result = try await Self.enqueue([first, second], configuration)
@@ -86,7 +109,7 @@ struct SpoolTests {
         let fileSystem = SimulatedFileSystem()
         let configuration = Self.configuration(fileSystem)
         let owner = try await Self.open(configuration)
-        guard case .enqueued(let held) = try await owner.enqueue(Self.request("held")) else { Issue.record(); return }
+        let held = try #require(try await owner.enqueue(Self.request("held")).newEntry)
         // The same id spooled twice (a writer that retried), and one already in the queue.
         let again = Self.request("again")
         for _ in 0..<2 {
@@ -124,7 +147,7 @@ struct SpoolTests {
         var configuration = Self.configuration(fileSystem)
         configuration.maximumEntries = 1
         let owner = try await Self.open(configuration)
-        guard case .enqueued(let held) = try await owner.enqueue(Self.request("held")) else { Issue.record(); return }
+        let held = try #require(try await owner.enqueue(Self.request("held")).newEntry)
         let waiting = [Self.request("one"), Self.request("two")]
         _ = try await Self.enqueue(waiting, configuration)
         var report = try await owner.ingestSpools()
@@ -147,13 +170,7 @@ struct SpoolTests {
         let owner = try await Self.open(configuration)
         let secret = Self.request("top-secret-text")
         _ = try await Self.enqueue([secret], configuration)
-        let spoolFiles = fileSystem.allFiles().filter { $0.string.contains("/spool+") }
-        #expect(!spoolFiles.isEmpty)
-        for file in spoolFiles {
-            let bytes = fileSystem.contents(of: file) ?? []
-            #expect(!String(decoding: bytes, as: UTF8.self).contains("top-secret-text"), "\(file)")
-            #expect(!String(decoding: bytes, as: UTF8.self).contains("/messages"), "\(file)")
-        }
+        Self.expectSpools(on: fileSystem, hiding: ["top-secret-text", "/messages"])
         #expect(try await owner.ingestSpools().ingested == 1)
         #expect(try await owner.entry(secret.id)?.payload == Array("top-secret-text".utf8))
         try await owner.close()

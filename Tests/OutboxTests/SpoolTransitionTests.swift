@@ -15,7 +15,7 @@ import Testing
 /// plain is left behind, nothing acknowledged is lost.
 @Suite("Spools through seal, re-key and purge")
 struct SpoolTransitionTests {
-    static let root: FilePath = "/app-group/outbox"
+    static let root = SpoolTests.root
     static let secret = "spooled-secret-\(UUID().uuidString)"
 
     static func configuration(_ disk: SimulatedFileSystem, key: SymmetricKey? = nil) -> OutboxStoreConfiguration {
@@ -51,7 +51,7 @@ struct SpoolTransitionTests {
         let disk = SimulatedFileSystem()
         let spooled = try await Self.spoolWhileHeld(disk)
         let key = SymmetricKey(size: .bits256)
-        let sealed = try await LogOutboxStore.open(root: Self.root, partition: "alice", configuration: Self.configuration(disk, key: key))
+        let sealed = try await SpoolTests.open(Self.configuration(disk, key: key))
         #expect(sealed.spoolReportAtOpen.ingested == 1, "\(sealed.spoolReportAtOpen)")
         #expect(try await sealed.entry(spooled.id)?.payload == spooled.payload)
         #expect(try await sealed.summary().unsent == 2)
@@ -65,7 +65,7 @@ struct SpoolTransitionTests {
         let disk = SimulatedFileSystem()
         _ = try await Self.spoolWhileHeld(disk)
         let key = SymmetricKey(size: .bits256)
-        let sealed = try await LogOutboxStore.open(root: Self.root, partition: "alice", configuration: Self.configuration(disk, key: key))
+        let sealed = try await SpoolTests.open(Self.configuration(disk, key: key))
         // A plain writer that found the plain queue held by the seal: its spool lands under the plain name.
         let plainName = try #require(
             PartitionDirectory.naming(root: Self.root, key: nil, fileSystem: disk, create: false).map {
@@ -94,7 +94,7 @@ struct SpoolTransitionTests {
         let spooled = try await Self.spoolWhileHeld(disk, key: old)
         try await LogOutboxStore.rekey(root: Self.root, partition: "alice", from: old, to: new, configuration: Self.configuration(disk))
         #expect(Self.spoolFiles(disk).isEmpty, "\(Self.spoolFiles(disk))")
-        let store = try await LogOutboxStore.open(root: Self.root, partition: "alice", configuration: Self.configuration(disk, key: new))
+        let store = try await SpoolTests.open(Self.configuration(disk, key: new))
         #expect(try await store.entry(spooled.id)?.payload == spooled.payload)
         #expect(try await store.summary().unsent == 2)
         try await store.close()
@@ -103,9 +103,7 @@ struct SpoolTransitionTests {
     @Test("set-aside records follow their queue through sealing, sealed, and are deleted by its purge")
     func setAsideRecordsFollow() async throws {
         let disk = SimulatedFileSystem()
-        var owner = Self.configuration(disk)
-        owner.log.maximumRecordSize = 1 << 20
-        owner.largePayloadThreshold = nil
+        let owner = SpoolAdmissionTests.owner(disk, largePayloadThreshold: nil)
         let (store, _) = try await SpoolAdmissionTests.spoolAnOversizedEntry(
             owner: owner, writer: SpoolAdmissionTests.spooling(disk, writerRecordSize: 4 << 20))
         #expect(try await store.ingestSpools().setAside == 1)
@@ -119,7 +117,7 @@ struct SpoolTransitionTests {
         let key = SymmetricKey(size: .bits256)
         var sealing = Self.configuration(disk, key: key)
         sealing.log.maximumRecordSize = 1 << 20
-        let sealed = try await LogOutboxStore.open(root: Self.root, partition: "alice", configuration: sealing)
+        let sealed = try await SpoolTests.open(sealing)
         #expect(try await sealed.setAsideRecords().count == 2)
         try await sealed.close()
         let kept = disk.allFiles().filter { $0.string.contains("/refused/") }
@@ -137,7 +135,7 @@ struct SpoolTransitionTests {
         _ = try await Self.spoolWhileHeld(disk)
         let key = SymmetricKey(size: .bits256)
         // Sealed, but a writer's plain spool is still busy at the open: it stays.
-        let sealed = try await LogOutboxStore.open(root: Self.root, partition: "alice", configuration: Self.configuration(disk, key: key))
+        let sealed = try await SpoolTests.open(Self.configuration(disk, key: key))
         try await sealed.close()
         let plainName = try #require(
             PartitionDirectory.naming(root: Self.root, key: nil, fileSystem: disk, create: false).map {

@@ -17,12 +17,12 @@ struct SpoolWriterTests {
     func freeQueue() async throws {
         let fileSystem = SimulatedFileSystem()
         let configuration = SpoolTests.configuration(fileSystem)
-        let writer = try await LogOutboxStore.spoolWriter(root: SpoolTests.root, partition: "alice", configuration: configuration)
+        let writer = try await SpoolTests.spoolWriter(configuration)
         var written: [OutboxSpooledEntry] = []
         for batch in 0..<3 { written += try await writer.enqueue(Self.requests(4, from: batch * 4)) }
         try await writer.close()
         #expect(written.count == 12)
-        let store = try await LogOutboxStore.open(root: SpoolTests.root, partition: "alice", configuration: configuration)
+        let store = try await SpoolTests.open(configuration)
         #expect(store.spoolReportAtOpen.ingested == 12, "\(store.spoolReportAtOpen)")
         let entries = try await store.entries(matching: OutboxFilter())
         #expect(entries.map(\.id) == written.map(\.id))
@@ -35,9 +35,8 @@ struct SpoolWriterTests {
     func rotation() async throws {
         let fileSystem = SimulatedFileSystem()
         let configuration = SpoolTests.configuration(fileSystem)
-        let owner = try await LogOutboxStore.open(root: SpoolTests.root, partition: "alice", configuration: configuration)
-        let writer = try await LogOutboxStore.spoolWriter(
-            root: SpoolTests.root, partition: "alice", configuration: configuration, entriesPerSpool: 5)
+        let owner = try await SpoolTests.open(configuration)
+        let writer = try await SpoolTests.spoolWriter(configuration, entriesPerSpool: 5)
         _ = try await writer.enqueue(Self.requests(3))
         _ = try await writer.enqueue(Self.requests(3, from: 3))  // 6 ≥ 5: closed and handed over
         _ = try await writer.enqueue(Self.requests(2, from: 6))  // a new spool, still open
@@ -54,7 +53,7 @@ struct SpoolWriterTests {
     func refusals() async throws {
         let fileSystem = SimulatedFileSystem()
         let configuration = SpoolTests.configuration(fileSystem)
-        let writer = try await LogOutboxStore.spoolWriter(root: SpoolTests.root, partition: "alice", configuration: configuration)
+        let writer = try await SpoolTests.spoolWriter(configuration)
         _ = try await writer.enqueue(Self.requests(2))
         var bad = Self.requests(2, from: 2)
         bad[1].endpoint = ""
@@ -63,7 +62,7 @@ struct SpoolWriterTests {
         try await writer.close()
         let closed = await #expect(throws: OutboxError.self) { try await writer.enqueue(Self.requests(1, from: 5)) }
         #expect(closed?.code == .closed)
-        let store = try await LogOutboxStore.open(root: SpoolTests.root, partition: "alice", configuration: configuration)
+        let store = try await SpoolTests.open(configuration)
         #expect(try await store.entries(matching: OutboxFilter()).map(\.payload) == [0, 1, 4].map { Array("entry \($0)".utf8) })
         try await store.close()
     }
@@ -73,16 +72,11 @@ struct SpoolWriterTests {
         let fileSystem = SimulatedFileSystem()
         let key = [UInt8](repeating: 7, count: 32)
         let configuration = SpoolTests.configuration(fileSystem, key: key)
-        let writer = try await LogOutboxStore.spoolWriter(root: SpoolTests.root, partition: "alice", configuration: configuration)
+        let writer = try await SpoolTests.spoolWriter(configuration)
         _ = try await writer.enqueue([SpoolTests.request("secret payload")])
         try await writer.close()
-        let spoolFiles = fileSystem.allFiles().filter { $0.string.contains("/spool+") }
-        #expect(!spoolFiles.isEmpty)
-        for file in spoolFiles {
-            let text = String(decoding: fileSystem.contents(of: file) ?? [], as: UTF8.self)
-            #expect(!text.contains("secret payload") && !text.contains("/messages"), "\(file)")
-        }
-        let store = try await LogOutboxStore.open(root: SpoolTests.root, partition: "alice", configuration: configuration)
+        SpoolTests.expectSpools(on: fileSystem, hiding: ["secret payload", "/messages"])
+        let store = try await SpoolTests.open(configuration)
         #expect(try await store.entries(matching: OutboxFilter()).map(\.payload) == [Array("secret payload".utf8)])
         try await store.close()
     }
@@ -96,7 +90,7 @@ struct SpoolRoundTests {
         configuration.spoolRound.records = 4
         configuration.spoolRound.spools = 2
         if let maximumEntries { configuration.maximumEntries = maximumEntries }
-        return try await LogOutboxStore.open(root: SpoolTests.root, partition: "alice", configuration: configuration)
+        return try await SpoolTests.open(configuration)
     }
 
     /// Spools of `sizes` entries, written one after the other while the
@@ -185,7 +179,7 @@ struct SpoolRoundDependencyTests {
         var configuration = SpoolTests.configuration(fileSystem)
         configuration.spoolRound.records = 4
         configuration.maximumBytes = 4_000
-        let owner = try await LogOutboxStore.open(root: SpoolTests.root, partition: "alice", configuration: configuration)
+        let owner = try await SpoolTests.open(configuration)
         // What the queue holds leaves room for small entries, not a large one.
         var filler = SpoolTests.request("filler")
         filler.payload = [UInt8](repeating: 2, count: 2_500)
@@ -208,9 +202,8 @@ struct SpoolRoundDependencyTests {
     func concurrentWriterCalls() async throws {
         let fileSystem = SimulatedFileSystem()
         let configuration = SpoolTests.configuration(fileSystem)
-        let owner = try await LogOutboxStore.open(root: SpoolTests.root, partition: "alice", configuration: configuration)
-        let writer = try await LogOutboxStore.spoolWriter(
-            root: SpoolTests.root, partition: "alice", configuration: configuration, entriesPerSpool: 3)
+        let owner = try await SpoolTests.open(configuration)
+        let writer = try await SpoolTests.spoolWriter(configuration, entriesPerSpool: 3)
         async let a = writer.enqueue(SpoolWriterTests.requests(2))
         async let b = writer.enqueue(SpoolWriterTests.requests(2, from: 2))
         async let c = writer.enqueue(SpoolWriterTests.requests(2, from: 4))

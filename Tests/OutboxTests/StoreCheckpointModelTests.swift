@@ -38,11 +38,8 @@ struct StoreCheckpointModelTests {
     )
 
     static func configuration(_ disk: SimulatedFileSystem) -> OutboxStoreConfiguration {
-        var configuration = quietConfiguration()
-        configuration.log.fileSystem = disk
-        configuration.log.segmentSize = 4096
-        // Checkpoints only where the test takes them.
-        configuration.log.indexCheckpointInterval = 1 << 30
+        // Small segments, and checkpoints only where the test takes them.
+        var configuration = StoreReopenTests.configuration(disk)
         configuration.succeededRetention = nil
         return configuration
     }

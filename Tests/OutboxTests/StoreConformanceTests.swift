@@ -11,10 +11,8 @@ struct StoreConformanceTests {
     func enqueueIsIdempotent(kind: StoreKind) async throws {
         var subject = try await StoreUnderTest.make(kind)
         let id = OutboxEntry.ID()
-        guard case .enqueued(let entry) = try await subject.store.enqueue(request(id, payload: #"{"a":1}"#)) else {
-            Issue.record("expected a new entry")
-            return
-        }
+        let entry = try #require(
+            try await subject.store.enqueue(request(id, payload: #"{"a":1}"#)).newEntry, "expected a new entry")
         #expect(entry.status == .pending)
         #expect(entry.attempts == 0)
         #expect(entry.partition == "alice")
@@ -194,10 +192,7 @@ struct StoreConformanceTests {
         let first = try await subject.store.add(request(payload: "like", scope: "post-9", coalescingKey: "like:post-9"))
         let comment = try await subject.store.add(request(payload: "comment", scope: "post-9"))
         let result = try await subject.store.enqueue(request(payload: "unlike", scope: "post-9", coalescingKey: "like:post-9"))
-        guard case .coalesced(let replacement, let replaced) = result else {
-            Issue.record("expected coalescing, got \(result)")
-            return
-        }
+        let (replacement, replaced) = try #require(result.replacement, "expected coalescing, got \(result)")
         #expect(replaced == first)
         try await subject.reopen(now: now)
         #expect(try await subject.store.entry(first) == nil)
@@ -208,13 +203,9 @@ struct StoreConformanceTests {
         // Once in flight, a new value is a new entry after it.
         _ = try await subject.store.beginAttempt(replacement.id, at: now, lease: .seconds(30))
         let later = try await subject.store.enqueue(request(payload: "like", scope: "post-9", coalescingKey: "like:post-9"))
-        guard case .enqueued(let fresh) = later else {
-            Issue.record("expected a new entry, got \(later)")
-            return
-        }
+        let fresh = try #require(later.newEntry, "expected a new entry, got \(later)")
         try await subject.store.recordSuccess(replacement.id, serverID: nil, at: now)
-        #expect(try await subject.store.dueIDs(at: now) == [comment])
-        try await subject.store.deliver(comment, at: now)
+        try await subject.store.deliverOneAtATime([comment], at: now)
         #expect(try await subject.store.dueIDs(at: now) == [fresh.id])
         try await subject.close()
     }
@@ -228,10 +219,8 @@ struct StoreConformanceTests {
         try await subject.reopen(now: now)  // the crash: in flight → pending, attempt counted
         #expect(try await subject.store.entry(sent)?.status == .pending)
         let result = try await subject.store.enqueue(request(payload: "unlike", coalescingKey: "like:7"))
-        guard case .enqueued(let fresh) = result else {
-            Issue.record("the attempted entry may have reached the server: expected a new entry, got \(result)")
-            return
-        }
+        let fresh = try #require(
+            result.newEntry, "the attempted entry may have reached the server: expected a new entry, got \(result)")
         #expect(try await subject.store.dueIDs(at: now) == [sent, fresh.id])
         // The newest value now holds the key.
         let third = try await subject.store.enqueue(request(payload: "like", coalescingKey: "like:7"))
@@ -275,23 +264,15 @@ struct StoreConformanceTests {
         // The comment depends on the like, so the unlike cannot replace it: it
         // queues behind, and holds the key.
         let unlike = try await subject.store.enqueue(request(payload: "unlike", scope: "post-9", coalescingKey: "like:post-9"))
-        guard case .enqueued(let unliked) = unlike else {
-            Issue.record("expected a new entry, got \(unlike)")
-            return
-        }
+        let unliked = try #require(unlike.newEntry, "expected a new entry, got \(unlike)")
         _ = try await subject.store.quarantine(unliked.id, OutboxFailure(.permanent, message: "by hand"))
         _ = try await subject.store.retry(unliked.id, at: now)  // pending again, but changed: it gave the key up
         _ = try await subject.store.discard(comment)
         try await subject.reopen(now: now)
         let again = try await subject.store.enqueue(request(payload: "like again", scope: "post-9", coalescingKey: "like:post-9"))
-        guard case .enqueued(let likedAgain) = again else {
-            Issue.record("the first like was replaced, so the new value would be sent before the unlike: \(again)")
-            return
-        }
-        #expect(try await subject.store.dueIDs(at: now) == [like])
-        try await subject.store.deliver(like, at: now)
-        #expect(try await subject.store.dueIDs(at: now) == [unliked.id])
-        try await subject.store.deliver(unliked.id, at: now)
+        let likedAgain = try #require(
+            again.newEntry, "the first like was replaced, so the new value would be sent before the unlike: \(again)")
+        try await subject.store.deliverOneAtATime([like, unliked.id], at: now)
         #expect(try await subject.store.dueIDs(at: now) == [likedAgain.id])
         try await subject.close()
     }
@@ -321,10 +302,7 @@ struct StoreConformanceTests {
         _ = try await subject.store.beginAttempt(parent, at: now, lease: .seconds(30))
         _ = try await subject.store.quarantine(parent, OutboxFailure(.permanent, httpStatus: 422, message: "422"))
         let result = try await subject.store.enqueue(request(payload: "photo", dependencies: [parent]))
-        guard case .enqueued(let child) = result else {
-            Issue.record("expected the child to be recorded, got \(result)")
-            return
-        }
+        let child = try #require(result.newEntry, "expected the child to be recorded, got \(result)")
         #expect(child.status == .quarantined)
         #expect(child.lastFailure?.cause == .dependency(.quarantined(parent)))
         try await subject.reopen(now: now)

@@ -37,6 +37,13 @@ func quietConfiguration() -> OutboxStoreConfiguration {
     return configuration
 }
 
+/// ``quietConfiguration()`` on `fileSystem` (a simulated disk, most often).
+func quietConfiguration(on fileSystem: any FileSystem) -> OutboxStoreConfiguration {
+    var configuration = quietConfiguration()
+    configuration.log.fileSystem = fileSystem
+    return configuration
+}
+
 /// A store of `kind`, and a way to reopen it (the log store from disk; the
 /// memory store is the same object).
 struct StoreUnderTest: Sendable {
@@ -97,10 +104,37 @@ extension OutboxStore {
         try await entry(id)?.status
     }
 
+    /// For each of `ids` in turn: expects it to be the one entry due at
+    /// `now`, then delivers it (the order a scope or a dependency imposes).
+    func deliverOneAtATime(
+        _ ids: [OutboxEntry.ID], at now: Date, sourceLocation: SourceLocation = #_sourceLocation
+    ) async throws {
+        for id in ids {
+            #expect(try await dueIDs(at: now) == [id], sourceLocation: sourceLocation)
+            try await deliver(id, at: now)
+        }
+    }
+
     /// Begins and finishes one successful attempt.
     func deliver(_ id: OutboxEntry.ID, serverID: String? = nil, at now: Date = Date()) async throws {
         _ = try await beginAttempt(id, at: now, lease: .seconds(30))
         try await recordSuccess(id, serverID: serverID, at: now)
+    }
+}
+
+extension OutboxEnqueueResult {
+    /// The entry an `.enqueued` result wrote; nil for any other result
+    /// (for `try #require(result.newEntry, "…")`).
+    var newEntry: OutboxEntry? {
+        guard case .enqueued(let entry) = self else { return nil }
+        return entry
+    }
+
+    /// The entry a `.coalesced` result wrote and the id it replaced; nil for
+    /// any other result.
+    var replacement: (entry: OutboxEntry, replaced: OutboxEntry.ID)? {
+        guard case .coalesced(let entry, let replaced) = self else { return nil }
+        return (entry, replaced)
     }
 }
 

@@ -8,52 +8,18 @@ import Benchmark
 import Foundation
 import OutboxBenchSupport
 import OutboxLog
+import OutboxSuiteSupport
 
 let benchmarks: @Sendable () -> Void = {
-    Benchmark.defaultConfiguration = .init(
-        metrics: [.wallClock, .throughput, .mallocCountTotal],
-        warmupIterations: 5,
-        maxDuration: .seconds(1),
-        maxIterations: 10_000
-    )
-
-    let sizes: [(name: String, bytes: Int)] = [("64B", 64), ("256B", 256), ("4KiB", 4096), ("64KiB", 65536)]
+    useSuiteDefaults()
 
     // MARK: append.<size>.<durability>.<producers>
 
-    // 1p: one append per iteration. 64p: 1000 appends from 64 concurrent
-    // producers per iteration, reported per append (scaling factor kilo).
-    for size in sizes {
-        for durability in Durability.allCases {
-            for producers in [1, 64] {
-                let perIteration = producers == 1 ? 1 : 1000
-                // Keep the log under ~512 MiB however fast the run is.
-                let byteBudget = 512 << 20
-                let iterationLimit = max(3, min(producers == 1 ? 20_000 : 200, byteBudget / (size.bytes * perIteration)))
-                let box = FixtureBox<LogFixture>()
-                let payload = Workload.jsonPayload(size: size.bytes)
-                Benchmark(
-                    "append.\(size.name).\(durability).\(producers)p",
-                    configuration: .init(
-                        warmupIterations: producers == 1 ? 10 : 1,
-                        scalingFactor: producers == 1 ? .one : .kilo,
-                        maxDuration: .seconds(producers == 1 ? 1 : 2),
-                        maxIterations: iterationLimit,
-                        setup: { box.value = try await LogFixture.open() },
-                        teardown: { try await box.value?.close() })
-                ) { benchmark in
-                    let fixture = box.unwrapped
-                    if producers == 1 {
-                        try await fixture.log.put(fixture.nextKey(), payload, durability: durability)
-                    } else {
-                        try await concurrently(total: perIteration, producers: producers) {
-                            try await fixture.log.put(fixture.nextKey(), payload, durability: durability)
-                        }
-                    }
-                }
-            }
-        }
-    }
+    writeMatrix(
+        "append", open: { _ in try await LogFixture.open() }, close: { try await $0.close() },
+        write: { fixture, payload, durability in
+            try await fixture.log.put(fixture.nextKey(), payload, durability: durability)
+        })
 
     // MARK: Status updates and deletes
 
@@ -66,13 +32,7 @@ let benchmarks: @Sendable () -> Void = {
             "annotate.24B.\(durability)",
             configuration: .init(
                 maxIterations: keys,
-                setup: {
-                    let fixture = try await LogFixture.open()
-                    let payload = Workload.jsonPayload(size: 256)
-                    for index in 0..<keys { try await fixture.log.put(Workload.entryKey(index), payload, durability: .buffered) }
-                    try await fixture.log.sync()
-                    box.value = fixture
-                },
+                setup: { box.value = try await LogFixture.open(holding: keys) },
                 teardown: { try await box.value?.close() })
         ) { benchmark in
             let fixture = box.unwrapped
@@ -89,13 +49,7 @@ let benchmarks: @Sendable () -> Void = {
             "delete.\(durability)",
             configuration: .init(
                 maxIterations: keys - 100,
-                setup: {
-                    let fixture = try await LogFixture.open()
-                    let payload = Workload.jsonPayload(size: 256)
-                    for index in 0..<keys { try await fixture.log.put(Workload.entryKey(index), payload, durability: .buffered) }
-                    try await fixture.log.sync()
-                    box.value = fixture
-                },
+                setup: { box.value = try await LogFixture.open(holding: keys) },
                 teardown: { try await box.value?.close() })
         ) { benchmark in
             let fixture = box.unwrapped
@@ -114,22 +68,15 @@ let benchmarks: @Sendable () -> Void = {
     let megabytesPerSecond = BenchmarkMetric.custom("MB/s", polarity: .prefersLarger, useScalingFactor: false)
     let indexBytesPerKey = BenchmarkMetric.custom("index B/key", polarity: .prefersSmaller, useScalingFactor: false)
     for (name, records, iterations) in [("10k", 10_000, 30), ("100k", 100_000, 10), ("1M", 1_000_000, 3)] {
-        let box = FixtureBox<TemporaryDirectory>()
-        Benchmark(
-            "recovery.log.\(name)",
+        directoryBenchmark(
+            "recovery.log.\(name)", prefix: "outbox-bench-recovery",
             configuration: .init(
                 metrics: [.wallClock, .cpuTotal, megabytesPerSecond, indexBytesPerKey],
                 warmupIterations: 1,
                 maxDuration: .seconds(20),
-                maxIterations: iterations,
-                setup: {
-                    let directory = try TemporaryDirectory(prefix: "outbox-bench-recovery")
-                    try await Workload.makeLog(at: directory.filePath, count: records)
-                    box.value = directory
-                },
-                teardown: { box.value?.remove() })
-        ) { benchmark in
-            let directory = box.unwrapped
+                maxIterations: iterations),
+            fill: { try await Workload.makeLog(at: $0.filePath, count: records) }
+        ) { benchmark, directory in
             let heapBefore = heapBytesInUse()
             let start = monotonicNanoseconds()
             let log = try await OutboxLog.open(at: directory.filePath)

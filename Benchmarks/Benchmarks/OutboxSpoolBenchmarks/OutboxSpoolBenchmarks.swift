@@ -12,14 +12,10 @@ import Foundation
 import Outbox
 import OutboxBenchSupport
 import OutboxLog
+import OutboxSuiteSupport
 
 let benchmarks: @Sendable () -> Void = {
-    Benchmark.defaultConfiguration = .init(
-        metrics: [.wallClock, .throughput, .mallocCountTotal],
-        warmupIterations: 5,
-        maxDuration: .seconds(2),
-        maxIterations: 2_000
-    )
+    useSuiteDefaults(maxDuration: .seconds(2), maxIterations: 2_000)
     let payload = Workload.jsonPayload(size: 256)
     let configuration = Workload.storeConfiguration(enqueue: .durable)
 

@@ -10,55 +10,21 @@ import Foundation
 import Outbox
 import OutboxBenchSupport
 import OutboxLog
+import OutboxSuiteSupport
 
 let benchmarks: @Sendable () -> Void = {
-    Benchmark.defaultConfiguration = .init(
-        metrics: [.wallClock, .throughput, .mallocCountTotal],
-        warmupIterations: 5,
-        maxDuration: .seconds(1),
-        maxIterations: 10_000
-    )
-
-    let sizes: [(name: String, bytes: Int)] = [("64B", 64), ("256B", 256), ("4KiB", 4096), ("64KiB", 65536)]
+    useSuiteDefaults()
 
     // MARK: enqueue.<size>.<durability>.<producers>
 
-    // The store configured with `enqueueDurability = durability`. 1p: one
-    // enqueue per iteration; 64p: 1000 enqueues from 64 concurrent producers
-    // per iteration, reported per enqueue (scaling factor kilo).
-    for size in sizes {
-        for durability in Durability.allCases {
-            for producers in [1, 64] {
-                let perIteration = producers == 1 ? 1 : 1000
-                let byteBudget = 512 << 20
-                let iterationLimit = max(3, min(producers == 1 ? 20_000 : 200, byteBudget / (size.bytes * perIteration)))
-                let box = FixtureBox<StoreFixture>()
-                let payload = Workload.jsonPayload(size: size.bytes)
-                Benchmark(
-                    "enqueue.\(size.name).\(durability).\(producers)p",
-                    configuration: .init(
-                        warmupIterations: producers == 1 ? 10 : 1,
-                        scalingFactor: producers == 1 ? .one : .kilo,
-                        maxDuration: .seconds(producers == 1 ? 1 : 2),
-                        maxIterations: iterationLimit,
-                        setup: {
-                            box.value = try await StoreFixture.open(
-                                configuration: Workload.storeConfiguration(enqueue: durability))
-                        },
-                        teardown: { try await box.value?.close() })
-                ) { benchmark in
-                    let store = box.unwrapped.store
-                    if producers == 1 {
-                        _ = try await store.enqueue(Workload.request(payload: payload))
-                    } else {
-                        try await concurrently(total: perIteration, producers: producers) {
-                            _ = try await store.enqueue(Workload.request(payload: payload))
-                        }
-                    }
-                }
-            }
-        }
-    }
+    // The store configured with `enqueueDurability = durability`.
+    writeMatrix(
+        "enqueue",
+        open: { durability in
+            try await StoreFixture.open(configuration: Workload.storeConfiguration(enqueue: durability))
+        },
+        close: { try await $0.close() },
+        write: { fixture, payload, _ in _ = try await fixture.store.enqueue(Workload.request(payload: payload)) })
 
     // MARK: Status updates
 
@@ -165,22 +131,15 @@ let benchmarks: @Sendable () -> Void = {
     // scheduler; payloads stay on disk).
     let heapBytesPerEntry = BenchmarkMetric.custom("heap B/entry", polarity: .prefersSmaller, useScalingFactor: false)
     for (name, entries, iterations) in [("10k", 10_000, 20), ("100k", 100_000, 5), ("1M", 1_000_000, 2)] {
-        let box = FixtureBox<TemporaryDirectory>()
-        Benchmark(
-            "recovery.store.\(name)",
+        directoryBenchmark(
+            "recovery.store.\(name)", prefix: "outbox-bench-store-recovery",
             configuration: .init(
                 metrics: [.wallClock, .cpuTotal, heapBytesPerEntry],
                 warmupIterations: 1,
                 maxDuration: .seconds(30),
-                maxIterations: iterations,
-                setup: {
-                    let directory = try TemporaryDirectory(prefix: "outbox-bench-store-recovery")
-                    try await Workload.preloadStore(root: directory.filePath, count: entries)
-                    box.value = directory
-                },
-                teardown: { box.value?.remove() })
-        ) { benchmark in
-            let directory = box.unwrapped
+                maxIterations: iterations),
+            fill: { try await Workload.preloadStore(root: $0.filePath, count: entries) }
+        ) { benchmark, directory in
             let heapBefore = heapBytesInUse()
             let store = try await LogOutboxStore.open(root: directory.filePath, partition: Workload.partition)
             let unsent = try await store.summary().unsent
@@ -197,34 +156,44 @@ let benchmarks: @Sendable () -> Void = {
 
     // MARK: recovery.afterKill.<entries>
 
-    // LogOutboxStore.open of a queue whose last session was killed (no close:
-    // no close marker; see KilledStoreImage), N pending 256-byte entries,
-    // files in the page cache. Every iteration opens its own copy of the
-    // image (copied before the measurement starts). What an app pays on
-    // its first launch after being killed with a backlog.
-    for (name, entries, iterations) in [("10k", 10_000, 10), ("100k", 100_000, 5), ("1M", 1_000_000, 3)] {
-        let box = FixtureBox<KilledStoreImage>()
-        Benchmark(
-            "recovery.afterKill.\(name)",
-            configuration: .init(
-                metrics: [.wallClock, .cpuTotal],
-                warmupIterations: 1,
-                maxDuration: .seconds(60),
-                maxIterations: iterations,
-                setup: { box.value = try await KilledStoreImage.make(entries: entries) },
-                teardown: { box.value?.image.remove() })
-        ) { benchmark in
-            let copy = try box.unwrapped.freshCopy()
-            defer { copy.remove() }
-            benchmark.startMeasurement()
-            let store = try await LogOutboxStore.open(root: copy.filePath.appending("root"), partition: Workload.partition)
-            let unsent = try await store.summary().unsent
-            benchmark.stopMeasurement()
-            try await store.close()
-            guard unsent == entries else {
-                benchmark.error("reopened after the kill with \(unsent) of \(entries) entries")
-                return
+    // Benchmarks on a queue whose last session was killed (no close: no
+    // close marker; see KilledStoreImage), N pending 256-byte entries, files
+    // in the page cache. Every iteration gets its own copy of the image
+    // (copied before the measurement starts; the store is its "root"), and
+    // the number of entries it holds.
+    func afterKill(
+        _ name: String, _ body: @escaping @Sendable (Benchmark, _ copy: TemporaryDirectory, _ entries: Int) async throws -> Void
+    ) {
+        for (size, entries, iterations) in [("10k", 10_000, 10), ("100k", 100_000, 5), ("1M", 1_000_000, 3)] {
+            let box = FixtureBox<KilledStoreImage>()
+            Benchmark(
+                "\(name).\(size)",
+                configuration: .init(
+                    metrics: [.wallClock, .cpuTotal],
+                    warmupIterations: 1,
+                    maxDuration: .seconds(60),
+                    maxIterations: iterations,
+                    setup: { box.value = try await KilledStoreImage.make(entries: entries) },
+                    teardown: { box.value?.image.remove() })
+            ) { benchmark in
+                let copy = try box.unwrapped.freshCopy()
+                defer { copy.remove() }
+                try await body(benchmark, copy, entries)
             }
+        }
+    }
+
+    // LogOutboxStore.open of the killed queue: what an app pays on its
+    // first launch after being killed with a backlog.
+    afterKill("recovery.afterKill") { benchmark, copy, entries in
+        benchmark.startMeasurement()
+        let store = try await LogOutboxStore.open(root: copy.filePath.appending("root"), partition: Workload.partition)
+        let unsent = try await store.summary().unsent
+        benchmark.stopMeasurement()
+        try await store.close()
+        guard unsent == entries else {
+            benchmark.error("reopened after the kill with \(unsent) of \(entries) entries")
+            return
         }
     }
 
@@ -233,31 +202,17 @@ let benchmarks: @Sendable () -> Void = {
     // The same killed image: open, then one durable enqueue of a freshly
     // minted id — what a relaunched app waits for before its first write is
     // safe (the load of the queue goes on in the background).
-    for (name, entries, iterations) in [("10k", 10_000, 10), ("100k", 100_000, 5), ("1M", 1_000_000, 3)] {
-        let box = FixtureBox<KilledStoreImage>()
-        Benchmark(
-            "recovery.afterKill.firstEnqueue.\(name)",
-            configuration: .init(
-                metrics: [.wallClock, .cpuTotal],
-                warmupIterations: 1,
-                maxDuration: .seconds(60),
-                maxIterations: iterations,
-                setup: { box.value = try await KilledStoreImage.make(entries: entries) },
-                teardown: { box.value?.image.remove() })
-        ) { benchmark in
-            let copy = try box.unwrapped.freshCopy()
-            defer { copy.remove() }
-            let payload = Workload.jsonPayload(size: 256)
-            benchmark.startMeasurement()
-            let store = try await LogOutboxStore.open(root: copy.filePath.appending("root"), partition: Workload.partition)
-            let result = try await store.enqueue(Workload.request(payload: payload))
-            benchmark.stopMeasurement()
-            let unsent = try await store.summary().unsent
-            try await store.close()
-            guard case .enqueued = result, unsent == entries + 1 else {
-                benchmark.error("first enqueue after the kill: \(result), \(unsent) of \(entries + 1) entries")
-                return
-            }
+    afterKill("recovery.afterKill.firstEnqueue") { benchmark, copy, entries in
+        let payload = Workload.jsonPayload(size: 256)
+        benchmark.startMeasurement()
+        let store = try await LogOutboxStore.open(root: copy.filePath.appending("root"), partition: Workload.partition)
+        let result = try await store.enqueue(Workload.request(payload: payload))
+        benchmark.stopMeasurement()
+        let unsent = try await store.summary().unsent
+        try await store.close()
+        guard case .enqueued = result, unsent == entries + 1 else {
+            benchmark.error("first enqueue after the kill: \(result), \(unsent) of \(entries + 1) entries")
+            return
         }
     }
 
@@ -267,23 +222,16 @@ let benchmarks: @Sendable () -> Void = {
     let residentBytesPerEntry = BenchmarkMetric.custom("RSS B/entry", polarity: .prefersSmaller, useScalingFactor: false)
     do {
         let entries = 100_000
-        let box = FixtureBox<TemporaryDirectory>()
-        Benchmark(
-            "memory.store.100k",
+        directoryBenchmark(
+            "memory.store.100k", prefix: "outbox-bench-store-memory",
             configuration: .init(
                 metrics: [heapBytesPerEntry, residentBytesPerEntry, .peakMemoryResident],
                 warmupIterations: 0,
                 maxDuration: .seconds(30),
                 // One open: a second one reuses pages the first left resident.
-                maxIterations: 1,
-                setup: {
-                    let directory = try TemporaryDirectory(prefix: "outbox-bench-store-memory")
-                    try await Workload.preloadStore(root: directory.filePath, count: entries)
-                    box.value = directory
-                },
-                teardown: { box.value?.remove() })
-        ) { benchmark in
-            let directory = box.unwrapped
+                maxIterations: 1),
+            fill: { try await Workload.preloadStore(root: $0.filePath, count: entries) }
+        ) { benchmark, directory in
             let heapBefore = heapBytesInUse()
             let residentBefore = residentBytes()
             let store = try await LogOutboxStore.open(root: directory.filePath, partition: Workload.partition)

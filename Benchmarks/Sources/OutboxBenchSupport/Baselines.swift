@@ -40,13 +40,7 @@ public final class RawAppendFile: @unchecked Sendable {
         }
     }
 
-    public func sync() throws {
-        #if canImport(Darwin)
-        guard fcntl(descriptor, F_FULLFSYNC) == 0 else { throw BenchError("F_FULLFSYNC: errno \(errno)") }
-        #else
-        guard fdatasync(descriptor) == 0 else { throw BenchError("fdatasync: errno \(errno)") }
-        #endif
-    }
+    public func sync() throws { try syncData(descriptor) }
 
     deinit { close(descriptor) }
 }
@@ -93,11 +87,7 @@ public final class RawPreallocatedFile: @unchecked Sendable {
         let written = buffer.withUnsafeBytes { pwrite(descriptor, $0.baseAddress, $0.count, off_t(offset)) }
         guard written == buffer.count else { throw BenchError("pwrite: errno \(errno)") }
         offset += written
-        #if canImport(Darwin)
-        guard fcntl(descriptor, F_FULLFSYNC) == 0 else { throw BenchError("F_FULLFSYNC: errno \(errno)") }
-        #else
-        guard fdatasync(descriptor) == 0 else { throw BenchError("fdatasync: errno \(errno)") }
-        #endif
+        try syncData(descriptor)
     }
 
     deinit { close(descriptor) }
@@ -137,6 +127,20 @@ public final class JSONFileOutbox: @unchecked Sendable {
     /// Adds a record and rewrites the file. Returns the record's id.
     @discardableResult
     public func enqueue(payload: String) throws -> String {
+        let id = add(payload: payload)
+        try persist()
+        return id
+    }
+
+    /// Adds `count` records and rewrites the file once (to build a deep queue).
+    public func preload(count: Int, payload: String) throws {
+        for _ in 0..<count { add(payload: payload) }
+        try persist()
+    }
+
+    /// Appends a pending record in memory, as the seeds' enqueue builds it. Returns its id.
+    @discardableResult
+    private func add(payload: String) -> String {
         let id = UUID().uuidString
         records.append(
             Record(
@@ -144,22 +148,7 @@ public final class JSONFileOutbox: @unchecked Sendable {
                 idempotency_key: UUID().uuidString, payload: payload, created_at: Date().timeIntervalSince1970,
                 attempt_count: 0, status: "pending"))
         positions[id] = records.count - 1
-        try persist()
         return id
-    }
-
-    /// Adds `count` records and rewrites the file once (to build a deep queue).
-    public func preload(count: Int, payload: String) throws {
-        for _ in 0..<count {
-            let id = UUID().uuidString
-            records.append(
-                Record(
-                    id: id, type: "send_message", endpoint: "/conversations/c1/messages", method: "POST",
-                    idempotency_key: UUID().uuidString, payload: payload, created_at: Date().timeIntervalSince1970,
-                    attempt_count: 0, status: "pending"))
-            positions[id] = records.count - 1
-        }
-        try persist()
     }
 
     /// Removes a delivered record and rewrites the file.

@@ -31,6 +31,16 @@ public final class LogFixture: Sendable {
         return LogFixture(directory: directory, log: try await OutboxLog.open(at: directory.filePath, configuration: configuration))
     }
 
+    /// Opens a log holding `keys` 256-byte values under `Workload.entryKey(0..<keys)`,
+    /// written `buffered` and then synced (not part of any measurement).
+    public static func open(holding keys: Int) async throws -> LogFixture {
+        let fixture = try await open()
+        let payload = Workload.jsonPayload(size: 256)
+        for index in 0..<keys { try await fixture.log.put(Workload.entryKey(index), payload, durability: .buffered) }
+        try await fixture.log.sync()
+        return fixture
+    }
+
     /// A key no earlier call returned.
     public func nextKey() -> LogKey { Workload.entryKey(counter.add(1, ordering: .relaxed).newValue) }
 

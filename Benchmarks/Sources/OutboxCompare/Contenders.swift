@@ -44,14 +44,11 @@ enum Contenders {
             return Session(
                 run: { seconds in
                     try await runTimed(producers: producers, seconds: seconds) { _, _ in
-                        let start = monotonicNanoseconds()
-                        let result = try await store.enqueue(Workload.request(payload: payload))
-                        let enqueued = monotonicNanoseconds()
-                        guard case .enqueue = operation else {
-                            try await Workload.acknowledge(result.id, in: store)
-                            return OperationTimes(enqueued - start, monotonicNanoseconds() - enqueued)
+                        try await operation.timed {
+                            try await store.enqueue(Workload.request(payload: payload)).id
+                        } acknowledge: {
+                            try await Workload.acknowledge($0, in: store)
                         }
-                        return OperationTimes(enqueued - start)
                     }
                 },
                 close: {
@@ -66,26 +63,14 @@ enum Contenders {
         _ name: String, synchronous: SQLiteOutbox.Synchronous, producers: Int, operation: Operation, payload: [UInt8]
     ) -> Contender {
         let text = String(decoding: payload, as: UTF8.self)
-        return Contender(name: name, isOurs: false) {
-            let directory = try TemporaryDirectory(prefix: "outbox-compare-sqlite")
-            let database = try SQLiteOutbox(path: directory.appending("outbox.sqlite"), synchronous: synchronous)
-            return Session(
-                run: { seconds in
-                    try await runTimed(producers: producers, seconds: seconds) { _, _ in
-                        let start = monotonicNanoseconds()
-                        let id = try await database.enqueue(payload: text)
-                        let enqueued = monotonicNanoseconds()
-                        guard case .enqueue = operation else {
-                            try await database.acknowledge(id)
-                            return OperationTimes(enqueued - start, monotonicNanoseconds() - enqueued)
-                        }
-                        return OperationTimes(enqueued - start)
-                    }
-                },
-                close: {
-                    try database.close()
-                    directory.remove()
-                })
+        return sqliteContender(name, synchronous: synchronous) { database, seconds in
+            try await runTimed(producers: producers, seconds: seconds) { _, _ in
+                try await operation.timed {
+                    try await database.enqueue(payload: text)
+                } acknowledge: {
+                    try await database.acknowledge($0)
+                }
+            }
         }
     }
 
@@ -95,22 +80,27 @@ enum Contenders {
         _ name: String, synchronous: SQLiteOutbox.Synchronous, operation: Operation, payload: [UInt8]
     ) -> Contender {
         let text = String(decoding: payload, as: UTF8.self)
-        return Contender(name: name, isOurs: false) {
+        return sqliteContender(name, synchronous: synchronous) { database, seconds in
+            try await runTimedBlocking(seconds: seconds) { _ in
+                try operation.timedBlocking {
+                    try database.enqueueBlocking(payload: text)
+                } acknowledge: {
+                    try database.acknowledgeBlocking($0)
+                }
+            }
+        }
+    }
+
+    /// A fresh SQLite database in a scratch directory, which `run` drives.
+    private static func sqliteContender(
+        _ name: String, synchronous: SQLiteOutbox.Synchronous,
+        run: @escaping @Sendable (SQLiteOutbox, _ seconds: Double) async throws -> TimedRun
+    ) -> Contender {
+        Contender(name: name, isOurs: false) {
             let directory = try TemporaryDirectory(prefix: "outbox-compare-sqlite")
             let database = try SQLiteOutbox(path: directory.appending("outbox.sqlite"), synchronous: synchronous)
             return Session(
-                run: { seconds in
-                    try await runTimedBlocking(seconds: seconds) { _ in
-                        let start = monotonicNanoseconds()
-                        let id = try database.enqueueBlocking(payload: text)
-                        let enqueued = monotonicNanoseconds()
-                        guard case .enqueue = operation else {
-                            try database.acknowledgeBlocking(id)
-                            return OperationTimes(enqueued - start, monotonicNanoseconds() - enqueued)
-                        }
-                        return OperationTimes(enqueued - start)
-                    }
-                },
+                run: { seconds in try await run(database, seconds) },
                 close: {
                     try database.close()
                     directory.remove()
@@ -128,14 +118,11 @@ enum Contenders {
             return Session(
                 run: { seconds in
                     try await runTimedBlocking(seconds: seconds) { _ in
-                        let start = monotonicNanoseconds()
-                        let id = try outbox.enqueue(payload: text)
-                        let enqueued = monotonicNanoseconds()
-                        guard case .enqueue = operation else {
-                            try outbox.acknowledge(id)
-                            return OperationTimes(enqueued - start, monotonicNanoseconds() - enqueued)
+                        try operation.timedBlocking {
+                            try outbox.enqueue(payload: text)
+                        } acknowledge: {
+                            try outbox.acknowledge($0)
                         }
-                        return OperationTimes(enqueued - start)
                     }
                 },
                 close: { directory.remove() })

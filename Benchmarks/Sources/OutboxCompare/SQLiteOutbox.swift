@@ -144,19 +144,8 @@ final class SQLiteOutbox: Sendable {
     /// Claims up to `limit` due entries (in flight, attempt counted) in one
     /// transaction, in priority then sequence order.
     func claimDue(limit: Int) async throws -> [String] {
-        let now = Int64(Date().timeIntervalSince1970 * 1000)
-        return try await pool.write { db in
-            let ids = try String.fetchAll(
-                db.cachedStatement(
-                    sql: """
-                        SELECT id FROM offline_sync_queue
-                        WHERE status IN ('pending', 'failed') AND (next_retry_at IS NULL OR next_retry_at <= ?)
-                        ORDER BY priority DESC, sequence_number LIMIT ?
-                        """), arguments: [now, limit])
-            let update = try db.cachedStatement(
-                sql: "UPDATE offline_sync_queue SET status = 'in_flight', attempt_count = attempt_count + 1 WHERE id = ?")
-            for id in ids { try update.execute(arguments: [id]) }
-            return ids
+        try await claim(columns: "id", limit: limit, id: { $0 }) { statement, arguments in
+            try String.fetchAll(statement, arguments: arguments)
         }
     }
 
@@ -178,23 +167,32 @@ final class SQLiteOutbox: Sendable {
 
     /// ``claimDue(limit:)`` with the request fields of each row.
     func claimDueRows(limit: Int) async throws -> [ClaimedRow] {
+        try await claim(columns: "id, idempotency_key, endpoint, payload", limit: limit, id: \.id) { statement, arguments in
+            try Row.fetchAll(statement, arguments: arguments).map { row in
+                ClaimedRow(id: row["id"], key: row["idempotency_key"], endpoint: row["endpoint"], payload: row["payload"] ?? "")
+            }
+        }
+    }
+
+    /// In one transaction: selects `columns` of up to `limit` due entries
+    /// (in priority then sequence order) with `fetch`, then marks each of
+    /// them in flight and counts the attempt.
+    private func claim<Claimed: Sendable>(
+        columns: String, limit: Int, id: @escaping @Sendable (Claimed) -> String,
+        fetch: @escaping @Sendable (Statement, StatementArguments) throws -> [Claimed]
+    ) async throws -> [Claimed] {
         let now = Int64(Date().timeIntervalSince1970 * 1000)
         return try await pool.write { db in
-            let rows = try Row.fetchAll(
+            let claimed = try fetch(
                 db.cachedStatement(
                     sql: """
-                        SELECT id, idempotency_key, endpoint, payload FROM offline_sync_queue
+                        SELECT \(columns) FROM offline_sync_queue
                         WHERE status IN ('pending', 'failed') AND (next_retry_at IS NULL OR next_retry_at <= ?)
                         ORDER BY priority DESC, sequence_number LIMIT ?
-                        """), arguments: [now, limit])
+                        """), [now, limit])
             let update = try db.cachedStatement(
                 sql: "UPDATE offline_sync_queue SET status = 'in_flight', attempt_count = attempt_count + 1 WHERE id = ?")
-            var claimed: [ClaimedRow] = []
-            for row in rows {
-                let id: String = row["id"]
-                try update.execute(arguments: [id])
-                claimed.append(ClaimedRow(id: id, key: row["idempotency_key"], endpoint: row["endpoint"], payload: row["payload"] ?? ""))
-            }
+            for item in claimed { try update.execute(arguments: [id(item)]) }
             return claimed
         }
     }

@@ -199,77 +199,13 @@ progress("one enqueued 256-byte entry = \(recordBytes) bytes in the log (what th
 // MARK: Side-by-side workloads
 
 if options.sections.contains("compare") {
-    let specifications: [(String, String, String, [Contender], Bool)] = [
-        (
-            "durable.1p.enqueue+ack", "durable, 1 producer: enqueue then acknowledge",
-            "Each entry is enqueued (durable), then acknowledged: ours starts the attempt (written) and records the success (durable: tombstone + completion in one batch); SQLite runs one INSERT transaction and one DELETE transaction; the JSON file is rewritten twice. Each enqueue and each acknowledgement counts as one operation.",
-            [
-                Contenders.ours("ours (LogOutboxStore)", durability: .durable, producers: 1, operation: .enqueueThenAcknowledge, payload: payload),
-                Contenders.sqlite("SQLite FULL (GRDB async)", synchronous: .full, producers: 1, operation: .enqueueThenAcknowledge, payload: payload),
-                Contenders.sqliteBlocking("SQLite FULL (GRDB blocking, own thread)", synchronous: .full, operation: .enqueueThenAcknowledge, payload: payload),
-                Contenders.jsonFile("JSON file (temp + fsync + rename)", operation: .enqueueThenAcknowledge, payload: payload),
-                Contenders.raw("raw write+fdatasync loop", recordSize: recordBytes, sync: true),
-            ], false
-        ),
-        (
-            "durable.1p.enqueue", "durable, 1 producer: enqueue only",
-            "Durable enqueues from one producer, each awaited before the next; a fresh queue every round. Two raw limits: appending to a growing file, and overwriting a file allocated ahead (`posix_fallocate`: no size change for the sync to journal).",
-            [
-                Contenders.ours("ours (LogOutboxStore)", durability: .durable, producers: 1, operation: .enqueue, payload: payload),
-                Contenders.ours(
-                    "ours, segments zero-filled 1 MiB ahead (preallocation, off by default)", durability: .durable,
-                    producers: 1, operation: .enqueue, payload: payload, preallocation: 1 << 20),
-                Contenders.sqlite("SQLite FULL (GRDB async)", synchronous: .full, producers: 1, operation: .enqueue, payload: payload),
-                Contenders.sqliteBlocking("SQLite FULL (GRDB blocking, own thread)", synchronous: .full, operation: .enqueue, payload: payload),
-                Contenders.raw("raw write+fdatasync loop", recordSize: recordBytes, sync: true),
-                Contenders.rawPreallocated("raw overwrite+fdatasync, preallocated file", recordSize: recordBytes),
-            ], true
-        ),
-        (
-            "durable.64p.enqueue", "durable, 64 concurrent producers: enqueue only",
-            "64 tasks enqueue concurrently (durable); GRDB serializes SQLite's writes, which is what an app gets. The raw line writes 64 records with one write(2) and one fdatasync: a perfect group commit.",
-            [
-                Contenders.ours("ours (LogOutboxStore)", durability: .durable, producers: 64, operation: .enqueue, payload: payload),
-                Contenders.sqlite("SQLite FULL (GRDB async)", synchronous: .full, producers: 64, operation: .enqueue, payload: payload),
-                Contenders.raw("raw: 64 records per write+fdatasync", recordSize: recordBytes, group: 64, sync: true),
-            ], true
-        ),
-        (
-            "written.1p.enqueue+ack", "written, 1 producer: enqueue then acknowledge",
-            "As the durable case, with every step `written` (survives an app kill, not a power loss) against SQLite's synchronous=NORMAL in WAL mode (commits are not synced).",
-            [
-                Contenders.ours("ours (LogOutboxStore, written)", durability: .written, producers: 1, operation: .enqueueThenAcknowledge, payload: payload),
-                Contenders.sqlite("SQLite NORMAL (GRDB async)", synchronous: .normal, producers: 1, operation: .enqueueThenAcknowledge, payload: payload),
-                Contenders.sqliteBlocking("SQLite NORMAL (GRDB blocking, own thread)", synchronous: .normal, operation: .enqueueThenAcknowledge, payload: payload),
-                Contenders.raw("raw write loop (no sync)", recordSize: recordBytes, sync: false),
-            ], false
-        ),
-        (
-            "written.1p.enqueue", "written, 1 producer: enqueue only",
-            "Written enqueues from one producer; a fresh queue every round.",
-            [
-                Contenders.ours("ours (LogOutboxStore, written)", durability: .written, producers: 1, operation: .enqueue, payload: payload),
-                Contenders.sqlite("SQLite NORMAL (GRDB async)", synchronous: .normal, producers: 1, operation: .enqueue, payload: payload),
-                Contenders.sqliteBlocking("SQLite NORMAL (GRDB blocking, own thread)", synchronous: .normal, operation: .enqueue, payload: payload),
-                Contenders.raw("raw write loop (no sync)", recordSize: recordBytes, sync: false),
-            ], true
-        ),
-        (
-            "written.64p.enqueue", "written, 64 concurrent producers: enqueue only",
-            "64 tasks enqueue concurrently (written); a fresh queue every round.",
-            [
-                Contenders.ours("ours (LogOutboxStore, written)", durability: .written, producers: 64, operation: .enqueue, payload: payload),
-                Contenders.sqlite("SQLite NORMAL (GRDB async)", synchronous: .normal, producers: 64, operation: .enqueue, payload: payload),
-            ], true
-        ),
-    ]
-    for (id, title, detail, contenders, fresh) in specifications {
-        if let scenarios = options.scenarios, !scenarios.contains(id) { continue }
-        let contenders = options.oursOnly ? contenders.filter(\.isOurs) : contenders
+    for specification in comparisonSpecifications(payload: payload, recordBytes: recordBytes) {
+        if let scenarios = options.scenarios, !scenarios.contains(specification.id) { continue }
+        let contenders = options.oursOnly ? specification.contenders.filter(\.isOurs) : specification.contenders
         report.comparisons.append(
             try await runComparison(
-                id: id, title: title, detail: detail, contenders: contenders, freshPerRound: fresh, rounds: rounds,
-                seconds: secondsPerRound, warmup: warmup))
+                id: specification.id, title: specification.title, detail: specification.detail, contenders: contenders,
+                freshPerRound: specification.freshPerRound, rounds: rounds, seconds: secondsPerRound, warmup: warmup))
     }
 }
 
