@@ -3,8 +3,9 @@
 // swift-outbox: a durable on-device outbox for server-bound writes, on its own
 // segmented, CRC-framed append-only log.
 //
-// Dependencies flow one way:  CLI → (OutboxTorture →) Outbox → OutboxLog → CZlib;
-// OutboxCollections (the packed hash table) sits under both Outbox and OutboxLog.
+// Dependencies flow one way:  CLI → (OutboxTorture →) OutboxHTTP → Outbox →
+// OutboxStorage → OutboxModel → OutboxLog → CZlib; OutboxCollections (the
+// packed hash table) sits under both OutboxStorage and OutboxLog.
 
 import PackageDescription
 
@@ -18,6 +19,10 @@ let package = Package(
         .library(name: "OutboxLog", targets: ["OutboxLog"]),
         .library(name: "OutboxLogTesting", targets: ["OutboxLogTesting"]),
         .library(name: "Outbox", targets: ["Outbox"]),
+        // The queue without the dispatcher (it re-exports OutboxModel): for
+        // code that only writes to a queue or reads it, such as an app
+        // extension that spools writes for the app to deliver.
+        .library(name: "OutboxStorage", targets: ["OutboxStorage"]),
         .library(name: "OutboxHTTP", targets: ["OutboxHTTP"]),
         .library(name: "IdempotencyKeyMiddleware", targets: ["IdempotencyKeyMiddleware"]),
         // The middleware's key store on PostgreSQL, for several server
@@ -43,8 +48,10 @@ let package = Package(
         .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
         .package(url: "https://github.com/apple/swift-nio-extras", from: "1.35.2"),
         .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"),
-        // `swift package generate-documentation --target Outbox`: the DocC
-        // catalogs (Sources/*/*.docc), built in CI with warnings as errors.
+        // `swift package generate-documentation --target OutboxModel --target
+        // OutboxStorage --target Outbox --enable-experimental-combined-documentation`,
+        // and `--target OutboxLog`: the DocC catalogs (Sources/*/*.docc), built
+        // in CI with warnings as errors.
         .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
     ],
     targets: [
@@ -112,7 +119,6 @@ let package = Package(
                 "OutboxCollections",
                 "OutboxLog",
                 .product(name: "Crypto", package: "swift-crypto"),
-                .product(name: "Logging", package: "swift-log"),
                 .product(name: "SystemPackage", package: "swift-system"),
                 .product(name: "DequeModule", package: "swift-collections"),
                 .product(name: "HeapModule", package: "swift-collections"),
@@ -120,19 +126,17 @@ let package = Package(
         ),
 
         // Delivery: the dispatcher, its handlers, transactions and metrics,
-        // and the platform glue; re-exports OutboxStorage, so `import Outbox`
-        // is the one import an app writes.
+        // and the platform glue; re-exports OutboxStorage and OutboxModel, so
+        // `import Outbox` is the one import an app writes.
         .target(
             name: "Outbox",
             dependencies: [
                 "OutboxLocking",
                 "OutboxModel",
                 "OutboxStorage",
-                "OutboxLog",
-                .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
-                .product(name: "SystemPackage", package: "swift-system"),
+                .product(name: "DequeModule", package: "swift-collections"),
             ]
         ),
 

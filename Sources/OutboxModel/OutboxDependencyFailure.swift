@@ -44,32 +44,6 @@ public enum OutboxDependencyFailure: Hashable, Sendable, CustomStringConvertible
     /// For people: `dependency <parent> is quarantined`.
     public var description: String { "dependency \(parent) \(Self.phrase(of: self))" }
 
-    /// The failure's code in a state record and a checkpoint (1…6).
-    package var code: UInt8 {
-        switch self {
-        case .quarantined: 1
-        case .evicted: 2
-        case .unknownToQueue: 3
-        case .removed: 4
-        case .discarded: 5
-        case .gone: 6
-        }
-    }
-
-    /// The failure a record's `code` and parent id stand for; `nil` for a
-    /// code no store writes.
-    package init?(code: UInt8, parent: OutboxEntryID) {
-        switch code {
-        case 1: self = .quarantined(parent)
-        case 2: self = .evicted(parent)
-        case 3: self = .unknownToQueue(parent)
-        case 4: self = .removed(parent)
-        case 5: self = .discarded(parent)
-        case 6: self = .gone(parent)
-        default: return nil
-        }
-    }
-
     private static func phrase(of failure: OutboxDependencyFailure) -> String {
         switch failure {
         case .quarantined: return "is quarantined"

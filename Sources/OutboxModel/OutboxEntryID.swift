@@ -89,11 +89,19 @@ public struct OutboxEntryID: Hashable, Sendable, Comparable, Codable, CustomStri
         withUnsafeBytes(of: uuid.uuid) { Array($0) }
     }
 
+    // Inlinable: every record the store reads makes ids from byte slices, and
+    // a generic function called from another module runs unspecialized (its
+    // metadata looked up at run time, under a lock, per call).
+    @inlinable
     package init(bytes: some Collection<UInt8>) {
         var raw: uuid_t = (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
         withUnsafeMutableBytes(of: &raw) { target in
-            for (index, byte) in bytes.prefix(16).enumerated() { target[index] = byte }
+            var index = 0
+            for byte in bytes.prefix(16) {
+                target[index] = byte
+                index += 1
+            }
         }
-        uuid = UUID(uuid: raw)
+        self.init(UUID(uuid: raw))
     }
 }

@@ -73,27 +73,4 @@ public enum OutboxStatus: String, Sendable, Hashable, CaseIterable, Codable, Cus
         default: false
         }
     }
-
-    package var code: UInt8 {
-        switch self {
-        case .pending: 0
-        case .inFlight: 1
-        case .waitingToRetry: 2
-        case .quarantined: 3
-        case .conflict: 4
-        case .succeeded: 5
-        }
-    }
-
-    package init?(code: UInt8) {
-        switch code {
-        case 0: self = .pending
-        case 1: self = .inFlight
-        case 2: self = .waitingToRetry
-        case 3: self = .quarantined
-        case 4: self = .conflict
-        case 5: self = .succeeded
-        default: return nil
-        }
-    }
 }

@@ -1,8 +1,6 @@
 #if canImport(BackgroundTasks) && (os(iOS) || os(tvOS) || os(visionOS))
 import BackgroundTasks
 import Foundation
-import OutboxStorage
-import OutboxModel
 
 /// Delivers the outbox while the app is in the background, from a
 /// `BGProcessingTask` (iOS, tvOS, visionOS; this file is compiled nowhere

@@ -1,7 +1,5 @@
 import Foundation
 import OutboxLocking
-import OutboxStorage
-import OutboxModel
 
 /// The dispatcher's one delivery watchdog: every running attempt registers
 /// its deadline here, and a single timer task sleeps until the earliest one.

@@ -1,6 +1,4 @@
 import Foundation
-import OutboxStorage
-import OutboxModel
 
 /// Exponential backoff with full jitter (AWS's "Exponential Backoff and
 /// Jitter"): the wait before attempt n+1 is uniform in

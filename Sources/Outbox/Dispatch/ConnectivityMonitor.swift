@@ -3,8 +3,6 @@ import OutboxLocking
 
 #if canImport(Network)
 import Network
-import OutboxStorage
-import OutboxModel
 #endif
 
 /// Tells the dispatcher when the device goes online or offline.

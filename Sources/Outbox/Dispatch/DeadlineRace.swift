@@ -1,7 +1,5 @@
 import Foundation
 import OutboxLocking
-import OutboxStorage
-import OutboxModel
 
 /// Runs work against a deadline kept by the dispatcher's ``AttemptWatchdog``,
 /// and gives up on the work — cancelling it, but not waiting for it — when

@@ -1,6 +1,4 @@
 import Metrics
-import OutboxStorage
-import OutboxModel
 
 /// The dispatcher's counters and timers (swift-metrics; no-ops until the app
 /// bootstraps a metrics backend).

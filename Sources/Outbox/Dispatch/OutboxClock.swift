@@ -1,7 +1,5 @@
 import Foundation
 import OutboxLocking
-import OutboxStorage
-import OutboxModel
 
 /// The dispatcher's notion of time: when things are due, how long a
 /// delivery may take, when to wake up. Injected so tests never sleep

@@ -1,7 +1,6 @@
 import Foundation
 import Logging
 import OutboxStorage
-import OutboxModel
 
 /// What starts a drain: the lifecycle (start, stop), connectivity, the app
 /// becoming active, pause and resume.

@@ -1,4 +1,3 @@
-import OutboxStorage
 import OutboxModel
 extension OutboxDispatcherConfiguration {
     /// Throws ``/OutboxModel/OutboxError/Code/invalidArgument`` naming the first value out

@@ -32,7 +32,7 @@ extension OutboxDispatcher {
 
     /// Waits until `id` is delivered and returns the server's id for it.
     ///
-    /// - Throws: ``/OutboxStorage/OutboxDeliveryFailure`` once the entry will not be
+    /// - Throws: ``OutboxDeliveryFailure`` once the entry will not be
     ///   delivered without the app: quarantined (with its failure),
     ///   left in `conflict`, or removed without delivery;
     ///   ``/OutboxModel/OutboxError`` (`.notFound`) for an id the store does not know, or

@@ -1,4 +1,3 @@
-import OutboxModel
 /// What opening a ``LogOutboxStore`` found among its payload files
 /// (``OutboxStoreConfiguration/largePayloadThreshold``).
 public struct OutboxPayloadRecovery: Sendable, Hashable {

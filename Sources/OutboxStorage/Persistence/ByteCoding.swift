@@ -1,5 +1,4 @@
 import Foundation
-import OutboxModel
 
 /// Appends the little-endian binary form of values to a byte array.
 struct ByteWriter {

@@ -5,8 +5,8 @@ import OutboxModel
 ///
 /// ```
 /// u8 fields (1 failure, 2 first answer, 4 outcome unknown; no other bit)
-/// [u8 cause (``/OutboxModel/OutboxFailure/Cause/code``)
-///  · [u8 dependency failure (``/OutboxModel/OutboxDependencyFailure/code``) · 16 parent id]   — cause 13 only
+/// [u8 cause (`OutboxFailure.Cause.code`)
+///  · [u8 dependency failure (`OutboxDependencyFailure.code`, StatusCodes.swift) · 16 parent id]   — cause 13 only
 ///  · i32 httpStatus (−1: none, else 100…999) · str? message (at most 2,048 bytes)]  — field 1
 /// [i64 firstAnsweredAt (ms)]                                                      — field 2
 /// [i64 outcomeUnknownSince (ms)]                                                  — field 4

@@ -1,4 +1,3 @@
-import OutboxModel
 /// Lowercase hexadecimal, the form of every name the store derives from
 /// bytes (queue directories, spools, payload files).
 ///

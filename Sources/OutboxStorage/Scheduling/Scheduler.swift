@@ -29,7 +29,7 @@ import OutboxModel
 /// enqueue, scope queues, dependencies, due selection, outcomes, removal,
 /// keys, status, queries, batches, controls). Swift keeps stored properties
 /// in this declaration, so the state is here, each property saying which
-/// job owns it. Nothing outside `Sources/Outbox/Scheduling` writes it (stores
+/// job owns it. Nothing outside `Sources/OutboxStorage/Scheduling` writes it (stores
 /// read ``entries``, ``completions``, ``strings`` and ``failure(_:)`` under
 /// their lock); the fuzz harness reads a few properties (`package`, set only
 /// inside the module).

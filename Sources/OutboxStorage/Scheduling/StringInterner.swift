@@ -1,4 +1,3 @@
-import OutboxModel
 /// Small integer ids for the strings many entries share (scopes, types,
 /// coalescing keys), so each entry's metadata stores 4 bytes instead of a
 /// `String`. Reference-counted: a scope used by no entry any more is freed,

@@ -1,4 +1,3 @@
-import OutboxModel
 /// What one look at a queue's spools did (``LogOutboxStore/ingestSpools()``).
 public struct OutboxSpoolReport: Sendable, Hashable, CustomStringConvertible {
     /// Spooled entries now in the queue.

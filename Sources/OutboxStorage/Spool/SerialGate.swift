@@ -1,5 +1,4 @@
 import OutboxLocking
-import OutboxModel
 
 /// Lets one task at a time through, first come first served, across
 /// suspension points (an actor would let a second caller in at each await).

@@ -4,7 +4,6 @@ import SystemPackage
 
 #if canImport(Darwin)
 import Darwin
-import OutboxModel
 #endif
 
 /// How a spool writer tells the queue's owner that a spool is ready, and

@@ -1,5 +1,4 @@
 import OutboxLocking
-import OutboxModel
 
 /// A wake-up call that is never lost: ``signal()`` before ``wait()`` makes
 /// the next wait return at once; many signals before a wait count as one.
@@ -34,23 +33,5 @@ package final class Wakeup: Sendable {
             }
             if now { continuation.resume() }
         }
-    }
-}
-
-/// The value of `task`, or `nil` as soon as the calling task is
-/// cancelled (the task itself goes on).
-package func valueUnlessCancelled<Value: Sendable>(of task: Task<Value, Never>) async -> Value? {
-    let waiter = Locked<CheckedContinuation<Value?, Never>?>(nil)
-    return await withTaskCancellationHandler {
-        await withCheckedContinuation { continuation in
-            waiter.withLock { $0 = continuation }
-            if Task.isCancelled { waiter.withLock { $0.take() }?.resume(returning: nil) }
-            Task {
-                let value = await task.value
-                waiter.withLock { $0.take() }?.resume(returning: value)
-            }
-        }
-    } onCancel: {
-        waiter.withLock { $0.take() }?.resume(returning: nil)
     }
 }

@@ -2,7 +2,6 @@ import SystemPackage
 
 #if canImport(Darwin)
 import Foundation
-import OutboxModel
 
 /// Apple platforms only: how the outbox's root is kept from other eyes.
 ///

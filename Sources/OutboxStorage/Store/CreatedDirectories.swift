@@ -1,6 +1,5 @@
 import OutboxLog
 import SystemPackage
-import OutboxModel
 
 /// The directories an open is about to create, noted before it starts, so
 /// that an open that fails leaves nothing behind: what it created, and only

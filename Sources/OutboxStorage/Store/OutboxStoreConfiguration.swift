@@ -1,7 +1,6 @@
 import Crypto
 import Foundation
 import OutboxLog
-import OutboxModel
 
 /// How an ``OutboxStore`` limits, keeps and protects its entries.
 public struct OutboxStoreConfiguration: Sendable {

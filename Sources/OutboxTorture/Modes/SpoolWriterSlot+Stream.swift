@@ -8,7 +8,8 @@ extension SpoolWriterSlot {
     /// is durable, the process maybe killed after any printed line. Every
     /// printed entry must reach the server once, under its printed key,
     /// even when the run was killed before it handed its spool over; what
-    /// was not printed may or may not arrive, but never twice.
+    /// was not printed may or may not arrive, but never twice
+    /// (`SpoolTorture.checkStreams`).
     func stream(_ random: inout SplitMix64, into result: inout Result) async -> String? {
         let count = 100 + random.next(below: 500)
         let batch = 4 + random.next(below: 37)
@@ -41,6 +42,8 @@ extension SpoolWriterSlot {
             return "writer \(writer): outbox enqueue --count \(count) --batch \(batch) \(outcome.termination), "
                 + "printed \(outcome.lines.count) lines, stderr: \(outcome.errorTail)"
         }
+        var run = StreamRun(tag: tag, count: count, killed: killed, printed: [])
+        defer { result.streams.append(run) }
         for (number, line) in outcome.lines.enumerated() {
             guard let object = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any],
                 let id = object["id"] as? String, let key = object["idempotencyKey"] as? String,
@@ -51,7 +54,9 @@ extension SpoolWriterSlot {
                 return "writer \(writer): outbox enqueue --count printed \(line)"
             }
             result.paths["stream \(path)", default: 0] += 1
-            result.acknowledged.append(Acknowledged(tag: tag, id: id, key: key, path: path, sharesTag: true))
+            let entry = Acknowledged(tag: tag, id: id, key: key, path: path, sharesTag: true)
+            result.acknowledged.append(entry)
+            run.printed.append(entry)
         }
         return nil
     }

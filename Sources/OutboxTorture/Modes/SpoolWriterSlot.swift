@@ -7,8 +7,8 @@ import SystemPackage
 /// (an app extension, a widget, a CLI), one per entry, each killed now and
 /// then. A killed enqueue is run again with the same id until one is
 /// acknowledged — as an app retries its own write — so every entry of the
-/// slot is acknowledged once the slot ends. Half the slots end with one
-/// long run of several batches (``stream(_:into:)``).
+/// slot is acknowledged once the slot ends. Every other slot (the even
+/// writers) ends with one long run of several batches (``stream(_:into:)``).
 struct SpoolWriterSlot: Sendable {
     let writer: Int
     let count: Int
@@ -25,14 +25,23 @@ struct SpoolWriterSlot: Sendable {
         var key: String
         var path: String
         /// Whether other entries carry the same tag (one long run's):
-        /// such an entry is found on the server by its key alone.
+        /// such an entry is checked with its run (``StreamRun``).
         var sharesTag = false
+    }
+
+    /// One long run: what it was asked to write and what it printed.
+    struct StreamRun: Sendable {
+        var tag: String
+        var count: Int
+        var killed: Bool
+        var printed: [Acknowledged]
     }
 
     struct Result: Sendable {
         var acknowledged: [Acknowledged] = []
         var kills = 0
         var paths: [String: Int] = [:]
+        var streams: [StreamRun] = []
         /// A broken promise or an unexpected failure, if any.
         var violation: String?
     }
@@ -54,7 +63,7 @@ struct SpoolWriterSlot: Sendable {
                 return result
             }
         }
-        if random.next(below: 2) == 0 { result.violation = await stream(&random, into: &result) }
+        if writer % 2 == 0 { result.violation = await stream(&random, into: &result) }
         return result
     }
 
