@@ -61,22 +61,16 @@ public struct OutboxEntryID: Hashable, Sendable, Comparable, Codable, CustomStri
         try container.encode(localReference)
     }
 
-    /// Decodes a `local:` reference or a bare UUID string (and the keyed form
-    /// `{"uuid": …}` of releases before it encoded as a reference).
+    /// Decodes a `local:` reference or a bare UUID string.
     public init(from decoder: any Decoder) throws {
-        if let container = try? decoder.singleValueContainer(), let text = try? container.decode(String.self) {
-            guard let id = OutboxEntryID(text) else {
-                throw DecodingError.dataCorruptedError(
-                    in: container, debugDescription: "not an outbox entry id or local: reference: \(text)")
-            }
-            self = id
-            return
+        let container = try decoder.singleValueContainer()
+        let text = try container.decode(String.self)
+        guard let id = OutboxEntryID(text) else {
+            throw DecodingError.dataCorruptedError(
+                in: container, debugDescription: "not an outbox entry id or local: reference: \(text)")
         }
-        let keyed = try decoder.container(keyedBy: LegacyKeys.self)
-        self.init(try keyed.decode(UUID.self, forKey: .uuid))
+        self = id
     }
-
-    private enum LegacyKeys: String, CodingKey { case uuid }
 
     /// The UUID's canonical upper-case text.
     public var description: String { FastUUID.string(uuid) }

@@ -201,3 +201,29 @@ struct ObservationTests {
         #expect(failures.contains { $0.code == .closed })
     }
 }
+
+@Suite("Observation across dispatchers", .timeLimit(.minutes(1)))
+struct SharedFeedTests {
+    @Test("two dispatchers on one store: each events() stream gets its own dispatcher's events, and stop() ends only its own")
+    func eventStreamsBelongToTheirDispatcher() async throws {
+        let store = InMemoryOutboxStore(partition: "user", configuration: quietStoreConfiguration())
+        let first = App(store: store)
+        let second = App(store: store)
+        let firstEvents = first.dispatcher.events()
+        let secondEvents = second.dispatcher.events()
+        let early = try await first.add(Post(text: "early"))
+        await first.dispatcher.flush()
+        await first.dispatcher.stop()
+        let late = try await second.add(Post(text: "late"))
+        await second.dispatcher.flush()  // publishes after the first stopped
+        await second.dispatcher.stop()
+        var firstSaw: [OutboxEvent] = []
+        for await event in firstEvents { firstSaw.append(event) }
+        var secondSaw: [OutboxEvent] = []
+        for await event in secondEvents { secondSaw.append(event) }
+        #expect(firstSaw.contains { if case .delivered(early, _) = $0 { true } else { false } })
+        #expect(secondSaw.contains { if case .delivered(late, _) = $0 { true } else { false } })
+        #expect(!firstSaw.contains { $0.entryID == late })
+        #expect(!secondSaw.contains { $0.entryID == early })
+    }
+}

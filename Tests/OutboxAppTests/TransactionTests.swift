@@ -78,14 +78,14 @@ struct TransactionTests {
         }
     }
 
-    @Test("an OutboxEntryID encodes as its local: reference and decodes from it, a bare UUID or the old keyed form")
+    @Test("an OutboxEntryID encodes as its local: reference and decodes from it or a bare UUID; nothing else")
     func entryIDCoding() throws {
         let id = OutboxEntry.ID()
         let encoded = String(decoding: try JSONEncoder().encode(["album": id]), as: UTF8.self)
         #expect(encoded == #"{"album":"\#(id.localReference)"}"#)
         #expect(try JSONDecoder().decode(OutboxEntry.ID.self, from: Data(#""\#(id.localReference)""#.utf8)) == id)
         #expect(try JSONDecoder().decode(OutboxEntry.ID.self, from: Data(#""\#(id)""#.utf8)) == id)
-        #expect(try JSONDecoder().decode(OutboxEntry.ID.self, from: Data(#"{"uuid":"\#(id)"}"#.utf8)) == id)
+        #expect(throws: DecodingError.self) { try JSONDecoder().decode(OutboxEntry.ID.self, from: Data(#"{"uuid":"\#(id)"}"#.utf8)) }
         #expect(throws: DecodingError.self) { try JSONDecoder().decode(OutboxEntry.ID.self, from: Data(#""local:nope""#.utf8)) }
     }
 }

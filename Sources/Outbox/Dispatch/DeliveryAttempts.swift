@@ -14,7 +14,7 @@ final class DeliveryAttempts: Sendable {
     let store: any OutboxStore
     let configuration: OutboxDispatcherConfiguration
     let clock: any OutboxClock
-    let broadcaster: EventBroadcaster
+    let events: OutboxEventPublisher
     let metrics: DispatcherMetrics
     /// Backoff jitter, shared by every attempt.
     let jitter: Locked<JitterRandom>
@@ -31,12 +31,12 @@ final class DeliveryAttempts: Sendable {
 
     init(
         store: any OutboxStore, configuration: OutboxDispatcherConfiguration, clock: any OutboxClock,
-        broadcaster: EventBroadcaster, metrics: DispatcherMetrics
+        events: OutboxEventPublisher, metrics: DispatcherMetrics
     ) {
         self.store = store
         self.configuration = configuration
         self.clock = clock
-        self.broadcaster = broadcaster
+        self.events = events
         self.metrics = metrics
         self.jitter = Locked(JitterRandom(seed: configuration.randomSeed))
         self.watchdog = AttemptWatchdog(clock: clock)
@@ -326,7 +326,7 @@ final class DeliveryAttempts: Sendable {
             httpStatus: nil, retryAfter: nil)
     }
 
-    func publish(_ event: @autoclosure () -> OutboxEvent) { broadcaster.publish(event()) }
+    func publish(_ event: @autoclosure () -> OutboxEvent) { events.publish(event()) }
 }
 
 /// Handlers the watchdog gave up on that may still be running (they ignore

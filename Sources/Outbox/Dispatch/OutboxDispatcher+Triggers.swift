@@ -56,7 +56,7 @@ extension OutboxDispatcher {
             running.task.cancel()
             _ = await valueUnlessCancelled(of: running.task)
         }
-        broadcaster.finish()
+        eventPublisher.finish()
         feed.publishQueueChange()
     }
 

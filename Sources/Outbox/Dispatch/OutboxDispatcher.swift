@@ -38,7 +38,8 @@ public actor OutboxDispatcher {
     /// the dispatcher then refuses to work.
     let configurationError: OutboxError?
     let clock: any OutboxClock
-    let broadcaster: EventBroadcaster
+    /// Publishes this dispatcher's events into the feed.
+    let eventPublisher: OutboxEventPublisher
     /// Where observers learn that entries or the dispatcher's own state
     /// changed: the store's feed, or (for a store without one) the
     /// dispatcher's, fed with its events.
@@ -104,14 +105,14 @@ public actor OutboxDispatcher {
             configuration.logger.error("the dispatcher's configuration is invalid; it will send nothing", metadata: ["error": "\(error)"])
         }
         self.clock = clock
-        let feed = store.changeFeed ?? OutboxChangeFeed()
+        let feed = store.changeFeed ?? OutboxChangeFeed(eventsAreChanges: true)
         self.feed = feed
-        let broadcaster = EventBroadcaster(announcingTo: store.changeFeed == nil ? feed : nil)
+        let events = feed.eventPublisher()
         let metrics = DispatcherMetrics()
-        self.broadcaster = broadcaster
+        self.eventPublisher = events
         self.metrics = metrics
         self.attempts = DeliveryAttempts(
-            store: store, configuration: configuration, clock: clock, broadcaster: broadcaster, metrics: metrics)
+            store: store, configuration: configuration, clock: clock, events: events, metrics: metrics)
     }
 
     /// A dispatcher released without ``stop()`` leaves no timer asleep: its
@@ -189,7 +190,7 @@ public actor OutboxDispatcher {
 
     /// A stream of everything that happens to entries, from now on. Each
     /// call returns its own stream.
-    public nonisolated func events() -> AsyncStream<OutboxEvent> { broadcaster.stream() }
+    public nonisolated func events() -> AsyncStream<OutboxEvent> { eventPublisher.stream() }
 
     /// Counts and bytes by status, for a pending-writes badge.
     public func summary() async throws(OutboxError) -> OutboxSummary { try await store.summary() }
@@ -242,5 +243,5 @@ public actor OutboxDispatcher {
         }
     }
 
-    nonisolated func publish(_ event: @autoclosure () -> OutboxEvent) { broadcaster.publish(event()) }
+    nonisolated func publish(_ event: @autoclosure () -> OutboxEvent) { eventPublisher.publish(event()) }
 }

@@ -1,9 +1,8 @@
 import Foundation
-import OutboxLocking
-import OutboxStorage
-import OutboxModel
 
-/// Something that happened to an entry, for optimistic UI, badges and logs.
+/// Something that happened to an entry, for optimistic UI, badges and logs:
+/// what `OutboxDispatcher.events()` yields. Events travel through the
+/// store's change feed, the same one that wakes the state observers.
 public enum OutboxEvent: Sendable, Hashable {
     /// Recorded: the commit point. Show it as done (optimistically).
     case enqueued(OutboxEntry)
@@ -22,7 +21,7 @@ public enum OutboxEvent: Sendable, Hashable {
     case waitingToRetry(OutboxEntry.ID, at: Date, failure: OutboxFailure)
     /// The request was sent but its answer was lost (dropped connection,
     /// timeout, cancelled attempt): resent promptly at `at`, not counted as
-    /// a failed attempt (cause ``/OutboxModel/OutboxFailure/Cause/interrupted``).
+    /// a failed attempt (cause ``OutboxFailure/Cause/interrupted``).
     case interrupted(OutboxEntry.ID, at: Date, failure: OutboxFailure)
     /// Quarantined: tell the user; it needs retry or discard.
     case quarantined(OutboxEntry.ID, failure: OutboxFailure)
@@ -50,51 +49,5 @@ public enum OutboxEvent: Sendable, Hashable {
             id
         case .storeFailed(let id, _): id
         }
-    }
-}
-
-/// Fans events out to every subscriber; each gets its own stream.
-///
-/// Publishing costs one lock and nothing else when nobody listens: the
-/// subscriber list is read as it is (no copy), and the event is built only
-/// if someone will receive it.
-final class EventBroadcaster: Sendable {
-    private struct Subscribers {
-        var nextID: UInt64 = 0
-        var list: [(id: UInt64, continuation: AsyncStream<OutboxEvent>.Continuation)] = []
-    }
-
-    private let subscribers = Locked(Subscribers())
-    /// A feed told which entry each event concerns, for a store that has no
-    /// feed of its own.
-    private let feed: OutboxChangeFeed?
-
-    init(announcingTo feed: OutboxChangeFeed? = nil) { self.feed = feed }
-
-    func stream() -> AsyncStream<OutboxEvent> {
-        let (stream, continuation) = AsyncStream<OutboxEvent>.makeStream(bufferingPolicy: .bufferingNewest(10_000))
-        let id = subscribers.withLock { subscribers -> UInt64 in
-            subscribers.nextID += 1
-            subscribers.list.append((subscribers.nextID, continuation))
-            return subscribers.nextID
-        }
-        continuation.onTermination = { [weak self] _ in
-            self?.subscribers.withLock { $0.list.removeAll { $0.id == id } }
-        }
-        return stream
-    }
-
-    func publish(_ event: @autoclosure () -> OutboxEvent) {
-        let list = subscribers.withLock { $0.list }
-        guard feed != nil || !list.isEmpty else { return }
-        let event = event()
-        if let feed {
-            if let id = event.entryID { feed.publish(CollectionOfOne(id)) } else { feed.publish(EmptyCollection()) }
-        }
-        for subscriber in list { subscriber.continuation.yield(event) }
-    }
-
-    func finish() {
-        for subscriber in subscribers.withLock({ $0.list }) { subscriber.continuation.finish() }
     }
 }
