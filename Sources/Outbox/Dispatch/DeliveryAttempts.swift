@@ -47,15 +47,15 @@ final class DeliveryAttempts: Sendable {
     /// Starts a worker: a task that holds one delivery slot and runs
     /// attempts on the entries queued in `inbox` until none is left (or it
     /// may start no more), then leaves its slot.
-    func startWorker(inbox: AttemptInbox, control: DrainControl) {
+    func startWorker(inbox: AttemptInbox, switches: DispatcherSwitches) {
         let worker = inbox.addWorker()
-        worker.track(Task { await self.work(worker, inbox: inbox, control: control) })
+        worker.track(Task { await self.work(worker, inbox: inbox, switches: switches) })
     }
 
-    private func work(_ worker: DeliveryWorker, inbox: AttemptInbox, control: DrainControl) async {
+    private func work(_ worker: DeliveryWorker, inbox: AttemptInbox, switches: DispatcherSwitches) async {
         let clock = self.clock
         let freshFor = configuration.leaseGrace / 2
-        while !Task.isCancelled, let queued = inbox.next(for: worker, mayStart: { control.mayClaim(clock) }) {
+        while !Task.isCancelled, let queued = inbox.next(for: worker, mayStart: { switches.mayClaim(clock) }) {
             // Claimed too long ago (slow handlers ahead of it): its lease,
             // counted from the claim, must outlast the attempt. Give it back.
             if clock.now() >= queued.claimedAt.adding(freshFor) {

@@ -15,9 +15,9 @@ extension OutboxDispatcher {
     /// running attempts; each still records its outcome.
     ///
     /// The loop runs off the dispatcher's actor (it reads the actor's
-    /// switches through ``DrainControl``), so its store calls cost no hop
+    /// switches through ``DispatcherSwitches``), so its store calls cost no hop
     /// onto the actor. Each slot is a worker task that runs attempt after
-    /// attempt (``DeliveryAttempts/startWorker(inbox:control:)``) on entries
+    /// attempt (``DeliveryAttempts/startWorker(inbox:switches:)``) on entries
     /// the loop claimed ahead: as many as the workers are expected to start
     /// well within their lease (``lookahead(maximumConcurrent:attempts:handlerTime:)``),
     /// so one claim — one write, one read of the bodies — serves many
@@ -45,7 +45,7 @@ extension OutboxDispatcher {
                         leaseGrace: configuration.leaseGrace)
                     inbox.setLookahead(lookahead)
                 }
-                let claiming = !storeFailed && control.mayClaim(clock) && !Task.isCancelled
+                let claiming = !storeFailed && switches.mayClaim(clock) && !Task.isCancelled
                 var claimedAny = false
                 let claimedAt = clock.now()
                 if claiming {
@@ -67,7 +67,7 @@ extension OutboxDispatcher {
                     }
                     let after = inbox.occupancy
                     for _ in 0..<max(0, min(slots - after.workers, after.queued)) {
-                        attempts.startWorker(inbox: inbox, control: control)
+                        attempts.startWorker(inbox: inbox, switches: switches)
                     }
                 } else {
                     // Nothing may start now (paused, offline, past the
@@ -183,25 +183,5 @@ extension OutboxDispatcher {
             publish(.storeFailed(nil, error: error))
             logger.error("cannot reclaim expired leases", metadata: ["error": "\(error)"])
         }
-    }
-}
-
-/// The dispatcher's switches, as the drain loop reads them off the actor:
-/// whether attempts may start now.
-final class DrainControl: Sendable {
-    struct Switches {
-        var paused = false
-        var online = true
-        var stopped = false
-        /// While ``OutboxDispatcher/drain(until:)`` runs: no attempt starts after this.
-        var claimDeadline: Date?
-    }
-
-    let switches = Locked(Switches())
-
-    func mayClaim(_ clock: any OutboxClock) -> Bool {
-        let switches = switches.withLock { $0 }
-        guard !switches.paused, switches.online, !switches.stopped else { return false }
-        return switches.claimDeadline.map { clock.now() < $0 } ?? true
     }
 }

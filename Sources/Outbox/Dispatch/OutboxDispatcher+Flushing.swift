@@ -175,8 +175,7 @@ extension OutboxDispatcher {
 
     /// Whether a drain may start attempts now.
     var mayClaim: Bool {
-        !paused && online && lifecycle != .stopped && !Task.isCancelled
-            && claimDeadline.map { clock.now() < $0 } ?? true
+        switches.mayClaim(clock) && !Task.isCancelled
     }
 
     /// Drops succeeded entries past their audit window and stale mappings,
@@ -193,7 +192,7 @@ extension OutboxDispatcher {
     }
 
     func scheduleTimer() async {
-        guard !paused, online, lifecycle != .stopped, let next = try? await store.nextDueDate() else { return }
+        guard switches.current.maySend, let next = try? await store.nextDueDate() else { return }
         if let timer, timer.deadline <= next { return }
         timer?.task.cancel()
         let clock = self.clock

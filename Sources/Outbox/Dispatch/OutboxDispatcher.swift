@@ -51,17 +51,27 @@ public actor OutboxDispatcher {
     /// The running drain, if any: flushes join it, enqueues and flushes wake it.
     var running: (task: Task<OutboxFlushReport, Never>, wakeup: Wakeup)?
     var drainAgain = false
-    var paused = false { didSet { control.switches.withLock { [paused] in $0.paused = paused } } }
-    var online = true { didSet { control.switches.withLock { [online] in $0.online = online } } }
-    var lifecycle = Lifecycle.idle {
-        didSet { control.switches.withLock { [stopped = lifecycle == .stopped] in $0.stopped = stopped } }
+    /// Paused, online, the lifecycle and the claim deadline: one copy,
+    /// shared with the drain loop, which runs off the actor. The properties
+    /// below read and set it.
+    let switches = DispatcherSwitches()
+    var paused: Bool {
+        get { switches.current.paused }
+        set { switches.update { $0.paused = newValue } }
+    }
+    var online: Bool {
+        get { switches.current.online }
+        set { switches.update { $0.online = newValue } }
+    }
+    var lifecycle: DispatcherSwitches.Lifecycle {
+        get { switches.current.lifecycle }
+        set { switches.update { $0.lifecycle = newValue } }
     }
     /// While ``drain(until:)`` runs: no attempt starts after this.
     var claimDeadline: Date? {
-        didSet { control.switches.withLock { [claimDeadline] in $0.claimDeadline = claimDeadline } }
+        get { switches.current.claimDeadline }
+        set { switches.update { $0.claimDeadline = newValue } }
     }
-    /// The switches above, for the drain loop, which runs off the actor.
-    let control = DrainControl()
     var timer: (task: Task<Void, Never>, deadline: Date)?
     var monitorTask: Task<Void, Never>?
     var lastPrune: Date?
@@ -70,14 +80,6 @@ public actor OutboxDispatcher {
     var deadlineReport: OutboxFlushReport?
     /// ``drain(until:)`` callers waiting for the next due time.
     var sleepers: [Wakeup] = []
-
-    enum Lifecycle {
-        /// Never started: every enqueue flushes in the background.
-        case idle
-        case started
-        /// After ``stop()``: enqueues are recorded and sent after the next ``start(connectivity:)``.
-        case stopped
-    }
 
     let metrics: DispatcherMetrics
 

@@ -72,9 +72,11 @@ extension OutboxDispatcher {
     /// the next retry time, and the dispatcher's own state.
     public func queueState() async throws(OutboxError) -> OutboxQueueState {
         let summary = try await store.summary()
+        let idle = try await isIdleNow()
+        let switches = switches.current
         return OutboxQueueState(
-            summary: summary, isIdle: try await isIdleNow(), isPaused: paused, isOnline: online,
-            isStopped: lifecycle == .stopped)
+            summary: summary, isIdle: idle, isPaused: switches.paused, isOnline: switches.online,
+            isStopped: switches.lifecycle == .stopped)
     }
 
     /// The queue's state now, then each time it changes (entries enqueued,
@@ -149,7 +151,7 @@ extension OutboxDispatcher {
         if running != nil { return false }
         let now = clock.now()
         if let timer, timer.deadline <= now { return false }
-        guard !paused, online, lifecycle != .stopped else { return true }
+        guard switches.current.maySend else { return true }
         guard let due = try await store.nextDueDate() else { return true }
         // Re-check after the await: a drain may have started meanwhile.
         return running == nil && due > now
