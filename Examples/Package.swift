@@ -85,6 +85,12 @@ let package = Package(
             dependencies: [.product(name: "Outbox", package: "swift-outbox")],
             swiftSettings: strictImports
         ),
+        // DocC (Outbox): "When a write does not go out".
+        .executableTarget(
+            name: "ExplainSample",
+            dependencies: [.product(name: "Outbox", package: "swift-outbox")],
+            swiftSettings: strictImports
+        ),
         .executableTarget(
             name: "ObservationSample",
             dependencies: [.product(name: "Outbox", package: "swift-outbox")],

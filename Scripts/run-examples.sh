@@ -126,7 +126,7 @@ else
 fi
 
 for sample in LogSample LogSample DocCLogSample EncryptionSample \
-    GettingStartedSample ObservationSample BackgroundSample TransactionSample ControlsSample TypedHandlersSample \
+    GettingStartedSample ObservationSample ExplainSample BackgroundSample TransactionSample ControlsSample TypedHandlersSample \
     ExtensionSample; do
     echo "== $sample"
     (cd "$work" && timeout 60 "$bin/$sample") | sed 's/^/    /'

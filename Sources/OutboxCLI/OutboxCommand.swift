@@ -25,6 +25,7 @@ struct OutboxCommand: AsyncParsableCommand {
             OutboxEnqueue.self,
             OutboxList.self,
             OutboxStats.self,
+            OutboxExplain.self,
             OutboxPurge.self,
             OutboxRekey.self,
             OutboxDrain.self,

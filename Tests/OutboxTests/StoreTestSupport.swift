@@ -75,6 +75,13 @@ struct StoreUnderTest: Sendable {
     }
 
     func close() async throws { try await store.close() }
+
+    /// This store seen through `wrap` (a forwarding test store).
+    func wrapped(_ wrap: (any OutboxStore) -> any OutboxStore) -> StoreUnderTest {
+        var copy = self
+        copy.store = wrap(store)
+        return copy
+    }
 }
 
 /// A request with sensible defaults.

@@ -14,9 +14,10 @@ struct OutboxList: AsyncParsableCommand {
             status, attempts, maxAttempts, scope, dependencies, priority, sequence, nextAttemptAt, \
             lastFailure (an object: cause, httpStatus, message, and for a dependency parent and \
             parentFate), serverID, createdAt, syncedAt (dates in ISO 8601, absent \
-            values null), plus user, coalescingKey, storedBytes, payloadBytes and outcomeUnknownSince \
-            (when the earliest attempt whose answer was lost was made). A user without a queue lists \
-            nothing. \
+            values null), plus user, coalescingKey, storedBytes, payloadBytes, outcomeUnknownSince \
+            (when the earliest attempt whose answer was lost was made), reason (what holds it, a \
+            stable name: see explain) and why (that in one sentence; the text lines end with it). \
+            A user without a queue lists nothing. \
             Note: opening a queue is a write: entries a crash left in flight go back to pending \
             (with that attempt counted), exactly as the app's own open would. DIR is never created.
             """
@@ -47,13 +48,18 @@ struct OutboxList: AsyncParsableCommand {
         try options.requireExistingDirectory()
         try options.requireKeyIfEncrypted()
         guard options.partitions().contains(user) else { return }
-        let entries = try await options.withStore(user: user, create: false) { store in
-            try await store.entries(matching: OutboxFilter(statuses: statuses))
+        let (entries, explanations) = try await options.withStore(user: user, create: false) { store in
+            let entries = try await store.entries(matching: OutboxFilter(statuses: statuses))
+            let now = Date()
+            var explanations: [OutboxExplanation] = []
+            explanations.reserveCapacity(entries.count)
+            for entry in entries { explanations.append(try await store.explain(entry.id, at: now)) }
+            return (entries, explanations)
         }
         let encoder = JSONLines()
         var output = OutputBuffer()
-        for entry in entries {
-            output.line(json ? try encoder.encode(OutboxEntryJSON(entry)) : Self.line(for: entry))
+        for (entry, why) in zip(entries, explanations) {
+            output.line(json ? try encoder.encode(OutboxEntryJSON(entry, why: why)) : Self.line(for: entry, why: why))
         }
         output.flush()
     }
@@ -76,8 +82,8 @@ struct OutboxList: AsyncParsableCommand {
         return result
     }
 
-    /// `<sequence>  <status>  <attempts>/<max>  <method> <endpoint>  <type>  scope=<scope|->  <id>[  next <date>][  error: …]`
-    static func line(for entry: OutboxEntry) -> String {
+    /// `<sequence>  <status>  <attempts>/<max>  <method> <endpoint>  <type>  scope=<scope|->  <id>[  next <date>][  error: …][  why: …]`
+    static func line(for entry: OutboxEntry, why: OutboxExplanation? = nil) -> String {
         var line = "\(entry.sequence)  \(entry.status.rawValue.padding(toLength: 9, withPad: " ", startingAt: 0))"
         line += "  \(entry.attempts)/\(entry.maxAttempts)  \(entry.method) \(entry.endpoint)  \(entry.type)"
         line += "  scope=\(entry.scope ?? "-")  \(entry.id)"
@@ -85,6 +91,7 @@ struct OutboxList: AsyncParsableCommand {
             line += "  next \(OutboxEntryJSON.date(entry.nextAttemptAt))"
         }
         if let failure = entry.lastFailure { line += "  error: \(oneLine(failure.description))" }
+        if let why, entry.status != .succeeded { line += "  why: \(oneLine(why.description))" }
         return line
     }
 }
@@ -93,13 +100,17 @@ struct OutboxList: AsyncParsableCommand {
 /// dates in ISO 8601 with milliseconds.
 struct OutboxEntryJSON: Encodable {
     var entry: OutboxEntry
+    var why: OutboxExplanation?
 
-    init(_ entry: OutboxEntry) { self.entry = entry }
+    init(_ entry: OutboxEntry, why: OutboxExplanation? = nil) {
+        self.entry = entry
+        self.why = why
+    }
 
     enum CodingKeys: String, CodingKey {
         case id, idempotencyKey, type, method, endpoint, status, attempts, maxAttempts, scope, dependencies
         case priority, sequence, nextAttemptAt, lastFailure, serverID, createdAt, syncedAt
-        case user, coalescingKey, storedBytes, payloadBytes, outcomeUnknownSince
+        case user, coalescingKey, storedBytes, payloadBytes, outcomeUnknownSince, reason, why
     }
 
     func encode(to encoder: any Encoder) throws {
@@ -126,6 +137,10 @@ struct OutboxEntryJSON: Encodable {
         try container.encode(entry.storedBytes, forKey: .storedBytes)
         try container.encode(entry.payload.count, forKey: .payloadBytes)
         try container.encode(entry.outcomeUnknownSince.map(Self.date), forKey: .outcomeUnknownSince)
+        if let why {
+            try container.encode(why.reason.name, forKey: .reason)
+            try container.encode(why.description, forKey: .why)
+        }
     }
 
     /// `2025-01-31T12:34:56.789Z`

@@ -105,5 +105,9 @@ extension CoreBackedStore {
         await core.waitUntilLoaded()
         return try core.ids(matching: filter)
     }
+    public func explain(_ id: OutboxEntry.ID, at now: Date) async throws(OutboxError) -> OutboxExplanation {
+        await core.waitUntilLoaded()
+        return try core.explain(id, at: now)
+    }
     public var changeFeed: OutboxChangeFeed? { core.feed }
 }

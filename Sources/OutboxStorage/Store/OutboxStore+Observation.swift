@@ -14,6 +14,36 @@ extension OutboxStore {
     }
 
     public var changeFeed: OutboxChangeFeed? { nil }
+
+    public func explain(_ id: OutboxEntry.ID, at now: Date) async throws(OutboxError) -> OutboxExplanation {
+        guard let entry = try await entry(id) else {
+            guard let completion = try await completion(of: id) else {
+                return OutboxExplanation(id: id, status: nil, reason: .unknown)
+            }
+            return OutboxExplanation(id: id, status: .succeeded, reason: .delivered(serverID: completion.serverID))
+        }
+        var explanation = OutboxExplanation(
+            id: id, status: entry.status, type: entry.type, reason: .due, lastFailure: entry.lastFailure)
+        switch entry.status {
+        case .succeeded: explanation.reason = .delivered(serverID: entry.serverID)
+        case .quarantined: explanation.reason = .quarantined
+        case .conflict: explanation.reason = .conflict
+        case .inFlight:
+            explanation.reason = .sending(attempt: entry.attempts, leaseUntil: entry.nextAttemptAt)
+        case .pending, .waitingToRetry:
+            if entry.nextAttemptAt > now {
+                explanation.nextAttemptAt = entry.nextAttemptAt
+                explanation.reason = .retryAt(entry.nextAttemptAt)
+            } else {
+                for parent in entry.dependencies {
+                    guard try await completion(of: parent) == nil else { continue }
+                    explanation.reason = .waitingForParent(parent, parentStatus: try await self.entry(parent)?.status)
+                    break
+                }
+            }
+        }
+        return explanation
+    }
 }
 
 extension StoreChange {
@@ -41,6 +71,12 @@ extension StoreCore {
             guard let completion = scheduler.completion(id) else { return nil }
             return OutboxEntryState(id: id, status: .succeeded, serverID: completion.serverID)
         }
+    }
+
+    /// ``OutboxStore/explain(_:at:)`` from memory.
+    func explain(_ id: OutboxEntryID, at now: Date) throws(OutboxError) -> OutboxExplanation {
+        let time = try Admission.milliseconds(now, "now", entry: id)
+        return try read { $0.explain(id, now: time) }
     }
 
     /// ``OutboxStore/ids(matching:)`` from memory.

@@ -146,6 +146,18 @@ public protocol OutboxStore: AnyObject, Sendable {
     /// ``completion(of:)``.
     func state(of id: OutboxEntry.ID) async throws(OutboxError) -> OutboxEntryState?
 
+    /// Why `id` has not gone out yet, or that it has: what holds it (its
+    /// retry time, the head of its scope, a parent not delivered, a
+    /// person's decision), when it may go and what would move it. A store
+    /// explains what it knows; `OutboxDispatcher.explain(_:)` adds the
+    /// dispatcher's own state (paused, offline, stopped, no handler). The
+    /// default reads ``entry(_:)``, ``completion(of:)`` and the parents'
+    /// entries: it cannot see scope order.
+    ///
+    /// - Complexity: in the stores this package ships, O(*d*) for *d*
+    ///   dependencies, from memory: no body is read.
+    func explain(_ id: OutboxEntry.ID, at now: Date) async throws(OutboxError) -> OutboxExplanation
+
     /// The ids of the entries matching `filter`, in sequence order, without
     /// reading their requests. The default reads ``entries(matching:)``.
     func ids(matching filter: OutboxFilter) async throws(OutboxError) -> [OutboxEntry.ID]
