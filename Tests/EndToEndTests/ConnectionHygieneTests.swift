@@ -6,7 +6,7 @@ import Testing
 /// Idle, slow and oversized clients against the reference server, over real
 /// sockets. Every wait is for an event (the server closing, an answer), with
 /// a bound far past the limit under test.
-@Suite("Connection hygiene", .serialized, .timeLimit(.minutes(2)))
+@Suite("Connection hygiene", .serialized, .timeLimit(.minutes(5)))
 struct ConnectionHygieneTests {
     func start(_ change: (inout ConnectionLimits) -> Void) async throws -> ReferenceServer {
         var limits = ConnectionLimits()

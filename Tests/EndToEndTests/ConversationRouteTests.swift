@@ -11,7 +11,7 @@ import FoundationNetworking
 /// README.md's app sample posts `SendMessage` to
 /// `/conversations/{id}/messages`: the reference server must serve that
 /// route with that payload, and say which routes it serves.
-@Suite("The README's route on the reference server", .timeLimit(.minutes(1)))
+@Suite("The README's route on the reference server", .timeLimit(.minutes(5)))
 struct ConversationRouteTests {
     @Test("the README's SendMessage is applied once, and its repeat is answered from the key")
     func readmePayload() async throws {

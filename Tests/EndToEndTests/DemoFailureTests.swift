@@ -3,7 +3,7 @@ import Foundation
 import Testing
 
 /// `outbox demo` ends, with a ledger and a non-zero exit, when it cannot finish.
-@Suite("outbox demo failure paths", .serialized, .timeLimit(.minutes(2)))
+@Suite("outbox demo failure paths", .serialized, .timeLimit(.minutes(5)))
 struct DemoFailureTests {
     @Test("a server that rejects everything: the deadline ends the demo with exit 1, one error line and the ledger of what remained")
     func deadlinePassed() async throws {

@@ -9,7 +9,7 @@ import Testing
 
 /// The whole path — store, dispatcher, HTTP handler, network, middleware,
 /// API — under each kind of server fault.
-@Suite("Outbox against a faulty server", .serialized, .timeLimit(.minutes(2)))
+@Suite("Outbox against a faulty server", .serialized, .timeLimit(.minutes(5)))
 struct FaultyServerTests {
     /// Counts delivered events and lets the test await a number of them.
     final class Deliveries: Sendable {

@@ -5,7 +5,7 @@ import Testing
 
 /// When an in-progress key may be run again: never while this server
 /// process still runs it; a claim left by another instance once it is stale.
-@Suite("Idempotency-Key claims and staleness", .serialized, .timeLimit(.minutes(1)))
+@Suite("Idempotency-Key claims and staleness", .serialized, .timeLimit(.minutes(5)))
 struct IdempotencyClaimTests {
     @Test("a request this server still runs is never re-run, however long past staleAfter", arguments: StoreKind.allCases)
     func ownClaimNeverStale(kind: StoreKind) async throws {

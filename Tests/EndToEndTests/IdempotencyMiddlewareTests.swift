@@ -3,7 +3,7 @@ import Foundation
 import Testing
 
 /// The Idempotency-Key contract, over real HTTP, against both built-in stores.
-@Suite("Idempotency-Key middleware", .serialized, .timeLimit(.minutes(1)))
+@Suite("Idempotency-Key middleware", .serialized, .timeLimit(.minutes(5)))
 struct IdempotencyMiddlewareTests {
     @Test("a repeat replays the first response; the write runs once", arguments: StoreKind.allCases)
     func replay(kind: StoreKind) async throws {

@@ -51,7 +51,7 @@ final class FailingKeyStore: IdempotencyKeyStore {
 
 /// The middleware never runs a handler twice for one key, whichever store
 /// operation fails, and never runs it when the claim cannot be recorded.
-@Suite("Idempotency-Key middleware with a failing key store", .serialized, .timeLimit(.minutes(1)))
+@Suite("Idempotency-Key middleware with a failing key store", .serialized, .timeLimit(.minutes(5)))
 struct KeyStoreFailureTests {
     @Test("begin fails: 503 store-unavailable with Retry-After, and the handler does not run")
     func beginFails() async throws {

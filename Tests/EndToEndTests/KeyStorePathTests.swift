@@ -6,7 +6,7 @@ import Testing
 /// names its key directory on a first launch: missing parents are created
 /// (0700), and a path that cannot name a directory is refused with the
 /// store's own error type.
-@Suite("LogIdempotencyKeyStore paths", .serialized, .timeLimit(.minutes(1)))
+@Suite("LogIdempotencyKeyStore paths", .serialized, .timeLimit(.minutes(5)))
 struct KeyStorePathTests {
     let t0 = Date(timeIntervalSince1970: 1_900_000_000)
 

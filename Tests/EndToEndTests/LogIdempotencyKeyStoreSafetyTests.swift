@@ -48,7 +48,7 @@ struct LogIdempotencyKeyStoreSafetyTests {
 
     @Test(
         "a stale, expired claim of another server over an expired completed record: the key is claimed afresh, once",
-        .timeLimit(.minutes(1)))
+        .timeLimit(.minutes(5)))
     func staleExpiredClaimOverExpiredCompletion() async throws {
         let directory = temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: directory) }

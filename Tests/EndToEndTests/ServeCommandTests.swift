@@ -11,7 +11,7 @@ import FoundationNetworking
 #endif
 
 /// `outbox serve` keeps idempotency keys durably unless told otherwise.
-@Suite("outbox serve", .serialized, .timeLimit(.minutes(1)))
+@Suite("outbox serve", .serialized, .timeLimit(.minutes(5)))
 struct ServeCommandTests {
     /// A running `outbox serve`, ended with SIGTERM.
     final class Serve: @unchecked Sendable {

@@ -4,7 +4,7 @@ import Testing
 
 /// `outbox serve --fault NAME=RATE` refuses what it cannot inject, before
 /// it listens.
-@Suite("outbox serve --fault", .timeLimit(.minutes(1)))
+@Suite("outbox serve --fault", .timeLimit(.minutes(5)))
 struct ServeFaultOptionTests {
     @Test("unknown faults, bad rates, a sum past 0.9 and --fault with --fault-rate exit 64 with one line", arguments: [
         ["--fault", "bogus=0.1"],

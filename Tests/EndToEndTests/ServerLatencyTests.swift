@@ -5,7 +5,7 @@ import Testing
 
 /// The reference server's round trip (`outbox serve --latency`): every
 /// request waits before anything handles it, without holding a thread.
-@Suite("Server latency", .serialized, .timeLimit(.minutes(1)))
+@Suite("Server latency", .serialized, .timeLimit(.minutes(5)))
 struct ServerLatencyTests {
     static let message = #"{"conversation":"c","text":"hi"}"#
 

@@ -17,7 +17,7 @@ import FoundationNetworking
 /// scheduled no earlier than the `Retry-After`; the ledger shows the key
 /// applied exactly once with `inProgress ≥ 1` and `replays ≥ 1`; the store
 /// is empty at the end.
-@Suite("Slow handler while the key is in progress", .serialized, .timeLimit(.minutes(1)))
+@Suite("Slow handler while the key is in progress", .serialized, .timeLimit(.minutes(5)))
 struct SlowApplyTests {
     @Test("a retry during a slow apply gets 409 + Retry-After, a later one the replay; the write is applied once")
     func retryDuringSlowApply() async throws {

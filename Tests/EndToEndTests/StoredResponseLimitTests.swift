@@ -5,7 +5,7 @@ import Testing
 
 /// A replay never differs from the original: a response too large to keep
 /// is sent in full once, and its key answers repeats with a clear 410.
-@Suite("Idempotency-Key responses too large to store", .serialized, .timeLimit(.minutes(1)))
+@Suite("Idempotency-Key responses too large to store", .serialized, .timeLimit(.minutes(5)))
 struct StoredResponseLimitTests {
     @Test("a response over maximumStoredResponse is sent in full; repeats get 410 response-not-stored, never a cut body", arguments: StoreKind.allCases)
     func tooLargeToStore(kind: StoreKind) async throws {

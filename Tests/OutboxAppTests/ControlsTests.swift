@@ -4,7 +4,7 @@ import Testing
 
 /// Send now, bulk retry and discard, coming back online,
 /// pause and resume, and the retention of quarantined entries.
-@Suite("Controls", .timeLimit(.minutes(1)))
+@Suite("Controls", .timeLimit(.minutes(5)))
 struct ControlsTests {
     @Test("retry(id) on an entry waiting for its retry time sends it now, its attempts kept")
     func sendNow() async throws {

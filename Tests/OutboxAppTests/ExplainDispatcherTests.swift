@@ -4,7 +4,7 @@ import Testing
 
 /// `OutboxDispatcher.explain(_:)`: the store's reason, with what holds every
 /// write in front of it for a write that could otherwise go.
-@Suite("Explaining through the dispatcher", .timeLimit(.minutes(1)))
+@Suite("Explaining through the dispatcher", .timeLimit(.minutes(5)))
 struct ExplainDispatcherTests {
     @Test("paused, offline, stopped, no handler: each is the reason for a write that could go, with its remedy")
     func dispatcherStates() async throws {

@@ -79,7 +79,7 @@ struct LargeUploadTests {
 /// A key placed in the JSON body cannot be put in a body that is streamed
 /// from its file as enqueued: a typed error that says so, never a request
 /// sent without the key or with another body.
-@Suite("Large payloads and the key-in-body option", .timeLimit(.minutes(1)))
+@Suite("Large payloads and the key-in-body option", .timeLimit(.minutes(5)))
 struct LargePayloadKeyPlacementTests {
     @Test("a file-backed body with the key in a JSON member: KeyInStreamedBody, the entry quarantined saying why")
     func keyInBodyRefusesFileBackedBodies() async throws {

@@ -5,7 +5,7 @@ import Testing
 /// Observing one entry and the whole queue through the
 /// dispatcher, on a manual clock, waiting on the observations themselves
 /// (never on time).
-@Suite("Observation", .timeLimit(.minutes(1)))
+@Suite("Observation", .timeLimit(.minutes(5)))
 struct ObservationTests {
     @Test("status(of:) tells an entry's state, and delivered entries keep answering with their server id")
     func statusOfOneEntry() async throws {
@@ -202,7 +202,7 @@ struct ObservationTests {
     }
 }
 
-@Suite("Observation across dispatchers", .timeLimit(.minutes(1)))
+@Suite("Observation across dispatchers", .timeLimit(.minutes(5)))
 struct SharedFeedTests {
     @Test("two dispatchers on one store: each events() stream gets its own dispatcher's events, and stop() ends only its own")
     func eventStreamsBelongToTheirDispatcher() async throws {

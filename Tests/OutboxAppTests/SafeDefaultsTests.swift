@@ -5,7 +5,7 @@ import Testing
 /// The defaults survive an ordinary bad week — a day of
 /// 503s, a week offline — and unscoped entries go in order, as the seeds
 /// promise, unless the app opts into concurrency.
-@Suite("Safe defaults", .timeLimit(.minutes(2)))
+@Suite("Safe defaults", .timeLimit(.minutes(5)))
 struct SafeDefaultsTests {
     static let day: TimeInterval = 24 * 3600
 

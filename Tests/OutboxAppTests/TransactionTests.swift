@@ -20,7 +20,7 @@ struct AddPhoto: OutboxAction, Encodable {
 /// Several writes all or
 /// nothing, referring to one another by `local:` id carried as a plain
 /// `OutboxEntryID` property.
-@Suite("Transactions", .timeLimit(.minutes(1)))
+@Suite("Transactions", .timeLimit(.minutes(5)))
 struct TransactionTests {
     @Test("an album and its photos: one transaction, photos sent after the album with its server id in place of local:")
     func albumAndPhotos() async throws {

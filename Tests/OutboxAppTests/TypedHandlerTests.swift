@@ -14,7 +14,7 @@ struct Transfer: OutboxAction, Codable {
 
 /// Handlers registered by action type get the action back,
 /// decoded from the payload the dispatcher resolved.
-@Suite("Typed handlers", .timeLimit(.minutes(1)))
+@Suite("Typed handlers", .timeLimit(.minutes(5)))
 struct TypedHandlerTests {
     @Test("a typed handler gets its action decoded, local: references resolved; a payload that does not decode is quarantined")
     func typedHandler() async throws {

@@ -7,7 +7,7 @@ import Testing
 /// server whose answers take time (``RawSocketServer``, none of the
 /// project's server code): every free delivery slot busy where the order
 /// allows it, one at a time where it does not.
-@Suite("Delivery concurrency", .serialized, .timeLimit(.minutes(2)))
+@Suite("Delivery concurrency", .serialized, .timeLimit(.minutes(5)))
 struct DeliveryConcurrencyTests {
     static func dispatcher(
         _ server: RawSocketServer, store: InMemoryOutboxStore, slots: Int

@@ -3,7 +3,7 @@ import Foundation
 import Testing
 
 /// `outbox enqueue` then `outbox drain` against a real loopback server.
-@Suite("outbox drain", .serialized, .timeLimit(.minutes(1)))
+@Suite("outbox drain", .serialized, .timeLimit(.minutes(5)))
 struct DrainCommandTests {
     @Test("drain --until-empty delivers every enqueued entry once per key, retrying 503s, and reports it in JSON")
     func drainUntilEmpty() async throws {

@@ -5,7 +5,7 @@ import OutboxLocking
 import Testing
 
 /// The HTTP handler against a real server on 127.0.0.1.
-@Suite("HTTP handler", .serialized, .timeLimit(.minutes(1)))
+@Suite("HTTP handler", .serialized, .timeLimit(.minutes(5)))
 struct HTTPOutboxHandlerTests {
     /// A token provider that hands out "stale" until asked to refresh.
     final class RotatingTokens: OutboxTokenProvider {

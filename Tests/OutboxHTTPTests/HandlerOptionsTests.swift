@@ -5,7 +5,7 @@ import Testing
 
 /// The HTTP handler's options for servers that are not the IETF draft — the key in another header or in the JSON body, and an
 /// app's own reading of statuses — against a real server on 127.0.0.1.
-@Suite("HTTP handler options", .serialized, .timeLimit(.minutes(1)))
+@Suite("HTTP handler options", .serialized, .timeLimit(.minutes(5)))
 struct HandlerOptionsTests {
     static func delivery(
         key: String = UUID().uuidString, payload: String = #"{"n":1}"#, headers: [String: String] = [:], attempt: Int = 1

@@ -6,7 +6,7 @@ import Testing
 /// What Idempotency-Key servers we did not write say, and how the handler
 /// reads it: in progress is not a conflict, a replay is a
 /// delivery.
-@Suite("Response classifier", .serialized, .timeLimit(.minutes(1)))
+@Suite("Response classifier", .serialized, .timeLimit(.minutes(5)))
 struct ResponseClassifierTests {
     /// A delivery whose earlier attempt had an unknown outcome (or not).
     static func delivery(afterUnknownOutcome: Bool, attempt: Int = 2) -> OutboxDelivery {

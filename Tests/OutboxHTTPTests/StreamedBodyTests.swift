@@ -12,7 +12,7 @@ import Testing
 /// stream that only waited on it would wait forever: one task and its
 /// buffers leaked per failed upload (what LeakSanitizer found in the
 /// payload torture's app). `send` returns only once the stream has stopped.
-@Suite("Streamed request bodies", .serialized, .timeLimit(.minutes(2)))
+@Suite("Streamed request bodies", .serialized, .timeLimit(.minutes(5)))
 struct StreamedBodyTests {
     /// Past what the connection holds: the client's send buffer (Linux
     /// grows it to 4 MiB) plus the server's receive buffer, kept small.

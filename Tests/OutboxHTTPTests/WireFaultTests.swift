@@ -7,7 +7,7 @@ import Testing
 /// Every attempt of an entry puts the same bytes on the wire, whatever the
 /// connection did to the attempt before: captured at a raw loopback socket
 /// (``RawSocketServer``), not through the project's own server code.
-@Suite("Wire faults", .serialized, .timeLimit(.minutes(1)))
+@Suite("Wire faults", .serialized, .timeLimit(.minutes(5)))
 struct WireFaultTests {
     /// A dispatcher over an in-memory store, sending through the default
     /// transport with short timeouts, on the real clock (the faults are
@@ -50,7 +50,7 @@ struct WireFaultTests {
         let store = InMemoryOutboxStore(partition: "wire")
         let entry = try await Self.enqueue(store, "\(fault)")
         let dispatcher = Self.dispatcher(server, store: store)
-        let report = await dispatcher.drain(until: Date().addingTimeInterval(20))
+        let report = await dispatcher.drain(until: Date().addingTimeInterval(120))
         await dispatcher.stop()
 
         #expect(report.delivered == 1, "\(fault): \(report)")
@@ -84,11 +84,11 @@ struct WireFaultTests {
         let store = InMemoryOutboxStore(partition: "wire")
         _ = try await Self.enqueue(store, "first")
         let dispatcher = Self.dispatcher(server, store: store)
-        await dispatcher.drain(until: Date().addingTimeInterval(20))
+        await dispatcher.drain(until: Date().addingTimeInterval(120))
         // The first connection is closed by the server while idle in the pool.
         #expect(server.closeIdleConnections() == 1)
         let second = try await Self.enqueue(store, "second")
-        let report = await dispatcher.drain(until: Date().addingTimeInterval(20))
+        let report = await dispatcher.drain(until: Date().addingTimeInterval(120))
         await dispatcher.stop()
         #expect(report.delivered == 1)
         #expect(try await store.completion(of: second.id)?.serverID == "srv-2")

@@ -10,7 +10,7 @@ import Testing
 /// Retry-After bounds, in-progress polls, interrupted and not-sent
 /// attempts, slots that never idle, leases that never stick, cancellation,
 /// deadlines and the lifecycle. Manual clock: nothing sleeps.
-@Suite("Delivery rules", .timeLimit(.minutes(1)))
+@Suite("Delivery rules", .timeLimit(.minutes(5)))
 struct DeliveryRulesTests {
     @Test("Retry-After is clamped: 0 waits the floor, a huge one waits the cap and does not expire the entry")
     func retryAfterIsClamped() async throws {
@@ -227,7 +227,7 @@ struct DeliveryRulesTests {
 
     @Test(
         "a retry that comes due between the drain's claim and its look at the next due date is sent while another attempt runs",
-        .timeLimit(.minutes(1)))
+        .timeLimit(.minutes(5)))
     func retryDueDuringTheClaimIsNotLeftIdle() async throws {
         let store = InterceptingStore(base: InMemoryOutboxStore(partition: "u", configuration: quietConfiguration()))
         let handler = ScriptedHandler(onDeliver: { delivery in

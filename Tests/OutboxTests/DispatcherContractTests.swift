@@ -8,7 +8,7 @@ import Testing
 /// The dispatcher's promises that are easy to break quietly: the concurrency
 /// limit, the backoff cap, conflict policies on remapped entries, and never
 /// sending one entry twice at once, even past a watchdog timeout.
-@Suite("Dispatcher contract", .timeLimit(.minutes(1)))
+@Suite("Dispatcher contract", .timeLimit(.minutes(5)))
 struct DispatcherContractTests {
     @Test("at most maximumConcurrentDeliveries run at once, and different scopes run side by side")
     func concurrencyLimit() async throws {

@@ -2,7 +2,7 @@ import Outbox
 import Testing
 
 /// What a dispatcher leaves behind when it goes away.
-@Suite("Dispatcher lifetime", .timeLimit(.minutes(1)))
+@Suite("Dispatcher lifetime", .timeLimit(.minutes(5)))
 struct DispatcherLifetimeTests {
     /// Found by LeakSanitizer (Scripts/sanitize.sh): a dispatcher released
     /// without `stop()` left its retry timer asleep on the clock — on a

@@ -10,7 +10,7 @@ import Darwin
 #endif
 
 /// The dispatcher over the durable store: what happens across restarts.
-@Suite("Dispatcher across restarts", .timeLimit(.minutes(1)))
+@Suite("Dispatcher across restarts", .timeLimit(.minutes(5)))
 struct DispatcherPersistenceTests {
     @Test("the local→server mapping survives a restart between parent and child")
     func childAfterRestart() async throws {

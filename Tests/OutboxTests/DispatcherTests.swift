@@ -6,7 +6,7 @@ import Testing
 
 /// The dispatcher against scripted handlers and a manual clock: no real
 /// network, no sleeping through backoff.
-@Suite("Dispatcher", .timeLimit(.minutes(1)))
+@Suite("Dispatcher", .timeLimit(.minutes(5)))
 struct DispatcherTests {
     @Test("a flush delivers what is due, records the server id, and reports each step as an event")
     func deliversAndReports() async throws {

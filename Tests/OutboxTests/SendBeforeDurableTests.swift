@@ -11,7 +11,7 @@ import Testing
 /// the durability it was enqueued with (`enqueueDurability`). The log may
 /// report a later record `written` before an earlier one is `durable`; a
 /// claim must not take that as leave to send the earlier entry.
-@Suite("Send before durable", .timeLimit(.minutes(2)))
+@Suite("Send before durable", .timeLimit(.minutes(5)))
 struct SendBeforeDurableTests {
     static func core(_ backend: ScriptedBackend, configure: (inout OutboxStoreConfiguration) -> Void = { _ in }) -> StoreCore {
         var configuration = quietConfiguration()

@@ -6,7 +6,7 @@ import Testing
 
 /// A database that cannot be reached must refuse requests, not hang them:
 /// PostgresNIO's pool waits for a connection for as long as it takes.
-@Suite("PostgreSQL key store without a database", .timeLimit(.minutes(1)))
+@Suite("PostgreSQL key store without a database", .timeLimit(.minutes(5)))
 struct PostgresUnreachableTests {
     @Test("open against a port nobody listens on fails with unavailable after connectionWait")
     func openUnreachable() async throws {
