@@ -108,6 +108,7 @@ enum CommandLineOptionTable {
             settings: { _ in [("--size", "8")] }),
         "list": Command(options: root.merging(["--user": .text, "--status": .text]) { $1 }),
         "stats": Command(options: root.merging(["--user": .text]) { $1 }),
+        "explain": Command(options: root.merging(["<id>": .text, "--user": .text]) { $1 }),
         "purge": Command(options: root.merging(["--user": .text]) { $1 }),
         "rekey": Command(options: root.merging(["--user": .text, "--new-key-file": .text, "--kill-self-at": .text]) { $1 }),
         "drain": Command(
