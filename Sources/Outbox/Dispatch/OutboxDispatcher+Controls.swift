@@ -66,7 +66,7 @@ extension OutboxDispatcher {
 
     /// Removes the entries quarantined longer ago than
     /// ``OutboxDispatcherConfiguration/quarantineRetention``, each with a
-    /// ``OutboxEvent/discarded(_:because:)`` event.
+    /// ``/OutboxModel/OutboxEvent/discarded(_:because:)`` event.
     func removeExpiredQuarantined(at now: Date) async {
         guard let retention = configuration.quarantineRetention else { return }
         do {

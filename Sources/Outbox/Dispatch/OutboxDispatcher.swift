@@ -27,7 +27,7 @@ import OutboxModel
 ///   earliest retry time, `connectivityChanged(isOnline:)`,
 ///   `appDidBecomeActive()`, `resume()`.
 /// - It has no feature-specific branches: an entry whose type has no
-///   handler is left alone and reported (``OutboxEvent/unhandled(_:type:)``).
+///   handler is left alone and reported (``/OutboxModel/OutboxEvent/unhandled(_:type:)``).
 public actor OutboxDispatcher {
     /// The queue being drained.
     public nonisolated let store: any OutboxStore
@@ -128,7 +128,7 @@ public actor OutboxDispatcher {
 
     // MARK: - The facade a feature uses
 
-    /// Records `action` (the commit point), publishes ``OutboxEvent/enqueued(_:)``
+    /// Records `action` (the commit point), publishes ``/OutboxModel/OutboxEvent/enqueued(_:)``
     /// for optimistic UI, and starts a best-effort flush in the background:
     /// the seeds' "action → outbox.add → event → flush" in one call.
     ///

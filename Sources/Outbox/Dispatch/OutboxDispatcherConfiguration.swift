@@ -78,7 +78,7 @@ public struct OutboxDispatcherConfiguration: Sendable {
     public var leaseGrace: Duration = .seconds(30)
     /// How long a quarantined entry is kept for the app or a person to
     /// inspect, retry or discard; after it, the dispatcher's periodic prune
-    /// removes it with a ``OutboxEvent/discarded(_:because:)`` event.
+    /// removes it with a ``/OutboxModel/OutboxEvent/discarded(_:because:)`` event.
     /// Counted from the quarantine. `nil` (the default) keeps quarantined
     /// entries until the app decides: each is a write the user made.
     public var quarantineRetention: Duration?

@@ -55,7 +55,7 @@ extension OutboxDispatcher {
     /// Records every write of `transaction` all or nothing, in one write:
     /// after it returns, all are recorded (the commit point of each); if it
     /// throws, none is, and nothing was sent. Publishes
-    /// ``OutboxEvent/enqueued(_:)`` for each and flushes in the background.
+    /// ``/OutboxModel/OutboxEvent/enqueued(_:)`` for each and flushes in the background.
     ///
     /// - Returns: one result per request, in order (a request already
     ///   enqueued is a ``/OutboxModel/OutboxEnqueueResult/duplicate(_:status:)``).
