@@ -38,16 +38,21 @@ public enum OutboxEvent: Sendable, Hashable {
     /// leases, pruning). A store that fails refuses every later call until
     /// it is reopened (Docs/OUTBOX.md): show it, and reopen the store.
     case storeFailed(OutboxEntry.ID?, error: OutboxError)
+    /// The queue holds unsent writes and none has moved for longer than the
+    /// dispatcher's `stallThreshold`: published once per stall, with why the
+    /// oldest waits. The queue moving again ends the stall.
+    case stalled(OutboxStall)
 
     /// The entry the event is about, if it is about one.
     public var entryID: OutboxEntry.ID? {
         switch self {
-        case .enqueued(let entry): entry.id
+        case .enqueued(let entry): return entry.id
         case .sending(let id, _), .delivered(let id, _), .replayed(let id, _), .waitingToRetry(let id, _, _),
             .interrupted(let id, _, _), .quarantined(let id, _), .conflict(let id, _), .discarded(let id, _),
             .remapped(let id, _, _), .unhandled(let id, _):
-            id
-        case .storeFailed(let id, _): id
+            return id
+        case .storeFailed(let id, _): return id
+        case .stalled: return nil  // about the whole queue
         }
     }
 }

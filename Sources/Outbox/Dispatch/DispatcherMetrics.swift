@@ -15,4 +15,6 @@ struct DispatcherMetrics: Sendable {
     /// Deliveries answered from the server's idempotency record (also in `delivered`).
     let replayed = Counter(label: "outbox_replayed_total")
     let deliveryTime = Metrics.Timer(label: "outbox_delivery_duration")
+    /// 1 while the queue is stalled (``OutboxDispatcherConfiguration/stallThreshold``), else 0.
+    let stalled = Gauge(label: "outbox_stalled")
 }

@@ -168,6 +168,8 @@ extension OutboxDispatcher {
         deadlineReport?.add(report)
         for sleeper in sleepers { sleeper.signal() }
         await pruneIfDue()
+        noteProgress(report)
+        await checkStall()
         await scheduleTimer()
         feed.publishQueueChange()
         return report
@@ -191,8 +193,12 @@ extension OutboxDispatcher {
         }
     }
 
+    /// The dispatcher's one timer: until the next retry comes due (when it
+    /// may send) or the stall deadline, whichever is first.
     func scheduleTimer() async {
-        guard switches.current.maySend, let next = try? await store.nextDueDate() else { return }
+        var due = switches.current.maySend ? try? await store.nextDueDate() : nil
+        if let stall = stallDeadline { due = min(due ?? stall, stall) }
+        guard let next = due else { return }
         if let timer, timer.deadline <= next { return }
         timer?.task.cancel()
         let clock = self.clock
@@ -205,6 +211,7 @@ extension OutboxDispatcher {
 
     func timerFired() async {
         timer = nil
+        await checkStall()
         await flush()
     }
 }

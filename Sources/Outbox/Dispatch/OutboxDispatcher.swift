@@ -73,6 +73,8 @@ public actor OutboxDispatcher {
         set { switches.update { $0.claimDeadline = newValue } }
     }
     var timer: (task: Task<Void, Never>, deadline: Date)?
+    /// When the queue last moved, for the stall watch (`OutboxDispatcher+Stall.swift`).
+    var stallWatch = StallWatch()
     var monitorTask: Task<Void, Never>?
     var lastPrune: Date?
     var lastLeaseCheck: Date?
@@ -211,6 +213,7 @@ public actor OutboxDispatcher {
         case .pending?: break  // due already
         default: _ = try await store.retry(id, at: clock.now())
         }
+        noteProgress()
         poke()
     }
 
@@ -233,12 +236,14 @@ public actor OutboxDispatcher {
         try await store.recordSuccess(id, serverID: serverID, at: clock.now())
         metrics.delivered.increment()
         publish(.delivered(id, serverID: serverID))
+        noteProgress()
         if lifecycle != .stopped { poke() }  // its dependents may go now
     }
 
     /// Removes an entry that is not being sent; its dependents are quarantined.
     public func discard(_ id: OutboxEntry.ID) async throws(OutboxError) {
         let cascade = try await store.discard(id)
+        noteProgress()
         publish(.discarded(id, because: .byApp))
         for dependent in cascade.dependents {
             publish(.quarantined(dependent, failure: OutboxFailure(.dependency(cascade.causes[dependent] ?? .discarded(id)))))

@@ -2,7 +2,7 @@ import OutboxModel
 extension OutboxDispatcherConfiguration {
     /// Throws ``/OutboxModel/OutboxError/Code/invalidArgument`` naming the first value out
     /// of range: no concurrency, a negative (or longer than 100 years)
-    /// duration, a maximum age or delivery timeout of zero.
+    /// duration, a maximum age, delivery timeout or stall threshold of zero.
     ///
     /// ``OutboxDispatcher`` checks its configuration when it is created; if
     /// this throws, the dispatcher refuses to work — `enqueue` throws the
@@ -29,6 +29,7 @@ extension OutboxDispatcherConfiguration {
         try duration(deadlineMargin, "deadlineMargin")
         if let quarantineRetention { try duration(quarantineRetention, "quarantineRetention") }
         try duration(pruneInterval, "pruneInterval")
+        if let stallThreshold { try duration(stallThreshold, "stallThreshold", positive: true) }
         // The lease (timeout + grace) must itself be a duration the store accepts.
         try duration(deliveryTimeout + leaseGrace, "deliveryTimeout + leaseGrace")
     }

@@ -86,6 +86,14 @@ public struct OutboxDispatcherConfiguration: Sendable {
     /// audit window, stale id mappings and quarantined entries past
     /// ``quarantineRetention``. Default one hour.
     public var pruneInterval: Duration = .seconds(3600)
+    /// A queue that holds unsent writes and delivers none of them — nor sets
+    /// any aside — for this long is stalled: the dispatcher publishes one
+    /// ``/OutboxModel/OutboxEvent/stalled(_:)`` naming why the oldest write
+    /// waits (offline, paused, a parent quarantined, a server answering 503,
+    /// a `Retry-After`…), logs it once as a warning, and sets the
+    /// `outbox_stalled` gauge to 1 until the queue moves again. `nil` turns
+    /// the watch off. Default 15 minutes.
+    public var stallThreshold: Duration? = .seconds(15 * 60)
     /// Seed for the backoff jitter (tests); `nil` uses system randomness.
     public var randomSeed: UInt64?
     public var logger = Logger(label: "outbox.dispatcher")
