@@ -49,6 +49,7 @@ enum OutboxExplanationText {
     }
 
     private static func failure(_ failure: OutboxFailure) -> String {
+        if case .dependency(let dependency) = failure.cause { return dependency.description }
         var text = failure.cause.name
         if let status = failure.httpStatus { text += ", HTTP \(status)" }
         return text
