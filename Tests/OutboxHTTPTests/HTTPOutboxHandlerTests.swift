@@ -139,7 +139,9 @@ struct HTTPOutboxHandlerTests {
         let slow = try await LoopbackServer { _, _ in .init(status: 200, withhold: true) }
         defer { slow.stop() }
         var configuration = HTTPOutboxHandler.Configuration(baseURL: slow.baseURL)
-        configuration.requestTimeout = .milliseconds(300)
+        // Long enough for the request to reach the server on a loaded machine:
+        // the server never answers, so the wait is the timeout whatever it is.
+        configuration.requestTimeout = .seconds(2)
         guard case .interrupted(let timedOut) = try await HTTPOutboxHandler(configuration: configuration).deliver(Self.delivery())
         else {
             Issue.record("a timeout after the request was sent must be interrupted")
