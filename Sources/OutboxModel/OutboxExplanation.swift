@@ -71,6 +71,19 @@ public struct OutboxExplanation: Sendable, Hashable, CustomStringConvertible {
         /// No handler is registered for the write's type.
         case noHandler(type: String)
 
+        /// What an entry's status alone says, for the statuses nothing else
+        /// holds (in flight, set aside, delivered); `nil` for `pending` and
+        /// `waitingToRetry`, whose reason depends on the rest of the queue.
+        package static func ofStatus(_ status: OutboxStatus, attempt: Int, leaseUntil: Date, serverID: String?) -> Self? {
+            switch status {
+            case .succeeded: .delivered(serverID: serverID)
+            case .quarantined: .quarantined
+            case .conflict: .conflict
+            case .inFlight: .sending(attempt: attempt, leaseUntil: leaseUntil)
+            case .pending, .waitingToRetry: nil
+            }
+        }
+
         /// A stable name for the case (JSON, logs, metrics labels).
         public var name: String {
             switch self {

@@ -41,9 +41,13 @@ extension OutboxDispatcher {
 
     /// Reports the stall if the queue holds unsent writes and has not moved
     /// for the threshold; forgets the watch when nothing is unsent.
+    ///
+    /// Called at the end of every drain: before its deadline a watch that
+    /// is running costs no call to the store.
     func checkStall() async {
         guard let threshold = configuration.stallThreshold, lifecycle != .stopped else { return }
         let now = clock.now()
+        if let since = stallWatch.since, !stallWatch.reported, now < since.adding(threshold) { return }
         guard let unsent = try? await store.summary().unsent, unsent > 0 else {
             if stallWatch.reported { noteProgress() }
             stallWatch = StallWatch()

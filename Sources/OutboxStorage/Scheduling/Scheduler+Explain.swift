@@ -12,16 +12,15 @@ extension Scheduler {
         }
         var explanation = OutboxExplanation(
             id: id, status: entry.status, type: strings.name(entry.type), reason: .due, lastFailure: failures[id]?.last)
-        switch entry.status {
-        case .succeeded: explanation.reason = .delivered(serverID: completions[id]?.serverID)
-        case .quarantined: explanation.reason = .quarantined
-        case .conflict: explanation.reason = .conflict
-        case .inFlight:
-            explanation.reason = .sending(attempt: Int(entry.attempts), leaseUntil: Date(milliseconds: entry.when))
-        case .pending, .waitingToRetry:
-            if entry.when > now { explanation.nextAttemptAt = Date(milliseconds: entry.when) }
-            explanation.reason = waitingReason(entry, now: now)
+        if let settled = OutboxExplanation.Reason.ofStatus(
+            entry.status, attempt: Int(entry.attempts), leaseUntil: Date(milliseconds: entry.when),
+            serverID: completions[id]?.serverID)
+        {
+            explanation.reason = settled
+            return explanation
         }
+        if entry.when > now { explanation.nextAttemptAt = Date(milliseconds: entry.when) }
+        explanation.reason = waitingReason(entry, now: now)
         return explanation
     }
 

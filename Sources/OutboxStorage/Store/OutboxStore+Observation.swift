@@ -24,22 +24,18 @@ extension OutboxStore {
         }
         var explanation = OutboxExplanation(
             id: id, status: entry.status, type: entry.type, reason: .due, lastFailure: entry.lastFailure)
-        switch entry.status {
-        case .succeeded: explanation.reason = .delivered(serverID: entry.serverID)
-        case .quarantined: explanation.reason = .quarantined
-        case .conflict: explanation.reason = .conflict
-        case .inFlight:
-            explanation.reason = .sending(attempt: entry.attempts, leaseUntil: entry.nextAttemptAt)
-        case .pending, .waitingToRetry:
-            if entry.nextAttemptAt > now {
-                explanation.nextAttemptAt = entry.nextAttemptAt
-                explanation.reason = .retryAt(entry.nextAttemptAt)
-            } else {
-                for parent in entry.dependencies {
-                    guard try await completion(of: parent) == nil else { continue }
-                    explanation.reason = .waitingForParent(parent, parentStatus: try await self.entry(parent)?.status)
-                    break
-                }
+        if let settled = OutboxExplanation.Reason.ofStatus(
+            entry.status, attempt: entry.attempts, leaseUntil: entry.nextAttemptAt, serverID: entry.serverID)
+        {
+            explanation.reason = settled
+        } else if entry.nextAttemptAt > now {
+            explanation.nextAttemptAt = entry.nextAttemptAt
+            explanation.reason = .retryAt(entry.nextAttemptAt)
+        } else {
+            for parent in entry.dependencies {
+                guard try await completion(of: parent) == nil else { continue }
+                explanation.reason = .waitingForParent(parent, parentStatus: try await self.entry(parent)?.status)
+                break
             }
         }
         return explanation
