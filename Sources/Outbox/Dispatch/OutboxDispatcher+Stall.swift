@@ -7,7 +7,8 @@ import OutboxStorage
 /// dispatcher's stall watch (``OutboxDispatcherConfiguration/stallThreshold``).
 struct StallWatch {
     /// The last time the queue moved, or the time its unsent writes were
-    /// first seen waiting; `nil` while nothing is unsent.
+    /// first seen waiting; `nil` until then, and again once a check finds
+    /// nothing unsent.
     var since: Date?
     /// The stall since `since` has been reported.
     var reported = false
