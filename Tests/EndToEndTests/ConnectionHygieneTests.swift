@@ -87,23 +87,24 @@ struct ConnectionHygieneTests {
     @Test("a body sent steadily above the minimum rate is read in full, though it takes longer than the body timeout")
     func steadyUploadNotCut() async throws {
         // Real time: the body deadline is the server's own timer. 512 bytes
-        // per 150 ms (3.3 KiB/s) earns two seconds per part against the
-        // 256 B/s minimum — a margin that holds on a loaded machine — so only
-        // a deadline that ignored the rate (the 4 KiB body takes about
-        // 1.2 s against the 1 s body timeout) could cut it.
+        // per 200 ms (2.5 KiB/s) earns four seconds per part against the
+        // 128 B/s minimum — a margin that holds on a loaded machine, and the
+        // first part goes with the head, so no gap precedes it — so only a
+        // deadline that ignored the rate (the 4 KiB body takes at least
+        // 1.4 s against the 1 s body timeout) could cut it.
         let server = try await start {
             $0.requestBodyTimeout = .seconds(1)
-            $0.minimumBodyRate = 256
+            $0.minimumBodyRate = 128
         }
         let prefix = #"{"conversation":"c","text":""#
         let body = Array((prefix + String(repeating: "x", count: 4096 - prefix.utf8.count - 2) + #""}"#).utf8)
         let connection = try await RawConnection.connect(port: server.port)
-        #expect(await connection.send(
-            "POST /messages HTTP/1.1\r\nHost: localhost\r\nIdempotency-Key: steady-1\r\nContent-Type: application/json\r\n"
-                + "Content-Length: \(body.count)\r\n\r\n"))
+        let head = "POST /messages HTTP/1.1\r\nHost: localhost\r\nIdempotency-Key: steady-1\r\nContent-Type: application/json\r\n"
+            + "Content-Length: \(body.count)\r\n\r\n"
+        #expect(await connection.send(Array(head.utf8) + body[0..<512]))
         var cut = false
-        for start in stride(from: 0, to: body.count, by: 512) where !cut {
-            let event = await connection.next(within: 150)
+        for start in stride(from: 512, to: body.count, by: 512) where !cut {
+            let event = await connection.next(within: 200)
             let sent = await connection.send(Array(body[start..<start + 512]))
             cut = event != .quiet || !sent
         }

@@ -29,8 +29,10 @@ enum PostgresTestDatabase {
     static let logger = Logger(label: "postgres-tests", factory: { _ in SwiftLogNoOpLogHandler() })
 
     /// How long the tests' stores wait for a connection: a machine running
-    /// the whole suite can take seconds to start a server process.
-    static let connectionWait: Duration = .seconds(30)
+    /// the whole suite can take seconds to start a server process, and the
+    /// client's run loop waits for the same two threads as every suite
+    /// (30 s was not always enough on a loaded two-core machine).
+    static let connectionWait: Duration = .seconds(120)
 
     /// One client for the whole test process (connections are reused, not
     /// made per test), running until the process ends.
