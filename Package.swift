@@ -424,3 +424,13 @@ let package = Package(
     ],
     swiftLanguageModes: [.v6]
 )
+
+// A sanitized tree that runs only some suites (CI: Scripts/ci/sanitizer-suites.sh)
+// builds only the test targets that hold them: OUTBOX_TEST_TARGETS is a
+// comma-separated list of test target names. Unset, every test target builds.
+if let names = Context.environment["OUTBOX_TEST_TARGETS"] {
+    let kept = Set(names.split(separator: ",").map { String($0) })
+    let tests = Set(package.targets.filter { $0.type == .test }.map(\.name))
+    precondition(kept.isSubset(of: tests), "OUTBOX_TEST_TARGETS names no test target: \(kept.subtracting(tests).sorted())")
+    package.targets.removeAll { $0.type == .test && !kept.contains($0.name) }
+}

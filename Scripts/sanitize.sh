@@ -13,6 +13,10 @@
 #                            expression over test names;
 #   TSAN_SKIP, ASAN_SKIP     a --skip regular expression for each run
 #                            (suites too slow under it for CI's budget);
+#   TSAN_TEST_TARGETS, ASAN_TEST_TARGETS
+#                            the test targets each tree builds (comma-
+#                            separated; default: all of them), so a
+#                            selection does not compile the suites it skips;
 #   FUZZ_TARGETS             fuzz targets to run (default: all of them;
 #                            "none" skips fuzzing);
 #   FUZZ_SECONDS (60), TORTURE_SECONDS (60; 0 skips the torture run),
@@ -85,6 +89,29 @@ asan_build=(--sanitize=address --scratch-path .build-asan
     -Xlinker "$fuzzer_runtime" -Xlinker -lstdc++)
 tsan_build=(--sanitize=thread --scratch-path .build-tsan)
 
+# build_tree tsan|asan: one sanitized tree, built the same way by the early
+# build-only run and by the run that follows (so the second finds it done).
+# With TSAN_TEST_TARGETS / ASAN_TEST_TARGETS (comma-separated test target
+# names: the targets holding the suites that run) only those test targets
+# build, through the test bundle's product, and the ASan tree adds the
+# `outbox` tool (the torture run) and the fuzz driver; unset, the whole
+# package builds (`--build-tests`: every test and executable).
+build_tree() {
+    local tree="$1" targets flags=() products product
+    if [ "$tree" = tsan ]; then
+        flags=("${tsan_build[@]}") targets="${TSAN_TEST_TARGETS:-}" products=(swift-outboxPackageTests)
+    else
+        flags=("${asan_build[@]}") targets="${ASAN_TEST_TARGETS:-}" products=(swift-outboxPackageTests outbox OutboxFuzz)
+    fi
+    if [ -z "$targets" ]; then
+        swift build --build-tests "${flags[@]}"
+        return
+    fi
+    for product in "${products[@]}"; do
+        OUTBOX_TEST_TARGETS="$targets" swift build --product "$product" "${flags[@]}" || return
+    done
+}
+
 started=$(date +%s)
 if [ "${SANITIZE_BUILD_ONLY:-}" = 1 ]; then
     status=0
@@ -94,10 +121,9 @@ if [ "${SANITIZE_BUILD_ONLY:-}" = 1 ]; then
     mkdir -p "$logs"
     for build in tsan asan; do
         name="$build-build"
-        if [ $build = tsan ]; then flags=("${tsan_build[@]}"); else flags=("${asan_build[@]}"); fi
         echo "[$(date +%T)] $name"
         begin=$SECONDS
-        swift build --build-tests "${flags[@]}" >"$logs/$name.log" 2>&1 || { status=$?; tail -n 60 "$logs/$name.log"; }
+        build_tree $build >"$logs/$name.log" 2>&1 || { status=$?; tail -n 60 "$logs/$name.log"; }
         echo "[$(date +%T)] $name: exit $status after $((SECONDS - begin)) s"
     done
     exit $status
@@ -264,7 +290,7 @@ fuzz() {
 
 asan_pipeline() {
     local failed=0 selection=()
-    run asan-build swift build --build-tests "${asan_build[@]}" || return 1
+    run asan-build build_tree asan || return 1
     canary address .build-asan overflow "ERROR: AddressSanitizer: heap-buffer-overflow" || failed=1
     if [ "$ASAN_TESTS" != none ]; then
         mapfile -d '' selection < <(selection_arguments "$ASAN_TESTS")
@@ -285,7 +311,7 @@ asan_pipeline() {
 # core; the ASan build, tests, fuzzing and torture run beside them at the
 # lowest priority, on what is left.
 status=0
-run tsan-build swift build --build-tests "${tsan_build[@]}" || status=1
+run tsan-build build_tree tsan || status=1
 if [ $status -eq 0 ]; then
     asan_pipeline_niced() { renice -n 19 -p $BASHPID >/dev/null; asan_pipeline; }
     asan_pipeline_niced &
@@ -315,7 +341,7 @@ for crash in "$logs"/*.crash; do
     echo "  $(basename "$crash" .crash): the test bundle crashed"
     cat "$crash"
 done
-grep -a -h "^stat::number_of_executed_units" "$logs"/fuzz-*.log 2>/dev/null | awk '{ n += $2 } END { if (n) print "  fuzz: " n " inputs run in all" }'
+grep -a -h "^stat::number_of_executed_units" "$logs"/fuzz-*.log 2>/dev/null | awk '{ n += $2 } END { if (n) print "  fuzz: " n " inputs run in all" }' || true
 grep -a -E "^(violations|VIOLATION)" "$logs/asan-torture.log" 2>/dev/null | sed 's/^/  torture: /' | head -5 || true
 echo "  CPU time of this step (user, system) — the script, then everything it ran:"
 { times; } >"$logs/times"

@@ -1,12 +1,44 @@
 #!/usr/bin/env bash
 # The test suites CI runs under each sanitizer (.ci/run), as the --filter
 # expression Scripts/sanitize.sh takes: `sanitizer-suites.sh tsan|asan`
-# (`tsan-skip`: the tests left out of the TSan suites, for TSAN_SKIP).
+# (`tsan-skip`, `asan-skip`: what is left out of those, for TSAN_SKIP and
+# ASAN_SKIP; `tsan-targets`, `asan-targets`: the test targets each tree
+# then needs, for TSAN_TEST_TARGETS and ASAN_TEST_TARGETS, so a tree does
+# not compile suites it never runs).
 # Chosen by what each sanitizer has found and what it costs
 # (Docs/RELIABILITY.md, "What CI runs and what it costs"); the whole suite
 # under both is `Scripts/sanitize.sh` with no knobs.
 set -euo pipefail
+# The suites each sanitizer runs (whole suite names), and the whole test
+# targets ASan runs besides them.
+tsan_suites=(GroupCommitTests SubmitTests WriterLifetimeTests CompactionTests StoreAcknowledgementTests StoreRoomTests
+    BatchedSuccessTests ClaimTests DispatcherTests DispatcherLifetimeTests HTTPOutboxHandlerTests StreamedBodyTests
+    IdempotencyMiddlewareTests SlowApplyTests SpoolAdmissionTests LogIdempotencyKeyStoreTests RetentionTests)
+asan_targets=(OutboxCollectionsTests OutboxLogTests OutboxTests OutboxAppTests OutboxHTTPTests FuzzCorpusTests)
+asan_suites=(LogIdempotencyKeyStoreTests LogIdempotencyKeyStoreSafetyTests)
+
+# targets_holding SUITE...: the test targets that declare those suites,
+# comma-separated (Tests/<target>/…), for the tree's OUTBOX_TEST_TARGETS;
+# fails on a suite no target declares, so a renamed suite cannot silently
+# drop out of its sanitizer's tree.
+targets_holding() {
+    local suite file
+    for suite in "$@"; do
+        file=$(grep -rlE "(struct|class|enum|actor) $suite\b" Tests --include='*.swift' | head -1)
+        [ -n "$file" ] || { echo "sanitizer-suites.sh: no test target declares $suite" >&2; return 1; }
+        echo "$file" | cut -d/ -f2
+    done | sort -u | paste -sd,
+}
+
 case "${1:-}" in
+tsan-targets)
+    targets_holding "${tsan_suites[@]}"
+    exit
+    ;;
+asan-targets)
+    (IFS=,; printf '%s,%s\n' "${asan_targets[*]}" "$(targets_holding "${asan_suites[@]}")") | tr ',' '\n' | sort -u | paste -sd,
+    exit
+    ;;
 tsan)
     # Where threads meet, one suite for each meeting point, the cheapest
     # that reaches it: the engine's writer thread against appenders (group
@@ -22,9 +54,7 @@ tsan)
     # repeat the same threads thousands of times), and the suites that
     # mostly start processes (end-to-end, torture, CLI).
     pattern='\.(%s)/'  # whole suite names: ClaimTests is not IdempotencyClaimTests
-    suites=(GroupCommitTests SubmitTests WriterLifetimeTests CompactionTests StoreAcknowledgementTests StoreRoomTests
-        BatchedSuccessTests ClaimTests DispatcherTests DispatcherLifetimeTests HTTPOutboxHandlerTests StreamedBodyTests
-        IdempotencyMiddlewareTests SlowApplyTests SpoolAdmissionTests LogIdempotencyKeyStoreTests RetentionTests)
+    suites=("${tsan_suites[@]}")
     ;;
 tsan-skip)
     # Within those suites, the tests that repeat one scenario many times
@@ -34,6 +64,16 @@ tsan-skip)
     pattern='/(%s)\('
     suites=(crashAtEveryCompactionStep spooledIDIsNotFresh)
     ;;
+asan-skip)
+    # Within ASan's targets, the suites that repeat one code path thousands
+    # of times against a model or at every crash point (the property,
+    # fault-injection and crash-model suites): ASan reports a bad access or
+    # a leak the first time a path runs, and the unit suites of the same
+    # targets run each path; under ASan these took most of the step.
+    pattern='\.(%s)/'
+    suites=(ModelTests IndexCheckpointModelTests StoreModelTests StoreCheckpointModelTests FaultInjectionTests
+        TruncationAndBitFlipTests SpoolCrashTests SpoolScaleTests SpoolOrderTests PreallocationTests)
+    ;;
 asan)
     # Every suite that runs in this process: memory and lifetimes are the
     # code's, wherever they run. Left out: the suites whose work is in
@@ -41,11 +81,11 @@ asan)
     # the Python middlewares) — the ASan torture step runs the CLI under
     # AddressSanitizer itself, and the fuzz targets read every file format —
     # but for the durable key store's suites, which run in this process.
-    pattern='^(%s)\.|\.(LogIdempotencyKeyStoreTests|LogIdempotencyKeyStoreSafetyTests)/'  # whole test targets, and those suites
-    suites=(OutboxCollectionsTests OutboxLogTests OutboxTests OutboxAppTests OutboxHTTPTests FuzzCorpusTests)
+    pattern="^(%s)\\.|\\.($(IFS='|'; echo "${asan_suites[*]}"))/"  # whole test targets, and those suites
+    suites=("${asan_targets[@]}")
     ;;
 *)
-    echo "usage: $0 tsan|tsan-skip|asan" >&2
+    echo "usage: $0 tsan|tsan-skip|asan|asan-skip|tsan-targets|asan-targets" >&2
     exit 64
     ;;
 esac

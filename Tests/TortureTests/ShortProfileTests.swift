@@ -5,10 +5,13 @@ import Testing
 /// each, with fixed seeds and one random seed (printed). The long profile is
 /// `outbox torture --seconds 600 --mode all` (Docs/RELIABILITY.md).
 ///
-/// Serialized: the kill and outbox modes spawn processes and the corrupt
-/// mode syncs real files; on two cores, one at a time is faster and keeps
-/// kill moments meaningful.
-@Suite("Torture, short profile", .serialized)
+/// Three suites, each serialized, that run beside each other: the modes
+/// that kill processes (one at a time, so a kill lands while a child works
+/// rather than while it waits for a core), the modes on simulated and real
+/// disks in this process, and every mode with the random seed. As one
+/// serialized suite they were the longest chain of `swift test`: the rest
+/// of the suite had ended minutes before them.
+@Suite("Torture, short profile: processes killed", .serialized)
 struct ShortProfileTests {
     @Test("kill -9 loop: every written/durable acknowledgement survives, the log is a prefix", arguments: [11 as UInt64, 12])
     func kill(seed: UInt64) async throws {
@@ -16,6 +19,23 @@ struct ShortProfileTests {
         TortureHarness.expectClean(report, .kill)
     }
 
+    @Test("outbox: the app killed mid-drain, every write applied exactly once under one key", arguments: [51 as UInt64])
+    func outbox(seed: UInt64) async throws {
+        let report = try await TortureHarness.run([.outbox], seed: seed, cycles: 2)
+        TortureHarness.expectClean(report, .outbox)
+        #expect((report[.outbox].details["apps killed"] ?? 0) > 0)
+    }
+
+    @Test("lock: a held log is refused to every other opener, in this process and another", arguments: [61 as UInt64])
+    func lock(seed: UInt64) async throws {
+        let report = try await TortureHarness.run([.lock], seed: seed, cycles: 4)
+        TortureHarness.expectClean(report, .lock)
+        #expect((report[.lock].details.filter { $0.key.hasPrefix("refused in another process") }.values.reduce(0, +)) > 0)
+    }
+}
+
+@Suite("Torture, short profile: simulated power loss, I/O faults and corruption", .serialized)
+struct ShortProfileDiskTests {
     @Test("simulated power loss in every mode: every durable acknowledgement survives", arguments: [21 as UInt64, 22])
     func powerLoss(seed: UInt64) async throws {
         let report = try await TortureHarness.run([.powerloss], seed: seed, cycles: 5)
@@ -36,27 +56,16 @@ struct ShortProfileTests {
         #expect(report[.corrupt].details["undamaged controls"] == 1)
     }
 
-    @Test("outbox: the app killed mid-drain, every write applied exactly once under one key", arguments: [51 as UInt64])
-    func outbox(seed: UInt64) async throws {
-        let report = try await TortureHarness.run([.outbox], seed: seed, cycles: 2)
-        TortureHarness.expectClean(report, .outbox)
-        #expect((report[.outbox].details["apps killed"] ?? 0) > 0)
-    }
-
-    @Test("lock: a held log is refused to every other opener, in this process and another", arguments: [61 as UInt64])
-    func lock(seed: UInt64) async throws {
-        let report = try await TortureHarness.run([.lock], seed: seed, cycles: 4)
-        TortureHarness.expectClean(report, .lock)
-        #expect((report[.lock].details.filter { $0.key.hasPrefix("refused in another process") }.values.reduce(0, +)) > 0)
-    }
-
     @Test("outboxfault: failed syncs and power loss mid-drain; nothing refused is sent, nothing acknowledged lost", arguments: [61 as UInt64])
     func outboxFaults(seed: UInt64) async throws {
         let report = try await TortureHarness.run([.outboxfault], seed: seed, cycles: 4)
         TortureHarness.expectClean(report, .outboxfault)
         #expect((report[.outboxfault].details["enqueues refused, the machine running"] ?? 0) > 0, "\(report.text)")
     }
+}
 
+@Suite("Torture, short profile: every mode with a random seed")
+struct ShortProfileRandomSeedTests {
     @Test("every mode with a random seed (printed above)")
     func randomSeed() async throws {
         let seed = TortureHarness.randomSeed
