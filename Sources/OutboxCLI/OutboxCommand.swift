@@ -26,6 +26,7 @@ struct OutboxCommand: AsyncParsableCommand {
             OutboxList.self,
             OutboxStats.self,
             OutboxExplain.self,
+            OutboxTop.self,
             OutboxPurge.self,
             OutboxRekey.self,
             OutboxDrain.self,

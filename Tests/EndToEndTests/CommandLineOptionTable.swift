@@ -109,12 +109,18 @@ enum CommandLineOptionTable {
         "list": Command(options: root.merging(["--user": .text, "--status": .text]) { $1 }),
         "stats": Command(options: root.merging(["--user": .text]) { $1 }),
         "explain": Command(options: root.merging(["<id>": .text, "--user": .text]) { $1 }),
+        "top": Command(
+            options: root.merging(["--user": .text, "--interval": .real, "--count": .integer]) { $1 },
+            words: { ["top", "\($0.scratch)/root"] },
+            settings: { _ in [("--count", "1"), ("--interval", "0.1")] },
+            prepare: { try await LogOutboxStore.open(root: "\($0.scratch)/root", partition: "default").close() }),
         "purge": Command(options: root.merging(["--user": .text]) { $1 }),
         "rekey": Command(options: root.merging(["--user": .text, "--new-key-file": .text, "--kill-self-at": .text]) { $1 }),
         "drain": Command(
             options: root.merging([
                 "--base-url": .text, "--user": .text, "--token": .text, "--timeout": .duration, "--concurrency": .integer,
                 "--key-retention": .duration, "--in-progress-budget": .duration, "--unscoped-delivery": .text,
+                "--snapshot-interval": .duration,
             ]) { $1 },
             words: { ["drain", "\($0.scratch)/root"] },
             // An empty queue: drain opens it, builds its dispatcher and has nothing to send.

@@ -16,8 +16,11 @@ struct ServerLatencyTests {
 
     @Test("requests are held for the latency before they are applied, several at once, then answered")
     func heldThenApplied() async throws {
+        // Long enough that three loopback connections are made well within
+        // it on a loaded machine (with 5 s, one CI run applied the first
+        // request before the third connected).
         let server = try await ReferenceServer.start(
-            keyStore: InMemoryIdempotencyKeyStore(), latency: ServerLatency(base: .seconds(5)))
+            keyStore: InMemoryIdempotencyKeyStore(), latency: ServerLatency(base: .seconds(20)))
         var connections: [RawConnection] = []
         for index in 0..<3 {
             let connection = try #require(try await RawConnection.connect(port: server.port, sending: Self.request(key: "held-\(index)")))

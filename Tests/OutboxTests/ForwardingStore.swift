@@ -12,6 +12,9 @@ protocol ForwardingOutboxStore: OutboxStore {
 
 extension ForwardingOutboxStore {
     var partition: String { wrapped.partition }
+    func publishSnapshot(_ snapshot: OutboxQueueSnapshot) async throws(OutboxError) {
+        try await wrapped.publishSnapshot(snapshot)
+    }
     func enqueue(_ request: OutboxEnqueueRequest) async throws(OutboxError) -> OutboxEnqueueResult {
         try await wrapped.enqueue(request)
     }

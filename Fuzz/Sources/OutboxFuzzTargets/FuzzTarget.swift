@@ -63,6 +63,10 @@ package struct FuzzTarget: Sendable {
             run: { input throws(FuzzViolation) in try KeyRecordFuzzing.record(input) },
             seeds: { KeyRecordFuzzing.seeds() }),
         FuzzTarget(
+            name: "queue-snapshot", summary: "a queue's snapshot (SNAPSHOT's JSON) as outbox top reads it", maximumLength: 8192,
+            run: { input throws(FuzzViolation) in try SnapshotTarget.run(input) },
+            seeds: { SnapshotTarget.seeds() }),
+        FuzzTarget(
             name: "idempotency-request", summary: "a request's Idempotency-Key and body, through IdempotencyMiddleware",
             maximumLength: 1024,
             run: { input throws(FuzzViolation) in try IdempotencyTarget.run(input) },

@@ -14,6 +14,7 @@ extension OutboxDispatcher {
     @discardableResult
     public func flush() async -> OutboxFlushReport {
         if let refused = refusedForConfiguration() { return refused }
+        startSnapshots()
         return await valueUnlessCancelled(of: drainTask()) ?? OutboxFlushReport()
     }
 
@@ -40,6 +41,7 @@ extension OutboxDispatcher {
     @discardableResult
     public func drain(until deadline: Date) async -> OutboxFlushReport {
         if let refused = refusedForConfiguration() { return refused }
+        startSnapshots()
         // The margin, but never more than a quarter of the time given: a
         // short drain (`outbox drain --timeout 1`) still sends.
         let given = max(0, deadline.timeIntervalSince(clock.now()))

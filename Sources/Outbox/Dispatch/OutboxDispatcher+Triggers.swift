@@ -13,6 +13,7 @@ extension OutboxDispatcher {
     public func start(connectivity: (any ConnectivityMonitor)? = nil) {
         guard lifecycle != .started else { return }
         lifecycle = .started
+        startSnapshots()
         defer { feed.publishQueueChange() }
         guard let connectivity else {
             online = true
@@ -56,6 +57,7 @@ extension OutboxDispatcher {
             running.task.cancel()
             _ = await valueUnlessCancelled(of: running.task)
         }
+        await stopSnapshots()
         eventPublisher.finish()
         feed.publishQueueChange()
     }

@@ -75,6 +75,8 @@ public actor OutboxDispatcher {
     var timer: (task: Task<Void, Never>, deadline: Date)?
     /// When the queue last moved, for the stall watch (`OutboxDispatcher+Stall.swift`).
     var stallWatch = StallWatch()
+    /// The queue's snapshot while the dispatcher runs (`OutboxDispatcher+Snapshots.swift`).
+    var snapshots: SnapshotPublishing?
     var monitorTask: Task<Void, Never>?
     var lastPrune: Date?
     var lastLeaseCheck: Date?

@@ -30,6 +30,7 @@ extension OutboxDispatcherConfiguration {
         if let quarantineRetention { try duration(quarantineRetention, "quarantineRetention") }
         try duration(pruneInterval, "pruneInterval")
         if let stallThreshold { try duration(stallThreshold, "stallThreshold", positive: true) }
+        if let snapshotInterval { try duration(snapshotInterval, "snapshotInterval", positive: true) }
         // The lease (timeout + grace) must itself be a duration the store accepts.
         try duration(deliveryTimeout + leaseGrace, "deliveryTimeout + leaseGrace")
     }

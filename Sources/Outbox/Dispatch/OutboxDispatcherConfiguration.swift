@@ -94,6 +94,18 @@ public struct OutboxDispatcherConfiguration: Sendable {
     /// `outbox_stalled` gauge to 1 until the queue moves again. `nil` turns
     /// the watch off. Default 15 minutes.
     public var stallThreshold: Duration? = .seconds(15 * 60)
+    /// While the dispatcher runs (from ``OutboxDispatcher/start(connectivity:)``,
+    /// ``OutboxDispatcher/flush()`` or ``OutboxDispatcher/drain(until:)`` to
+    /// ``OutboxDispatcher/stop()``), how often it writes the queue's
+    /// ``/OutboxModel/OutboxQueueSnapshot`` — counts, drain rate, attempt
+    /// latency, the oldest waiting writes and why each waits, failures by
+    /// cause — through the store's `publishSnapshot(_:)`, so that `outbox top`
+    /// can follow a queue this process holds open.
+    /// Only when something changed, and once more at ``OutboxDispatcher/stop()``.
+    /// ``/OutboxStorage/LogOutboxStore`` keeps it in a file beside the queue, unsynced:
+    /// one small write per interval while the queue moves. `nil` (the
+    /// default) writes none; `outbox drain` writes one every second.
+    public var snapshotInterval: Duration?
     /// Seed for the backoff jitter (tests); `nil` uses system randomness.
     public var randomSeed: UInt64?
     public var logger = Logger(label: "outbox.dispatcher")

@@ -72,6 +72,11 @@ struct OutboxDrain: AsyncParsableCommand {
         transform: DurationArgument.parse)
     var inProgressBudget: Duration = .seconds(300)
 
+    @Option(
+        help: "How often to write the queue's snapshot for outbox top (default 1s; plain numbers are seconds; 0: none).",
+        transform: DurationArgument.parse)
+    var snapshotInterval: Duration = .seconds(1)
+
     /// The most deliveries `--concurrency` lets run at once.
     static let maximumConcurrency = 1024
 
@@ -86,6 +91,7 @@ struct OutboxDrain: AsyncParsableCommand {
         try OptionRange.require(concurrency, in: 1...Self.maximumConcurrency, "--concurrency")
         try OptionRange.require(keyRetention, "--key-retention", positive: false)
         try OptionRange.require(inProgressBudget, "--in-progress-budget", positive: true)
+        try OptionRange.require(snapshotInterval, "--snapshot-interval", positive: false)
         guard !user.isEmpty else { throw ValidationError("--user must not be empty") }
     }
 
@@ -152,6 +158,7 @@ struct OutboxDrain: AsyncParsableCommand {
             configuration.logger = options.logger(level: .warning)
             configuration.keyRetention = keyRetention == .zero ? nil : keyRetention
             configuration.inProgressBudget = inProgressBudget
+            configuration.snapshotInterval = snapshotInterval == .zero ? nil : snapshotInterval
             let dispatcher = OutboxDispatcher(
                 store: store, handlers: [:], fallback: HTTPOutboxHandler(configuration: handler), configuration: configuration)
             let report = untilEmpty ? await dispatcher.drain(until: deadline) : await dispatcher.flush()

@@ -108,7 +108,7 @@ struct OutboxRootOptions: ParsableArguments {
         var configuration = configuration(create: create)
         configuration.unscopedDelivery = unscopedDelivery
         do {
-            store = try await LogOutboxStore.open(root: root, partition: user, configuration: configuration)
+            store = try await Self.open(root: root, partition: user, configuration: configuration)
         } catch {
             throw CommandFailure.outbox(error, directory: directory, opening: true)
         }
@@ -130,6 +130,26 @@ struct OutboxRootOptions: ParsableArguments {
 }
 
 extension OutboxRootOptions {
+    /// How long a command waits for a queue that another command holds: a
+    /// look (`outbox top`, `list`, `stats`) holds it for a moment, and a
+    /// drain started at that moment should not fail for it.
+    static let lockPatience: Duration = .seconds(3)
+
+    /// Opens the queue, trying again while another process holds it, for
+    /// up to ``lockPatience``.
+    static func open(
+        root: FilePath, partition: String, configuration: OutboxStoreConfiguration
+    ) async throws(OutboxError) -> LogOutboxStore {
+        let deadline = ContinuousClock.now + lockPatience
+        while true {
+            do {
+                return try await LogOutboxStore.open(root: root, partition: partition, configuration: configuration)
+            } catch where error.isLocked && ContinuousClock.now < deadline {
+                try? await Task.sleep(for: .milliseconds(50))
+            }
+        }
+    }
+
     /// What the open moved aside or could not take, on standard error: the
     /// command's output stays what it documents, and nothing goes unsaid.
     static func warnAboutOpen(_ store: LogOutboxStore) {

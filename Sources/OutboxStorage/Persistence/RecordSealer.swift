@@ -29,6 +29,8 @@ package struct RecordSealer: Sendable {
         case payloadChunk = 6
         /// A spooled record the queue set aside (``SetAsideRecords``).
         case setAside = 7
+        /// The queue's snapshot (`SNAPSHOT`: ``OutboxQueueSnapshot``).
+        case snapshot = 8
     }
 
     /// The app's key as given: what older stores sealed their sensitive

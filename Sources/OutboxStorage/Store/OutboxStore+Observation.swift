@@ -15,6 +15,8 @@ extension OutboxStore {
 
     public var changeFeed: OutboxChangeFeed? { nil }
 
+    public func publishSnapshot(_ snapshot: OutboxQueueSnapshot) async throws(OutboxError) {}
+
     public func explain(_ id: OutboxEntry.ID, at now: Date) async throws(OutboxError) -> OutboxExplanation {
         guard let entry = try await entry(id) else {
             guard let completion = try await completion(of: id) else {

@@ -168,6 +168,13 @@ public protocol OutboxStore: AnyObject, Sendable {
     /// makes itself.
     var changeFeed: OutboxChangeFeed? { get }
 
+    /// Keeps `snapshot` where readers of this queue find it without the
+    /// queue's lock (`outbox top`): ``LogOutboxStore``
+    /// writes it beside the queue, sealed when the queue is; the default
+    /// keeps nothing. The dispatcher calls it
+    /// (`OutboxDispatcherConfiguration.snapshotInterval`).
+    func publishSnapshot(_ snapshot: OutboxQueueSnapshot) async throws(OutboxError)
+
     /// Live entries that depend on `id`.
     func dependents(of id: OutboxEntry.ID) async throws(OutboxError) -> [OutboxEntry.ID]
 

@@ -45,8 +45,12 @@ enum SmallFile {
     }
 
     /// Writes `bytes` to `path` (0600) through `path.tmp`; with `replacing`
-    /// unset, an existing file is kept as it is.
-    static func write(_ bytes: [UInt8], to path: FilePath, fileSystem: any FileSystem, replacing: Bool) throws(OutboxError) {
+    /// unset, an existing file is kept as it is. With `synced` unset, neither
+    /// the file nor the directory is synced: for a file that is only advice
+    /// (a queue's snapshot), which a crash may leave old or missing.
+    static func write(
+        _ bytes: [UInt8], to path: FilePath, fileSystem: any FileSystem, replacing: Bool, synced: Bool = true
+    ) throws(OutboxError) {
         let temporary = FilePath(path.string + ".tmp")
         let directory = path.removingLastComponent()
         do throws(Errno) {
@@ -67,7 +71,7 @@ enum SmallFile {
                     return .success(())
                 }
                 try written.get()
-                try fileSystem.synchronize(descriptor)
+                if synced { try fileSystem.synchronize(descriptor) }
                 try fileSystem.close(descriptor)
             } catch {
                 try? fileSystem.close(descriptor)
@@ -78,7 +82,7 @@ enum SmallFile {
                 return
             }
             try fileSystem.rename(temporary, to: path)
-            try fileSystem.synchronizeDirectory(directory)
+            if synced { try fileSystem.synchronizeDirectory(directory) }
         } catch {
             try? fileSystem.removeFile(temporary)
             throw failure("cannot write", path, error)
