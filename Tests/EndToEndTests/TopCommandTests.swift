@@ -6,7 +6,8 @@ import Testing
 
 /// `outbox top`: a queue followed while another process drains it, through
 /// the snapshot that process writes; then the queue read once nobody holds
-/// it; and the full-screen view under a real terminal (tmux).
+/// it; and the full-screen view under a real terminal (a pseudo-terminal
+/// of its own, through script(1)).
 @Suite("outbox top", .serialized, .timeLimit(.minutes(5)))
 struct TopCommandTests {
     /// A queue of `count` writes under a new root, and a server that holds
