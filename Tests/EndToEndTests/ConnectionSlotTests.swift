@@ -12,7 +12,7 @@ import Testing
 /// of the suite on two busy cores stretches a one-second timer many times)
 /// and short of the 60 s idle timeout, the only other thing that could free
 /// a slot.
-@Suite("Connection slots", .serialized, .timeLimit(.minutes(3)))
+@Suite("Connection slots", .serialized, .timeLimit(.minutes(5)))
 struct ConnectionSlotTests {
     static let message = #"{"conversation":"c","text":"hi"}"#
     /// Clients ahead of the new one: more than SwiftNIO's accept batch (4)

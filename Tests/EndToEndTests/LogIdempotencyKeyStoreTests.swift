@@ -8,7 +8,7 @@ import Testing
 /// The durable key store's life cycle: what an open loads (and how), what
 /// expiry reclaims, the cap, and what a crash mid-request leaves. Time is the
 /// `now:` every call takes (an injected clock); nothing sleeps.
-@Suite("LogIdempotencyKeyStore", .serialized, .timeLimit(.minutes(3)))
+@Suite("LogIdempotencyKeyStore", .serialized, .timeLimit(.minutes(5)))
 struct LogIdempotencyKeyStoreTests {
     let t0 = Date(timeIntervalSince1970: 1_900_000_000)
     let claim = IdempotencyClaim(owner: "test", staleAfter: .seconds(60))

@@ -8,7 +8,7 @@ import Testing
 /// `drain(until:)` for background tasks returns before
 /// its deadline, is cancellation-safe, leaves nothing in flight; `stop()`
 /// returns promptly even while a handler ignores cancellation.
-@Suite("Background delivery", .timeLimit(.minutes(3)))
+@Suite("Background delivery", .timeLimit(.minutes(5)))
 struct BackgroundDeliveryTests {
     /// A handler that never answers "slow" until its task is cancelled.
     static func hangingServer() -> ScriptedServer { ScriptedServer() }

@@ -44,7 +44,7 @@ func permissions(_ url: URL) throws -> Int {
 /// Bodies above `largePayloadThreshold` go to a file beside
 /// the log — written and synced before their entry, deleted when it ends,
 /// sealed with the store, and never sent with another body.
-@Suite("Large payloads", .timeLimit(.minutes(3)))
+@Suite("Large payloads", .timeLimit(.minutes(5)))
 struct LargePayloadTests {
     static func configuration(threshold: Int = 4096, key: [UInt8]? = nil) throws -> OutboxStoreConfiguration {
         var configuration = quietStoreConfiguration()

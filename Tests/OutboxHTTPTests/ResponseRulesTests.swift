@@ -7,7 +7,7 @@ import Testing
 /// How the HTTP handler reads what a server says about a write: redirects,
 /// "already processed", and outages. Each answer misread would resend,
 /// misdirect or give up on a write the server may already have applied.
-@Suite("Response rules", .serialized, .timeLimit(.minutes(3)))  // a hang guard: the outage test makes ~300 refused connections
+@Suite("Response rules", .serialized, .timeLimit(.minutes(5)))  // a hang guard: the outage test makes ~300 refused connections
 struct ResponseRulesTests {
     @Test("a redirect is never followed for a write: 301, 302, 307 and 308 are permanent, name the Location, and nothing reaches it", arguments: [301, 302, 307, 308])
     func redirectsAreNotFollowed(status: Int) async throws {

@@ -9,7 +9,7 @@ import Glibc
 /// `outbox enqueue --count N` acknowledges each batch as soon as it is
 /// durable: a process killed after its first line leaves most of the run
 /// unwritten, and every line it printed names an entry on disk.
-@Suite("outbox enqueue streams its acknowledgements", .serialized, .timeLimit(.minutes(3)))
+@Suite("outbox enqueue streams its acknowledgements", .serialized, .timeLimit(.minutes(5)))
 struct EnqueueStreamingTests {
     static let count = 200_000
 

@@ -6,7 +6,7 @@ import Testing
 /// may report the first request in progress for a long time:
 /// the key-retention guard, the in-progress budget, replays and
 /// `markDelivered`. Manual clock: nothing sleeps.
-@Suite("Unknown outcomes", .timeLimit(.minutes(3)))
+@Suite("Unknown outcomes", .timeLimit(.minutes(5)))
 struct UnknownOutcomeTests {
     static let lost = OutboxOutcome.interrupted(reason: "connection lost after the request was sent")
     static let day: TimeInterval = 24 * 3600

@@ -8,7 +8,7 @@ import Testing
 /// Many claims of one key at once, and the response recorded inside the
 /// application's own transaction.
 @Suite(
-    "PostgreSQL key store: concurrency and transactions", .serialized, .timeLimit(.minutes(3)),
+    "PostgreSQL key store: concurrency and transactions", .serialized, .timeLimit(.minutes(5)),
     .needsPostgres)
 struct PostgresKeyConcurrencyTests {
     static let now = Date(timeIntervalSince1970: 1_900_000_000)

@@ -7,7 +7,7 @@ import Testing
 /// `PostgresIdempotencyKeyStore` against a real PostgreSQL: the store's
 /// contract, one call at a time.
 @Suite(
-    "PostgreSQL key store", .serialized, .timeLimit(.minutes(3)),
+    "PostgreSQL key store", .serialized, .timeLimit(.minutes(5)),
     // Skipped only outside CI, and only without a server: the reason is the
     // condition's comment, printed with the skip.
     .needsPostgres)

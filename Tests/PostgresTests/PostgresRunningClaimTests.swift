@@ -8,7 +8,7 @@ import Testing
 /// nodes, and another node that marks it abandoned too early (its clock is
 /// ahead, or the request outlived `staleAfter`).
 @Suite(
-    "PostgreSQL key store: claims of running requests", .serialized, .timeLimit(.minutes(3)),
+    "PostgreSQL key store: claims of running requests", .serialized, .timeLimit(.minutes(5)),
     .needsPostgres)
 struct PostgresRunningClaimTests {
     static let now = Date(timeIntervalSince1970: 1_900_000_000)

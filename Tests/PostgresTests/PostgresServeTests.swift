@@ -12,7 +12,7 @@ import FoundationNetworking
 /// answer as one. The ledger (`GET /ledger`, from the database) counts every
 /// write applied, whichever process applied it.
 @Suite(
-    "outbox serve --postgres: exactly once across server processes", .serialized, .timeLimit(.minutes(3)),
+    "outbox serve --postgres: exactly once across server processes", .serialized, .timeLimit(.minutes(5)),
     .needsPostgres)
 struct PostgresServeTests {
     struct Answer: Sendable {
@@ -155,7 +155,7 @@ struct PostgresServeTests {
 /// `outbox demo --servers N --postgres`: a day of writes, under faults,
 /// delivered round-robin to server processes on one database.
 @Suite(
-    "outbox demo --servers --postgres", .serialized, .timeLimit(.minutes(3)),
+    "outbox demo --servers --postgres", .serialized, .timeLimit(.minutes(5)),
     .needsPostgres)
 struct PostgresDemoTests {
     @Test("three server processes, faults on, the app killed mid-drain: every write applied exactly once across them")

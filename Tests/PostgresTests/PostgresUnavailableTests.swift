@@ -25,7 +25,7 @@ struct PostgresUnreachableTests {
 }
 
 @Suite(
-    "PostgreSQL key store with every connection busy", .timeLimit(.minutes(3)),
+    "PostgreSQL key store with every connection busy", .timeLimit(.minutes(5)),
     .needsPostgres)
 struct PostgresBusyTests {
     @Test("a claim that cannot get a connection within connectionWait fails (503 before the handler), and the next one after it succeeds")

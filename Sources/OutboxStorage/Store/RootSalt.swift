@@ -17,7 +17,7 @@ enum RootSalt {
     static let lockName = "SALT.lock"
 
     /// The salt at `path`, created (32 random bytes, 0600, synced) if there
-    /// is none. Blocking: waits up to 10 s for another creator's lock.
+    /// is none. Blocking: waits up to ``patience`` for another creator's lock.
     static func create(at path: FilePath, fileSystem: any FileSystem) throws(OutboxError) -> [UInt8] {
         let lockPath = path.removingLastComponent().appending(lockName)
         let lock = try acquire(lockPath, fileSystem: fileSystem)
@@ -31,12 +31,18 @@ enum RootSalt {
         return written
     }
 
+    /// How long an open waits for another process creating the salt. The
+    /// lock is released when its holder ends, killed or not, so a held lock
+    /// means a live creator: one whose syncs are slow on a busy disk (10 s
+    /// was not enough on a machine compiling beside it).
+    static let patience: TimeInterval = 60
+
     private static func acquire(_ lockPath: FilePath, fileSystem: any FileSystem) throws(OutboxError) -> FileDescriptor {
-        let deadline = Date().addingTimeInterval(10)
+        let deadline = Date().addingTimeInterval(patience)
         while true {
             do { return try fileSystem.openAndLock(lockPath) } catch where error == .wouldBlock || error == .resourceTemporarilyUnavailable {
                 guard Date() < deadline else {
-                    throw OutboxError(.busy, "\(lockPath): another process has been creating the outbox root's salt for 10 s")
+                    throw OutboxError(.busy, "\(lockPath): another process has been creating the outbox root's salt for \(Int(patience)) s")
                 }
                 usleep(1000)
             } catch {
