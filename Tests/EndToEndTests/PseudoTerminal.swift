@@ -8,7 +8,9 @@ import OutboxLocking
 final class PseudoTerminal: @unchecked Sendable {
     private let process = Process()
     private let input = Pipe()
-    private let collected = Locked(Data())
+    /// What it drew so far, and the tests waiting for a text in it.
+    private let collected = Locked<(data: Data, waiters: [UUID: (text: String, continuation: CheckedContinuation<Bool, Never>)])>(
+        (Data(), [:]))
     private let ended = Locked<(status: Int32?, waiters: [CheckedContinuation<Int32, Never>])>((nil, []))
 
     struct NotShown: Error, CustomStringConvertible {
@@ -29,7 +31,16 @@ final class PseudoTerminal: @unchecked Sendable {
         process.standardError = output
         output.fileHandleForReading.readabilityHandler = { [collected] handle in
             let data = handle.availableData
-            if data.isEmpty { handle.readabilityHandler = nil } else { collected.withLock { $0.append(data) } }
+            if data.isEmpty { handle.readabilityHandler = nil }
+            // Each waiter whose text has now been drawn is woken; at the end of the output, every waiter is.
+            let woken = collected.withLock { state -> [(CheckedContinuation<Bool, Never>, Bool)] in
+                state.data.append(data)
+                let text = String(decoding: state.data, as: UTF8.self)
+                let done = state.waiters.filter { data.isEmpty || text.contains($0.value.text) }
+                for id in done.keys { state.waiters[id] = nil }
+                return done.values.map { ($0.continuation, text.contains($0.text)) }
+            }
+            for (continuation, shown) in woken { continuation.resume(returning: shown) }
         }
         process.terminationHandler = { [ended] process in
             let waiters = ended.withLock { state -> [CheckedContinuation<Int32, Never>] in
@@ -43,17 +54,28 @@ final class PseudoTerminal: @unchecked Sendable {
     }
 
     /// Everything drawn so far, escape sequences included.
-    var output: String { String(decoding: collected.withLock { $0 }, as: UTF8.self) }
+    var output: String { String(decoding: collected.withLock { $0.data }, as: UTF8.self) }
 
-    /// Waits until the output contains `text` (at most `limit`), and returns it.
+    /// Waits until the output contains `text` — woken as the output comes,
+    /// with `limit` only as a guard against a program that never draws it —
+    /// and returns the output.
     func waitFor(_ text: String, limit: Duration = .seconds(90)) async throws -> String {
-        let deadline = ContinuousClock.now + limit
-        while ContinuousClock.now < deadline {
-            let shown = output
-            if shown.contains(text) { return shown }
-            try await Task.sleep(for: .milliseconds(50))
+        let id = UUID()
+        let guardTask = Task { [collected] in
+            try? await Task.sleep(for: limit)
+            collected.withLock { $0.waiters.removeValue(forKey: id) }?.continuation.resume(returning: false)
         }
-        throw NotShown(awaited: text, output: output)
+        let shown = await withCheckedContinuation { continuation in
+            let already = collected.withLock { state -> Bool in
+                if String(decoding: state.data, as: UTF8.self).contains(text) { return true }
+                state.waiters[id] = (text, continuation)
+                return false
+            }
+            if already { continuation.resume(returning: true) }
+        }
+        guardTask.cancel()
+        guard shown else { throw NotShown(awaited: text, output: output) }
+        return output
     }
 
     /// Types `keys` into the terminal.

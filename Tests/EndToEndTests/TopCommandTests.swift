@@ -45,6 +45,8 @@ struct TopCommandTests {
         let (root, server) = try await Self.queueAndServer(count: 40, latency: .milliseconds(250))
         let drain = Self.drain(root, server)
         // Each look is a new process: none holds the queue or waits on it.
+        // What is awaited is another process's progress, which only a new
+        // look shows: so it looks again every 200 ms until the deadline.
         var seen: [Int] = []
         let deadline = ContinuousClock.now + .seconds(120)
         while ContinuousClock.now < deadline {
