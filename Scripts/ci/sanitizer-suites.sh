@@ -21,9 +21,11 @@ asan_suites=(LogIdempotencyKeyStoreTests LogIdempotencyKeyStoreSafetyTests)
 # fails on a suite no target declares, so a renamed suite cannot silently
 # drop out of its sanitizer's tree.
 targets_holding() {
-    local suite file
+    local suite files file
     for suite in "$@"; do
-        file=$(grep -rlE "(struct|class|enum|actor) $suite\b" Tests --include='*.swift' | head -1)
+        # Not `| head -1`: under pipefail, a grep cut short by it fails the script.
+        files=$(grep -rlE "(struct|class|enum|actor) $suite\b" Tests --include='*.swift' || true)
+        file=${files%%$'\n'*}
         [ -n "$file" ] || { echo "sanitizer-suites.sh: no test target declares $suite" >&2; return 1; }
         echo "$file" | cut -d/ -f2
     done | sort -u | paste -sd,
