@@ -27,6 +27,7 @@ struct OutboxCommand: AsyncParsableCommand {
             OutboxStats.self,
             OutboxExplain.self,
             OutboxTop.self,
+            OutboxInspect.self,
             OutboxPurge.self,
             OutboxRekey.self,
             OutboxDrain.self,

@@ -45,10 +45,15 @@ extension OutboxQueueSnapshot {
         if seconds.count > Self.secondsKept { return "\(seconds.count) seconds of activity, more than \(Self.secondsKept)" }
         if waiting.count > Self.waitingKept { return "\(waiting.count) waiting writes, more than \(Self.waitingKept)" }
         if failures.count > Self.causesKept { return "\(failures.count) failure causes, more than \(Self.causesKept)" }
+        if attempts.count > Self.attemptsKept { return "\(attempts.count) attempts, more than \(Self.attemptsKept)" }
+        if attempts.contains(where: { $0.attempt < 1 || $0.endedAt < $0.startedAt }) {
+            return "an attempt numbered below 1 or ending before it started"
+        }
+        if attempts.contains(where: { ($0.detail?.count ?? 0) > Attempt.detailKept }) { return "an attempt's detail too long" }
         if seconds.contains(where: { $0.delivered < 0 || $0.failed < 0 }) { return "a second with a count below zero" }
         if failures.contains(where: { $0.count < 0 }) { return "a failure count below zero" }
         let times = [takenAt] + [oldestUnsentAt, stalledSince].compactMap { $0 } + seconds.map(\.at)
-            + waiting.map(\.enqueuedAt) + failures.map(\.lastAt)
+            + waiting.map(\.enqueuedAt) + failures.map(\.lastAt) + attempts.flatMap { [$0.startedAt, $0.endedAt] }
         if times.contains(where: { !Self.plausible.contains($0) }) { return "a time before 1970 or after 9999" }
         let latencies = [latencyP50, latencyP95].compactMap { $0 } + seconds.flatMap { [$0.latencyP50, $0.latencyP95].compactMap { $0 } }
         if latencies.contains(where: { !$0.isFinite || $0 < 0 }) { return "a latency below zero" }

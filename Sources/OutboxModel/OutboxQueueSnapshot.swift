@@ -22,6 +22,8 @@ public struct OutboxQueueSnapshot: Sendable, Hashable, Codable {
     public static let waitingKept = 10
     /// How many failure causes it names, most frequent first.
     public static let causesKept = 10
+    /// How many ended attempts it names, newest first.
+    public static let attemptsKept = 100
 
     public var version = Self.currentVersion
     public var takenAt: Date
@@ -45,6 +47,9 @@ public struct OutboxQueueSnapshot: Sendable, Hashable, Codable {
     public var waiting: [Waiting]
     /// Failed attempts of the last ``secondsKept`` seconds by cause, most frequent first.
     public var failures: [FailureCount]
+    /// The last ``attemptsKept`` attempts that ended, newest first: each
+    /// write's recent attempt history, as its draining process saw it.
+    public var attempts: [Attempt]
 
     /// What the dispatcher was doing.
     public enum DispatcherState: String, Sendable, Hashable, Codable, CaseIterable {
@@ -91,6 +96,51 @@ public struct OutboxQueueSnapshot: Sendable, Hashable, Codable {
         }
     }
 
+    /// One attempt that ended, and how.
+    public struct Attempt: Sendable, Hashable, Codable {
+        public var id: OutboxEntry.ID
+        /// Its attempt number (1 for the first).
+        public var attempt: Int
+        public var startedAt: Date
+        public var endedAt: Date
+        /// How it ended: ``Outcome``.
+        public var outcome: Outcome
+        /// For a failed attempt, ``FailureCount/cause``'s name for its cause.
+        public var cause: String?
+        /// For a failed attempt, its failure in a sentence (at most ``detailKept`` characters).
+        public var detail: String?
+
+        /// The longest ``detail`` kept.
+        public static let detailKept = 240
+
+        /// How an attempt ended.
+        public enum Outcome: String, Sendable, Hashable, Codable, CaseIterable {
+            /// Delivered, or answered from the server's record of an earlier attempt.
+            case delivered
+            /// Failed; the write is retried later.
+            case waitingToRetry
+            /// Interrupted (the process or its connection went away); retried later.
+            case interrupted
+            /// Failed for good; set aside until someone retries or discards it.
+            case quarantined
+            /// The server holds a conflicting write; set aside for a decision.
+            case conflict
+        }
+
+        public init(
+            id: OutboxEntry.ID, attempt: Int, startedAt: Date, endedAt: Date, outcome: Outcome, cause: String? = nil,
+            detail: String? = nil
+        ) {
+            self.id = id
+            self.attempt = attempt
+            self.startedAt = startedAt
+            self.endedAt = endedAt
+            self.outcome = outcome
+            self.cause = cause
+            self.detail = detail.map { String($0.prefix(Self.detailKept)) }
+        }
+    }
+
     /// Failed attempts of one cause.
     public struct FailureCount: Sendable, Hashable, Codable {
         /// ``OutboxFailure/Cause/name``, with the HTTP status when there was one ("server, HTTP 503").
@@ -108,7 +158,7 @@ public struct OutboxQueueSnapshot: Sendable, Hashable, Codable {
     public init(
         takenAt: Date, processID: Int32, dispatcher: DispatcherState, summary: OutboxSummary, stalledSince: Date?,
         seconds: [Second], latencyP50: Double? = nil, latencyP95: Double? = nil, waiting: [Waiting],
-        failures: [FailureCount]
+        failures: [FailureCount], attempts: [Attempt] = []
     ) {
         self.takenAt = takenAt
         self.processID = processID
@@ -121,6 +171,7 @@ public struct OutboxQueueSnapshot: Sendable, Hashable, Codable {
         self.latencyP95 = latencyP95
         self.waiting = waiting
         self.failures = failures
+        self.attempts = attempts
     }
 
     /// The count of `status` (0 when the snapshot has none).

@@ -20,18 +20,25 @@ public final class ServeProcess: @unchecked Sendable {
 
     public struct DidNotListen: Error, CustomStringConvertible {
         public var output: String
-        public var description: String { "outbox serve ended without listening: \(output)" }
+        public var description: String { "the server ended without listening: \(output)" }
     }
 
     /// Starts `outbox serve --port 0 arguments…` and returns once it listens.
-    public init(_ arguments: [String]) async throws {
+    public convenience init(_ arguments: [String]) async throws {
+        try await self.init(launching: ["serve", "--port", "0", "--debug-exit-with-parent"] + arguments, addressLine: "listening on ")
+    }
+
+    /// Starts `outbox arguments…` (a command that serves HTTP until
+    /// stopped) and returns once it printed the line starting with
+    /// `addressLine` that holds its `http://` address.
+    public init(launching arguments: [String], addressLine: String) async throws {
         guard let executable = OutboxTool.executable else { throw OutboxTool.NotBuilt() }
         sanitizerLogs = try SanitizerLogs(
             directory: FileManager.default.temporaryDirectory.appendingPathComponent("outbox-serve-sanitizer-\(UUID().uuidString)"))
         let pipe = Pipe()
         process.executableURL = executable
         // --debug-exit-with-parent: it ends with the test process, whatever happens to that.
-        process.arguments = ["serve", "--port", "0", "--debug-exit-with-parent"] + arguments
+        process.arguments = arguments
         process.environment = sanitizerLogs.environment
         process.standardInput = FileHandle.nullDevice
         process.standardOutput = pipe
@@ -61,8 +68,8 @@ public final class ServeProcess: @unchecked Sendable {
             for waiter in waiters { waiter.resume(returning: process.terminationStatus) }
         }
         try process.run()
-        let line = await firstLine(startingWith: "listening on ")
-        guard let line, let address = line.dropFirst("listening on ".count).split(separator: " ").first,
+        let line = await firstLine(startingWith: addressLine)
+        guard let line, let address = line.split(separator: " ").first(where: { $0.hasPrefix("http://") }),
             let url = URL(string: String(address))
         else {
             process.terminate()

@@ -114,6 +114,12 @@ enum CommandLineOptionTable {
             words: { ["top", "\($0.scratch)/root"] },
             settings: { _ in [("--count", "1"), ("--interval", "0.1")] },
             prepare: { try await LogOutboxStore.open(root: "\($0.scratch)/root", partition: "default").close() }),
+        "inspect": Command(
+            options: root.merging(["--user": .text, "--port": .integer]) { $1 },
+            // It ends with this test process, whatever happens to the test.
+            words: { ["inspect", "--debug-exit-with-parent", "\($0.scratch)/root"] },
+            settings: { _ in [("--port", "0")] },
+            prepare: { try await LogOutboxStore.open(root: "\($0.scratch)/root", partition: "default").close() }),
         "purge": Command(options: root.merging(["--user": .text]) { $1 }),
         "rekey": Command(options: root.merging(["--user": .text, "--new-key-file": .text, "--kill-self-at": .text]) { $1 }),
         "drain": Command(

@@ -47,10 +47,33 @@ struct QueueSnapshotTests {
         #expect(activity.failures(now: now).map(\.cause).sorted() == ["transient, HTTP 400", "transient, HTTP 503"])
         #expect(activity.failures(now: now).allSatisfy { $0.count == 1 })
 
+        // Each ended attempt, newest first, with its number, outcome and failure; the dependent made none.
+        let attempts = activity.attempts()
+        #expect(attempts.map(\.id) == [ids[3], ids[2], ids[1], ids[0]])
+        #expect(attempts.map(\.outcome) == [.quarantined, .waitingToRetry, .delivered, .delivered])
+        #expect(attempts.allSatisfy { $0.attempt == 1 && $0.endedAt >= $0.startedAt })
+        #expect(attempts[0].cause == "transient, HTTP 400" && attempts[0].detail?.contains("busy") == true)
+        #expect(attempts[2].cause == nil && attempts[2].detail == nil)
+
         // Five minutes later, the old seconds are gone.
         let later = Self.start.addingTimeInterval(Double(OutboxQueueSnapshot.secondsKept) + 5)
         #expect(activity.seconds(now: later).isEmpty)
         #expect(activity.failures(now: later).isEmpty)
+    }
+
+    @Test("the attempts kept are the newest ones, at most attemptsKept, however many end")
+    func attemptsBounded() {
+        var activity = QueueActivity()
+        let ids = (0..<(OutboxQueueSnapshot.attemptsKept + 50)).map { _ in OutboxEntry.ID() }
+        for (offset, id) in ids.enumerated() {
+            let at = Self.start.addingTimeInterval(Double(offset) * 0.001)
+            activity.note(.sending(id, attempt: offset + 1), at: at)
+            activity.note(.delivered(id, serverID: nil), at: at)
+        }
+        let kept = activity.attempts()
+        #expect(kept.count == OutboxQueueSnapshot.attemptsKept)
+        #expect(kept.first?.id == ids.last && kept.last?.id == ids[50])
+        #expect(kept.first?.attempt == ids.count)
     }
 
     private static func snapshot(why: String = "due: it goes with the next drain") -> OutboxQueueSnapshot {
@@ -110,6 +133,16 @@ struct QueueSnapshotTests {
         late.takenAt = Date(timeIntervalSince1970: 1e15)
         var tooMany = Self.snapshot()
         tooMany.waiting = Array(repeating: tooMany.waiting[0], count: OutboxQueueSnapshot.waitingKept + 1)
+        let attempt = OutboxQueueSnapshot.Attempt(
+            id: OutboxEntry.ID(), attempt: 1, startedAt: Self.start, endedAt: Self.start, outcome: .delivered)
+        var tooManyAttempts = Self.snapshot()
+        tooManyAttempts.attempts = Array(repeating: attempt, count: OutboxQueueSnapshot.attemptsKept + 1)
+        var backwards = Self.snapshot()
+        backwards.attempts = [attempt]
+        backwards.attempts[0].endedAt = Self.start.addingTimeInterval(-1)
+        var zeroth = Self.snapshot()
+        zeroth.attempts = [attempt]
+        zeroth.attempts[0].attempt = 0
         let cases: [(String, [UInt8])] = [
             ("empty", []),
             ("unknown first byte", [7] + Self.snapshot().encoded()),
@@ -119,6 +152,9 @@ struct QueueSnapshotTests {
             ("a count below zero", [0] + negative.encoded()),
             ("a time after the year 9999", [0] + late.encoded()),
             ("more waiting writes than kept", [0] + tooMany.encoded()),
+            ("more attempts than kept", [0] + tooManyAttempts.encoded()),
+            ("an attempt that ends before it starts", [0] + backwards.encoded()),
+            ("an attempt numbered 0", [0] + zeroth.encoded()),
             ("larger than a snapshot", [0] + Array(repeating: UInt8(ascii: " "), count: OutboxQueueSnapshot.maximumEncodedSize + 64)),
             ("sealed without a key", [1] + Array(repeating: 9, count: 64)),
         ]

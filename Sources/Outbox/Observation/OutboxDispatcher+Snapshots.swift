@@ -85,6 +85,7 @@ extension OutboxDispatcher {
         return OutboxQueueSnapshot(
             takenAt: now, processID: ProcessInfo.processInfo.processIdentifier, dispatcher: state, summary: summary,
             stalledSince: stallWatch.reported ? stallWatch.since : nil, seconds: activity.seconds(now: now),
-            latencyP50: latency.p50, latencyP95: latency.p95, waiting: waiting, failures: activity.failures(now: now))
+            latencyP50: latency.p50, latencyP95: latency.p95, waiting: waiting, failures: activity.failures(now: now),
+            attempts: activity.attempts())
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import DequeModule
 import OutboxStorage
 
 /// What the dispatcher's attempts did, second by second, for the queue's
@@ -26,7 +27,9 @@ struct QueueActivity {
     }
 
     private var secondsByStart: [Int64: Second] = [:]
-    private var starts: [OutboxEntry.ID: Date] = [:]
+    private var starts: [OutboxEntry.ID: (at: Date, attempt: Int)] = [:]
+    /// The attempts that ended, oldest first, at most ``OutboxQueueSnapshot/attemptsKept``.
+    private var ended: Deque<OutboxQueueSnapshot.Attempt> = []
     private var lastFailureAt: [String: Date] = [:]
     /// Bumped by every event: a snapshot is written only when it moved.
     private(set) var version: UInt64 = 0
@@ -34,14 +37,14 @@ struct QueueActivity {
     mutating func note(_ event: OutboxEvent, at now: Date) {
         version &+= 1
         switch event {
-        case .sending(let id, _):
-            if starts.count >= Self.startsKept, let oldest = starts.min(by: { $0.value < $1.value }) {
+        case .sending(let id, let attempt):
+            if starts.count >= Self.startsKept, let oldest = starts.min(by: { $0.value.at < $1.value.at }) {
                 starts[oldest.key] = nil
             }
-            starts[id] = now
+            starts[id] = (now, attempt)
         case .delivered(let id, _), .replayed(let id, _):
             update(now) { $0.delivered += 1 }
-            ended(id, at: now)
+            ended(id, at: now, .delivered, failure: nil)
         case .waitingToRetry(let id, _, let failure), .interrupted(let id, _, let failure),
             .quarantined(let id, let failure), .conflict(let id, let failure):
             // A dependent quarantined with its parent had no attempt: no start, no failure of its own.
@@ -52,7 +55,7 @@ struct QueueActivity {
                 $0.causes[cause, default: 0] += 1
             }
             lastFailureAt[cause] = now
-            ended(id, at: now)
+            ended(id, at: now, Self.outcome(event), failure: failure)
         case .discarded(let id, _):
             starts[id] = nil
         default:
@@ -94,12 +97,31 @@ struct QueueActivity {
         .prefix(OutboxQueueSnapshot.causesKept).map { $0 }
     }
 
-    private mutating func ended(_ id: OutboxEntry.ID, at now: Date) {
+    /// The attempts that ended, newest first.
+    func attempts() -> [OutboxQueueSnapshot.Attempt] { ended.reversed() }
+
+    private mutating func ended(
+        _ id: OutboxEntry.ID, at now: Date, _ outcome: OutboxQueueSnapshot.Attempt.Outcome, failure: OutboxFailure?
+    ) {
         guard let start = starts.removeValue(forKey: id) else { return }
         update(now) {
             if $0.latencies.count < Self.latenciesPerSecond {
-                $0.latencies.append(max(0, now.timeIntervalSince(start) * 1000))
+                $0.latencies.append(max(0, now.timeIntervalSince(start.at) * 1000))
             }
+        }
+        if ended.count >= OutboxQueueSnapshot.attemptsKept { ended.removeFirst() }
+        ended.append(
+            OutboxQueueSnapshot.Attempt(
+                id: id, attempt: max(1, start.attempt), startedAt: start.at, endedAt: max(now, start.at), outcome: outcome,
+                cause: failure.map(Self.cause), detail: failure?.description))
+    }
+
+    private static func outcome(_ event: OutboxEvent) -> OutboxQueueSnapshot.Attempt.Outcome {
+        switch event {
+        case .interrupted: .interrupted
+        case .quarantined: .quarantined
+        case .conflict: .conflict
+        default: .waitingToRetry
         }
     }
 

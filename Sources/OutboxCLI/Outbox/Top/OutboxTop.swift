@@ -55,7 +55,7 @@ struct OutboxTop: AsyncParsableCommand {
         let terminal = TopTerminal(fullScreen: !once && isatty(STDOUT_FILENO) == 1)
         defer { terminal.restore() }
         let pause = Duration.milliseconds(Int64((interval * 1000).rounded()))
-        var reader = TopReader(options: options, user: user, freshFor: max(5, interval * 5))
+        var reader = QueueReader(options: options, user: user, freshFor: max(5, interval * 5))
         for refresh in 0..<refreshes {
             if refresh > 0 { await terminal.wait(pause) }
             if terminal.quitting { break }

@@ -1,11 +1,11 @@
 import Foundation
 import Outbox
 
-/// Where `outbox top` gets each picture of the queue: the snapshot its
+/// Where `outbox top` and `outbox inspect` get each picture of the queue: the snapshot its
 /// draining process writes, while it is fresh; otherwise the queue itself,
 /// opened for a moment; and when another process holds the queue and writes
 /// no snapshot, what can be said about that.
-struct TopReader {
+struct QueueReader {
     let options: OutboxRootOptions
     let user: String
     /// A snapshot older than this (seconds) is not from a live process.
@@ -78,7 +78,7 @@ struct TopReader {
         return OutboxQueueSnapshot(
             takenAt: now, processID: ProcessInfo.processInfo.processIdentifier, dispatcher: .stopped, summary: summary,
             stalledSince: nil, seconds: history?.seconds ?? [], latencyP50: history?.latencyP50,
-            latencyP95: history?.latencyP95, waiting: waiting, failures: history?.failures ?? [])
+            latencyP95: history?.latencyP95, waiting: waiting, failures: history?.failures ?? [], attempts: history?.attempts ?? [])
     }
 
     private static func empty(at now: Date) -> OutboxQueueSnapshot {

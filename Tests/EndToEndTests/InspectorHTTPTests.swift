@@ -1,0 +1,103 @@
+import CLITestSupport
+import Foundation
+import IdempotencyKeyMiddleware
+import OutboxReferenceServer
+import Testing
+
+/// `outbox inspect`'s HTTP side without a browser: who it answers, what
+/// it refuses (another site's name, actions without `--allow-actions`,
+/// actions another site's page could send), the actions themselves, and
+/// the held request for a newer picture with every `after` a client can send.
+@Suite("outbox inspect over HTTP", .serialized, .timeLimit(.minutes(5)))
+struct InspectorHTTPTests {
+    /// A queue whose drain left a refused write and its dependent quarantined.
+    static func drainedStuckQueue() async throws -> (root: String, parent: String, child: String) {
+        let queue = try await InspectorFixture.stuckQueue(count: 2)
+        let server = try await ReferenceServer.start(keyStore: InMemoryIdempotencyKeyStore())
+        #expect(try await InspectorFixture.drain(queue.root, server).status == 3)
+        await server.stop()
+        return queue
+    }
+
+    static func status(_ root: String, _ id: String) async throws -> String {
+        let explained = try await OutboxTool.run(["explain", root, id, "--json"])
+        let object = try JSONSerialization.jsonObject(with: Data(explained.stdout.utf8)) as? [String: Any]
+        return object?["status"] as? String ?? "unknown"
+    }
+
+    @Test("it answers requests addressed to 127.0.0.1 or localhost, and refuses any other name (DNS rebinding)")
+    func loopbackNamesOnly() async throws {
+        let (root, _, _) = try await InspectorFixture.stuckQueue(count: 1)
+        let inspector = try await InspectorFixture.inspect(root)
+        let port = inspector.baseURL.port!
+        for host in ["127.0.0.1:\(port)", "localhost:\(port)", "LOCALHOST"] {
+            let answer = try await InspectorFixture.request(port: port, "GET", "/api/queue", host: host)
+            #expect(answer.status == 200 && answer.body.contains(#""pending":3"#), "\(host): \(answer)")
+        }
+        for host in ["evil.example:\(port)", "127.0.0.1.evil.example", "", "[::2]:\(port)"] {
+            let answer = try await InspectorFixture.request(port: port, "GET", "/", host: host)
+            #expect(answer.status == 421 || answer.status == 400, "\(host): \(answer)")
+            #expect(!answer.body.contains("<html"), "\(host)")
+        }
+        let page = try await InspectorFixture.request(port: port, "GET", "/")
+        #expect(page.status == 200 && page.body.contains(#"<script src="/inspector.js">"#))
+        #expect(try await InspectorFixture.request(port: port, "GET", "/api/entries/not-an-id").status == 400)
+        await inspector.stop()
+    }
+
+    @Test("read-only unless --allow-actions: a retry is refused and changes nothing")
+    func readOnlyByDefault() async throws {
+        let (root, parent, _) = try await Self.drainedStuckQueue()
+        let inspector = try await InspectorFixture.inspect(root)
+        let port = inspector.baseURL.port!
+        let answer = try await InspectorFixture.request(
+            port: port, "POST", "/api/entries/\(parent)/retry", headers: ["X-Outbox-Inspector: 1"])
+        #expect(answer.status == 403 && answer.body.contains("--allow-actions"), "\(answer)")
+        await inspector.stop()
+        #expect(try await Self.status(root, parent) == "quarantined")
+    }
+
+    @Test("with --allow-actions, an action needs the page's header and no other site's Origin; then retry and discard work")
+    func actions() async throws {
+        let (root, parent, child) = try await Self.drainedStuckQueue()
+        let inspector = try await InspectorFixture.inspect(root, ["--allow-actions"])
+        let port = inspector.baseURL.port!
+        let bare = try await InspectorFixture.request(port: port, "POST", "/api/entries/\(parent)/retry")
+        #expect(bare.status == 403, "\(bare)")
+        let foreign = try await InspectorFixture.request(
+            port: port, "POST", "/api/entries/\(parent)/retry", headers: ["X-Outbox-Inspector: 1", "Origin: http://evil.example"])
+        #expect(foreign.status == 403, "\(foreign)")
+        let retried = try await InspectorFixture.request(
+            port: port, "POST", "/api/entries/\(parent)/retry",
+            headers: ["X-Outbox-Inspector: 1", "Origin: http://127.0.0.1:\(port)"])
+        #expect(retried.status == 200 && retried.body.contains(child), "the dependent comes back with it: \(retried)")
+        let discarded = try await InspectorFixture.request(
+            port: port, "POST", "/api/entries/\(child)/discard", headers: ["X-Outbox-Inspector: 1"])
+        #expect(discarded.status == 200, "\(discarded)")
+        let unknown = try await InspectorFixture.request(
+            port: port, "POST", "/api/entries/\(UUID().uuidString)/discard", headers: ["X-Outbox-Inspector: 1"])
+        #expect(unknown.status == 409 && unknown.body.contains("error"), "\(unknown)")
+        await inspector.stop()
+        #expect(try await Self.status(root, parent) == "pending")
+        #expect(try await Self.status(root, child) == "unknown")
+    }
+
+    @Test("a request for a newer picture is held until one exists; any other `after` is answered at once")
+    func heldForANewerPicture() async throws {
+        let (root, _, _) = try await InspectorFixture.stuckQueue(count: 1)
+        let inspector = try await InspectorFixture.inspect(root)
+        let port = inspector.baseURL.port!
+        let first = try await InspectorFixture.request(port: port, "GET", "/api/queue")
+        let object = try JSONSerialization.jsonObject(with: Data(first.body.utf8)) as? [String: Any]
+        let takenAt = try #require((object?["snapshot"] as? [String: Any])?["takenAt"] as? Double)
+        let newer = try await InspectorFixture.request(port: port, "GET", "/api/queue?after=\(takenAt)")
+        let newerObject = try JSONSerialization.jsonObject(with: Data(newer.body.utf8)) as? [String: Any]
+        let newerTakenAt = try #require((newerObject?["snapshot"] as? [String: Any])?["takenAt"] as? Double)
+        #expect(newerTakenAt > takenAt)
+        for after in ["abc", "-1", "1e308", "NaN", "inf", "99999999999999999999999", "%00"] {
+            let answer = try await InspectorFixture.request(port: port, "GET", "/api/queue?after=\(after)")
+            #expect(answer.status == 200 && answer.body.contains(#""snapshot""#), "after=\(after): \(answer)")
+        }
+        await inspector.stop()
+    }
+}
