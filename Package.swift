@@ -366,6 +366,7 @@ let package = Package(
             dependencies: [
                 "CLITestSupport",
                 "OutboxLog",
+                "OutboxStorage",
                 "OutboxLogTesting",
                 "OutboxReferenceServer",
                 "OutboxTorture",

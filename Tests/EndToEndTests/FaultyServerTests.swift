@@ -139,7 +139,10 @@ struct FaultyServerTests {
         #expect(ledger["remaining"] as? Int == 0)
         let expected = try #require(ledger["expectedDeliveries"] as? Int)
         #expect(ledger["appliedExactlyOnce"] as? Int == expected)
-        #expect((ledger["quarantined"] as? [Any])?.count == 1)
+        let quarantined = try #require(ledger["quarantined"] as? [[String: Any]])
+        #expect(quarantined.count == 1)
+        // Each says why it waits and what would move it, as `outbox explain` would.
+        #expect((quarantined.first?["why"] as? String)?.contains("HTTP 422): retry it or discard it") == true, "\(quarantined)")
         #expect((ledger["remappedIDs"] as? Int ?? 0) > 0)
         #expect(run.stderrLines.contains { $0.contains("app killed") })
     }

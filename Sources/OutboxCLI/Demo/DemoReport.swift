@@ -9,6 +9,8 @@ struct DemoReport: Encodable {
         var id: String
         var type: String
         var reason: String
+        /// Why it waits, as `outbox explain` says it.
+        var why: String
     }
 
     var enqueued: Int
@@ -43,8 +45,8 @@ struct DemoReport: Encodable {
 
     init(
         recorded: DemoScenario.Recorded, tally: Tally.Counts, ledger: ReferenceLedger, remaining: Int,
-        quarantined: [OutboxEntry], elapsed: Duration, deliveredBeforeRestart: Int?, failure: String? = nil,
-        concurrency: Int, latency: Duration
+        quarantined: [(entry: OutboxEntry, why: String)], elapsed: Duration, deliveredBeforeRestart: Int?,
+        failure: String? = nil, unexplained: String? = nil, concurrency: Int, latency: Duration
     ) {
         self.concurrency = concurrency
         latencyMilliseconds = Self.milliseconds(latency)
@@ -64,7 +66,9 @@ struct DemoReport: Encodable {
         retries = tally.waitingToRetry
         interrupted = tally.interrupted
         remappedIDs = tally.remapped
-        self.quarantined = quarantined.map { Quarantined(id: $0.id.description, type: $0.type, reason: $0.lastFailure?.description ?? "") }
+        self.quarantined = quarantined.map {
+            Quarantined(id: $0.entry.id.description, type: $0.entry.type, reason: $0.entry.lastFailure?.description ?? "", why: $0.why)
+        }
         self.remaining = remaining
         faults = ledger.faults
         let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
@@ -78,12 +82,13 @@ struct DemoReport: Encodable {
         if !appliedTwice.isEmpty { violations.append("\(appliedTwice.count) write(s) applied more than once") }
         if ledger.appliedWithoutKey > 0 { violations.append("\(ledger.appliedWithoutKey) write(s) arrived without an idempotency key") }
         if remaining > 0 && failure == nil { violations.append("\(remaining) write(s) still unsent") }
+        if let unexplained { violations.append("a write left in the queue is not explained by its state: \(unexplained)") }
         self.violations = violations
         // The rest compares a finished day with the server: skip it when unfinished.
         guard failure == nil else { return }
         let rejectedKeys = Set(recorded.rejected.compactMap { recorded.keys[$0] })
         if rejectedKeys.contains(where: { ledger.applied[$0] != nil }) { violations.append("a rejected write was applied") }
-        let quarantinedIDs = Set(quarantined.map(\.id))
+        let quarantinedIDs = Set(quarantined.map(\.entry.id))
         if Set(recorded.rejected) != quarantinedIDs {
             violations.append("quarantined \(quarantinedIDs.count) entries, expected exactly the \(recorded.rejected.count) rejected ones")
         }
@@ -114,7 +119,7 @@ struct DemoReport: Encodable {
             "  faults injected                 " + faults.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", "),
             "  quarantined                     \(quarantined.count)",
         ]
-        for entry in quarantined { lines.append("    \(entry.type) \(entry.id.prefix(8)): \(entry.reason)") }
+        for entry in quarantined { lines.append("    \(entry.type) \(entry.id.prefix(8)): \(entry.why)") }
         lines += [
             "  remaining                       \(remaining)" + (failure != nil && remaining > 0 ? " (still queued when the demo stopped)" : ""),
             "  elapsed                         \(elapsedSeconds) s (\(throughputPerSecond) writes/s under faults, "

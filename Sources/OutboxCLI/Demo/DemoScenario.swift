@@ -5,6 +5,7 @@ import OutboxHTTP
 import OutboxLog
 import OutboxLogTesting
 import OutboxReferenceServer
+import OutboxTorture
 import IdempotencyKeyMiddleware
 import OutboxLocking
 import SystemPackage
@@ -154,7 +155,7 @@ struct DemoScenario {
         deliveredBeforeRestart: Int?, server: DemoServers
     ) async -> DemoReport {
         var failure = failure
-        let (remaining, quarantinedEntries) = await whatRemains(in: life, failure: &failure)
+        let left = await whatRemains(in: life, failure: &failure)
         let ledger: ReferenceLedger
         do {
             ledger = try await server.ledger()
@@ -162,7 +163,7 @@ struct DemoScenario {
             ledger = ReferenceLedger()
             if failure == nil { failure = DemoFailure("cannot read the servers' ledger: \(error)") }
         }
-        let unsent = remaining ?? recorded.deliverable.filter { recorded.keys[$0].map { ledger.applied[$0] == nil } ?? true }.count
+        let unsent = left.unsent ?? recorded.deliverable.filter { recorded.keys[$0].map { ledger.applied[$0] == nil } ?? true }.count
         if failure?.isDeadline == true {
             let seconds = Double(options.deadline.components.seconds) + Double(options.deadline.components.attoseconds) / 1e18
             let text = seconds == seconds.rounded() ? String(Int(seconds)) : String(format: "%.1f", seconds)
@@ -170,8 +171,8 @@ struct DemoScenario {
         }
         return DemoReport(
             recorded: recorded, tally: tally.snapshot, ledger: ledger, remaining: unsent,
-            quarantined: quarantinedEntries, elapsed: started.duration(to: .now), deliveredBeforeRestart: deliveredBeforeRestart,
-            failure: failure?.message, concurrency: Self.concurrency, latency: options.latency)
+            quarantined: left.quarantined, elapsed: started.duration(to: .now), deliveredBeforeRestart: deliveredBeforeRestart,
+            failure: failure?.message, unexplained: left.unexplained, concurrency: Self.concurrency, latency: options.latency)
     }
 
     /// Starts the reference server (or servers, on PostgreSQL) with the
@@ -203,22 +204,37 @@ struct DemoScenario {
         return server
     }
 
+    /// What the day left in the queue.
+    struct Left {
+        var unsent: Int?
+        /// Each quarantined entry with why it waits (`outbox explain`'s sentence).
+        var quarantined: [(entry: OutboxEntry, why: String)] = []
+        /// A write left that the store does not explain by a reason its status allows.
+        var unexplained: String?
+    }
+
     /// What remained, from the app's own store while it is still open: the
-    /// unsent count and the quarantined entries (`nil` and none without a
-    /// store, or if it cannot be read — then `failure` says so, unless the
-    /// run already failed).
-    private func whatRemains(in life: AppLife?, failure: inout DemoFailure?) async -> (Int?, [OutboxEntry]) {
-        guard let life else { return (nil, []) }
+    /// unsent count, and the quarantined entries each with its explanation,
+    /// after checking that every write left is explained by its state
+    /// (nothing without a store, or if it cannot be read — then `failure`
+    /// says so, unless the run already failed).
+    private func whatRemains(in life: AppLife?, failure: inout DemoFailure?) async -> Left {
+        guard let life else { return Left() }
         await life.stopDispatcher()
         do {
-            let remaining = try await life.store.summary().unsent
-            let quarantined = try await life.store.entries(matching: OutboxFilter(statuses: [.quarantined]))
+            var left = Left(unsent: try await life.store.summary().unsent)
+            for entry in try await life.store.entries(matching: OutboxFilter(statuses: [.quarantined])) {
+                left.quarantined.append((entry, try await life.store.explain(entry.id, at: Date()).description))
+            }
+            if case .failure(let problem) = try await ExplanationCheck.explainAll(life.store, at: Date()) {
+                left.unexplained = problem.description
+            }
             try await life.store.close()
-            return (remaining, quarantined)
+            return left
         } catch {
             try? await life.store.close()
             if failure == nil { failure = DemoFailure("cannot read the outbox: \(error)") }
-            return (nil, [])
+            return Left()
         }
     }
 

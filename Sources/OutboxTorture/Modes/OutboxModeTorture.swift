@@ -69,6 +69,7 @@ enum OutboxModeTorture {
             let faultsBefore = server.ledger.faults.values.reduce(0, +)
             let told = try await killUntilDrained(job, server: server, executable: executable, &random, report: &report)
             report.count(.outbox) { $0.acknowledged += told.acknowledged.count }
+            report.detail(.outbox, "writes a reopened queue held, each explained by its state", told.explained)
             report.count(.outbox) { $0.faults += server.ledger.faults.values.reduce(0, +) - faultsBefore }
             try checkServer(job, told: told, server: server, report: &report)
             if options.encrypted {
@@ -93,6 +94,8 @@ enum OutboxModeTorture {
         var acknowledged: [Int: String] = [:]
         /// Minted write's name → the key the app was given.
         var minted: [String: String] = [:]
+        /// Writes a reopened queue held, each explained by its state (summed over lives).
+        var explained = 0
 
         /// Takes an `enqueued` line of life `life`: each write acknowledged
         /// under one key only. `false` for any other line.
@@ -102,6 +105,8 @@ enum OutboxModeTorture {
                 guard minted.updateValue(key, forKey: name) == nil else {
                     throw CycleViolation("life \(life): the minted write \(name) was acknowledged twice")
                 }
+            case .explained(let count):
+                explained += count
             case .enqueued(let index, let key):
                 guard let index = Int(index) else { throw CycleViolation("life \(life): bad line \"\(text)\"") }
                 if key == "-" { return true }  // a duplicate: recorded in an earlier life

@@ -84,6 +84,7 @@ public enum OutboxWorker {
         guard let store = await WorkerApp.open(root: job.root, partition: partition, configuration: configuration(job, logger: quiet))
         else { return LogWorker.Status.openFailed }
         WorkerLine.ready.send()
+        if let failed = await explainAll(store) { return failed }
         if let failed = await enqueueMinted(job, into: store) { return failed }
         let dispatcher = dispatcher(for: store, baseURL: job.baseURL, logger: quiet)
         await dispatcher.start()
@@ -104,7 +105,25 @@ public enum OutboxWorker {
         return configuration
     }
 
-    /// First, straight after the open, a few writes with ids minted in this
+    /// Straight after the open, before anything moves: every write the
+    /// reopened queue holds is explained by a reason its status allows
+    /// (``ExplanationCheck``). Returns the exit status if one was not.
+    static func explainAll(_ store: LogOutboxStore) async -> Int32? {
+        do {
+            switch try await ExplanationCheck.explainAll(store, at: Date()) {
+            case .success(let count):
+                WorkerLine.explained(count).send()
+                return nil
+            case .failure(let problem):
+                WorkerLine.fail(-1, code: "explain", message: problem.description).send()
+            }
+        } catch {
+            WorkerLine.fail(-1, code: WorkerLine.word(error.code), message: "explain: \(error)").send()
+        }
+        return LogWorker.Status.stepFailed
+    }
+
+    /// Then a few writes with ids minted in this
     /// life: a store reopened from its checkpoint admits them while it is
     /// still loading (Docs/OUTBOX.md, "Reopening"). Returns the exit status
     /// if one failed.

@@ -30,6 +30,8 @@ public enum WorkerLine: Sendable, Hashable {
     case done
     case enqueued(id: String, key: String)
     case drained
+    /// Every entry the reopened store holds was explained by a reason its status allows (`explained N`).
+    case explained(Int)
     /// Anything else (a stray line is reported, never ignored silently).
     case unknown(String)
 
@@ -46,6 +48,7 @@ public enum WorkerLine: Sendable, Hashable {
         case ("poison", 2...): self = .poison(ok: parts[1] == "ok", detail: parts.dropFirst(2).joined(separator: " "))
         case ("open-failed", 2...): self = .openFailed(code: parts[1], message: parts.dropFirst(2).joined(separator: " "))
         case ("enqueued", 3): self = .enqueued(id: parts[1], key: parts[2])
+        case ("explained", 2): self = Int(parts[1]).map(WorkerLine.explained) ?? .unknown(line)
         default: self = .unknown(line)
         }
     }
@@ -61,6 +64,7 @@ public enum WorkerLine: Sendable, Hashable {
         case .done: "done"
         case .enqueued(let id, let key): "enqueued \(id) \(key)"
         case .drained: "drained"
+        case .explained(let count): "explained \(count)"
         case .unknown(let line): line
         }
     }
