@@ -125,7 +125,7 @@ final class HeadlessBrowser: @unchecked Sendable {
 
     /// Waits until `expression` is true in the page, looking every 100 ms;
     /// `limit` only guards against a page that never gets there.
-    func wait(until expression: String, session: String, limit: Duration = .seconds(120)) async throws {
+    func wait(until expression: String, session: String, limit: Duration = .seconds(240)) async throws {
         let deadline = ContinuousClock.now + limit
         while try await text("Boolean(\(expression))", session: session) != "true" {
             guard ContinuousClock.now < deadline else {
