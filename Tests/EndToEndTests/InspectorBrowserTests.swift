@@ -36,9 +36,12 @@ struct InspectorBrowserTests {
         #expect(try await browser.text("document.querySelectorAll('#chart rect.delivered').length > 0", session: page) == "true")
         #expect(try await browser.text("document.getElementById('failures').innerText", session: page).contains("HTTP 422"))
 
-        // The stuck write, chosen by its link: why it waits, and that this page offers no action.
-        _ = try await browser.text("location.hash = '#entry=\(child)'", session: page)
-        try await browser.wait(until: "document.getElementById('entry-id').textContent === '\(child)'", session: page)
+        // The stuck write, chosen by its link in the waiting list (a local: id): why it waits, and that this page offers no action.
+        let link = "document.querySelector(\"#waiting a.entry[data-entry$='\(child)']\")"
+        #expect(try await browser.text("\(link).dataset.entry", session: page) == "local:\(child)")
+        _ = try await browser.text("\(link).click()", session: page)
+        try await browser.wait(until: "document.getElementById('entry-id').textContent.endsWith('\(child)')", session: page)
+        #expect(try await browser.text("document.getElementById('entry-error').hidden", session: page) == "true")
         let why = try await browser.text("document.getElementById('entry-why').textContent", session: page)
         #expect(why.contains(parent) && why.contains("quarantined"), "\(why)")
         #expect(try await browser.text("document.querySelectorAll('#entry-actions button').length", session: page) == "0")

@@ -40,12 +40,13 @@ enum InspectorFixture {
     }
 
     /// One request over a fresh connection, as raw HTTP/1.1 (any `Host`,
-    /// any header a browser would or would not send); the status and body.
+    /// any header a browser would or would not send; `fromPage` adds the
+    /// header the inspector's own page sends); the status and body.
     static func request(
-        port: Int, _ method: String, _ path: String, host: String? = nil, headers: [String] = []
+        port: Int, _ method: String, _ path: String, host: String? = nil, headers: [String] = [], fromPage: Bool = true
     ) async throws -> (status: Int, body: String) {
         let head = (["\(method) \(path) HTTP/1.1", "Host: \(host ?? "127.0.0.1:\(port)")", "Connection: close", "Content-Length: 0"]
-            + headers).joined(separator: "\r\n") + "\r\n\r\n"
+            + (fromPage ? ["X-Outbox-Inspector: 1"] : []) + headers).joined(separator: "\r\n") + "\r\n\r\n"
         guard let connection = try await RawConnection.connect(port: port, sending: head) else {
             throw RawConnection.Failure(description: "the inspector closed before the request was sent")
         }

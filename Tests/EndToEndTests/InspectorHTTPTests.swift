@@ -34,7 +34,10 @@ struct InspectorHTTPTests {
             let answer = try await InspectorFixture.request(port: port, "GET", "/api/queue", host: host)
             #expect(answer.status == 200 && answer.body.contains(#""pending":3"#), "\(host): \(answer)")
         }
-        for host in ["evil.example:\(port)", "127.0.0.1.evil.example", "", "[::2]:\(port)"] {
+        for host in [
+            "evil.example:\(port)", "127.0.0.1.evil.example", "", "[::2]:\(port)", "localhost:evil.example", "[::1]evil.example",
+            "localhost.", "127.1", "localhost:123456",
+        ] {
             let answer = try await InspectorFixture.request(port: port, "GET", "/", host: host)
             #expect(answer.status == 421 || answer.status == 400, "\(host): \(answer)")
             #expect(!answer.body.contains("<html"), "\(host)")
@@ -45,13 +48,62 @@ struct InspectorHTTPTests {
         await inspector.stop()
     }
 
+    @Test("the API answers the page only: without its header, or from another origin, nothing is read and the queue is not opened")
+    func pageOnly() async throws {
+        let (root, _, _) = try await InspectorFixture.stuckQueue(count: 1)
+        let inspector = try await InspectorFixture.inspect(root)
+        let port = inspector.baseURL.port!
+        for path in ["/api/queue", "/api/entries/\(UUID().uuidString)"] {
+            let bare = try await InspectorFixture.request(port: port, "GET", path, fromPage: false)
+            #expect(bare.status == 403 && !bare.body.contains("snapshot"), "\(path): \(bare)")
+            for origin in ["http://evil.example", "http://localhost:1", "file://localhost", "null", "http://127.0.0.1:\(port).evil"] {
+                let foreign = try await InspectorFixture.request(port: port, "GET", path, headers: ["Origin: \(origin)"])
+                #expect(foreign.status == 403, "\(path) from \(origin): \(foreign)")
+            }
+        }
+        let own = try await InspectorFixture.request(port: port, "GET", "/api/queue", headers: ["Origin: http://127.0.0.1:\(port)"])
+        #expect(own.status == 200, "\(own)")
+        // The page's files need no header: a browser fetches them as any page.
+        #expect(try await InspectorFixture.request(port: port, "GET", "/inspector.js", fromPage: false).status == 200)
+        await inspector.stop()
+    }
+
+    @Test("an entry is found by its id in any form the page sends: a UUID, local:, or local%3A")
+    func entryIDForms() async throws {
+        let (root, parent, _) = try await Self.drainedStuckQueue()
+        let inspector = try await InspectorFixture.inspect(root)
+        let port = inspector.baseURL.port!
+        for form in [parent, "local:\(parent)", "local%3A\(parent)", "local%3a\(parent)"] {
+            let answer = try await InspectorFixture.request(port: port, "GET", "/api/entries/\(form)")
+            #expect(answer.status == 200 && answer.body.contains(#""status":"quarantined""#), "\(form): \(answer)")
+        }
+        await inspector.stop()
+    }
+
+    @Test("a queue it cannot read is refused at the start: a wrong key, a directory that is not there")
+    func refusedAtStart() async throws {
+        let root = FileManager.default.temporaryDirectory.appendingPathComponent("outbox-inspect-key-\(UUID().uuidString)").path
+        let right = root + ".right-key", wrong = root + ".wrong-key"
+        try Data((0..<32).map { UInt8($0) }).write(to: URL(fileURLWithPath: right))
+        try Data((0..<32).map { UInt8(255 - $0) }).write(to: URL(fileURLWithPath: wrong))
+        defer { for file in [right, wrong] { try? FileManager.default.removeItem(atPath: file) } }
+        let enqueue = try await OutboxTool.run(["enqueue", root, "--key-file", right, "--endpoint", "POST /x", "--payload", "secret"])
+        #expect(enqueue.status == 0, "\(enqueue.stderr)")
+        let refused = try await OutboxTool.run(["inspect", root, "--key-file", wrong, "--port", "0"], stopAfter: .seconds(60))
+        #expect(refused.status != 0 && !refused.stopped, "\(refused.stdout) \(refused.stderr)")
+        #expect(refused.stderr.contains("wrongKey") || refused.stderr.contains("wrong key"), "\(refused.stderr)")
+        #expect(!refused.stdout.contains("http://"))
+        let missing = try await OutboxTool.run(["inspect", root + "-missing", "--port", "0"], stopAfter: .seconds(60))
+        #expect(missing.status != 0 && missing.stderr.contains("no such outbox directory"), "\(missing.stderr)")
+    }
+
     @Test("read-only unless --allow-actions: a retry is refused and changes nothing")
     func readOnlyByDefault() async throws {
         let (root, parent, _) = try await Self.drainedStuckQueue()
         let inspector = try await InspectorFixture.inspect(root)
         let port = inspector.baseURL.port!
         let answer = try await InspectorFixture.request(
-            port: port, "POST", "/api/entries/\(parent)/retry", headers: ["X-Outbox-Inspector: 1"])
+            port: port, "POST", "/api/entries/\(parent)/retry")
         #expect(answer.status == 403 && answer.body.contains("--allow-actions"), "\(answer)")
         await inspector.stop()
         #expect(try await Self.status(root, parent) == "quarantined")
@@ -62,20 +114,20 @@ struct InspectorHTTPTests {
         let (root, parent, child) = try await Self.drainedStuckQueue()
         let inspector = try await InspectorFixture.inspect(root, ["--allow-actions"])
         let port = inspector.baseURL.port!
-        let bare = try await InspectorFixture.request(port: port, "POST", "/api/entries/\(parent)/retry")
+        let bare = try await InspectorFixture.request(port: port, "POST", "/api/entries/\(parent)/retry", fromPage: false)
         #expect(bare.status == 403, "\(bare)")
         let foreign = try await InspectorFixture.request(
-            port: port, "POST", "/api/entries/\(parent)/retry", headers: ["X-Outbox-Inspector: 1", "Origin: http://evil.example"])
+            port: port, "POST", "/api/entries/\(parent)/retry", headers: ["Origin: http://evil.example"])
         #expect(foreign.status == 403, "\(foreign)")
         let retried = try await InspectorFixture.request(
             port: port, "POST", "/api/entries/\(parent)/retry",
-            headers: ["X-Outbox-Inspector: 1", "Origin: http://127.0.0.1:\(port)"])
+            headers: ["Origin: http://127.0.0.1:\(port)"])
         #expect(retried.status == 200 && retried.body.contains(child), "the dependent comes back with it: \(retried)")
         let discarded = try await InspectorFixture.request(
-            port: port, "POST", "/api/entries/\(child)/discard", headers: ["X-Outbox-Inspector: 1"])
+            port: port, "POST", "/api/entries/\(child)/discard")
         #expect(discarded.status == 200, "\(discarded)")
         let unknown = try await InspectorFixture.request(
-            port: port, "POST", "/api/entries/\(UUID().uuidString)/discard", headers: ["X-Outbox-Inspector: 1"])
+            port: port, "POST", "/api/entries/\(UUID().uuidString)/discard")
         #expect(unknown.status == 409 && unknown.body.contains("error"), "\(unknown)")
         await inspector.stop()
         #expect(try await Self.status(root, parent) == "pending")

@@ -11,9 +11,12 @@ struct QueueReader {
     /// A snapshot older than this (seconds) is not from a live process.
     let freshFor: TimeInterval
     /// The last picture read from the queue itself, reused for
-    /// ``rereadAfter`` seconds: opening a queue reads its records, and holds
-    /// its lock while it does.
-    private var lastRead: (view: View, at: Date)?
+    /// ``rereadAfter`` seconds after the read ended, or four times as long
+    /// as the read took if that is longer: opening a queue reads its
+    /// records and holds its lock while it does, so a large queue is left
+    /// free at least four fifths of the time (a drain started meanwhile
+    /// then finds it free within its own patience).
+    private var lastRead: (view: View, endedAt: Date, took: TimeInterval)?
     static let rereadAfter: TimeInterval = 2
 
     init(options: OutboxRootOptions, user: String, freshFor: TimeInterval) {
@@ -39,21 +42,26 @@ struct QueueReader {
         if let written, written.dispatcher != .stopped, now.timeIntervalSince(written.takenAt) <= freshFor {
             return View(snapshot: written, source: "process \(written.processID), \(Self.ago(written.takenAt, now))")
         }
+        // The root may have gone since the command started: say so, rather than show an empty queue.
+        try options.requireExistingDirectory()
         guard options.partitions().contains(user) else {
             return View(snapshot: Self.empty(at: now), source: "no queue for this user")
         }
-        if let lastRead, now.timeIntervalSince(lastRead.at) < Self.rereadAfter, written?.takenAt ?? .distantPast <= lastRead.at {
+        if let lastRead, now.timeIntervalSince(lastRead.endedAt) < max(Self.rereadAfter, 4 * lastRead.took),
+            written?.takenAt ?? .distantPast <= lastRead.endedAt
+        {
             return lastRead.view
         }
         do {
-            let store = try await LogOutboxStore.open(
-                root: options.root, partition: user, configuration: options.configuration(create: false))
-            let read = try await Self.read(store, at: now, history: written)
-            try await store.close()
+            var read: OutboxQueueSnapshot?
+            try await Self.withQueue(options: options, user: user) { (store) throws(OutboxError) in
+                read = try await Self.read(store, at: now, history: written)
+            }
             let source = "read from the queue; no process drains it"
                 + (written.map { ", the last one stopped \(Self.ago($0.takenAt, now))" } ?? "")
-            let view = View(snapshot: read, source: source)
-            lastRead = (view, now)
+            let view = View(snapshot: read ?? Self.empty(at: now), source: source)
+            let ended = Date()
+            lastRead = (view, ended, ended.timeIntervalSince(now))
             return view
         } catch let error where error.isLocked {
             guard let written else {
@@ -67,6 +75,23 @@ struct QueueReader {
         } catch {
             throw CommandFailure.outbox(error, directory: options.directory, opening: true)
         }
+    }
+
+    /// Opens `user`'s queue without waiting for another process that holds
+    /// it, runs `body`, and closes it — also when `body` fails, so that a
+    /// failed read never leaves the queue locked.
+    static func withQueue(
+        options: OutboxRootOptions, user: String, _ body: (LogOutboxStore) async throws(OutboxError) -> Void
+    ) async throws(OutboxError) {
+        let store = try await LogOutboxStore.open(
+            root: options.root, partition: user, configuration: options.configuration(create: false))
+        do {
+            try await body(store)
+        } catch {
+            try? await store.close()
+            throw error
+        }
+        try await store.close()
     }
 
     /// The queue as it is on disk, with the activity of the last snapshot written, if any.

@@ -10,6 +10,11 @@ import Outbox
 actor InspectedQueue {
     private var queueBusy = false
     private var waitingForQueue: [CheckedContinuation<Void, Never>] = []
+    /// Requests held for a newer picture right now.
+    private var held = 0
+    /// The most requests held at once; past it a request for a newer
+    /// picture is answered at once (a page then asks again a moment later).
+    static let mostHeld = 8
     private var reader: QueueReader
     private var latest: (view: QueueReader.View, at: ContinuousClock.Instant)?
     let options: OutboxRootOptions
@@ -46,6 +51,9 @@ actor InspectedQueue {
     /// (milliseconds since 1970, as the page received it), or the current
     /// one once ``longestWait`` has passed (a page then simply asks again).
     func look(takenAfter after: Double?) async throws(CommandFailure) -> QueueReader.View {
+        guard after != nil, held < Self.mostHeld else { return try await look() }
+        held += 1
+        defer { held -= 1 }
         let deadline = ContinuousClock.now + Self.longestWait
         while true {
             let view = try await look()
@@ -73,11 +81,10 @@ actor InspectedQueue {
     private func read(_ id: OutboxEntry.ID, into detail: InspectorEntryDetail) async throws(CommandFailure) -> InspectorEntryDetail {
         var detail = detail
         do {
-            let store = try await LogOutboxStore.open(
-                root: options.root, partition: user, configuration: options.configuration(create: false))
-            detail.entry = try await store.entry(id)
-            detail.explanation = try await store.explain(id, at: Date())
-            try await store.close()
+            try await QueueReader.withQueue(options: options, user: user) { (store) throws(OutboxError) in
+                detail.entry = try await store.entry(id)
+                detail.explanation = try await store.explain(id, at: Date())
+            }
             detail.readFromQueue = true
         } catch let error where error.isLocked {
             detail.readFromQueue = false
@@ -88,16 +95,27 @@ actor InspectedQueue {
     }
 
     /// Retries or discards one entry, as `OutboxStore.retry(_:at:)` and
-    /// `discard(_:)` do; needs the queue's lock, so it waits up to
-    /// ``OutboxRootOptions/lockPatience`` for a process that holds it.
+    /// `discard(_:)` do. Needs the queue's lock: refused at once while
+    /// another process holds it (a process that drains holds it for long;
+    /// waiting would only hold up the page's other requests).
     func act(_ action: InspectorAction, on id: OutboxEntry.ID) async throws(CommandFailure) -> OutboxCascade {
         let cascade = try await exclusively { () throws(CommandFailure) in
-            try await self.options.withStore(user: self.user, create: false) { store in
-                switch action {
-                case .retry: try await store.retry(id, at: Date())
-                case .discard: try await store.discard(id)
+            var cascade = OutboxCascade()
+            do throws(OutboxError) {
+                try await QueueReader.withQueue(options: self.options, user: self.user) { (store) throws(OutboxError) in
+                    switch action {
+                    case .retry: cascade = try await store.retry(id, at: Date())
+                    case .discard: cascade = try await store.discard(id)
+                    }
                 }
+            } catch let error where error.isLocked {
+                throw CommandFailure(
+                    "another process holds the queue (a drain, or the app): \(action.rawValue) it there, or stop that process first",
+                    exitCode: CommandFailure.operationFailed)
+            } catch {
+                throw CommandFailure.outbox(error, directory: self.options.directory, opening: false)
             }
+            return cascade
         }
         latest = nil
         return cascade

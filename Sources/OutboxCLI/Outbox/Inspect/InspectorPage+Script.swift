@@ -8,6 +8,8 @@ extension InspectorPage {
         const STATUSES = ["pending", "inFlight", "waitingToRetry", "quarantined", "conflict", "succeeded"];
         const $ = (id) => document.getElementById(id);
         const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+        // The API answers requests that carry this header only: another site's page cannot send it.
+        const api = (path, options = {}) => fetch(path, { ...options, headers: { "X-Outbox-Inspector": "1" } });
         let latest = null;
 
         function el(tag, text, attributes = {}) {
@@ -112,10 +114,12 @@ extension InspectorPage {
         }
 
         async function showEntry(id) {
-          const response = await fetch("/api/entries/" + encodeURIComponent(id));
+          const response = await api("/api/entries/" + encodeURIComponent(id));
           const detail = await response.json();
-          if (!response.ok) throw new Error(detail.error);
           $("entry").hidden = false;
+          $("entry-error").hidden = response.ok;
+          $("entry-error").textContent = response.ok ? "" : "cannot read " + id + ": " + detail.error;
+          if (!response.ok) return;
           $("entry-id").textContent = detail.id;
           $("entry-why").textContent = detail.explanation?.why ?? detail.waiting?.why ??
             "Not among the oldest waiting writes of the draining process.";
@@ -141,8 +145,7 @@ extension InspectorPage {
 
         async function act(action, id) {
           if (action === "discard" && !confirm("Discard " + id + "? It will never be sent.")) return;
-          const response = await fetch("/api/entries/" + encodeURIComponent(id) + "/" + action,
-            { method: "POST", headers: { "X-Outbox-Inspector": "1" } });
+          const response = await api("/api/entries/" + encodeURIComponent(id) + "/" + action, { method: "POST" });
           const answer = await response.json();
           $("entry-message").textContent = response.ok
             ? action + " done" + (answer.dependents.length ? ", with " + answer.dependents.length + " dependents" : "")
@@ -154,14 +157,22 @@ extension InspectorPage {
           const match = /^#entry=([0-9A-Za-z:._-]+)$/.exec(location.hash);
           return match ? match[1] : null;
         }
-        window.addEventListener("hashchange", () => { const id = chosenEntry(); if (id) showEntry(id).catch(report); });
+        function showChosen() {
+          const id = chosenEntry();
+          if (id) showEntry(id).catch((error) => {
+            $("entry").hidden = false;
+            $("entry-error").hidden = false;
+            $("entry-error").textContent = "cannot read " + id + ": " + (error.message ?? error);
+          });
+        }
+        window.addEventListener("hashchange", showChosen);
         function report(error) { $("error").hidden = false; $("error").textContent = String(error.message ?? error); }
 
         async function follow() {
           for (;;) {
             try {
               const after = latest ? "?after=" + latest.snapshot.takenAt : "";
-              const response = await fetch("/api/queue" + after);
+              const response = await api("/api/queue" + after);
               const view = await response.json();
               if (!response.ok) throw new Error(view.error);
               render(view);
@@ -173,8 +184,7 @@ extension InspectorPage {
             await sleep(250);
           }
         }
-        const first = chosenEntry();
-        if (first) showEntry(first).catch(report);
+        showChosen();
         follow();
         """#
 }

@@ -36,6 +36,7 @@ enum InspectorPage {
         </section>
         <section id="entry" hidden>
           <h2>Entry <code id="entry-id"></code></h2>
+          <p id="entry-error" class="alert" hidden></p>
           <p id="entry-why" class="why"></p>
           <p id="entry-source" class="quiet"></p>
           <dl id="entry-fields"></dl>

@@ -1,5 +1,6 @@
 import Foundation
 import HTTPTypes
+import IdempotencyKeyMiddleware
 import Hummingbird
 import Logging
 import NIOCore
@@ -17,11 +18,23 @@ import Outbox
 ///
 /// Every request must name a loopback host (`Host: 127.0.0.1:P` or
 /// `localhost:P`): a page elsewhere that rebinds its own name to 127.0.0.1
-/// is refused. An action must also carry the `X-Outbox-Inspector` header
-/// and, if it has an `Origin`, a loopback one: another site's page cannot
-/// send that header without a CORS preflight, which this server never grants.
+/// is refused. Every `/api/` request must also carry the
+/// `X-Outbox-Inspector` header and, if it has an `Origin`, this server's
+/// own: another site's page cannot send that header without a CORS
+/// preflight, which this server never grants — so it can neither act nor
+/// make the inspector open the queue. Connections are capped
+/// (``connections``) and so are held requests (``InspectedQueue/mostHeld``):
+/// however many clients come, the process keeps its descriptors.
 enum InspectorServer {
     static let actionHeader = HTTPField.Name("X-Outbox-Inspector")!
+
+    /// Idle, slow and surplus clients closed or left in the backlog (the
+    /// reference server's hygiene), at most 64 connections: one person's pages.
+    static let connections: ConnectionLimits = {
+        var limits = ConnectionLimits()
+        limits.maximumConnections = 64
+        return limits
+    }()
 
     /// Starts serving on 127.0.0.1:`port` (0: any free port); returns the
     /// port bound and the task serving (cancel it to stop).
@@ -33,7 +46,8 @@ enum InspectorServer {
         quiet.logLevel = .critical
         let (ports, continuation) = AsyncStream<Int>.makeStream()
         let app = Application(
-            router: router, configuration: .init(address: .hostname("127.0.0.1", port: port)),
+            router: router, server: connections.http1(),
+            configuration: connections.apply(to: .init(address: .hostname("127.0.0.1", port: port))),
             onServerRunning: { channel in continuation.yield(channel.localAddress?.port ?? 0) }, logger: quiet)
         let task = Task { try await app.run() }
         var iterator = ports.makeAsyncIterator()
@@ -61,7 +75,7 @@ enum InspectorServer {
             }
         }
         router.get("api/entries/:id") { _, context in
-            guard let id = context.parameters.get("id").flatMap(OutboxEntry.ID.init) else {
+            guard let id = entryID(context) else {
                 return json(InspectorErrorJSON(error: "not an entry id"), status: .badRequest)
             }
             return await answer { InspectorEntryJSON(detail: try await queue.detail(of: id), actionsAllowed: queue.actionsAllowed) }
@@ -71,10 +85,7 @@ enum InspectorServer {
                 guard queue.actionsAllowed else {
                     return json(InspectorErrorJSON(error: "read-only: start outbox inspect with --allow-actions"), status: .forbidden)
                 }
-                guard request.headers[actionHeader] != nil else {
-                    return json(InspectorErrorJSON(error: "an action needs the \(actionHeader) header"), status: .forbidden)
-                }
-                guard let id = context.parameters.get("id").flatMap(OutboxEntry.ID.init) else {
+                guard let id = entryID(context) else {
                     return json(InspectorErrorJSON(error: "not an entry id"), status: .badRequest)
                 }
                 return await answer {
@@ -83,6 +94,12 @@ enum InspectorServer {
                 }
             }
         }
+    }
+
+    /// The path's entry id: its UUID or `local:` form, percent-encoded or not
+    /// (a page encodes the colon).
+    private static func entryID(_ context: BasicRequestContext) -> OutboxEntry.ID? {
+        context.parameters.get("id").flatMap { $0.removingPercentEncoding }.flatMap(OutboxEntry.ID.init)
     }
 
     /// `body`'s value as JSON, or its failure as a 409 (the queue refused:
@@ -112,27 +129,37 @@ enum InspectorServer {
     private static func asset(_ text: String, type: String) -> Response { asset(Array(text.utf8), type: type) }
 }
 
-/// Refuses a request whose `Host` is not a loopback name, and an action
-/// whose `Origin` is another site (see ``InspectorServer``).
+/// Refuses a request whose `Host` is not a loopback name, and an `/api/`
+/// request without the page's header or from another origin (see
+/// ``InspectorServer``).
 struct LoopbackOnly: RouterMiddleware {
     typealias Context = BasicRequestContext
-    static let hosts: Set<String> = ["127.0.0.1", "localhost", "[::1]"]
+    static let hosts = ["127.0.0.1", "localhost", "[::1]"]
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
-        guard let authority = request.head.authority, Self.hosts.contains(Self.host(of: authority)) else {
+        guard let authority = request.head.authority, Self.isLoopback(authority) else {
             return InspectorServer.json(InspectorErrorJSON(error: "only http://127.0.0.1 or localhost is served"), status: .misdirectedRequest)
         }
-        if request.method != .get, let origin = request.headers[.origin] {
-            guard let url = URL(string: origin), let host = url.host, Self.hosts.contains(host) || Self.hosts.contains("[\(host)]") else {
-                return InspectorServer.json(InspectorErrorJSON(error: "actions come from this page only"), status: .forbidden)
+        if request.uri.path.hasPrefix("/api/") {
+            guard request.headers[InspectorServer.actionHeader] != nil else {
+                return InspectorServer.json(
+                    InspectorErrorJSON(error: "the API answers the inspector's page only (\(InspectorServer.actionHeader))"), status: .forbidden)
+            }
+            if let origin = request.headers[.origin], origin.lowercased() != "http://" + authority.lowercased() {
+                return InspectorServer.json(InspectorErrorJSON(error: "the API answers this page's origin only"), status: .forbidden)
             }
         }
         return try await next(request, context)
     }
 
-    /// `authority` without its port.
-    static func host(of authority: String) -> String {
-        if authority.hasPrefix("["), let end = authority.firstIndex(of: "]") { return String(authority[...end]) }
-        return String(authority.split(separator: ":", maxSplits: 1).first ?? "").lowercased()
+    /// Whether `authority` is exactly a loopback name, with a port or without.
+    static func isLoopback(_ authority: String) -> Bool {
+        let lowered = authority.lowercased()
+        return hosts.contains { host in
+            guard lowered.hasPrefix(host) else { return false }
+            let rest = lowered.dropFirst(host.count)
+            guard let port = rest.first == ":" ? rest.dropFirst() : (rest.isEmpty ? Substring("0") : nil) else { return false }
+            return (1...5).contains(port.count) && port.allSatisfy(\.isASCII) && port.allSatisfy(\.isNumber)
+        }
     }
 }

@@ -23,7 +23,7 @@ struct OutboxInspect: AsyncParsableCommand {
             It listens on 127.0.0.1 only and answers only requests addressed to 127.0.0.1 or \
             localhost. It is read-only unless --allow-actions is given: then each waiting or \
             quarantined entry can be retried or discarded from the page, which opens the queue \
-            (waiting up to 3 s for a process holding it, then refusing). An encrypted queue's \
+            (refused at once while another process holds it). An encrypted queue's \
             details are shown decrypted to anyone who can reach the port on this machine. \
             DIR is never created.
             """
@@ -53,6 +53,8 @@ struct OutboxInspect: AsyncParsableCommand {
         try options.requireExistingDirectory()
         try options.requireKeyIfEncrypted()
         let queue = InspectedQueue(options: options, user: user, actionsAllowed: allowActions)
+        // A queue it cannot read (a wrong key, damage) is refused here, not on every request of the page.
+        _ = try await queue.look()
         let server = try await InspectorServer.start(queue: queue, port: port)
         StandardStreams.writeLine(
             "inspecting \(options.directory) (user \(user)) at http://127.0.0.1:\(server.port)/"
