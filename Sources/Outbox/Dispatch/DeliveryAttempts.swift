@@ -217,7 +217,7 @@ final class DeliveryAttempts: Sendable {
                         cause: .unresolvedReference)
                 }
                 mapping[reference] = serverID
-            } else if try await store.entry(reference) != nil {
+            } else if try await store.state(of: reference) != nil {  // from memory: no body is read
                 return .unresolved(
                     .transient(
                         reason: "waiting for \(reference.localReference) to be delivered (declare it as a dependency)",

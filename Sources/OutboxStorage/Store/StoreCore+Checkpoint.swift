@@ -80,14 +80,7 @@ extension StoreCore {
             }
             if claimed == true { break }
             if claimed == false { return }
-            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-                let running = state.withLock { state -> Bool in
-                    guard state.checkpoints.running else { return false }
-                    state.checkpoints.waiters.append(continuation)
-                    return true
-                }
-                if !running { continuation.resume() }
-            }
+            await waitForCheckpoint()
         }
         await writeClaimedCheckpoint()
     }
