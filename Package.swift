@@ -333,6 +333,7 @@ let package = Package(
                 "OutboxReferenceServer",
                 "IdempotencyKeyMiddleware",
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "MetricsTestKit", package: "swift-metrics"),
             ]
         ),
         .testTarget(

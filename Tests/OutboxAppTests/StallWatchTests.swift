@@ -1,4 +1,5 @@
 import Foundation
+import MetricsTestKit
 import Outbox
 import Testing
 
@@ -24,9 +25,13 @@ struct StallWatchTests {
         while app.clock.sleeperCount == 0 && !Task.isCancelled { await Task.yield() }
     }
 
-    @Test("offline past the threshold: one stalled event naming offline; moving again ends the stall, and a new one is reported")
+    @Test("offline past the threshold: one stalled event naming offline and the gauge at 1; moving again sets it to 0, and a new stall is reported")
     func offlineStall() async throws {
-        let app = Self.app(threshold: .seconds(600))
+        let metrics = TestMetrics()
+        let app = App {
+            $0.stallThreshold = .seconds(600)
+            $0.metricsFactory = metrics
+        }
         var events = app.dispatcher.events().makeAsyncIterator()
         await app.dispatcher.connectivityChanged(isOnline: false)
         let start = app.clock.now()
@@ -41,12 +46,14 @@ struct StallWatchTests {
         #expect(stall.oldest.remedy == .goOnline)
         #expect(stall.unsent == 1)
         #expect(stall.since == start)
+        #expect(try metrics.expectGauge("outbox_stalled").lastValue == 1)
         // Reported once: no timer is left for this stall.
         await app.dispatcher.flush()
         #expect(app.clock.sleeperCount == 0)
 
         await app.dispatcher.connectivityChanged(isOnline: true)
         try await app.pump { try await app.delivered(first) }
+        #expect(try metrics.expectGauge("outbox_stalled").lastValue == 0)
         await app.dispatcher.connectivityChanged(isOnline: false)
         let second = try await app.dispatcher.enqueue(Post(text: "offline again")).id
         await app.dispatcher.flush()

@@ -114,7 +114,7 @@ public actor OutboxDispatcher {
         let feed = store.changeFeed ?? OutboxChangeFeed(eventsAreChanges: true)
         self.feed = feed
         let events = feed.eventPublisher()
-        let metrics = DispatcherMetrics()
+        let metrics = DispatcherMetrics(factory: configuration.metricsFactory)
         self.eventPublisher = events
         self.metrics = metrics
         self.attempts = DeliveryAttempts(

@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import Metrics
 import OutboxStorage
 import OutboxModel
 
@@ -109,6 +110,11 @@ public struct OutboxDispatcherConfiguration: Sendable {
     /// Seed for the backoff jitter (tests); `nil` uses system randomness.
     public var randomSeed: UInt64?
     public var logger = Logger(label: "outbox.dispatcher")
+    /// Where the dispatcher's counters, timer and gauge go (Docs/DISPATCH.md,
+    /// "Metrics"); `nil` (the default) uses the process's bootstrapped
+    /// `MetricsSystem`. A server running several dispatchers, or a test,
+    /// gives each its own.
+    public var metricsFactory: (any MetricsFactory)?
 
     public init() {}
 }
