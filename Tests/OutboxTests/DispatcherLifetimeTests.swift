@@ -28,4 +28,21 @@ struct DispatcherLifetimeTests {
         #expect(clock.sleeperCount == 0)
         #expect(handler.deliveries.count == 1)
     }
+
+    @Test("a dispatcher writing snapshots released without stop() ends its snapshot tasks: nothing is left asleep on the clock")
+    func releasedDispatcherEndsItsSnapshots() async throws {
+        let clock = ManualOutboxClock()
+        let store = InMemoryOutboxStore(partition: "u", configuration: quietConfiguration())
+        var configuration = OutboxDispatcherConfiguration()
+        configuration.snapshotInterval = .seconds(1)
+        configuration.stallThreshold = nil
+        var dispatcher: OutboxDispatcher? = OutboxDispatcher(
+            store: store, handlers: [Note.type: ScriptedHandler()], configuration: configuration, clock: clock)
+        await dispatcher?.start()
+        // The snapshot ticker sleeps until its next interval.
+        while clock.sleeperCount == 0 && !Task.isCancelled { await Task.yield() }
+        dispatcher = nil
+        while clock.sleeperCount > 0 && !Task.isCancelled { await Task.yield() }  // ends at the time limit if the ticker stays
+        #expect(clock.sleeperCount == 0)
+    }
 }

@@ -122,11 +122,15 @@ public actor OutboxDispatcher {
     }
 
     /// A dispatcher released without ``stop()`` leaves no timer asleep: its
-    /// task would outlive it until the retry time (on a manual clock,
-    /// forever, holding the clock).
+    /// tasks (the retry timer, the snapshot ticker) would outlive it until
+    /// their next time (on a manual clock, forever, holding the clock).
     deinit {
         timer?.task.cancel()
         monitorTask?.cancel()
+        // The snapshot tasks too: the ticker would sleep on the clock, and
+        // the follower wait on the store's feed, for as long as the store lives.
+        snapshots?.ticker.cancel()
+        snapshots?.follower.cancel()
         attempts.watchdog.shutdown()
     }
 
