@@ -92,6 +92,9 @@ final class PayloadFileStore: Sendable {
             throw Self.ioFailure("cannot create a payload file", file, error)
         }
         observe(.fileCreated)
+        // close(2) releases the descriptor even when it reports an error:
+        // it is never closed twice (its number may already be another file's).
+        var closed = false
         do throws(OutboxError) {
             if let cipher = cipher(fileID, id: id) {
                 try writeSealed(payload, to: descriptor, cipher: cipher, reference: reference, file: file)
@@ -102,9 +105,10 @@ final class PayloadFileStore: Sendable {
             // A failed sync is never retried: the file is dropped with the enqueue.
             try Self.io("cannot sync a payload file", file) { () throws(Errno) in try fileSystem.synchronize(descriptor) }
             observe(.fileSynced)
+            closed = true
             try Self.io("cannot close a payload file", file) { () throws(Errno) in try fileSystem.close(descriptor) }
         } catch {
-            try? fileSystem.close(descriptor)
+            if !closed { try? fileSystem.close(descriptor) }
             try? fileSystem.removeFile(file)
             throw error
         }

@@ -56,6 +56,9 @@ enum SmallFile {
         do throws(Errno) {
             try? fileSystem.removeFile(temporary)
             let descriptor = try fileSystem.openFile(temporary, mode: .createNew)
+            // close(2) releases the descriptor even when it reports an error:
+            // it is never closed twice (its number may already be another file's).
+            var closed = false
             do throws(Errno) {
                 let written = bytes.withUnsafeBytes { raw -> Result<Void, Errno> in
                     var done = 0
@@ -72,9 +75,10 @@ enum SmallFile {
                 }
                 try written.get()
                 if synced { try fileSystem.synchronize(descriptor) }
+                closed = true
                 try fileSystem.close(descriptor)
             } catch {
-                try? fileSystem.close(descriptor)
+                if !closed { try? fileSystem.close(descriptor) }
                 throw error
             }
             if !replacing, try fileSystem.itemKind(at: path) != nil {
