@@ -26,7 +26,21 @@ public enum OutboxTool {
         public var signal: Int32
         /// What the process wrote to stderr before it died (a trap's message says where).
         public var stderr: String = ""
-        public var description: String { "killed by signal \(signal); stderr: \(stderr.suffix(4000))" }
+        public var description: String { "killed by signal \(signal); stderr: \(Self.excerpt(stderr))" }
+
+        /// Swift's backtracer prints the trap's message and the crashed
+        /// thread first, then every other thread and the registers: the
+        /// start of the report says where, so it is kept whole, with the
+        /// last lines before it and the end of the output.
+        static func excerpt(_ text: String) -> String {
+            guard let crash = text.range(of: "💣") ?? text.range(of: "Fatal error") ?? text.range(of: "Crash") else {
+                return String(text.suffix(4000))
+            }
+            let before = text[..<crash.lowerBound].suffix(1000)
+            let report = text[crash.lowerBound...].prefix(6000)
+            let rest = text[crash.lowerBound...].dropFirst(6000)
+            return before + report + (rest.isEmpty ? "" : "\n…\n" + rest.suffix(1000))
+        }
     }
 
     /// The built `outbox` executable: in the products directory, the one
