@@ -123,16 +123,32 @@ final class HeadlessBrowser: @unchecked Sendable {
         return (result["result"] as? [String: Any])?["value"] as? String ?? ""
     }
 
-    /// Waits until `expression` is true in the page, looking every 100 ms;
-    /// `limit` only guards against a page that never gets there.
+    /// Waits until `expression` is true in the page: the page itself checks
+    /// it at every change of its document (a `MutationObserver`) and answers
+    /// the one awaited call, so nothing here polls or sleeps. `limit` (the
+    /// page's own timer) only guards against a page that never gets there.
+    /// A document replaced meanwhile (the first load) is waited on again.
     func wait(until expression: String, session: String, limit: Duration = .seconds(240)) async throws {
-        let deadline = ContinuousClock.now + limit
-        while try await text("Boolean(\(expression))", session: session) != "true" {
-            guard ContinuousClock.now < deadline else {
-                let shown = try await text("document.body.innerText", session: session)
-                throw Failure(description: "the page never got to \(expression); it shows:\n\(shown)")
+        let script = """
+            new Promise((resolve) => {
+              const holds = () => { try { return Boolean(\(expression)) } catch (e) { return false } };
+              if (holds()) return resolve("true");
+              const observer = new MutationObserver(() => { if (holds()) { observer.disconnect(); resolve("true"); } });
+              observer.observe(document, { subtree: true, childList: true, characterData: true, attributes: true });
+              setTimeout(() => { observer.disconnect(); resolve(holds() ? "true" : "limit"); }, \(limit.components.seconds * 1000));
+            })
+            """
+        while true {
+            let result: [String: Any]
+            do {
+                result = try await call(
+                    "Runtime.evaluate", ["expression": script, "awaitPromise": true, "returnByValue": true], session: session)
+            } catch let failure as Failure where failure.description.contains("context") || failure.description.contains("navigated") {
+                continue  // the document the observer watched was replaced: watch the new one
             }
-            try await Task.sleep(for: .milliseconds(100))
+            if (result["result"] as? [String: Any])?["value"] as? String == "true" { return }
+            let shown = try await text("document.body.innerText", session: session)
+            throw Failure(description: "the page never got to \(expression); it shows:\n\(shown)")
         }
     }
 
