@@ -34,17 +34,23 @@ actor InspectedQueue {
 
     /// The queue's current picture.
     func look() async throws(CommandFailure) -> QueueReader.View {
-        let now = ContinuousClock.now
-        if let latest, now - latest.at < Self.lookEvery { return latest.view }
-        let view = try await exclusively { () throws(CommandFailure) in
+        if let fresh = freshPicture { return fresh }
+        return try await exclusively { () throws(CommandFailure) in
+            // Requests that waited for the one before them take its picture.
+            if let fresh = self.freshPicture { return fresh }
             // A copy: an actor's stored value cannot be changed across an await.
             var reader = self.reader
             let view = try await reader.look()
             self.reader = reader
+            self.latest = (view, ContinuousClock.now)
             return view
         }
-        latest = (view, ContinuousClock.now)
-        return view
+    }
+
+    /// The last picture, while it is younger than ``lookEvery``.
+    private var freshPicture: QueueReader.View? {
+        guard let latest, ContinuousClock.now - latest.at < Self.lookEvery else { return nil }
+        return latest.view
     }
 
     /// The first picture taken at least a millisecond after `after`
