@@ -95,16 +95,30 @@ public final class ReferenceServer: Sendable {
             configuration: connections.apply(to: .init(address: .hostname(host, port: port))),
             onServerRunning: { channel in continuation.yield(channel.localAddress?.port ?? 0) },
             logger: logger ?? quiet)
-        let task = Task { try await app.run() }
+        // A server that cannot bind (the port taken) ends its run: that ends the wait for its port too.
+        let task = Task {
+            defer { continuation.finish() }
+            try await app.run()
+        }
         var iterator = ports.makeAsyncIterator()
         guard let bound = await iterator.next(), bound > 0 else {
             task.cancel()
-            throw ServerError.didNotStart
+            var reason: String?
+            if case .failure(let error) = await task.result { reason = "\(error)" }
+            throw ServerError.didNotStart(host: host, port: port, reason: reason)
         }
         return ReferenceServer(host: host, port: bound, api: api, activity: activity, attemptLog: attemptLog, task: task)
     }
 
-    enum ServerError: Error { case didNotStart }
+    enum ServerError: Error, CustomStringConvertible {
+        case didNotStart(host: String, port: Int, reason: String?)
+
+        var description: String {
+            switch self {
+            case .didNotStart(let host, let port, let reason): "cannot listen on \(host):\(port)" + (reason.map { ": \($0)" } ?? "")
+            }
+        }
+    }
 
     /// `http://host:port`
     public var baseURL: URL { URL(string: "http://\(host):\(port)")! }

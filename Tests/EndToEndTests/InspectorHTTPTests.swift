@@ -80,6 +80,19 @@ struct InspectorHTTPTests {
         await inspector.stop()
     }
 
+    @Test("a port already taken is refused with an error, not waited on forever; so is it for outbox serve")
+    func portTaken() async throws {
+        let (root, _, _) = try await InspectorFixture.stuckQueue(count: 1)
+        let inspector = try await InspectorFixture.inspect(root)
+        let port = inspector.baseURL.port!
+        let second = try await OutboxTool.run(["inspect", root, "--port", "\(port)"], stopAfter: .seconds(60))
+        #expect(second.status != 0 && !second.stopped, "\(second.stdout) \(second.stderr)")
+        #expect(second.stderr.contains("cannot listen on 127.0.0.1:\(port)"), "\(second.stderr)")
+        let serve = try await OutboxTool.run(["serve", "--port", "\(port)", "--in-memory-keys"], stopAfter: .seconds(60))
+        #expect(serve.status != 0 && !serve.stopped, "\(serve.stdout) \(serve.stderr)")
+        await inspector.stop()
+    }
+
     @Test("a queue it cannot read is refused at the start: a wrong key, a directory that is not there")
     func refusedAtStart() async throws {
         let root = FileManager.default.temporaryDirectory.appendingPathComponent("outbox-inspect-key-\(UUID().uuidString)").path

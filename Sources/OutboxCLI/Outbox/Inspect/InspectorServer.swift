@@ -49,11 +49,17 @@ enum InspectorServer {
             router: router, server: connections.http1(),
             configuration: connections.apply(to: .init(address: .hostname("127.0.0.1", port: port))),
             onServerRunning: { channel in continuation.yield(channel.localAddress?.port ?? 0) }, logger: quiet)
-        let task = Task { try await app.run() }
+        // A server that cannot bind (the port taken) ends its run: that ends the wait for its port too.
+        let task = Task {
+            defer { continuation.finish() }
+            try await app.run()
+        }
         var iterator = ports.makeAsyncIterator()
         guard let bound = await iterator.next(), bound > 0 else {
             task.cancel()
-            throw CommandFailure("cannot listen on 127.0.0.1:\(port)", exitCode: CommandFailure.cannotOpen)
+            var reason = ""
+            if case .failure(let error) = await task.result { reason = ": \(error)" }
+            throw CommandFailure("cannot listen on 127.0.0.1:\(port)\(reason)", exitCode: CommandFailure.cannotOpen)
         }
         return (bound, task)
     }
