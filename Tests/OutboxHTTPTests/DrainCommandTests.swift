@@ -48,11 +48,12 @@ struct DrainCommandTests {
         let server = try await LoopbackServer { _, _ in .init(status: 503, headers: ["Retry-After": "3600"]) }
         defer { server.stop() }
         _ = try await OutboxTool.run(["enqueue", root, "--count", "2", "--size", "10"])
-        // The deadline leaves the first attempt 3 s (the last second is the
+        // The deadline leaves the first attempt 9 s (the last second is the
         // drain's margin for recording outcomes): its 503 must come back in
-        // time on a loaded machine too, or it is recorded as interrupted.
+        // time on a loaded machine too, or it is recorded as interrupted
+        // (with 3 s, it was, in two loaded full runs of four).
         let drain = try await OutboxTool.run(
-            ["drain", root, "--base-url", "http://127.0.0.1:\(server.port)", "--until-empty", "--timeout", "4", "--json"])
+            ["drain", root, "--base-url", "http://127.0.0.1:\(server.port)", "--until-empty", "--timeout", "10", "--json"])
         #expect(drain.status == 1)
         let output = try #require(drain.stdoutLines.first)
         let summary = try #require(OutboxTool.jsonObject(output))
@@ -64,7 +65,7 @@ struct DrainCommandTests {
         #expect(summary["nextRetryAt"] is String)
 
         let text = try await OutboxTool.run(
-            ["drain", root, "--base-url", "http://127.0.0.1:\(server.port)", "--until-empty", "--timeout", "4"])
+            ["drain", root, "--base-url", "http://127.0.0.1:\(server.port)", "--until-empty", "--timeout", "10"])
         #expect(text.status == 1)
         #expect(text.stdoutLines.contains { $0.hasPrefix("left: ") && $0.contains("1 × waitingToRetry: unavailable, HTTP 503") && $0.contains("; next retry at ") },
                 "\(text.stdout)")
