@@ -89,36 +89,10 @@ public final class ReferenceServer: Sendable {
 
         var quiet = Logger(label: "outbox.reference-server")
         quiet.logLevel = .critical
-        let (ports, continuation) = AsyncStream<Int>.makeStream()
-        let app = Application(
-            router: router, server: connections.http1(),
-            configuration: connections.apply(to: .init(address: .hostname(host, port: port))),
-            onServerRunning: { channel in continuation.yield(channel.localAddress?.port ?? 0) },
-            logger: logger ?? quiet)
-        // A server that cannot bind (the port taken) ends its run: that ends the wait for its port too.
-        let task = Task {
-            defer { continuation.finish() }
-            try await app.run()
-        }
-        var iterator = ports.makeAsyncIterator()
-        guard let bound = await iterator.next(), bound > 0 else {
-            task.cancel()
-            var reason: String?
-            if case .failure(let error) = await task.result { reason = "\(error)" }
-            throw ServerError.didNotStart(host: host, port: port, reason: reason)
-        }
-        return ReferenceServer(host: host, port: bound, api: api, activity: activity, attemptLog: attemptLog, task: task)
+        let server = try await ListeningServer.start(router, host: host, port: port, limits: connections, logger: logger ?? quiet)
+        return ReferenceServer(host: host, port: server.port, api: api, activity: activity, attemptLog: attemptLog, task: server.task)
     }
 
-    enum ServerError: Error, CustomStringConvertible {
-        case didNotStart(host: String, port: Int, reason: String?)
-
-        var description: String {
-            switch self {
-            case .didNotStart(let host, let port, let reason): "cannot listen on \(host):\(port)" + (reason.map { ": \($0)" } ?? "")
-            }
-        }
-    }
 
     /// `http://host:port`
     public var baseURL: URL { URL(string: "http://\(host):\(port)")! }

@@ -44,24 +44,12 @@ enum InspectorServer {
         register(on: router, queue: queue)
         var quiet = Logger(label: "outbox.inspect")
         quiet.logLevel = .critical
-        let (ports, continuation) = AsyncStream<Int>.makeStream()
-        let app = Application(
-            router: router, server: connections.http1(),
-            configuration: connections.apply(to: .init(address: .hostname("127.0.0.1", port: port))),
-            onServerRunning: { channel in continuation.yield(channel.localAddress?.port ?? 0) }, logger: quiet)
-        // A server that cannot bind (the port taken) ends its run: that ends the wait for its port too.
-        let task = Task {
-            defer { continuation.finish() }
-            try await app.run()
+        do {
+            let server = try await ListeningServer.start(router, host: "127.0.0.1", port: port, limits: connections, logger: quiet)
+            return (server.port, server.task)
+        } catch {
+            throw CommandFailure(error.description, exitCode: CommandFailure.cannotOpen)
         }
-        var iterator = ports.makeAsyncIterator()
-        guard let bound = await iterator.next(), bound > 0 else {
-            task.cancel()
-            var reason = ""
-            if case .failure(let error) = await task.result { reason = ": \(error)" }
-            throw CommandFailure("cannot listen on 127.0.0.1:\(port)\(reason)", exitCode: CommandFailure.cannotOpen)
-        }
-        return (bound, task)
     }
 
     private static func register(on router: Router<BasicRequestContext>, queue: InspectedQueue) {
