@@ -26,6 +26,24 @@ struct BackPressureTests {
         return (log, gated, stuck)
     }
 
+    @Test("a ticket says what it has reached without writing or waiting")
+    func ticketHasReached() async throws {
+        let disk = SimulatedFileSystem(directories: ["/data"])
+        let (log, gated, stuck) = try await Self.stuckLog(disk)
+        // The writer is inside a held sync: nothing submitted now is written yet.
+        let ticket = try log.submit([.value("t", [7])])
+        #expect(ticket.hasReached(.buffered))
+        #expect(!ticket.hasReached(.written))
+        #expect(!ticket.hasReached(.durable))
+        #expect(log.statistics.writtenSequence < ticket.sequence)
+        gated.releaseSyncs()
+        try await stuck.value
+        try await ticket.wait(for: .durable)
+        #expect(ticket.hasReached(.written))
+        #expect(ticket.hasReached(.durable))
+        try await log.close()
+    }
+
     @Test("submit is refused with .backPressure, writing nothing, once the bound would be exceeded")
     func submitObeysTheBound() async throws {
         let disk = SimulatedFileSystem(directories: ["/data"])

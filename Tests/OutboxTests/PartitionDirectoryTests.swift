@@ -136,7 +136,7 @@ struct PartitionDirectoryTests {
         let name = PartitionDirectory.name("finn", naming: RecordSealer(key: key).naming)
         let partial = root.path.string + "/partitions/" + name + PartitionRewrite.temporarySuffix
         try FileManager.default.createDirectory(atPath: partial, withIntermediateDirectories: false)
-        FileManager.default.createFile(atPath: partial + "/00000000000000000001.seg", contents: Data(repeating: 7, count: 100))
+        _ = FileManager.default.createFile(atPath: partial + "/00000000000000000001.seg", contents: Data(repeating: 7, count: 100))
         let store = try await LogOutboxStore.open(root: root.path, partition: "finn", configuration: Self.sealed(key))
         #expect(try await store.summary().total == 1)
         try await store.close()

@@ -59,9 +59,11 @@ final class ScriptedBackend: StoreBackend {
             state.submitted += 1
             return state.submitted
         }
-        return StoreAcknowledgement { [self] durability throws(OutboxError) in
-            try await wait(batch: batch, durable: durability == .durable)
-        }
+        return StoreAcknowledgement(
+            wait: { [self] durability throws(OutboxError) in try await wait(batch: batch, durable: durability == .durable) },
+            reached: { [self] durability in
+                state.withLock { $0.failure == nil && (durability != .durable || batch <= $0.durableThrough) }
+            })
     }
 
     private func wait(batch: Int, durable: Bool) async throws(OutboxError) {

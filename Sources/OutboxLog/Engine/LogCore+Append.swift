@@ -148,6 +148,17 @@ extension LogCore {
         return true
     }
 
+    /// Whether `sequence` has reached `durability`, from the log's counters alone.
+    func hasReached(_ sequence: UInt64, _ durability: Durability) -> Bool {
+        state.withLock { state in
+            switch durability {
+            case .buffered: state.pendingBytes <= configuration.maximumPendingBytes
+            case .written: sequence <= state.writtenSequence
+            case .durable: sequence <= state.durableSequence
+            }
+        }
+    }
+
     /// Waits until every record up to `sequence` is written (or durable).
     /// For `written`, writes in place if nobody is writing (`LogCore+InPlace.swift`).
     func waitFor(_ sequence: UInt64, durable: Bool) async throws(OutboxLogError) {

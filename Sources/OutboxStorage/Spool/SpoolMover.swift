@@ -33,7 +33,6 @@ struct SpoolMover: Sendable {
     ) async throws(OutboxError) -> Moved {
         var order = SpoolOrder(opened.map(\.records))
         var last: StoreAcknowledgement?
-        var moved: [OutboxEntryID] = []
         var result = Moved()
         func stop(at index: Int, _ record: SpooledRecord, _ error: OutboxError) {
             report.problems.append(OutboxSpoolProblem(.refused, path: opened[index].path, record: record.sequence, error: error))
@@ -61,7 +60,6 @@ struct SpoolMover: Sendable {
                     case .duplicate: report.duplicates += 1
                     case .quarantined: report.quarantined += 1
                     }
-                    if outcome != .duplicate { moved.append(entry.body.id) }
                     continue
                 } catch where Self.neverTaken(error) {
                     refusal = error
@@ -87,7 +85,6 @@ struct SpoolMover: Sendable {
         }
         // The log keeps a prefix of its batches: the last one durable, all are.
         try await core.wait(for: last, .durable)
-        core.confirmIngested(moved)
         return result
     }
 

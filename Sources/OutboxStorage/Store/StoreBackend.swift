@@ -89,8 +89,9 @@ struct StoreAcknowledgement: Sendable {
         case immediate
         /// The log's ticket for the batch.
         case ticket(LogTicket)
-        /// A backend's own wait (tests script durability with one).
-        case custom(@Sendable (Durability) async throws(OutboxError) -> Void)
+        /// A backend's own wait and check (tests script durability with them).
+        case custom(
+            wait: @Sendable (Durability) async throws(OutboxError) -> Void, reached: @Sendable (Durability) -> Bool)
     }
 
     /// The entries to announce on `feed` once the changes reached the
@@ -105,7 +106,12 @@ struct StoreAcknowledgement: Sendable {
 
     init(ticket: LogTicket) { kind = .ticket(ticket) }
 
-    init(wait: @escaping @Sendable (Durability) async throws(OutboxError) -> Void) { kind = .custom(wait) }
+    init(
+        wait: @escaping @Sendable (Durability) async throws(OutboxError) -> Void,
+        reached: @escaping @Sendable (Durability) -> Bool
+    ) {
+        kind = .custom(wait: wait, reached: reached)
+    }
 
     private init(kind: Kind) { self.kind = kind }
 
@@ -136,12 +142,23 @@ struct StoreAcknowledgement: Sendable {
         return true
     }
 
+    /// Whether the changes have reached `durability` already; writes nothing
+    /// (a store asks under its own lock). A failed log answers `false`: the
+    /// wait then reports the failure.
+    func hasReached(_ durability: Durability) -> Bool {
+        switch kind {
+        case .immediate: true
+        case .ticket(let ticket): ticket.hasReached(durability)
+        case .custom(_, let reached): reached(durability)
+        }
+    }
+
     func wait(_ durability: Durability) async throws(OutboxError) {
         switch kind {
         case .immediate: break
         case .ticket(let ticket):
             do throws(OutboxLogError) { try await ticket.wait(for: durability) } catch { throw .storage(error) }
-        case .custom(let wait): try await wait(durability)
+        case .custom(let wait, _): try await wait(durability)
         }
         announce()
     }

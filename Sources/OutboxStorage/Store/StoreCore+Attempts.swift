@@ -14,7 +14,7 @@ extension StoreCore {
             let result = scheduler.claim(now: start, limit: max(0, limit), leaseUntil: leaseUntil, accepts: accepting)
             return ((result.claimed, result.unaccepted), result.changes)
         } whileLocked: { state, result, _ in
-            durability = self.durability(forSending: result.0, state)
+            if !result.0.isEmpty { durability = self.durabilityForSending(&state) }
         }
         // Read the bodies while the attempt marks are being written.
         var entries: [OutboxEntry] = []
@@ -55,7 +55,7 @@ extension StoreCore {
         let (_, acknowledgement) = try await submit { scheduler throws(OutboxError) in
             ((), try scheduler.beginAttempt(id, now: start, leaseUntil: leaseUntil))
         } whileLocked: { state, _, _ in
-            durability = self.durability(forSending: CollectionOfOne(id), state)
+            durability = self.durabilityForSending(&state)
         }
         if try !reachedWithoutWaiting(acknowledgement, durability) { try await wait(for: acknowledgement, durability) }
         guard let entry = try await entry(id) else { throw OutboxError(.notFound, "no such entry", entry: id) }

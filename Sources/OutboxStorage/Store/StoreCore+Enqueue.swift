@@ -35,7 +35,6 @@ extension StoreCore {
             let room = try await backend.reserveRoom(bytes: (prepared.encoded?.count ?? 0) + Self.roomForStateRecords)
             if let (entry, acknowledgement) = try admitWhileLoading(request, prepared: prepared, room: room) {
                 try await wait(for: acknowledgement, configuration.enqueueDurability)
-                state.withLock { _ = $0.unconfirmed.removeValue(forKey: request.id) }
                 return .enqueued(entry)
             }
             reserved = room  // loaded meanwhile: the ordinary path, in the room reserved
@@ -55,16 +54,16 @@ extension StoreCore {
             }
             return ((outcome, entry), changes)
         } whileLocked: { state, result, acknowledgement in
-            // Until it is acknowledged, a claim of it waits for the enqueue's durability.
-            if result.1 != nil { state.unconfirmed[request.id] = acknowledgement }
+            // Until it is seen acknowledged, a claim waits for the enqueue's durability.
+            if result.1 != nil { state.newestEnqueue = acknowledgement }
         } unchanged: { state, result in
-            // A duplicate of an enqueue still in progress answers once that one has.
-            if case .duplicate(let id, _) = result.0 { original = state.unconfirmed[id] }
+            // A duplicate of an enqueue still in progress answers once that
+            // one has: the newest enqueue is that one or came after it.
+            if case .duplicate = result.0 { original = state.newestEnqueue }
         }
         if try !reachedWithoutWaiting(acknowledgement ?? original, configuration.enqueueDurability) {
             try await wait(for: acknowledgement ?? original, configuration.enqueueDurability)
         }
-        if entry != nil { state.withLock { _ = $0.unconfirmed.removeValue(forKey: request.id) } }
         switch (outcome, entry) {
         case (.duplicate(let id, let status), _): return .duplicate(id, status: status)
         case (.enqueued, let entry?): return .enqueued(entry)

@@ -120,7 +120,7 @@ extension StoreCore {
             }
             state.loading!.nextSequence += 1
             state.loading!.admitted.append(AdmittedEntry(metadata: metadata, scope: request.scope, type: request.type))
-            state.unconfirmed[request.id] = acknowledgement
+            state.newestEnqueue = acknowledgement
             state.checkpoints.bytesSince += prepared.storedBytes
             var body = prepared.body
             body.sequence = metadata.sequence

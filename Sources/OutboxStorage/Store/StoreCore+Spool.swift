@@ -57,7 +57,7 @@ extension StoreCore {
                     let acknowledgement = try backend.submit(writes, room: room)
                     if changes.isEmpty { return (.duplicate, acknowledgement) }
                     // Until the batch is durable, a claim of it waits (as for an enqueue).
-                    state.unconfirmed[request.id] = acknowledgement
+                    state.newestEnqueue = acknowledgement
                     if case .duplicate = outcome { return (.duplicate, acknowledgement) }
                     return (state.scheduler.metadata(request.id)?.status == .quarantined ? .quarantined : .enqueued, acknowledgement)
                 } catch {
@@ -108,14 +108,6 @@ extension StoreCore {
                 state.failure = error
                 throw error
             }
-        }
-    }
-
-    /// After the batches of ``ingest(_:)`` are durable: claims of these
-    /// entries no longer wait.
-    func confirmIngested(_ ids: [OutboxEntryID]) {
-        state.withLock { state in
-            for id in ids { state.unconfirmed.removeValue(forKey: id) }
         }
     }
 }

@@ -38,7 +38,6 @@ extension StoreCore {
         await discardUnrecordedFiles(of: zip(prepared, outcomes).filter { $0.1.1 == nil }.map(\.0))
         try await wait(for: acknowledgement, configuration.enqueueDurability)
         for original in originals { try await wait(for: original, configuration.enqueueDurability) }
-        state.withLock { state in for request in requests { state.unconfirmed.removeValue(forKey: request.id) } }
         return try zip(requests, outcomes).map { (request, outcome) throws(OutboxError) -> OutboxEnqueueResult in
             switch outcome {
             case (.duplicate(let id, let status), _): return .duplicate(id, status: status)
@@ -86,19 +85,17 @@ extension StoreCore {
             }
             return (outcomes, StoreChanges(results.lazy.flatMap(\.1)))
         } whileLocked: { state, outcomes, acknowledgement in
-            for (request, outcome) in zip(requests, outcomes) where outcome.1 != nil {
-                state.unconfirmed[request.id] = acknowledgement
-            }
+            // Its duplicates' originals came before it: waiting for it covers them.
+            if outcomes.contains(where: { $0.1 != nil }) { state.newestEnqueue = acknowledgement }
         } unchanged: { state, outcomes in
             if let inconsistency {
                 // Memory holds part of a batch that storage never saw.
                 state.failure = state.failure ?? inconsistency
                 return
             }
-            // Only duplicates: answer once their own enqueues have.
-            for outcome in outcomes {
-                if case .duplicate(let id, _) = outcome.0, let original = state.unconfirmed[id] { originals.append(original) }
-            }
+            // Only duplicates: answer once their own enqueues have (the
+            // newest enqueue is theirs or came after them).
+            if let newest = state.newestEnqueue { originals.append(newest) }
         }
         if let inconsistency {
             throw OutboxError(

@@ -27,9 +27,12 @@ final class StoreCore: Sendable {
         var scheduler: Scheduler
         var failure: OutboxError?
         var closed = false
-        /// Entries whose enqueue was handed to storage but has not yet been
-        /// acknowledged at `enqueueDurability`, with that acknowledgement.
-        var unconfirmed: [OutboxEntryID: StoreAcknowledgement] = [:]
+        /// The newest batch that recorded new entries (an enqueue, a
+        /// spooled entry moved in, one admitted while loading), until it is
+        /// seen to have reached `enqueueDurability`. Storage keeps batches in
+        /// order, so every earlier enqueue has reached it then too: a claim
+        /// needs no per-entry record of which enqueues are still on their way.
+        var newestEnqueue: StoreAcknowledgement?
         /// Set until a load in the background has installed the scheduler
         /// (`StoreCore+Loading.swift`).
         var loading: StoreLoading?
@@ -75,11 +78,18 @@ final class StoreCore: Sendable {
         configurationError = nil
     }
 
-    /// Durability a claim of these entries waits for: the attempt's, or the
-    /// enqueue's if one of them may not have reached it yet.
-    func durability(forSending ids: some Sequence<OutboxEntryID>, _ state: State) -> Durability {
-        guard ids.contains(where: { state.unconfirmed[$0] != nil }) else { return configuration.attemptDurability }
-        return Self.stronger(configuration.attemptDurability, configuration.enqueueDurability)
+    /// Durability a claim waits for: the attempt's, or the enqueue's while
+    /// an enqueue may not have reached it yet (then the claim's own batch,
+    /// written after every enqueue, is waited for at the stronger level:
+    /// nothing goes out before its enqueue has the durability promised).
+    func durabilityForSending(_ state: inout State) -> Durability {
+        if let newest = state.newestEnqueue {
+            guard newest.hasReached(configuration.enqueueDurability) else {
+                return Self.stronger(configuration.attemptDurability, configuration.enqueueDurability)
+            }
+            state.newestEnqueue = nil
+        }
+        return configuration.attemptDurability
     }
 
     static func stronger(_ a: Durability, _ b: Durability) -> Durability {
