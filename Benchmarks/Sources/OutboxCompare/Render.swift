@@ -22,6 +22,19 @@ private func markdownTable(_ header: [String], align: String, _ rows: [[String]]
 }
 
 func renderMarkdown(_ report: Report) -> String {
+    var text = markdownIntroduction(report)
+    for comparison in report.comparisons { text += comparisonSection(comparison) }
+    if let drain = report.drain { text += drainSection(drain) }
+    if !report.recovery.isEmpty { text += recoverySection(report.recovery) }
+    if !report.depth.isEmpty { text += depthSection(report.depth, settings: report.settings) }
+    if !report.producers.isEmpty { text += producersSection(report.producers, settings: report.settings) }
+    if !report.goals.isEmpty { text += goalsSection(report.goals) }
+    for note in report.notes { text += "- \(note)\n" }
+    return text
+}
+
+/// The title, when and where it was measured, and how.
+private func markdownIntroduction(_ report: Report) -> String {
     var text = "# outbox-compare results (\(report.mode) run)\n\n"
     text += "Measured \(report.machine.date) with `\(report.command)` in \(String(format: "%.0f", report.elapsedSeconds)) s. "
     text += "Load average at start \(report.machine.loadAverage), at end \(report.loadAverageAtEnd) (the machine is shared: compare ratios measured in the same round, not absolute numbers across runs).\n\n"
@@ -33,98 +46,112 @@ func renderMarkdown(_ report: Report) -> String {
     text += "Payload \(settings.payloadBytes) bytes; one enqueued entry is \(settings.recordBytes) bytes in our log, which is what the raw loops write per operation. "
     text += "With one producer SQLite runs twice: through GRDB's async API from a task (what a Swift-concurrency app calls) and through its blocking API on a dedicated thread (no hops: SQLite's best case); the goals are judged against the faster of the two. "
     text += "SQLite \(settings.sqliteVersion) through GRDB 7.10.0; pragmas read back: \(settings.sqlitePragmas.sorted { $0.key < $1.key }.map { "\($0.key) = \($0.value)" }.joined(separator: ", ")).\n\n"
-
-    for comparison in report.comparisons {
-        text += "## \(comparison.title) (`\(comparison.id)`)\n\n\(comparison.detail)\n\n"
-        text += markdownTable(
-            ["system", "ops/s (median)", "p50 µs", "p99 µs", "ours ÷ this"], align: "lrrrr",
-            comparison.results.map { result in
-                [
-                    result.isOurs ? "**\(result.name)**" : result.name, format(result.throughput), cell(result.p50Micros),
-                    cell(result.p99Micros), result.isOurs ? "—" : String(format: "%.2f×", result.oursOverThis ?? .nan),
-                ]
-            })
-        text += "\n"
-    }
-
-    if let drain = report.drain {
-        text += "## \(drain.title)\n\n\(drain.detail)\n\n"
-        text += markdownTable(
-            ["drainer", "entries/s (median)", "rounds", "ours (default) ÷ this"], align: "lrlr",
-            drain.results.map { result in
-                [
-                    result.name, format(result.throughput), result.roundThroughputs.map(format).joined(separator: ", "),
-                    result.oursOverThis.map { String(format: "%.2f×", $0) } ?? "—",
-                ]
-            })
-        text += "\n"
-    }
-
-    if !report.recovery.isEmpty {
-        text += "## Recovery: opening the log (engine)\n\n"
-        text += "Logs of 256-byte records written with `buffered` puts and closed; each open verifies every CRC and rebuilds the index. Warm: files in the page cache (median of the opens); cold: one open after `posix_fadvise(DONTNEED)` on every segment. Index memory: heap bytes held by the open log ÷ live keys (malloc's count before and after the open).\n\n"
-        text += markdownTable(
-            ["records", "MB scanned", "segments", "warm s", "warm MB/s", "cold s", "cold MB/s", "index B/key"],
-            align: "rrrrrrrr",
-            report.recovery.map { result in
-                [
-                    short(Double(result.records)), format(Double(result.bytes) / 1e6), "\(result.segments)",
-                    seconds(result.warmSeconds), format(result.warmMBps), seconds(result.coldSeconds), cell(result.coldMBps),
-                    cell(result.indexBytesPerKey),
-                ]
-            })
-        text += "\n"
-    }
-
-    if !report.depth.isEmpty {
-        text += "## Per-enqueue cost against queue depth\n\n"
-        text += "A queue preloaded with N pending 256-byte entries, then one producer enqueues. Ours durable: p50 of single durable enqueues; ours buffered: the same store opened with `enqueueDurability = .buffered` (the CPU cost, no sync). SQLite: synchronous=FULL, default page cache. JSON file: every enqueue re-encodes and rewrites the whole array (temp + fsync + rename), so it is measured only up to \(short(Double(report.settings.jsonDepths.max() ?? 0))). Store open = until LogOutboxStore.open returns at that depth, after a clean close (the store then answers enqueues; from its checkpoint it loads the queue in the background); loaded = until `summary()` answers (the whole queue in memory); heap = bytes held by the loaded store per pending entry (payloads excluded: they stay on disk).\n\n"
-        text += markdownTable(
-            [
-                "pending", "ours durable p50 µs", "ours buffered mean µs", "SQLite FULL p50 µs", "JSON file p50 µs",
-                "store open s (warm / cold)", "store loaded s (warm / cold)", "store heap B/entry", "SQLite open s",
-                "JSON load s",
-            ],
-            align: "rrrrrrrrrr",
-            report.depth.map { result in
-                [
-                    short(Double(result.depth)), cell(result.oursDurableP50Micros), cell(result.oursBufferedMeanMicros),
-                    cell(result.sqliteFullP50Micros), cell(result.jsonP50Micros),
-                    "\(seconds(result.oursOpenSeconds)) / \(seconds(result.oursOpenColdSeconds))",
-                    "\(seconds(result.oursLoadedSeconds)) / \(seconds(result.oursLoadedColdSeconds))",
-                    cell(result.oursHeapBytesPerEntry), seconds(result.sqliteOpenSeconds), seconds(result.jsonLoadSeconds),
-                ]
-            })
-        text += "\n![per-enqueue cost against queue depth](benchmark-depth.svg)\n\n"
-    }
-
-    if !report.producers.isEmpty {
-        text += "## Durable enqueue throughput against concurrent producers\n\n"
-        text += "Each count: a fresh queue per round, \(report.settings.producerRounds) round(s) of \(report.settings.producerSeconds) s per system, side by side.\n\n"
-        text += markdownTable(
-            [
-                "producers", "ours enqueues/s", "ours p50 µs", "ours p99 µs", "SQLite FULL enqueues/s", "SQLite p50 µs",
-                "ours ÷ SQLite",
-            ],
-            align: "rrrrrrr",
-            report.producers.map { point in
-                [
-                    "\(point.producers)", format(point.ours), format(point.oursP50Micros), format(point.oursP99Micros),
-                    format(point.sqliteFull), format(point.sqliteP50Micros), String(format: "%.1f×", point.oursOverSQLite),
-                ]
-            })
-        text += "\n![durable throughput against producers](benchmark-producers.svg)\n\n"
-    }
-
-    if !report.goals.isEmpty {
-        text += "## Goals\n\n"
-        text += markdownTable(
-            ["goal", "measured", "met?", "margin"], align: "llll",
-            report.goals.map { goal in
-                [goal.goal, goal.measured, goal.met.map { $0 ? "**met**" : "**missed**" } ?? "—", goal.margin]
-            })
-        text += "\n"
-    }
-    for note in report.notes { text += "- \(note)\n" }
     return text
+}
+
+/// A section of the report: its heading, the paragraph that says what was
+/// measured (if any), its table, then a blank line or the chart drawn from it.
+private func markdownSection(
+    _ heading: String, about paragraph: String? = nil, table: String, chart: (alt: String, file: String)? = nil
+) -> String {
+    "## \(heading)\n\n" + (paragraph.map { $0 + "\n\n" } ?? "") + table
+        + (chart.map { "\n![\($0.alt)](\($0.file))\n\n" } ?? "\n")
+}
+
+/// One side-by-side comparison: a row per system.
+private func comparisonSection(_ comparison: Comparison) -> String {
+    let table = markdownTable(
+        ["system", "ops/s (median)", "p50 µs", "p99 µs", "ours ÷ this"], align: "lrrrr",
+        comparison.results.map { result in
+            [
+                result.isOurs ? "**\(result.name)**" : result.name, format(result.throughput), cell(result.p50Micros),
+                cell(result.p99Micros), result.isOurs ? "—" : String(format: "%.2f×", result.oursOverThis ?? .nan),
+            ]
+        })
+    return markdownSection("\(comparison.title) (`\(comparison.id)`)", about: comparison.detail, table: table)
+}
+
+/// The drain: a row per drainer, with every round's throughput.
+private func drainSection(_ drain: Comparison) -> String {
+    let table = markdownTable(
+        ["drainer", "entries/s (median)", "rounds", "ours (default) ÷ this"], align: "lrlr",
+        drain.results.map { result in
+            [
+                result.name, format(result.throughput), result.roundThroughputs.map(format).joined(separator: ", "),
+                result.oursOverThis.map { String(format: "%.2f×", $0) } ?? "—",
+            ]
+        })
+    return markdownSection(drain.title, about: drain.detail, table: table)
+}
+
+/// Opening the log: a row per log size.
+private func recoverySection(_ recovery: [RecoveryResult]) -> String {
+    let table = markdownTable(
+        ["records", "MB scanned", "segments", "warm s", "warm MB/s", "cold s", "cold MB/s", "index B/key"],
+        align: "rrrrrrrr",
+        recovery.map { result in
+            [
+                short(Double(result.records)), format(Double(result.bytes) / 1e6), "\(result.segments)",
+                seconds(result.warmSeconds), format(result.warmMBps), seconds(result.coldSeconds), cell(result.coldMBps),
+                cell(result.indexBytesPerKey),
+            ]
+        })
+    return markdownSection(
+        "Recovery: opening the log (engine)",
+        about: "Logs of 256-byte records written with `buffered` puts and closed; each open verifies every CRC and rebuilds the index. Warm: files in the page cache (median of the opens); cold: one open after `posix_fadvise(DONTNEED)` on every segment. Index memory: heap bytes held by the open log ÷ live keys (malloc's count before and after the open).",
+        table: table)
+}
+
+/// Per-enqueue cost and open times: a row per queue depth, then its chart.
+private func depthSection(_ depth: [DepthResult], settings: Settings) -> String {
+    let table = markdownTable(
+        [
+            "pending", "ours durable p50 µs", "ours buffered mean µs", "SQLite FULL p50 µs", "JSON file p50 µs",
+            "store open s (warm / cold)", "store loaded s (warm / cold)", "store heap B/entry", "SQLite open s",
+            "JSON load s",
+        ],
+        align: "rrrrrrrrrr",
+        depth.map { result in
+            [
+                short(Double(result.depth)), cell(result.oursDurableP50Micros), cell(result.oursBufferedMeanMicros),
+                cell(result.sqliteFullP50Micros), cell(result.jsonP50Micros),
+                "\(seconds(result.oursOpenSeconds)) / \(seconds(result.oursOpenColdSeconds))",
+                "\(seconds(result.oursLoadedSeconds)) / \(seconds(result.oursLoadedColdSeconds))",
+                cell(result.oursHeapBytesPerEntry), seconds(result.sqliteOpenSeconds), seconds(result.jsonLoadSeconds),
+            ]
+        })
+    return markdownSection(
+        "Per-enqueue cost against queue depth",
+        about: "A queue preloaded with N pending 256-byte entries, then one producer enqueues. Ours durable: p50 of single durable enqueues; ours buffered: the same store opened with `enqueueDurability = .buffered` (the CPU cost, no sync). SQLite: synchronous=FULL, default page cache. JSON file: every enqueue re-encodes and rewrites the whole array (temp + fsync + rename), so it is measured only up to \(short(Double(settings.jsonDepths.max() ?? 0))). Store open = until LogOutboxStore.open returns at that depth, after a clean close (the store then answers enqueues; from its checkpoint it loads the queue in the background); loaded = until `summary()` answers (the whole queue in memory); heap = bytes held by the loaded store per pending entry (payloads excluded: they stay on disk).",
+        table: table, chart: ("per-enqueue cost against queue depth", "benchmark-depth.svg"))
+}
+
+/// Durable enqueue throughput: a row per producer count, then its chart.
+private func producersSection(_ producers: [ProducerPoint], settings: Settings) -> String {
+    let table = markdownTable(
+        [
+            "producers", "ours enqueues/s", "ours p50 µs", "ours p99 µs", "SQLite FULL enqueues/s", "SQLite p50 µs",
+            "ours ÷ SQLite",
+        ],
+        align: "rrrrrrr",
+        producers.map { point in
+            [
+                "\(point.producers)", format(point.ours), format(point.oursP50Micros), format(point.oursP99Micros),
+                format(point.sqliteFull), format(point.sqliteP50Micros), String(format: "%.1f×", point.oursOverSQLite),
+            ]
+        })
+    return markdownSection(
+        "Durable enqueue throughput against concurrent producers",
+        about: "Each count: a fresh queue per round, \(settings.producerRounds) round(s) of \(settings.producerSeconds) s per system, side by side.",
+        table: table, chart: ("durable throughput against producers", "benchmark-producers.svg"))
+}
+
+/// Each goal, what was measured and whether it was met.
+private func goalsSection(_ goals: [Goal]) -> String {
+    let table = markdownTable(
+        ["goal", "measured", "met?", "margin"], align: "llll",
+        goals.map { goal in
+            [goal.goal, goal.measured, goal.met.map { $0 ? "**met**" : "**missed**" } ?? "—", goal.margin]
+        })
+    return markdownSection("Goals", table: table)
 }

@@ -77,15 +77,7 @@ func runWorkerLife(arguments: [String], kill rule: KillRule, into ledger: CrashL
     }
 
     var life = WorkerLife()
-    var killAt: UInt64?
-    var giveUpAt: UInt64?
-    let seconds = { (value: Double) in UInt64(max(0, value) * 1e9) }
-    switch rule {
-    case .at(let delay): killAt = start + seconds(delay)
-    case .afterFirst(_, _, let timeout): giveUpAt = start + seconds(timeout)
-    case .never(let timeout): giveUpAt = start + seconds(timeout)
-    }
-
+    var clock = KillClock(rule: rule, start: start)
     var pending: [UInt8] = []
     var buffer = [UInt8](repeating: 0, count: 64 * 1024)
     var sentKill = false
@@ -99,23 +91,17 @@ func runWorkerLife(arguments: [String], kill rule: KillRule, into ledger: CrashL
     // pipe after it, and every one of them counts.
     while true {
         let now = monotonicNanoseconds()
-        if !sentKill, let killAt, now >= killAt { sendKill() }
-        if !sentKill, let giveUpAt, now >= giveUpAt {
+        if !sentKill, let killAt = clock.killAt, now >= killAt { sendKill() }
+        if !sentKill, let giveUpAt = clock.giveUpAt, now >= giveUpAt {
             if case .never = rule {
                 sendKill()
                 throw WorkerFailure("the worker \(arguments) did not finish in time")
             }
             sendKill()
         }
-        let deadline = [killAt, giveUpAt].compactMap { $0 }.min()
-        let waitMilliseconds = sentKill ? 1_000 : deadline.map { Int32(clamping: ($0 > now ? $0 - now : 0) / 1_000_000 + 1) } ?? 1_000
-        var poller = pollfd(fd: readEnd, events: Int16(POLLIN), revents: 0)
-        let ready = poll(&poller, 1, waitMilliseconds)
-        if ready < 0 {
-            if errno == EINTR { continue }
-            throw WorkerFailure("poll: errno \(errno)")
+        guard try waitForOutput(on: readEnd, milliseconds: clock.pollMilliseconds(now: now, killSent: sentKill)) else {
+            continue
         }
-        guard ready > 0 else { continue }
         let count = read(readEnd, &buffer, buffer.count)
         if count < 0 {
             if errno == EINTR { continue }
@@ -124,20 +110,81 @@ func runWorkerLife(arguments: [String], kill rule: KillRule, into ledger: CrashL
         if count == 0 { break }
         let at = monotonicNanoseconds() - start
         pending.append(contentsOf: buffer[0..<count])
-        var lineStart = 0
-        ledger.update { ledger in
-            for index in 0..<pending.count where pending[index] == UInt8(ascii: "\n") {
-                record(pending[lineStart..<index], at: at, life: &life, ledger: &ledger)
-                lineStart = index + 1
-            }
-        }
-        pending.removeFirst(lineStart)
-        if !sentKill, killAt == nil, case .afterFirst(let delay, let waitForDelivery, _) = rule,
-            life.firstAcknowledged != nil, !waitForDelivery || life.firstDelivered != nil
-        {
-            killAt = monotonicNanoseconds() + seconds(delay)
+        recordCompleteLines(&pending, at: at, life: &life, ledger: ledger)
+        if !sentKill { clock.startCountdownIfDue(life: life) }
+    }
+    try reapWorker(pid, wasKilled: sentKill, rule: rule, arguments: arguments)
+    return life
+}
+
+/// The moments a worker's life is cut short: `killAt`, when the rule kills it
+/// (for `afterFirst`, set only once what it waits for has come), and
+/// `giveUpAt`, its time limit.
+private struct KillClock {
+    let rule: KillRule
+    var killAt: UInt64?
+    var giveUpAt: UInt64?
+
+    init(rule: KillRule, start: UInt64) {
+        self.rule = rule
+        switch rule {
+        case .at(let delay): killAt = start + Self.nanoseconds(delay)
+        case .afterFirst(_, _, let timeout): giveUpAt = start + Self.nanoseconds(timeout)
+        case .never(let timeout): giveUpAt = start + Self.nanoseconds(timeout)
         }
     }
+
+    /// How long to wait for output: until the nearest moment (a millisecond
+    /// past it), or a second once the kill is sent or when there is none.
+    func pollMilliseconds(now: UInt64, killSent: Bool) -> Int32 {
+        let deadline = [killAt, giveUpAt].compactMap { $0 }.min()
+        return killSent ? 1_000 : deadline.map { Int32(clamping: ($0 > now ? $0 - now : 0) / 1_000_000 + 1) } ?? 1_000
+    }
+
+    /// For `afterFirst`: sets the kill `delay` from now once the life has
+    /// acknowledged an entry (and, if it waits for one, delivered one).
+    mutating func startCountdownIfDue(life: WorkerLife) {
+        if killAt == nil, case .afterFirst(let delay, let waitForDelivery, _) = rule,
+            life.firstAcknowledged != nil, !waitForDelivery || life.firstDelivered != nil
+        {
+            killAt = monotonicNanoseconds() + Self.nanoseconds(delay)
+        }
+    }
+
+    private static func nanoseconds(_ seconds: Double) -> UInt64 { UInt64(max(0, seconds) * 1e9) }
+}
+
+/// Waits up to `milliseconds` for the worker's output: false when the time
+/// runs out or a signal interrupts the wait.
+private func waitForOutput(on readEnd: Int32, milliseconds: Int32) throws -> Bool {
+    var poller = pollfd(fd: readEnd, events: Int16(POLLIN), revents: 0)
+    let ready = poll(&poller, 1, milliseconds)
+    if ready < 0 {
+        if errno == EINTR { return false }
+        throw WorkerFailure("poll: errno \(errno)")
+    }
+    return ready > 0
+}
+
+/// Records every complete line in `pending` and removes it, leaving a last
+/// line without its newline for the next read to finish.
+private func recordCompleteLines(
+    _ pending: inout [UInt8], at: UInt64, life: inout WorkerLife, ledger: CrashLedgerBox
+) {
+    var lineStart = 0
+    ledger.update { ledger in
+        for index in 0..<pending.count where pending[index] == UInt8(ascii: "\n") {
+            record(pending[lineStart..<index], at: at, life: &life, ledger: &ledger)
+            lineStart = index + 1
+        }
+    }
+    pending.removeFirst(lineStart)
+}
+
+/// Waits for the worker to end and checks how it ended: a killed worker by
+/// the SIGKILL (or a clean exit just before it), any other only a `never`
+/// one, by a clean exit.
+private func reapWorker(_ pid: pid_t, wasKilled sentKill: Bool, rule: KillRule, arguments: [String]) throws {
     var status: Int32 = 0
     while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
     let signalled = (status & 0x7f) != 0 && (status & 0x7f) != 0x7f
@@ -153,7 +200,6 @@ func runWorkerLife(arguments: [String], kill rule: KillRule, into ledger: CrashL
             throw WorkerFailure("the worker \(arguments) ended by itself (exit \(exitCode), signal \(signalled ? signal : 0))")
         }
     }
-    return life
 }
 
 private func record(_ line: ArraySlice<UInt8>, at: UInt64, life: inout WorkerLife, ledger: inout CrashLedger) {
