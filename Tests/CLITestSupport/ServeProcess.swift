@@ -1,21 +1,22 @@
 import Foundation
 import OutboxLocking
 
-/// A running `outbox serve` child process, for tests of several servers:
-/// started with the built tool, ready once it prints its "listening on"
-/// line, ended with a signal.
+/// A running `outbox` child process: `outbox serve` for tests of several
+/// servers (ready once it prints its "listening on" line), or any command
+/// whose output a test follows as it comes (``waitForOutput(where:)``); ended with
+/// a signal.
 public final class ServeProcess: @unchecked Sendable {
     public let process = Process()
     /// `http://127.0.0.1:PORT`, from the "listening on" line.
     public private(set) var baseURL = URL(string: "http://invalid")!
     /// Its sanitizer reports, if it was built with a sanitizer.
     public let sanitizerLogs: SanitizerLogs
-    /// A caller waiting for a line that starts with `prefix`.
-    private struct LineWaiter {
-        var prefix: String
+    /// A caller waiting until the output so far gives `answer` one.
+    private struct OutputWaiter {
+        var answer: @Sendable (String) -> String?
         var continuation: CheckedContinuation<String?, Never>
     }
-    private let output = Locked<(text: String, ended: Bool, waiters: [LineWaiter])>(("", false, []))
+    private let output = Locked<(text: String, ended: Bool, waiters: [OutputWaiter])>(("", false, []))
     private let exit = Locked<(status: Int32?, waiters: [CheckedContinuation<Int32, Never>])>((nil, []))
 
     public struct DidNotListen: Error, CustomStringConvertible {
@@ -31,7 +32,21 @@ public final class ServeProcess: @unchecked Sendable {
     /// Starts `outbox arguments…` (a command that serves HTTP until
     /// stopped) and returns once it printed the line starting with
     /// `addressLine` that holds its `http://` address.
-    public init(launching arguments: [String], addressLine: String) async throws {
+    public convenience init(launching arguments: [String], addressLine: String) async throws {
+        try self.init(following: arguments)
+        let line = await firstLine(startingWith: addressLine)
+        guard let line, let address = line.split(separator: " ").first(where: { $0.hasPrefix("http://") }),
+            let url = URL(string: String(address))
+        else {
+            process.terminate()
+            throw DidNotListen(output: output.withLock { $0.text })
+        }
+        baseURL = url
+    }
+
+    /// Starts `outbox arguments…` and returns at once, for a test that
+    /// follows what it prints (``waitForOutput(where:)``).
+    public init(following arguments: [String]) throws {
         guard let executable = OutboxTool.executable else { throw OutboxTool.NotBuilt() }
         sanitizerLogs = try SanitizerLogs(
             directory: FileManager.default.temporaryDirectory.appendingPathComponent("outbox-serve-sanitizer-\(UUID().uuidString)"))
@@ -49,9 +64,9 @@ public final class ServeProcess: @unchecked Sendable {
                 if data.isEmpty { state.ended = true } else { state.text += String(decoding: data, as: UTF8.self) }
                 var answered: [(CheckedContinuation<String?, Never>, String?)] = []
                 state.waiters.removeAll { waiter in
-                    let line = Self.line(startingWith: waiter.prefix, in: state.text)
-                    guard line != nil || state.ended else { return false }
-                    answered.append((waiter.continuation, line))
+                    let answer = waiter.answer(state.text)
+                    guard answer != nil || state.ended else { return false }
+                    answered.append((waiter.continuation, answer))
                     return true
                 }
                 return answered
@@ -68,14 +83,6 @@ public final class ServeProcess: @unchecked Sendable {
             for waiter in waiters { waiter.resume(returning: process.terminationStatus) }
         }
         try process.run()
-        let line = await firstLine(startingWith: addressLine)
-        guard let line, let address = line.split(separator: " ").first(where: { $0.hasPrefix("http://") }),
-            let url = URL(string: String(address))
-        else {
-            process.terminate()
-            throw DidNotListen(output: output.withLock { $0.text })
-        }
-        baseURL = url
     }
 
     /// A test that failed before stopping it does not leave it running.
@@ -90,11 +97,18 @@ public final class ServeProcess: @unchecked Sendable {
     /// The first line it printed that starts with `prefix`, once it is
     /// printed; `nil` if its output ends without one.
     public func firstLine(startingWith prefix: String) async -> String? {
+        await waitForOutput { Self.line(startingWith: prefix, in: $0) }
+    }
+
+    /// What `answer` gives for its output so far, once it gives something
+    /// (it is asked again each time more is printed); `nil` if the output
+    /// ends first. Nothing polls: each read of its output wakes the waiters.
+    public func waitForOutput(where answer: @escaping @Sendable (String) -> String?) async -> String? {
         await withCheckedContinuation { continuation in
             let found = output.withLock { state -> String?? in
-                if let line = Self.line(startingWith: prefix, in: state.text) { return .some(line) }
+                if let found = answer(state.text) { return .some(found) }
                 if state.ended { return .some(nil) }
-                state.waiters.append(LineWaiter(prefix: prefix, continuation: continuation))
+                state.waiters.append(OutputWaiter(answer: answer, continuation: continuation))
                 return nil
             }
             if let found { continuation.resume(returning: found) }
