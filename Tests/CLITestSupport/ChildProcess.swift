@@ -56,7 +56,7 @@ public enum ChildProcess {
         process.standardOutput = stdout
         process.standardError = stderr ?? stdout
         let stopper = stopAfter.map { limit in StopTimer(process: process, after: limit) }
-        let (status, reason) = try await waitForExit(process)
+        let (status, reason) = try await waitForExit(process) { stopper?.start() }
         let stopped = stopper?.finish() == true && reason == .uncaughtSignal && status == SIGKILL
         return Ended(
             status: status, reason: reason, stopped: stopped, stdout: contents(of: stdoutURL),
@@ -64,8 +64,10 @@ public enum ChildProcess {
     }
 
     /// Starts `process` (configured, not yet running) and waits for its end
-    /// without blocking a thread.
-    public static func waitForExit(_ process: Process) async throws -> (status: Int32, reason: Process.TerminationReason) {
+    /// without blocking a thread; `started` runs once it is running.
+    public static func waitForExit(
+        _ process: Process, started: @Sendable () -> Void = {}
+    ) async throws -> (status: Int32, reason: Process.TerminationReason) {
         try await withCheckedThrowingContinuation {
             (continuation: CheckedContinuation<(Int32, Process.TerminationReason), any Error>) in
             process.terminationHandler = { process in
@@ -73,6 +75,7 @@ public enum ChildProcess {
             }
             do {
                 try process.run()
+                started()
             } catch {
                 process.terminationHandler = nil
                 continuation.resume(throwing: error)

@@ -3,33 +3,48 @@ import OutboxLocking
 
 /// Kills a process still running after a time limit, once (``OutboxTool``'s
 /// `stopAfter`). Real time on purpose: the limit is how long a real child
-/// process is given before the test ends it.
+/// process is given before the test ends it. The limit runs from
+/// ``start()``, called once the process is running.
 final class StopTimer: Sendable {
-    private let fired = Locked(false)
-    private let timer: Task<Void, Never>
+    private struct State {
+        var fired = false
+        var finished = false
+        var timer: Task<Void, Never>?
+    }
+    private let state = Locked(State())
+    private let process: Process
+    private let limit: Duration
 
     init(process: Process, after limit: Duration) {
-        let fired = fired
-        timer = Task {
-            // Polls until the process has started, then waits out the limit.
-            while !process.isRunning && process.processIdentifier == 0 {
-                try? await Task.sleep(for: .milliseconds(10))
-                if Task.isCancelled { return }
-            }
+        self.process = process
+        self.limit = limit
+    }
+
+    /// Starts the limit: the process has just been started.
+    func start() {
+        let timer = Task { [state, process, limit] in
             try? await Task.sleep(for: limit)
             guard !Task.isCancelled else { return }
-            fired.withLock { fired in
-                if process.isRunning {
+            state.withLock { state in
+                if !state.finished, process.isRunning {
                     kill(process.processIdentifier, SIGKILL)
-                    fired = true
+                    state.fired = true
                 }
             }
         }
+        let late = state.withLock { state -> Bool in
+            state.timer = timer
+            return state.finished
+        }
+        if late { timer.cancel() }
     }
 
     /// Cancels the timer; whether it killed the process.
     func finish() -> Bool {
-        timer.cancel()
-        return fired.withLock { $0 }
+        state.withLock { state in
+            state.finished = true
+            state.timer?.cancel()
+            return state.fired
+        }
     }
 }
