@@ -97,7 +97,7 @@ struct SalvageRepairTests {
         let base = try #require(UInt64(files.segments[0].lastComponent!.stem)) + 1
         var copy = source
         for index in 0..<8 { copy[16 + index] = UInt8(truncatingIfNeeded: base >> (8 * UInt64(index))) }
-        let crc = crc32(copy[0..<44])
+        let crc = RawSegment.crc32(copy[0..<44])
         for index in 0..<4 { copy[44 + index] = UInt8(truncatingIfNeeded: crc >> (8 * UInt32(index))) }
         let name = String(repeating: "0", count: 20 - String(base).count) + String(base) + ".seg"
         files.write(copy, to: directory.appending(name))
@@ -106,15 +106,5 @@ struct SalvageRepairTests {
             try await OutboxLog.open(at: directory.path, configuration: smallSegments())
         }
         _ = try await Self.expectRepaired(directory.path, keeping: values)
-    }
-
-    /// zlib's CRC-32, bit by bit (headers only).
-    func crc32(_ bytes: ArraySlice<UInt8>) -> UInt32 {
-        var crc: UInt32 = 0xFFFF_FFFF
-        for byte in bytes {
-            crc ^= UInt32(byte)
-            for _ in 0..<8 { crc = crc & 1 == 1 ? (crc >> 1) ^ 0xEDB8_8320 : crc >> 1 }
-        }
-        return ~crc
     }
 }
