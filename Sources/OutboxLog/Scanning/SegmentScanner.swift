@@ -43,7 +43,9 @@ package final class SegmentScanner {
 
         /// Commits `records` (a lone record, or a whole batch), the last
         /// ending at `end`: each handed to `visit`, in order.
-        mutating func commit(_ records: [ScannedRecord], endingAt end: Int64, visit: (ScannedRecord) -> Void) {
+        mutating func commit(
+            _ records: some BidirectionalCollection<ScannedRecord>, endingAt end: Int64, visit: (ScannedRecord) -> Void
+        ) {
             for record in records { visit(record) }
             self.records += records.count
             if firstSequence == nil { firstSequence = records.first?.sequence }
@@ -145,11 +147,17 @@ package final class SegmentScanner {
                 key: LogKey(UnsafeRawBufferPointer(rebasing: frameBytes[decoded.keyRange])),
                 sequence: decoded.sequence, offset: position, length: decoded.length, expiry: decoded.expiry)
             run.maximumWatermark = max(run.maximumWatermark, decoded.durableWatermark)
-            if batch.isEmpty { batchStart = position }
-            batch.append(record)
             position += Int64(decoded.length)
+            if batch.isEmpty && !decoded.batchContinues {
+                // A lone record (the common case) commits at once, never
+                // copied through the batch buffer: an open scans millions.
+                run.commit(CollectionOfOne(record), endingAt: position, visit: visit)
+                continue
+            }
+            if batch.isEmpty { batchStart = position - Int64(decoded.length) }
+            batch.append(record)
             if decoded.batchContinues { continue }
-            // A lone record (the common case), or a batch's last: it commits.
+            // A batch's last record: the whole batch commits.
             run.commit(batch, endingAt: position, visit: visit)
             batch.removeAll(keepingCapacity: true)
         }
