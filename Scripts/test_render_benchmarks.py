@@ -81,6 +81,29 @@ class RenderBenchmarksTests(unittest.TestCase):
         self.assertNotIn("**85.4k/s**", after)
         self.assertIn("missed: 0.61× the rate", after)
 
+    def test_the_engine_table_follows_rocksdb_and_its_verdict(self):
+        def faster_rocksdb(data):
+            comparison = next(c for c in data["comparisons"] if c["id"] == "engine.durable.64w.append")
+            rocks = next(r for r in comparison["results"] if r["name"].startswith("RocksDB"))
+            rocks.update(throughput=400000.0, oursOverThis=0.5)
+        self.edit_json("benchmark-engine.json", faster_rocksdb)
+        self.assertEqual(self.run_script("--check").returncode, 1)
+        result = self.run_script()
+        self.assertEqual(result.returncode, 0, result.stderr)
+        after = self.read()
+        self.assertIn("400k/s", after)
+        self.assertIn("ours 0.50×", after)
+        self.assertIn("missed: 0.50× RocksDB", after)
+
+    def test_the_engine_table_says_when_rocksdb_was_not_measured(self):
+        def without_rocksdb(data):
+            for comparison in data["comparisons"]:
+                comparison["results"] = [r for r in comparison["results"] if not r["name"].startswith("RocksDB")]
+        self.edit_json("benchmark-engine.json", without_rocksdb)
+        result = self.run_script()
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertIn("RocksDB not measured", self.read())
+
     def test_check_fails_on_a_hand_edited_number_inside_a_block(self):
         text = self.read()
         edited = text.replace("| 20 ms | 16 | 400 | 0.55 |", "| 20 ms | 16 | 400 | 0.45 |")

@@ -14,7 +14,7 @@ import os
 import re
 import sys
 
-from . import drains, engine_goals, measured, runs, server, spans, store
+from . import drains, engine_goals, measured, rocksdb, runs, server, spans, store
 from .data import RenderError, Sources
 
 BLOCKS = {
@@ -35,6 +35,7 @@ BLOCKS = {
     "server-goals": server.server_goals,
     "postgres": server.postgres,
     "engine-goals": engine_goals.engine_goals,
+    "engine-rocksdb": rocksdb.engine_rocksdb,
 }
 SPANS = spans.SPANS
 ARG_SPANS = spans.ARG_SPANS

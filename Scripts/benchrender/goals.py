@@ -53,3 +53,10 @@ SERVER_BYTES_PER_KEY = 100
 SERVER_RESTART_S = 1
 SERVER_DURABLE_RATIO = 0.8
 SERVER_MIDDLEWARE_RATIO = 0.9
+
+# The engine against RocksDB ("engine-rocksdb" table). outbox-compare checks
+# the same goals (Benchmarks/Sources/OutboxCompare/Goals.swift, engineGoals).
+ROCKSDB_WRITTEN_RATE = 1_000_000  # Goals.swift: "engine written append, 1 writer ≥ 1M/s"
+ROCKSDB_WRITTEN_RATIO = 3         # Goals.swift: "≥ 3× RocksDB --sync=0"
+ROCKSDB_DURABLE_RATIO = 1         # Goals.swift: "≥ 1× RocksDB --sync=1" (1 and 64 writers)
+ROCKSDB_PREALLOCATED_LOOP = 0.9   # Goals.swift: "≥ 0.9× the preallocated overwrite loop"

@@ -9,6 +9,7 @@ def measured_line(sources):
     """The one line that says when and where the current figures were measured."""
     results, crash = sources[RESULTS], sources["benchmark-crash.json"]
     server, postgres = sources["server-benchmark.json"], sources["server-benchmark-postgres.json"]
+    engine = sources["benchmark-engine.json"]["machine"]
     machine = results["machine"]
     gib = machine["memoryBytes"].num() / 2**30
     swift = re.search(r"Swift version (\S+)", machine["swift"].str())
@@ -28,6 +29,8 @@ def measured_line(sources):
         f"Measured on {machine['processors'].num()} cores ({machine['cpu'].str()}), {gib:.1f} GiB, "
         f"{machine['kernel'].str()}, Swift {swift.group(1)}: "
         f"`outbox-compare` {machine['date'].str()} (load {load(machine['loadAverage'])}), "
+        f"its engine rows {engine['date'].str()} (load {load(engine['loadAverage'])}"
+        + ("" if engine["cpu"].str() == machine["cpu"].str() else f", on {engine['cpu'].str()}") + "), "
         f"its crash section {crash['machine']['date'].str()} "
         f"(load {load(crash['machine']['loadAverage'])}), "
         f"`outbox-server-bench` {server['date'].str()} (load {server_load(server)}), "

@@ -6,8 +6,30 @@ public struct TimedRun: Sendable {
     public var seconds: Double
     /// The latency of every operation, in nanoseconds.
     public var latencies: Samples
+    /// Percentiles a system measured itself, for one whose operations we
+    /// cannot time one by one (another program's benchmark tool); then
+    /// ``latencies`` is empty.
+    public var reportedLatency: ReportedLatency?
 
     public var throughput: Double { seconds > 0 ? Double(operations) / seconds : 0 }
+
+    public init(operations: Int, seconds: Double, latencies: Samples, reportedLatency: ReportedLatency? = nil) {
+        self.operations = operations
+        self.seconds = seconds
+        self.latencies = latencies
+        self.reportedLatency = reportedLatency
+    }
+}
+
+/// Latency percentiles as another tool reported them, in nanoseconds.
+public struct ReportedLatency: Sendable {
+    public var p50Nanoseconds: Double
+    public var p99Nanoseconds: Double
+
+    public init(p50Nanoseconds: Double, p99Nanoseconds: Double) {
+        self.p50Nanoseconds = p50Nanoseconds
+        self.p99Nanoseconds = p99Nanoseconds
+    }
 }
 
 /// Runs `producers` concurrent tasks, each calling `operation` until

@@ -88,3 +88,42 @@ func comparisonSpecifications(payload: [UInt8], recordBytes: Int) -> [Comparison
             freshPerRound: true),
     ]
 }
+
+/// The engine rows: `OutboxLog.put` against RocksDB's `db_bench fillseq`
+/// (when `rocksdb-tools` is installed) and the raw loops, 16-byte keys and
+/// 256-byte values, a fresh log or database every round.
+func engineSpecifications() -> [ComparisonSpecification] {
+    let record = EngineContenders.recordBytes
+    func rocksDB(_ durability: Durability, threads: Int) -> [Contender] {
+        let name = "RocksDB \(RocksDBBench.version) db_bench fillseq --sync=\(durability == .durable ? 1 : 0)"
+            + (threads > 1 ? " --threads=\(threads)" : "")
+        return EngineContenders.rocksDB(name, durability: durability, threads: threads).map { [$0] } ?? []
+    }
+    let detail = "OutboxLog alone (its default configuration): each writer puts a fresh 16-byte key with a 256-byte value and awaits it before the next. RocksDB runs its own benchmark tool (`db_bench`, fillseq, no compression) in a fresh database each round; its latencies are the percentiles db_bench reports, the median over the rounds. The raw loops write our record (\(record) bytes)."
+    return [
+        ComparisonSpecification(
+            id: "engine.durable.1w.append", title: "engine, durable, 1 writer: append",
+            detail: detail + " Durable: each put waits for its sync (RocksDB: --sync=1).",
+            contenders: [EngineContenders.ours("ours (OutboxLog)", durability: .durable, writers: 1)]
+                + rocksDB(.durable, threads: 1)
+                + [
+                    Contenders.raw("raw write+fdatasync loop", recordSize: record, sync: true),
+                    Contenders.rawPreallocated("raw overwrite+fdatasync, preallocated file", recordSize: record),
+                ],
+            freshPerRound: true),
+        ComparisonSpecification(
+            id: "engine.durable.64w.append", title: "engine, durable, 64 writers: append",
+            detail: detail + " 64 writers share syncs: our group commit against RocksDB's, 64 threads.",
+            contenders: [EngineContenders.ours("ours (OutboxLog)", durability: .durable, writers: 64)]
+                + rocksDB(.durable, threads: 64)
+                + [Contenders.raw("raw: 64 records per write+fdatasync", recordSize: record, group: 64, sync: true)],
+            freshPerRound: true),
+        ComparisonSpecification(
+            id: "engine.written.1w.append", title: "engine, written, 1 writer: append",
+            detail: detail + " Written: in the page cache, surviving an app kill but not a power loss (RocksDB: --sync=0, the WAL written on every put).",
+            contenders: [EngineContenders.ours("ours (OutboxLog, written)", durability: .written, writers: 1)]
+                + rocksDB(.written, threads: 1)
+                + [Contenders.raw("raw write loop (no sync)", recordSize: record, sync: false)],
+            freshPerRound: true),
+    ]
+}

@@ -41,10 +41,15 @@ struct Options {
           --quick          a smoke test: fewer rounds, smaller sizes (under ~2 minutes)
           --output DIR     write benchmark-results.md, benchmark-results.json,
                            benchmark-depth.svg and benchmark-producers.svg into DIR
-          --only LIST      run only these sections: compare, drain, recovery, depth, producers, crash
+          --only LIST      run only these sections: compare, drain, recovery, depth, producers, engine, crash
           --scenario LIST  in the compare section, run only these comparisons (e.g. durable.64p.enqueue)
           --ours-only      run only our store in the comparisons (for profiling with perf)
           --drainers LIST  in the drain section, run only these: c4, c64, c4d, c64d, sqlite
+
+        The engine section runs only when asked (--only engine; about a minute): OutboxLog alone
+        against RocksDB's db_bench fillseq (Debian's rocksdb-tools; its rows are left out when
+        db_bench is not installed) and the raw loops. With --output it writes benchmark-engine.md
+        and benchmark-engine.json.
 
         The crash section runs only when asked (--only crash; about 6 minutes, 3 with --quick):
         workers killed with SIGKILL at seeded random moments and restarted at once; exits 1 if an
@@ -182,8 +187,7 @@ probeDirectory.remove()
 
 var report = Report(
     mode: quick ? "quick" : "full",
-    command: "cd Benchmarks && swift run -c release outbox-compare" + (quick ? " --quick" : "")
-        + (options.output.map { " --output \($0)" } ?? ""),
+    command: (["cd Benchmarks && swift run -c release outbox-compare"] + CommandLine.arguments.dropFirst()).joined(separator: " "),
     machine: machine,
     settings: Settings(
         rounds: rounds, secondsPerRound: secondsPerRound, warmupSeconds: warmup, payloadBytes: payload.count,
@@ -222,6 +226,21 @@ if options.sections.contains("depth") {
 }
 if options.sections.contains("producers") {
     report.producers = try await runProducers(counts: producerCounts, rounds: producerRounds, seconds: producerSeconds)
+}
+
+if options.sections.contains("engine") {
+    if RocksDBBench.executable == nil { progress("db_bench not found (apt-get install -y rocksdb-tools): RocksDB's rows are left out") }
+    var engine = report
+    engine.comparisons = []
+    for specification in engineSpecifications() {
+        engine.comparisons.append(
+            try await runComparison(
+                id: specification.id, title: specification.title, detail: specification.detail,
+                contenders: specification.contenders, freshPerRound: specification.freshPerRound, rounds: rounds,
+                seconds: secondsPerRound, warmup: warmup))
+    }
+    try finish(engine, startedAt: startedAt, writingAs: "benchmark-engine", to: options.output, charts: false)
+    if options.sections == ["engine"] { exit(0) }
 }
 
 var crashViolations = 0
@@ -264,26 +283,4 @@ if options.sections.contains("crash") {
     if options.sections == ["crash"] { exit(0) }
 }
 
-report.goals = evaluateGoals(report)
-report.elapsedSeconds = Double(monotonicNanoseconds() - startedAt) / 1e9
-report.loadAverageAtEnd = MachineDescription.loadAverageNow()
-
-let markdown = renderMarkdown(report)
-print(markdown)
-
-if let output = options.output {
-    try FileManager.default.createDirectory(atPath: output, withIntermediateDirectories: true)
-    let encoder = JSONEncoder()
-    encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
-    encoder.nonConformingFloatEncodingStrategy = .convertToString(
-        positiveInfinity: "inf", negativeInfinity: "-inf", nan: "nan")
-    try encoder.encode(report).write(to: URL(fileURLWithPath: output + "/benchmark-results.json"))
-    try Data(markdown.utf8).write(to: URL(fileURLWithPath: output + "/benchmark-results.md"))
-    if let chart = depthChart(report) {
-        try Data(chart.utf8).write(to: URL(fileURLWithPath: output + "/benchmark-depth.svg"))
-    }
-    if let chart = producersChart(report) {
-        try Data(chart.utf8).write(to: URL(fileURLWithPath: output + "/benchmark-producers.svg"))
-    }
-    progress("wrote \(output)/benchmark-results.md, .json, benchmark-depth.svg, benchmark-producers.svg")
-}
+try finish(report, startedAt: startedAt, writingAs: "benchmark-results", to: options.output, charts: true)
