@@ -95,6 +95,13 @@ if options.postgresOnly && options.postgres == nil {
     progress("--postgres-only needs --postgres URL (or OUTBOX_POSTGRES_URL): start one with Scripts/postgres/start.sh")
     exit(1)
 }
+// Before minutes of measuring: an output folder that cannot be made is said now.
+do {
+    try FileManager.default.createDirectory(atPath: options.output, withIntermediateDirectories: true)
+} catch {
+    progress("cannot create --output \(options.output): \(error)")
+    exit(1)
+}
 let started = Date()
 let command = "swift run -c release outbox-server-bench " + CommandLine.arguments.dropFirst().joined(separator: " ")
 var report = BenchReport(command: command)
