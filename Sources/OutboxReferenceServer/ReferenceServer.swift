@@ -27,18 +27,18 @@ public final class ReferenceServer: Sendable {
     private let api: ReferenceAPI
     private let activityTracker: ServerActivity
     private let attemptLog: AttemptLogBox?
-    private let task: Task<Void, any Error>
+    private let server: ListeningServer
 
     private init(
         host: String, port: Int, api: ReferenceAPI, activity: ServerActivity, attemptLog: AttemptLogBox?,
-        task: Task<Void, any Error>
+        server: ListeningServer
     ) {
         self.host = host
         self.port = port
         self.api = api
         self.activityTracker = activity
         self.attemptLog = attemptLog
-        self.task = task
+        self.server = server
     }
 
     /// Starts the server; returns once it is listening.
@@ -90,7 +90,7 @@ public final class ReferenceServer: Sendable {
         var quiet = Logger(label: "outbox.reference-server")
         quiet.logLevel = .critical
         let server = try await ListeningServer.start(router, host: host, port: port, limits: connections, logger: logger ?? quiet)
-        return ReferenceServer(host: host, port: server.port, api: api, activity: activity, attemptLog: attemptLog, task: server.task)
+        return ReferenceServer(host: host, port: server.port, api: api, activity: activity, attemptLog: attemptLog, server: server)
     }
 
 
@@ -122,9 +122,6 @@ public final class ReferenceServer: Sendable {
     /// server was started with `recordAttempts`.
     public var attempts: AttemptLog { attemptLog?.log.withLock { $0 } ?? AttemptLog() }
 
-    /// Stops listening.
-    public func stop() async {
-        task.cancel()
-        _ = try? await task.value
-    }
+    /// Stops listening: a graceful shutdown (``ListeningServer/stop()``).
+    public func stop() async { await server.stop() }
 }

@@ -76,7 +76,7 @@ actor InspectedQueue {
     /// draining process's snapshot.
     func detail(of id: OutboxEntry.ID) async throws(CommandFailure) -> InspectorEntryDetail {
         let view = try await look()
-        var detail = InspectorEntryDetail(
+        let detail = InspectorEntryDetail(
             id: id, source: view.source,
             attempts: view.snapshot.attempts.filter { $0.id == id },
             waiting: view.snapshot.waiting.first { $0.id == id })
