@@ -103,14 +103,14 @@ public final class AsyncHTTPClientTransport: HTTPTransport {
         } catch {
             return .failure(HTTPTransportFailure(stage: .notSent, kind: .invalidRequest, detail: "\(error)"))
         }
-        let result = await execute(prepared, timeout: timeout)
+        let result = await execute(prepared, timeout: timeout, bodyLength: Self.bodyLength(of: prepared))
         // Nothing of the request outlives it: a file body's pump stops here.
         await streamed?.finish()
         return result
     }
 
-    private func execute(_ request: HTTPClient.Request, timeout: Duration) async -> HTTPTransportResult {
-        let recorder = ResponseRecorder()
+    private func execute(_ request: HTTPClient.Request, timeout: Duration, bodyLength: Int?) async -> HTTPTransportResult {
+        let recorder = ResponseRecorder(bodyLength: bodyLength)
         let deadline = NIODeadline.now() + .nanoseconds(max(1, Self.nanoseconds(timeout)))
         let task = client.execute(request: request, delegate: recorder, deadline: deadline)
         do {
@@ -133,6 +133,14 @@ public final class AsyncHTTPClientTransport: HTTPTransport {
         guard seconds < century else { return century * 1_000_000_000 }
         guard seconds >= 0 else { return 0 }
         return seconds * 1_000_000_000 + attoseconds / 1_000_000_000
+    }
+
+    /// The body's bytes on the wire; `nil` if only its end tells (chunked:
+    /// the terminating chunk is written last).
+    static func bodyLength(of request: HTTPClient.Request) -> Int? {
+        guard let body = request.body else { return 0 }
+        guard !request.headers.contains(name: "transfer-encoding"), let length = body.contentLength else { return nil }
+        return Int(clamping: length)
     }
 
     /// `POST`, `PUT` and `PATCH` carry a `Content-Length: 0` even when empty.
@@ -185,58 +193,5 @@ public final class AsyncHTTPClientTransport: HTTPTransport {
             }
         }
         return HTTPTransportFailure(stage: stage, kind: .other, detail: detail)
-    }
-}
-
-/// Collects one response (status, lower-cased headers, body) and notes
-/// when the whole request has been written. Called on the connection's
-/// event loop; read after the task's future completes.
-private final class ResponseRecorder: HTTPClientResponseDelegate {
-    struct Response: Sendable {
-        var status: Int
-        var headers: [String: String]
-        var body: [UInt8]
-    }
-
-    private struct State {
-        var sent = false
-        var status = 0
-        var headers: [String: String] = [:]
-        var body: [UInt8] = []
-    }
-
-    private let state = Locked(State())
-
-    var requestSent: Bool { state.withLock { $0.sent } }
-
-    func didSendRequest(task: HTTPClient.Task<Response>) {
-        state.withLock { $0.sent = true }
-    }
-
-    func didReceiveHead(task: HTTPClient.Task<Response>, _ head: HTTPResponseHead) -> EventLoopFuture<Void> {
-        state.withLock { state in
-            // An answer started: the whole request reached the server, or
-            // the server answered early (it will not apply a request it did
-            // not read).
-            state.status = Int(head.status.code)
-            for (name, value) in head.headers {
-                let key = name.lowercased()
-                state.headers[key] = state.headers[key].map { $0 + ", " + value } ?? value
-            }
-        }
-        return task.eventLoop.makeSucceededVoidFuture()
-    }
-
-    func didReceiveBodyPart(task: HTTPClient.Task<Response>, _ buffer: ByteBuffer) -> EventLoopFuture<Void> {
-        state.withLock { state in
-            // Enough for any server id or error excerpt; the rest is read and dropped.
-            let room = max(0, HTTPOutboxHandler.maximumResponseBytes - state.body.count)
-            state.body.append(contentsOf: buffer.readableBytesView.prefix(room))
-        }
-        return task.eventLoop.makeSucceededVoidFuture()
-    }
-
-    func didFinishRequest(task: HTTPClient.Task<Response>) throws -> Response {
-        state.withLock { Response(status: $0.status, headers: $0.headers, body: $0.body) }
     }
 }
