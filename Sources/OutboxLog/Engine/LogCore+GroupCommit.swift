@@ -38,13 +38,42 @@ extension LogCore {
         /// How long to look for the next append before sleeping, after a
         /// sync that served one or two producers; `nil`: sleep at once.
         var linger: Duration?
+        /// How often a look lately found the next append: a decaying
+        /// average, 1 when every look did.
+        var lingerHitRate = 1.0
+        /// Syncs since the last look, while looks mostly find nothing.
+        var syncsWithoutLinger = 0
 
         mutating func record(group: Int, took duration: Duration) {
             recentPeak = max(Double(group), recentPeak * 0.9)
             lastSync = duration
             mayGather = group >= Self.minimumGroup
-            linger = (1...2).contains(group) ? min(duration / 4, Self.maximumLinger) : nil
+            linger = nil
+            guard (1...2).contains(group) else { return }
+            if lingerHitRate < Self.lingerWhileHitRate {
+                // Looks mostly miss: sleep at once, but look now and then
+                // in case the producers changed pace.
+                syncsWithoutLinger += 1
+                guard syncsWithoutLinger >= Self.syncsBetweenProbes else { return }
+            }
+            syncsWithoutLinger = 0
+            linger = min(duration / 4, Self.maximumLinger)
         }
+
+        /// The writer looked for the next append (once per sync). Looks
+        /// that mostly find none mean the producers do not come straight
+        /// back — a server between a key's claim and its response, a
+        /// producer that works between appends — and every spin would take
+        /// a core from them.
+        mutating func lingerEnded(foundWork: Bool) {
+            linger = nil
+            lingerHitRate = lingerHitRate * 0.875 + (foundWork ? 0.125 : 0)
+        }
+
+        /// Looks go on while at least this share of them finds the next append.
+        static let lingerWhileHitRate = 0.5
+        /// While looks mostly miss, one sync in this many looks anyway.
+        static let syncsBetweenProbes = 16
 
         /// The longest the writer looks for the next durable append before sleeping.
         static let maximumLinger = Duration.microseconds(100)

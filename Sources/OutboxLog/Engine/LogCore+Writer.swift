@@ -41,7 +41,7 @@ extension LogCore {
         var allocated = AllocatedAhead()
         while true {
             gatherDurableWaiters(&pacing)
-            guard var work = nextWork(lingering: pacing.linger) else {
+            guard var work = nextWork(&pacing) else {
                 writerWakeup.wait()
                 continue
             }
@@ -110,8 +110,9 @@ extension LogCore {
     /// that finds the writer awake wakes nobody — on this project's VMs a
     /// wake-up of a sleeping thread costs tens of microseconds, against a
     /// sync of a few hundred (Docs/ARCHITECTURE.md, "Durable, one producer").
-    private func nextWork(lingering linger: Duration?) -> Work? {
-        if let linger {
+    /// A look that finds nothing pauses looking for a while (``GroupPacing``).
+    private func nextWork(_ pacing: inout GroupPacing) -> Work? {
+        if let linger = pacing.linger {
             let deadline = ContinuousClock.now.advanced(by: linger)
             repeat {
                 if let work = state.withLock({ state -> Work? in
@@ -119,10 +120,12 @@ extension LogCore {
                     if work == nil { state.writerSleeping = false }  // still awake: appends need not signal
                     return work
                 }) {
+                    pacing.lingerEnded(foundWork: true)
                     return work
                 }
                 sched_yield()
             } while ContinuousClock.now < deadline
+            pacing.lingerEnded(foundWork: false)
         }
         return state.withLock { takeWork(&$0) }
     }
