@@ -53,6 +53,9 @@ public struct PackedTable<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     @usableFromInline var slots: [UInt64] = []
     /// ``count``'s storage, settable by the inlinable operations.
     @usableFromInline var storedCount = 0
+    /// The process's seed, read once: a global read on every hash is a
+    /// call into this module and a once-check.
+    @usableFromInline let seed = PackedTableSeed.value
 
     @inlinable public var count: Int { storedCount }
 
@@ -77,7 +80,7 @@ public struct PackedTable<Key: Hashable & Sendable, Value: Sendable>: Sendable {
 
     @inlinable public subscript(key: Key) -> Value? {
         get {
-            guard let (_, position) = find(key, hash: Self.hash(key)) else { return nil }
+            guard let (_, position) = find(key, hash: hash(key)) else { return nil }
             return dense[position].value
         }
         set {
@@ -85,12 +88,12 @@ public struct PackedTable<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         }
     }
 
-    @inlinable public func contains(_ key: Key) -> Bool { find(key, hash: Self.hash(key)) != nil }
+    @inlinable public func contains(_ key: Key) -> Bool { find(key, hash: hash(key)) != nil }
 
     /// Sets `key`'s value; returns the value it replaced, if any.
     @discardableResult
     @inlinable public mutating func updateValue(_ value: Value, forKey key: Key) -> Value? {
-        let hash = Self.hash(key)
+        let hash = self.hash(key)
         if let (_, position) = find(key, hash: hash) {
             return dense.withElement(at: position) { element in
                 defer { element.value = value }
@@ -104,14 +107,14 @@ public struct PackedTable<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     /// Changes `key`'s value in place; `nil` (and no call) if it has none.
     @discardableResult
     @inlinable public mutating func modifyValue<Result>(forKey key: Key, _ body: (inout Value) -> Result) -> Result? {
-        guard let (_, position) = find(key, hash: Self.hash(key)) else { return nil }
+        guard let (_, position) = find(key, hash: hash(key)) else { return nil }
         return dense.withElement(at: position) { body(&$0.value) }
     }
 
     /// Removes `key`; returns its value, if it had one.
     @discardableResult
     @inlinable public mutating func removeValue(forKey key: Key) -> Value? {
-        guard let (slot, position) = find(key, hash: Self.hash(key)) else { return nil }
+        guard let (slot, position) = find(key, hash: hash(key)) else { return nil }
         let value = dense[position].value
         dense.free(position)
         storedCount -= 1
@@ -154,8 +157,8 @@ public struct PackedTable<Key: Hashable & Sendable, Value: Sendable>: Sendable {
 
     // MARK: Internals
 
-    @inlinable static func hash(_ key: Key) -> UInt32 {
-        UInt32(truncatingIfNeeded: key._rawHashValue(seed: PackedTableSeed.value))
+    @inlinable func hash(_ key: Key) -> UInt32 {
+        UInt32(truncatingIfNeeded: key._rawHashValue(seed: seed))
     }
 
     /// The slot a hash starts probing at: `hash × slots / 2³²` (no modulo,

@@ -250,6 +250,27 @@ struct SegmentChain {
 
     /// Adds a scanned segment to the log: a ``SegmentFile`` that owns its
     /// descriptor from now on, and its records in the index.
+    /// Applies `records` to the index in order; returns how many are not
+    /// markers. Every record of an open passes here: the records are read
+    /// in place, not copied out one by one.
+    private func indexRecords(_ records: [ScannedRecord], of segment: UInt32, into scan: inout Scan) -> Int {
+        var count = 0
+        let after = changedKeysAfter
+        records.withUnsafeBufferPointer { records in
+            for position in records.indices {
+                let kind = records[position].kind
+                if kind != .marker {
+                    count += 1
+                    if let after, records[position].sequence > after { scan.changedKeys.insert(records[position].key) }
+                }
+                let location = Location(
+                    segment: segment, offset: UInt32(records[position].offset), length: UInt32(records[position].length))
+                scan.index.apply(kind, key: records[position].key, at: location, expiry: records[position].expiry)
+            }
+        }
+        return count
+    }
+
     private func index(
         _ candidate: SegmentCandidate, _ header: SegmentHeader, _ scanned: ScannedSegment, isNewest: Bool,
         includingLaterRecords: Bool, into scan: inout Scan, inventory: SegmentInventory, report: inout RecoveryReport
@@ -260,18 +281,8 @@ struct SegmentChain {
         inventory.handOver(candidate.descriptor)
         scan.nextID += 1
         scan.index.usage[file.id] = SegmentUsage()
-        var recordCount = 0
-        for records in [scanned.records, includingLaterRecords ? scanned.laterRecords : []] {
-            for record in records {
-                if record.kind != .marker { recordCount += 1 }
-                if let after = changedKeysAfter, record.sequence > after, record.kind != .marker {
-                    scan.changedKeys.insert(record.key)
-                }
-                scan.index.apply(
-                    record.kind, key: record.key,
-                    at: Location(segment: file.id, offset: UInt32(record.offset), length: UInt32(record.length)), expiry: record.expiry)
-            }
-        }
+        var recordCount = indexRecords(scanned.records, of: file.id, into: &scan)
+        if includingLaterRecords { recordCount += indexRecords(scanned.laterRecords, of: file.id, into: &scan) }
         let analysis = scanned.analysis
         if isNewest && header.coverEnd == nil {
             // A record is proven durable once a later one carries a
