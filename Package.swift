@@ -18,6 +18,8 @@ let package = Package(
     products: [
         .library(name: "OutboxLog", targets: ["OutboxLog"]),
         .library(name: "OutboxLogTesting", targets: ["OutboxLogTesting"]),
+        // A durable queue with named consumers, on OutboxLog's public API.
+        .library(name: "OutboxQueue", targets: ["OutboxQueue"]),
         .library(name: "Outbox", targets: ["Outbox"]),
         // The queue without the dispatcher (it re-exports OutboxModel): for
         // code that only writes to a queue or reads it, such as an app
@@ -83,6 +85,18 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "SystemPackage", package: "swift-system"),
                 .product(name: "DequeModule", package: "swift-collections"),
+            ]
+        ),
+
+        // A durable queue on the engine: producers append elements, named
+        // consumers read them from committed positions. Uses only the
+        // engine's public API.
+        .target(
+            name: "OutboxQueue",
+            dependencies: [
+                "OutboxLocking",
+                "OutboxLog",
+                .product(name: "SystemPackage", package: "swift-system"),
             ]
         ),
 
@@ -306,6 +320,16 @@ let package = Package(
                 "OutboxLogTesting",
                 .product(name: "SystemPackage", package: "swift-system"),
                 .product(name: "PropertyBased", package: "swift-property-based"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        .testTarget(
+            name: "OutboxQueueTests",
+            dependencies: [
+                "OutboxQueue",
+                "OutboxLog",
+                "OutboxLogTesting",
+                .product(name: "SystemPackage", package: "swift-system"),
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),

@@ -55,6 +55,13 @@ let package = Package(
             dependencies: [.product(name: "OutboxLog", package: "swift-outbox")],
             swiftSettings: strictImports
         ),
+        // README: "A durable queue with named consumers", and the
+        // OutboxQueue DocC catalog's overview.
+        .executableTarget(
+            name: "QueueSample",
+            dependencies: [.product(name: "OutboxQueue", package: "swift-outbox")],
+            swiftSettings: strictImports
+        ),
         // README: "Adopting the middleware on a server".
         .executableTarget(
             name: "MiddlewareSample",

@@ -125,7 +125,7 @@ else
     echo "    skipped: OUTBOX_POSTGRES_URL is not set (export OUTBOX_POSTGRES_URL=\$(Scripts/postgres/start.sh))"
 fi
 
-for sample in LogSample LogSample DocCLogSample EncryptionSample \
+for sample in LogSample LogSample QueueSample QueueSample DocCLogSample EncryptionSample \
     GettingStartedSample ObservationSample ExplainSample BackgroundSample TransactionSample ControlsSample TypedHandlersSample \
     ExtensionSample; do
     echo "== $sample"

@@ -1,0 +1,54 @@
+import OutboxLog
+
+/// The consumers' committed positions, in a log of their own beside the
+/// elements' (so retention of elements never touches them): one value per
+/// consumer, keyed by its name's UTF-8 bytes, superseded at each commit and
+/// compacted away as the log's dead bytes grow.
+///
+/// A value is 9 bytes: a version (1), then the position, little-endian.
+/// Position 0 means "nothing consumed yet" (no element has sequence 0).
+struct ConsumerOffsets: Sendable {
+    let log: OutboxLog
+
+    /// The longest consumer name, in UTF-8 bytes.
+    static let maximumNameBytes = 255
+
+    static func key(_ name: String) throws(QueueError) -> LogKey {
+        let bytes = Array(name.utf8)
+        guard (1...maximumNameBytes).contains(bytes.count) else {
+            throw QueueError(.invalidArgument, "a consumer name is 1 to \(maximumNameBytes) UTF-8 bytes, not \(bytes.count)")
+        }
+        return LogKey(bytes)
+    }
+
+    static func encode(_ position: UInt64) -> [UInt8] {
+        [1] + (0..<8).map { UInt8(truncatingIfNeeded: position >> (8 * $0)) }
+    }
+
+    static func decode(_ bytes: [UInt8], name: String, in log: OutboxLog) throws(QueueError) -> UInt64 {
+        guard bytes.count == 9, bytes[0] == 1 else {
+            throw QueueError(
+                .damaged,
+                "consumer \(name)'s committed position in \(log.directory) is \(bytes.count) bytes"
+                    + (bytes.first.map { " of version \($0)" } ?? "") + ", not 9 of version 1")
+        }
+        return bytes[1...].reversed().reduce(0) { $0 << 8 | UInt64($1) }
+    }
+
+    /// The consumer's committed position: `nil` if it was never created.
+    func committed(_ name: String) async throws(QueueError) -> UInt64? {
+        let key = try Self.key(name)
+        let entry: LogEntry?
+        do { entry = try await log.get(key) } catch { throw QueueError.from(error, "cannot read consumer \(name)'s position") }
+        guard let entry else { return nil }
+        return try Self.decode(entry.value, name: name, in: log)
+    }
+
+    /// Submits the consumer's new position; await the ticket for its durability.
+    func submit(_ name: String, _ position: UInt64) throws(QueueError) -> LogTicket {
+        let key = try Self.key(name)
+        do { return try log.submit([.value(key, Self.encode(position))]) } catch {
+            throw QueueError.from(error, "cannot record consumer \(name)'s position")
+        }
+    }
+}

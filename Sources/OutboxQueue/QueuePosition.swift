@@ -1,0 +1,25 @@
+import OutboxLog
+
+/// Where an element is in its queue. Positions increase with every append
+/// (not always by one) and never repeat, across restarts too.
+public struct QueuePosition: Sendable, Hashable, Comparable, CustomStringConvertible {
+    /// The sequence number of the element's record in the queue's log.
+    public var rawValue: UInt64
+
+    public init(rawValue: UInt64) { self.rawValue = rawValue }
+
+    public static func < (lhs: QueuePosition, rhs: QueuePosition) -> Bool { lhs.rawValue < rhs.rawValue }
+
+    public var description: String { String(rawValue) }
+}
+
+/// One element, as a consumer reads it.
+public struct QueueElement: Sendable, Hashable {
+    public var position: QueuePosition
+    public var bytes: [UInt8]
+
+    public init(position: QueuePosition, bytes: [UInt8]) {
+        self.position = position
+        self.bytes = bytes
+    }
+}

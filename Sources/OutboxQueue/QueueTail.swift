@@ -1,0 +1,41 @@
+/// The elements of a consumer, then each new one as it is appended: an
+/// `AsyncSequence` that waits instead of ending. Made by
+/// ``QueueConsumer/tail(batch:)``.
+public struct QueueTail: AsyncSequence, Sendable {
+    public typealias Element = QueueElement
+
+    let consumer: QueueConsumer
+    let signal: AppendSignal
+    let batch: Int
+
+    public struct AsyncIterator: AsyncIteratorProtocol {
+        let consumer: QueueConsumer
+        let signal: AppendSignal
+        let batch: Int
+        var page: [QueueElement] = []
+        var index = 0
+
+        public mutating func next() async throws -> QueueElement? {
+            while index >= page.count {
+                if Task.isCancelled { return nil }
+                // Noted before the read: an append after it wakes the wait.
+                let generation = signal.generation
+                let fetched: [QueueElement]
+                do { fetched = try await consumer.next(max: batch) } catch {
+                    if error.code == .closed { return nil }
+                    throw error
+                }
+                page = fetched
+                index = 0
+                if fetched.isEmpty, await !signal.wait(after: generation) { return nil }
+            }
+            let element = page[index]
+            index += 1
+            return element
+        }
+    }
+
+    public func makeAsyncIterator() -> AsyncIterator {
+        AsyncIterator(consumer: consumer, signal: signal, batch: batch)
+    }
+}
