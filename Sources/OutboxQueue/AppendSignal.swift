@@ -6,18 +6,14 @@ import OutboxLocking
 /// if the read found nothing waits for a later one — an append that lands
 /// between its read and its wait is never missed, and nothing polls.
 final class AppendSignal: Sendable {
-    private struct Waiter {
-        var id: UInt64
-        var after: UInt64
-        var continuation: CheckedContinuation<Bool, Never>
-    }
-
     private struct State {
         var generation: UInt64 = 0
         var closed = false
-        var waiters: [Waiter] = []
+        var waiters: [UInt64: CheckedContinuation<Bool, Never>] = [:]
         var nextID: UInt64 = 0
-        /// Waits cancelled before they were registered.
+        /// Waits begun and not yet registered or answered.
+        var starting: Set<UInt64> = []
+        /// Of those, the ones cancelled before they registered.
         var cancelled: Set<UInt64> = []
     }
 
@@ -28,23 +24,23 @@ final class AppendSignal: Sendable {
 
     /// An append finished: wakes every wait.
     func appended() {
-        let woken = state.withLock { state -> [Waiter] in
+        let woken = state.withLock { state -> [CheckedContinuation<Bool, Never>] in
             state.generation += 1
-            defer { state.waiters = [] }
-            return state.waiters
+            defer { state.waiters = [:] }
+            return Array(state.waiters.values)
         }
-        for waiter in woken { waiter.continuation.resume(returning: true) }
+        for continuation in woken { continuation.resume(returning: true) }
     }
 
     /// The queue closed: every wait, now and later, returns `false`.
     func close() {
-        let woken = state.withLock { state -> [Waiter] in
+        let woken = state.withLock { state -> [CheckedContinuation<Bool, Never>] in
             state.closed = true
             state.generation += 1
-            defer { state.waiters = [] }
-            return state.waiters
+            defer { state.waiters = [:] }
+            return Array(state.waiters.values)
         }
-        for waiter in woken { waiter.continuation.resume(returning: false) }
+        for continuation in woken { continuation.resume(returning: false) }
     }
 
     /// Returns `true` once the generation is past `generation`; `false` if
@@ -52,27 +48,29 @@ final class AppendSignal: Sendable {
     func wait(after generation: UInt64) async -> Bool {
         let id = state.withLock { state -> UInt64 in
             defer { state.nextID += 1 }
+            state.starting.insert(state.nextID)
             return state.nextID
         }
         return await withTaskCancellationHandler {
             await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
                 let ready = state.withLock { state -> Bool? in
-                    if state.closed || state.cancelled.remove(id) != nil { return false }
+                    state.starting.remove(id)
+                    if state.cancelled.remove(id) != nil || state.closed { return false }
                     if state.generation > generation { return true }
-                    state.waiters.append(Waiter(id: id, after: generation, continuation: continuation))
+                    state.waiters[id] = continuation
                     return nil
                 }
                 if let ready { continuation.resume(returning: ready) }
             }
         } onCancel: {
-            let waiter = state.withLock { state -> Waiter? in
-                guard let index = state.waiters.firstIndex(where: { $0.id == id }) else {
-                    state.cancelled.insert(id)
-                    return nil
-                }
-                return state.waiters.remove(at: index)
+            let waiter = state.withLock { state -> CheckedContinuation<Bool, Never>? in
+                if let waiter = state.waiters.removeValue(forKey: id) { return waiter }
+                // Not registered yet: it sees this when it does. Already
+                // answered: nothing to do, nothing kept.
+                if state.starting.contains(id) { state.cancelled.insert(id) }
+                return nil
             }
-            waiter?.continuation.resume(returning: false)
+            waiter?.resume(returning: false)
         }
     }
 }

@@ -25,30 +25,34 @@ struct ConsumerOffsets: Sendable {
         [1] + (0..<8).map { UInt8(truncatingIfNeeded: position >> (8 * $0)) }
     }
 
-    static func decode(_ bytes: [UInt8], name: String, in log: OutboxLog) throws(QueueError) -> UInt64 {
+    static func decode(_ bytes: [UInt8], consumer key: LogKey, in log: OutboxLog) throws(QueueError) -> UInt64 {
         guard bytes.count == 9, bytes[0] == 1 else {
             throw QueueError(
                 .damaged,
-                "consumer \(name)'s committed position in \(log.directory) is \(bytes.count) bytes"
+                "consumer \(key)'s committed position in \(log.directory) is \(bytes.count) bytes"
                     + (bytes.first.map { " of version \($0)" } ?? "") + ", not 9 of version 1")
         }
         return bytes[1...].reversed().reduce(0) { $0 << 8 | UInt64($1) }
     }
 
     /// The consumer's committed position: `nil` if it was never created.
-    func committed(_ name: String) async throws(QueueError) -> UInt64? {
-        let key = try Self.key(name)
+    func committed(_ key: LogKey) async throws(QueueError) -> UInt64? {
         let entry: LogEntry?
-        do { entry = try await log.get(key) } catch { throw QueueError.from(error, "cannot read consumer \(name)'s position") }
+        do { entry = try await log.get(key) } catch { throw QueueError.from(error, "cannot read consumer \(key)'s position") }
         guard let entry else { return nil }
-        return try Self.decode(entry.value, name: name, in: log)
+        return try Self.decode(entry.value, consumer: key, in: log)
     }
 
-    /// Submits the consumer's new position; await the ticket for its durability.
-    func submit(_ name: String, _ position: UInt64) throws(QueueError) -> LogTicket {
-        let key = try Self.key(name)
-        do { return try log.submit([.value(key, Self.encode(position))]) } catch {
-            throw QueueError.from(error, "cannot record consumer \(name)'s position")
+    /// Records the consumer's new position, in room reserved first (a
+    /// commit is never refused for back-pressure); await the ticket for its
+    /// durability.
+    func record(_ key: LogKey, _ position: UInt64) async throws(QueueError) -> LogTicket {
+        let write = LogWrite.value(key, Self.encode(position))
+        do {
+            let room = try await log.reserve(bytes: write.frameSize)
+            return try room.commit([write])
+        } catch {
+            throw QueueError.from(error, "cannot record consumer \(key)'s position")
         }
     }
 }

@@ -9,27 +9,33 @@ import OutboxLog
 /// consumer reads again from its last commit: what was read and not
 /// committed is delivered again — at least once, in order.
 ///
-/// One reader at a time: a ``next(max:)`` while another of the same
-/// consumer is running is refused (`invalidArgument`).
+/// One reader and one commit at a time: a ``next(max:)`` while another of
+/// the same consumer is running, or a commit while another is, is refused
+/// (`invalidArgument`).
 public final class QueueConsumer: Sendable {
     /// The consumer's name, its key among the queue's consumers.
     public let name: String
-    private let queue: DurableQueue
+    let logs: QueueLogs
+    private let key: LogKey
 
     private struct State {
         /// The last position read (0: nothing yet).
         var cursor: UInt64
         /// The last position committed (0: nothing yet).
         var committed: UInt64
+        /// Bumped by every rewind: a read or a tail's page that started
+        /// before one does not move the cursor or yield on.
+        var rewinds: UInt64 = 0
         var reading = false
         var committing = false
     }
 
     private let state: Locked<State>
 
-    init(name: String, queue: DurableQueue, committed: UInt64) {
+    init(name: String, logs: QueueLogs, committed: UInt64) {
         self.name = name
-        self.queue = queue
+        self.logs = logs
+        key = LogKey(Array(name.utf8))
         state = Locked(State(cursor: committed, committed: committed))
     }
 
@@ -45,53 +51,68 @@ public final class QueueConsumer: Sendable {
         state.withLock { $0.cursor == 0 ? nil : QueuePosition(rawValue: $0.cursor) }
     }
 
+    /// How many rewinds so far: a tail drops the rest of its page when it
+    /// changes.
+    var rewinds: UInt64 { state.withLock { $0.rewinds } }
+
     /// Up to `max` elements after the cursor, in order, and moves the
     /// cursor past them; empty when the consumer is at the end (it does not
     /// wait: ``tail(batch:)`` does).
     ///
-    /// - Complexity: O(*b*) in the bytes of the log read, from the segment
-    ///   holding the cursor; reading on from the previous page resumes
-    ///   where that page stopped.
+    /// - Complexity: O(*b*) in the bytes of the elements' log verified: from
+    ///   the start of the segment holding the cursor to the last element
+    ///   returned (or the end). A read at the end of the queue verifies the
+    ///   segment being appended to again.
     public func next(max: Int = 256) async throws(QueueError) -> [QueueElement] {
+        try await read(max: max).elements
+    }
+
+    /// ``next(max:)``, and the rewinds counted when the read began: a tail
+    /// drops its page when a rewind came after.
+    func read(max: Int) async throws(QueueError) -> (elements: [QueueElement], rewinds: UInt64) {
         guard max >= 1 else { throw QueueError(.invalidArgument, "max must be at least 1, not \(max)") }
-        let cursor = try state.withLock { state throws(QueueError) -> UInt64 in
+        let (cursor, rewinds) = try state.withLock { state throws(QueueError) -> (UInt64, UInt64) in
             guard !state.reading else {
                 throw QueueError(.invalidArgument, "consumer \(name) is already reading: one reader per consumer")
             }
             state.reading = true
-            return state.cursor
+            return (state.cursor, state.rewinds)
         }
         let entries: [LogEntry]
-        do { entries = try await queue.elements.entries(after: cursor, limit: max) } catch {
+        do { entries = try await logs.elements.entries(after: cursor, limit: max) } catch {
             state.withLock { $0.reading = false }
             throw QueueError.from(error, "consumer \(name) cannot read")
         }
         state.withLock { state in
             state.reading = false
             // A rewind while this read ran wins: its elements come again.
-            if state.cursor == cursor, let last = entries.last { state.cursor = last.sequence }
+            if state.rewinds == rewinds, let last = entries.last { state.cursor = Swift.max(state.cursor, last.sequence) }
         }
-        return entries.map { QueueElement(position: QueuePosition(rawValue: $0.sequence), bytes: $0.value) }
+        return (entries.map { QueueElement(position: QueuePosition(rawValue: $0.sequence), bytes: $0.value) }, rewinds)
     }
 
     /// Moves the cursor back to the committed position: the elements read
-    /// since are read again (after a failure to process them, say).
+    /// since are read again (after a failure to process them, say). A tail
+    /// drops the rest of the page it was yielding and reads again too.
     public func rewind() {
-        state.withLock { $0.cursor = $0.committed }
+        state.withLock { state in
+            state.cursor = state.committed
+            state.rewinds += 1
+        }
     }
 
     /// Commits that every element up to `position` has been processed: after
-    /// a restart the consumer reads from the element after it. Returns once
-    /// the commit reached `durability`.
+    /// a restart the consumer reads from the element after it. The elements
+    /// it covers are first made as durable as the commit. Returns once the
+    /// commit reached `durability`; only then does ``committed`` move.
     ///
     /// - Throws: `invalidArgument`, committing nothing, for a position
     ///   before the last commit (commits never go back), after the newest
     ///   element, or while another commit of this consumer is running;
     ///   `closed`; `log`.
     public func commit(through position: QueuePosition, durability: Durability = .durable) async throws(QueueError) {
-        let newest = queue.newestPosition?.rawValue ?? 0
-        if position.rawValue <= newest { try await queue.elementsReach(position.rawValue, durability) }
-        let ticket = try state.withLock { state throws(QueueError) -> LogTicket in
+        let newest = logs.newest
+        try state.withLock { state throws(QueueError) in
             guard !state.committing else {
                 throw QueueError(.invalidArgument, "consumer \(name) is already committing: one commit at a time")
             }
@@ -101,23 +122,27 @@ public final class QueueConsumer: Sendable {
             guard position.rawValue <= newest else {
                 throw QueueError(.invalidArgument, "consumer \(name) cannot commit \(position): the newest element is \(newest)")
             }
-            let ticket = try queue.offsets.submit(name, position.rawValue)
             state.committing = true
-            state.committed = position.rawValue
-            state.cursor = max(state.cursor, position.rawValue)
-            return ticket
         }
         defer { state.withLock { $0.committing = false } }
+        try await logs.elementsReach(position.rawValue, durability)
+        let ticket = try await logs.offsets.record(key, position.rawValue)
         do { try await ticket.wait(for: durability) } catch { throw QueueError.from(error, "consumer \(name) cannot commit") }
+        state.withLock { state in
+            state.committed = Swift.max(state.committed, position.rawValue)
+            state.cursor = Swift.max(state.cursor, position.rawValue)
+        }
     }
 
     /// The elements after the cursor, then each new one as it is appended,
     /// read `batch` at a time as the loop asks for them (nothing is read
     /// ahead of it). Ends when the queue closes or the task is cancelled;
-    /// throws what a read throws. Commit as you go. A loop that stops in the
-    /// middle of a batch leaves the batch's other elements read (the cursor
-    /// is past them) but not committed: ``rewind()`` to read them again.
+    /// throws what a read throws (a ``QueueError``). Commit as you go; after
+    /// a ``rewind()`` the tail reads again from the committed position. A
+    /// loop that stops in the middle of a batch leaves the batch's other
+    /// elements read (the cursor is past them) but not committed:
+    /// ``rewind()`` to read them again.
     public func tail(batch: Int = 256) -> QueueTail {
-        QueueTail(consumer: self, signal: queue.signal, batch: max(1, batch))
+        QueueTail(consumer: self, signal: logs.signal, batch: Swift.max(1, batch))
     }
 }

@@ -1,7 +1,10 @@
 import OutboxLog
 
 /// Where an element is in its queue. Positions increase with every append
-/// (not always by one) and never repeat, across restarts too.
+/// (not always by one), across restarts too. An element lost in a crash —
+/// appended `buffered`, or not yet `durable` at a power loss — may see its
+/// position given to a later element; the position of an element that
+/// survived never is.
 public struct QueuePosition: Sendable, Hashable, Comparable, CustomStringConvertible {
     /// The sequence number of the element's record in the queue's log.
     public var rawValue: UInt64

@@ -14,14 +14,22 @@ public struct QueueTail: AsyncSequence, Sendable {
         let batch: Int
         var page: [QueueElement] = []
         var index = 0
+        /// The consumer's rewinds when the page was read.
+        var rewinds: UInt64 = 0
 
         public mutating func next() async throws -> QueueElement? {
+            // After a rewind the rest of the page is not yielded: it is read
+            // again, from the committed position.
+            if consumer.rewinds != rewinds {
+                page = []
+                index = 0
+            }
             while index >= page.count {
                 if Task.isCancelled { return nil }
                 // Noted before the read: an append after it wakes the wait.
                 let generation = signal.generation
                 let fetched: [QueueElement]
-                do { fetched = try await consumer.next(max: batch) } catch {
+                do { (fetched, rewinds) = try await consumer.read(max: batch) } catch {
                     if error.code == .closed { return nil }
                     throw error
                 }

@@ -1,4 +1,5 @@
 import OutboxLog
+import OutboxLogTesting
 import OutboxQueue
 import SystemPackage
 import Testing
@@ -159,6 +160,65 @@ struct QueueBasicsTests {
         }
     }
 
+    @Test("names are their UTF-8 bytes: two spellings of café Swift calls equal are two consumers, in memory as on disk")
+    func namesAreBytes() async throws {
+        try await withQueueDirectory { directory in
+            let composed = "caf\u{E9}"
+            let decomposed = "cafe\u{301}"
+            #expect(composed == decomposed && Array(composed.utf8) != Array(decomposed.utf8))
+            let queue = try await DurableQueue.open(at: directory)
+            for i in 0..<3 { try await queue.append(bytes("e\(i)")) }
+            let first = try await queue.consumer(named: composed)
+            let second = try await queue.consumer(named: decomposed)
+            #expect(first !== second)
+            let read = try await first.next(max: 2)
+            try await first.commit(through: read[1].position)
+            try await queue.close()
+            let reopened = try await DurableQueue.open(at: directory)
+            #expect(try await reopened.consumer(named: composed).committed == read[1].position)
+            #expect(try await reopened.consumer(named: decomposed).committed == nil)
+            try await reopened.close()
+        }
+    }
+
+    @Test(
+        "a batch larger than the bound on bytes waiting to be written is appended whole, behind a buffered append",
+        .timeLimit(.minutes(2)))  // a hang guard: an append that never gets room fails instead of stalling the run
+    func batchLargerThanThePendingBound() async throws {
+        try await withQueueDirectory { directory in
+            var configuration = DurableQueue.Configuration()
+            configuration.elements.groupCommitLimit = 64 << 10
+            configuration.elements.maximumPendingBytes = 64 << 10
+            let queue = try await DurableQueue.open(at: directory, configuration: configuration)
+            try await queue.append([UInt8](repeating: 7, count: 1024), durability: .buffered)
+            // 5,000 one-byte elements: their frames, not their payloads, are ~180 KiB.
+            let batch = (0..<5_000).map { [UInt8(truncatingIfNeeded: $0)] }
+            try await queue.append(contentsOf: batch, durability: .written)
+            let consumer = try await queue.consumer(named: "c")
+            let all = try await drain(consumer, page: 1_000)
+            #expect(all.count == 5_001)
+            #expect(all.dropFirst().map(\.bytes) == batch)
+            try await queue.close()
+        }
+    }
+
+    @Test("a commit whose sync fails throws and moves nothing: committed and a rewind stay where the last commit was")
+    func failedCommitChangesNothing() async throws {
+        let disk = SimulatedFileSystem(directories: ["/data"])
+        let queue = try await DurableQueue.open(at: QueuePowerLossTests.directory, configuration: QueuePowerLossTests.configuration(disk))
+        for i in 0..<4 { try await queue.append(bytes("e\(i)"), durability: .durable) }
+        let consumer = try await queue.consumer(named: "c")
+        let read = try await consumer.next()
+        try await consumer.commit(through: read[0].position)
+        _ = disk.faults.install(.fromNthCall(1, of: .synchronize, paths: .under(QueuePowerLossTests.directory.appending("consumers"))))
+        let failed = await #expect(throws: QueueError.self) { try await consumer.commit(through: read[2].position) }
+        #expect(failed?.code == .log)
+        #expect(consumer.committed == read[0].position, "a failed commit moved the committed position")
+        consumer.rewind()
+        #expect(text(try await drain(consumer)) == ["e1", "e2", "e3"], "a rewind after the failed commit skipped elements")
+        _ = try? await queue.close()
+    }
+
     @Test("after close, calls throw closed")
     func closed() async throws {
         try await withQueueDirectory { directory in
@@ -169,6 +229,8 @@ struct QueueBasicsTests {
             #expect(append?.code == .closed)
             let read = await #expect(throws: QueueError.self) { try await consumer.next() }
             #expect(read?.code == .closed)
+            let again = await #expect(throws: QueueError.self) { try await queue.consumer(named: "c") }
+            #expect(again?.code == .closed, "a cached consumer was handed out by a closed queue")
         }
     }
 }

@@ -326,6 +326,25 @@ public final class OutboxLog: Sendable {
         try await core.removeExpired(now: RecordExpiry.passed(at: now))
     }
 
+    /// Removes the oldest segments whose every record has a sequence number
+    /// below `sequence`, whole and whatever their expiry: retention by
+    /// position, as a queue drops what every consumer has read past. The
+    /// newest segment always stays (it carries the sequence floor), so
+    /// records of the segment being appended to are never removed; keys
+    /// whose live value was in a removed segment are gone from the log. The
+    /// removal is atomic across a crash, like ``removeExpired(now:)``, and
+    /// waits for a running compaction.
+    ///
+    /// - Throws: `.invalidArgument` for a log opened read-only; `.closed`,
+    ///   `.poisoned`, `.io`.
+    ///
+    /// - Complexity: as ``removeExpired(now:)``: O(*r*) in the records of
+    ///   the segments removed, plus one file deletion per segment.
+    @discardableResult
+    public func removeSegments(before sequence: UInt64) async throws(OutboxLogError) -> RetentionReport {
+        try await core.removeSegments(before: sequence)
+    }
+
     /// Waits until a compaction running in the background (started
     /// automatically after a segment roll) has finished.
     public func waitForBackgroundCompaction() async { await core.waitForCompaction() }

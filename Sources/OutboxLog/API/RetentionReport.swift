@@ -11,7 +11,7 @@ public struct RetentionReport: Sendable, Hashable, CustomStringConvertible {
 
     public var description: String {
         segmentsRemoved == 0
-            ? "nothing expired"
-            : "removed \(segmentsRemoved) expired segment(s) of \(bytesRemoved) bytes and \(keysRemoved) key(s)"
+            ? "nothing removed"
+            : "removed \(segmentsRemoved) segment(s) of \(bytesRemoved) bytes and \(keysRemoved) key(s)"
     }
 }

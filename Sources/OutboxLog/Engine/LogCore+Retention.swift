@@ -1,8 +1,9 @@
 import Foundation
 
-/// Time-based retention: the oldest segments whose every value and
-/// annotation has expired are removed whole, through the same crash-safe
-/// swap as compaction (an intent with inputs and no outputs).
+/// Retention: the oldest segments whose every value and annotation has
+/// expired (or, asked by position, whose every record is older than a
+/// sequence number) are removed whole, through the same crash-safe swap as
+/// compaction (an intent with inputs and no outputs).
 ///
 /// Why whole segments, oldest first: removing a file costs nothing per
 /// record, and a tombstone can only shadow records older than itself, all
@@ -19,7 +20,9 @@ extension LogCore {
         // sequence floor.
         // Only when every segment before it goes too: otherwise each call
         // would roll a new segment that retention cannot reach.
-        let everySealedExpired = state.withLock { state in Self.expiredRun(in: state, now: now).count == state.order.count - 1 }
+        let everySealedExpired = state.withLock { state in
+            Self.removableRun(in: state, expiredAt: now).count == state.order.count - 1
+        }
         do {
             if everySealedExpired { try await sealActiveSegment(when: { $0.latestExpiry != .min && $0.hasExpired(at: now) }) }
         } catch {
@@ -27,24 +30,37 @@ extension LogCore {
             throw error
         }
         return try await runOnOwnThread { () throws(OutboxLogError) -> RetentionReport in
-            try self.removeExpiredClaimed(now: now)
+            try self.removeRunClaimed { state in Self.removableRun(in: state, expiredAt: now) }
         }
     }
 
-    /// Runs with the compaction slot claimed (no compaction moves segments
-    /// meanwhile); releases it when done.
-    private func removeExpiredClaimed(now: Int64) throws(OutboxLogError) -> RetentionReport {
+    /// Retention by position: the oldest segments whose every record has a
+    /// sequence number below `sequence` (the next segment starts at or
+    /// before it), whatever their expiry — what a queue drops once every
+    /// consumer has read past it. The newest segment always stays.
+    func removeSegments(before sequence: UInt64) async throws(OutboxLogError) -> RetentionReport {
+        if configuration.readOnly { throw OutboxLogError(.invalidArgument, "the log was opened read-only") }
+        try await waitForIndex()
+        try await claimCompactionSlot()
+        return try await runOnOwnThread { () throws(OutboxLogError) -> RetentionReport in
+            try self.removeRunClaimed { state in Self.removableRun(in: state) { _, next in next.baseSequence <= sequence } }
+        }
+    }
+
+    /// Removes the run `choose` picks, with the compaction slot claimed (no
+    /// compaction moves segments meanwhile); releases it when done.
+    private func removeRunClaimed(_ choose: (LogState) -> [(file: SegmentFile, size: Int64)]) throws(OutboxLogError) -> RetentionReport {
         defer { releaseCompaction() }
-        let run = state.withLock { state in Self.expiredRun(in: state, now: now) }
+        let run = state.withLock { state in choose(state) }
         guard !run.isEmpty else { return RetentionReport() }
         // The keys the run holds, read from its files (off the lock): the
         // index drops them without a walk of every live key.
         let keys = keys(in: run)
 
         // No wait for later records to be durable, unlike compaction: what
-        // goes is expired, so a power loss that also takes a newer,
-        // unsynced record of the same key leaves it absent rather than
-        // back at a value that had expired anyway.
+        // goes was given up (expired, or below the caller's position), so
+        // a power loss that also takes a newer, unsynced record of the same
+        // key leaves it absent rather than back at a value given up anyway.
         let intent = CompactionIntent(
             inputs: run.map { .init(base: $0.file.header.baseSequence, salt: $0.file.header.salt) }, outputs: [],
             setAsideInputs: false)
@@ -121,22 +137,30 @@ extension LogCore {
         return RecordExpiry.date(usage.latestExpiry)
     }
 
-    /// The oldest sealed segments, in order, that have expired at `now`
-    /// and are fully written, each followed by a segment that exists on
-    /// disk: the newest segment always stays, since it carries the
-    /// sequence floor (Docs/FORMAT.md, "The sequence floor").
-    private static func expiredRun(in state: LogState, now: Int64) -> [(file: SegmentFile, size: Int64)] {
+    /// The oldest sealed segments, in order, that have expired at `now`.
+    private static func removableRun(in state: LogState, expiredAt now: Int64) -> [(file: SegmentFile, size: Int64)] {
+        removableRun(in: state) { usage, _ in usage.hasExpired(at: now) }
+    }
+
+    /// The oldest sealed segments, in order, that `removable` allows (given
+    /// the segment's usage and the next segment's header) and that are
+    /// fully written, each followed by a segment that exists on disk: the
+    /// newest segment always stays, since it carries the sequence floor
+    /// (Docs/FORMAT.md, "The sequence floor").
+    private static func removableRun(
+        in state: LogState, _ removable: (SegmentUsage, SegmentHeader) -> Bool
+    ) -> [(file: SegmentFile, size: Int64)] {
         var run: [(file: SegmentFile, size: Int64)] = []
         for (position, id) in state.order.enumerated() {
             guard id != state.activeID, position + 1 < state.order.count,
-                state.slots[state.order[position + 1]]?.file != nil,
+                let next = state.slots[state.order[position + 1]], next.file != nil,
                 let slot = state.slots[id], let file = slot.file
             else { break }
             let usage = state.index.usage[id] ?? SegmentUsage()
             let size = Int64(SegmentHeader.size) + usage.totalBytes
             // A segment sealed by a roll may still have bytes waiting for
             // the writer: it goes once they are written.
-            guard slot.writtenSize >= size, usage.hasExpired(at: now) else { break }
+            guard slot.writtenSize >= size, removable(usage, next.header) else { break }
             run.append((file, size))
         }
         return run

@@ -248,8 +248,6 @@ struct SegmentChain {
         return nil
     }
 
-    /// Adds a scanned segment to the log: a ``SegmentFile`` that owns its
-    /// descriptor from now on, and its records in the index.
     /// Applies `records` to the index in order; returns how many are not
     /// markers. Every record of an open passes here: the records are read
     /// in place, not copied out one by one.
@@ -271,6 +269,8 @@ struct SegmentChain {
         return count
     }
 
+    /// Adds a scanned segment to the log: a ``SegmentFile`` that owns its
+    /// descriptor from now on, and its records in the index.
     private func index(
         _ candidate: SegmentCandidate, _ header: SegmentHeader, _ scanned: ScannedSegment, isNewest: Bool,
         includingLaterRecords: Bool, into scan: inout Scan, inventory: SegmentInventory, report: inout RecoveryReport
