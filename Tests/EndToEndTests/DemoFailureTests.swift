@@ -26,7 +26,15 @@ struct DemoFailureTests {
         #expect((ledger["violations"] as? [String])?.first?.hasPrefix("did not finish:") == true)
         #expect(ledger["delivered"] as? Int == 0)
         #expect((ledger["lost"] as? [Any])?.isEmpty == true, "queued writes are not reported lost")
-        #expect((ledger["faults"] as? [String: Int])?["serverError"] ?? 0 > 0)
+        // Every attempt met the server's refusal. How many fit in the 2 s
+        // depends on the machine's load (none, on two busy cores), so the
+        // count is checked against the client's, not against a number: the
+        // server served a 503 for every retry the client counted, and
+        // perhaps one more whose answer the deadline cut off.
+        let faults = ledger["faults"] as? [String: Int] ?? [:]
+        #expect(faults.filter { $0.value > 0 }.keys.allSatisfy { $0 == "serverError" }, "\(faults)")
+        let retries = try #require(ledger["retries"] as? Int)
+        #expect((faults["serverError"] ?? 0) >= retries, "\(faults), \(retries) retries")
     }
 
     @Test("a store failing under the dispatcher ends the demo with exit 1 and one error line, not a hang")
