@@ -24,7 +24,7 @@ public struct LogWrite: Sendable, Hashable {
     /// this time. `nil`, the default, never expires.
     ///
     /// Expiry does not hide a record: ``OutboxLog/get(_:)->LogEntry?`` returns it with
-    /// its ``LogEntry/expiresAt`` until ``OutboxLog/removeExpired(now:)``
+    /// its ``LogEntry/expiresAt`` until ``OutboxLog/removeExpired(now:below:)``
     /// removes its segment, and deciding what an expired record means is the
     /// caller's. An append refuses a date it cannot store exactly (not
     /// finite, or more than about 31,700 years from 1970).
@@ -181,7 +181,7 @@ public struct LogStatistics: Sendable, Hashable {
     public var syncs: Int
     /// Compactions finished since open.
     public var compactions: Int
-    /// The earliest time at which ``OutboxLog/removeExpired(now:)`` can
+    /// The earliest time at which ``OutboxLog/removeExpired(now:below:)`` can
     /// remove the oldest segment (its latest expiry); `nil` if it never can
     /// by time alone, because that segment holds a value or annotation
     /// without an expiry (or the log holds nothing that expires).

@@ -321,9 +321,13 @@ public final class OutboxLog: Sendable {
     ///   file deletion per segment; O(*s*) in segments when nothing has
     ///   expired. With index checkpoints on, a checkpoint follows (O(*n*) in
     ///   live keys, written on the retention's thread).
+    ///
+    /// - Parameter floor: With a floor, only segments whose every record has
+    ///   a sequence number below it go, as ``removeSegments(before:)``: what
+    ///   a queue keeps for a consumer that has not read past it.
     @discardableResult
-    public func removeExpired(now: Date = Date()) async throws(OutboxLogError) -> RetentionReport {
-        try await core.removeExpired(now: RecordExpiry.passed(at: now))
+    public func removeExpired(now: Date = Date(), below floor: UInt64 = .max) async throws(OutboxLogError) -> RetentionReport {
+        try await core.removeExpired(now: RecordExpiry.passed(at: now), below: floor)
     }
 
     /// Removes the oldest segments whose every record has a sequence number
@@ -332,17 +336,39 @@ public final class OutboxLog: Sendable {
     /// newest segment always stays (it carries the sequence floor), so
     /// records of the segment being appended to are never removed; keys
     /// whose live value was in a removed segment are gone from the log. The
-    /// removal is atomic across a crash, like ``removeExpired(now:)``, and
+    /// removal is atomic across a crash, like ``removeExpired(now:below:)``, and
     /// waits for a running compaction.
     ///
     /// - Throws: `.invalidArgument` for a log opened read-only; `.closed`,
     ///   `.poisoned`, `.io`.
     ///
-    /// - Complexity: as ``removeExpired(now:)``: O(*r*) in the records of
+    /// - Complexity: as ``removeExpired(now:below:)``: O(*r*) in the records of
     ///   the segments removed, plus one file deletion per segment.
     @discardableResult
     public func removeSegments(before sequence: UInt64) async throws(OutboxLogError) -> RetentionReport {
         try await core.removeSegments(before: sequence)
+    }
+
+    /// Removes the oldest segments, whole and whatever their expiry, until
+    /// the log's segment files hold at most `limit` bytes (headers included,
+    /// as ``LogStatistics/totalBytes``) — retention by size, as Kafka's
+    /// `retention.bytes` — stopping at the first segment that holds a record
+    /// at or past `floor`. The newest segment always stays, so the log can
+    /// stay above a limit smaller than it; keys whose live value was in a
+    /// removed segment are gone from the log. Atomic across a crash, like
+    /// ``removeExpired(now:below:)``, and waits for a running compaction.
+    ///
+    /// - Throws: `.invalidArgument` for a negative limit or a log opened
+    ///   read-only; `.closed`, `.poisoned`, `.io`.
+    ///
+    /// - Complexity: O(*s*) in segments to choose, then as
+    ///   ``removeExpired(now:below:)``: O(*r*) in the records of the segments
+    ///   removed, plus one file deletion per segment.
+    @discardableResult
+    public func removeOldestSegments(keepingAtMost limit: Int64, below floor: UInt64 = .max) async throws(OutboxLogError)
+        -> RetentionReport
+    {
+        try await core.removeOldestSegments(keepingAtMost: limit, below: floor)
     }
 
     /// Waits until a compaction running in the background (started

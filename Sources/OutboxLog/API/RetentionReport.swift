@@ -1,4 +1,6 @@
-/// What ``OutboxLog/removeExpired(now:)`` removed.
+/// What a retention call (``OutboxLog/removeExpired(now:below:)``,
+/// ``OutboxLog/removeSegments(before:)``,
+/// ``OutboxLog/removeOldestSegments(keepingAtMost:below:)``) removed.
 public struct RetentionReport: Sendable, Hashable, CustomStringConvertible {
     /// Segment files removed, oldest first.
     public var segmentsRemoved = 0
@@ -6,6 +8,10 @@ public struct RetentionReport: Sendable, Hashable, CustomStringConvertible {
     public var bytesRemoved: Int64 = 0
     /// Keys whose live value was in them: gone from the log.
     public var keysRemoved = 0
+    /// Every record with a sequence number below this one is gone: the
+    /// first sequence number of the oldest segment kept. `nil` when nothing
+    /// was removed.
+    public var removedBelow: UInt64?
 
     public init() {}
 

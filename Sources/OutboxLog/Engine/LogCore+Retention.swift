@@ -11,17 +11,19 @@ import Foundation
 /// that holds a record without an expiry stays, and so does every segment
 /// after it: retention never reorders what a reader sees.
 extension LogCore {
-    func removeExpired(now: Int64) async throws(OutboxLogError) -> RetentionReport {
+    func removeExpired(now: Int64, below floor: UInt64) async throws(OutboxLogError) -> RetentionReport {
         if configuration.readOnly { throw OutboxLogError(.invalidArgument, "the log was opened read-only") }
         try await waitForIndex()
         try await claimCompactionSlot()
         // A quiet log's active segment may hold nothing but expired records:
         // sealed, it can go too, and the new (empty) one carries the
         // sequence floor.
-        // Only when every segment before it goes too: otherwise each call
-        // would roll a new segment that retention cannot reach.
+        // Only when every segment before it goes too (and the floor is past
+        // every record): otherwise each call would roll a new segment that
+        // retention cannot reach.
         let everySealedExpired = state.withLock { state in
-            Self.removableRun(in: state, expiredAt: now).count == state.order.count - 1
+            state.nextSequence <= floor
+                && Self.removableRun(in: state, expiredAt: now, below: floor).count == state.order.count - 1
         }
         do {
             if everySealedExpired { try await sealActiveSegment(when: { $0.latestExpiry != .min && $0.hasExpired(at: now) }) }
@@ -30,7 +32,30 @@ extension LogCore {
             throw error
         }
         return try await runOnOwnThread { () throws(OutboxLogError) -> RetentionReport in
-            try self.removeRunClaimed { state in Self.removableRun(in: state, expiredAt: now) }
+            try self.removeRunClaimed { state in Self.removableRun(in: state, expiredAt: now, below: floor) }
+        }
+    }
+
+    /// Retention by size: the oldest segments, while the log's files
+    /// (headers included) hold more than `limit` bytes, each only if its
+    /// every record is below `floor`. The newest segment always stays, so a
+    /// limit below its size leaves it alone.
+    func removeOldestSegments(keepingAtMost limit: Int64, below floor: UInt64) async throws(OutboxLogError) -> RetentionReport {
+        if configuration.readOnly { throw OutboxLogError(.invalidArgument, "the log was opened read-only") }
+        guard limit >= 0 else { throw OutboxLogError(.invalidArgument, "a size limit is at least 0 bytes, not \(limit)") }
+        try await waitForIndex()
+        try await claimCompactionSlot()
+        return try await runOnOwnThread { () throws(OutboxLogError) -> RetentionReport in
+            try self.removeRunClaimed { state in
+                var excess = state.order.reduce(Int64(0)) { total, id in
+                    total + Int64(SegmentHeader.size) + (state.index.usage[id]?.totalBytes ?? 0)
+                } - limit
+                return Self.removableRun(in: state) { usage, next in
+                    guard excess > 0, next.baseSequence <= floor else { return false }
+                    excess -= Int64(SegmentHeader.size) + usage.totalBytes
+                    return true
+                }
+            }
         }
     }
 
@@ -51,7 +76,12 @@ extension LogCore {
     /// compaction moves segments meanwhile); releases it when done.
     private func removeRunClaimed(_ choose: (LogState) -> [(file: SegmentFile, size: Int64)]) throws(OutboxLogError) -> RetentionReport {
         defer { releaseCompaction() }
-        let run = state.withLock { state in choose(state) }
+        let (run, keptFrom) = state.withLock { state in
+            let run = choose(state)
+            // The run is a prefix of the order, followed by a segment (the
+            // run never takes the newest).
+            return (run, run.isEmpty ? nil : state.slots[state.order[run.count]]?.header.baseSequence)
+        }
         guard !run.isEmpty else { return RetentionReport() }
         // The keys the run holds, read from its files (off the lock): the
         // index drops them without a walk of every live key.
@@ -79,6 +109,7 @@ extension LogCore {
         var report = RetentionReport()
         report.segmentsRemoved = run.count
         report.bytesRemoved = run.reduce(0) { $0 + $1.size }
+        report.removedBelow = keptFrom
         report.keysRemoved = state.withLock { state in
             let keys = keys.map { state.index.removeEntries(in: removed, among: $0) } ?? state.index.removeEntries(in: removed)
             for id in removed {
@@ -137,9 +168,10 @@ extension LogCore {
         return RecordExpiry.date(usage.latestExpiry)
     }
 
-    /// The oldest sealed segments, in order, that have expired at `now`.
-    private static func removableRun(in state: LogState, expiredAt now: Int64) -> [(file: SegmentFile, size: Int64)] {
-        removableRun(in: state) { usage, _ in usage.hasExpired(at: now) }
+    /// The oldest sealed segments, in order, that have expired at `now`
+    /// and hold no record at or past `floor`.
+    private static func removableRun(in state: LogState, expiredAt now: Int64, below floor: UInt64) -> [(file: SegmentFile, size: Int64)] {
+        removableRun(in: state) { usage, next in usage.hasExpired(at: now) && next.baseSequence <= floor }
     }
 
     /// The oldest sealed segments, in order, that `removable` allows (given
