@@ -247,6 +247,7 @@ let package = Package(
                 "OutboxHTTP",
                 "OutboxLog",
                 "OutboxLogTesting",
+                "OutboxQueue",
                 "OutboxReferenceServer",
                 "OutboxTorture",
                 "IdempotencyKeyMiddleware",
@@ -326,7 +327,9 @@ let package = Package(
         .testTarget(
             name: "OutboxQueueTests",
             dependencies: [
+                "CLITestSupport",
                 "OutboxQueue",
+                "OutboxLocking",
                 "OutboxLog",
                 "OutboxLogTesting",
                 .product(name: "SystemPackage", package: "swift-system"),
@@ -427,6 +430,7 @@ let package = Package(
                 "OutboxHTTP",
                 "OutboxLog",
                 "OutboxLogTesting",
+                "OutboxQueue",
                 "OutboxReferenceServer",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),

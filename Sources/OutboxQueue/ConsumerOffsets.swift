@@ -47,12 +47,19 @@ struct ConsumerOffsets: Sendable {
     /// commit is never refused for back-pressure); await the ticket for its
     /// durability.
     func record(_ key: LogKey, _ position: UInt64) async throws(QueueError) -> LogTicket {
-        let write = LogWrite.value(key, Self.encode(position))
-        do {
-            let room = try await log.reserve(bytes: write.frameSize)
-            return try room.commit([write])
-        } catch {
-            throw QueueError.from(error, "cannot record consumer \(key)'s position")
+        try Self.commit(.value(key, Self.encode(position)), in: try await room(), consumer: key)
+    }
+
+    /// Room for one commit or removal record (the two are the same size or
+    /// smaller), reserved so that the record can then be committed under a
+    /// consumer's own lock, in the order of that lock.
+    func room() async throws(QueueError) -> LogReservation {
+        do { return try await log.reserve(bytes: LogWrite.value(LogKey([0]), Self.encode(0)).frameSize + ConsumerOffsets.maximumNameBytes) } catch {
+            throw QueueError.from(error, "cannot reserve room for a consumer's record")
         }
+    }
+
+    static func commit(_ write: LogWrite, in room: LogReservation, consumer key: LogKey) throws(QueueError) -> LogTicket {
+        do { return try room.commit([write]) } catch { throw QueueError.from(error, "cannot record consumer \(key)") }
     }
 }

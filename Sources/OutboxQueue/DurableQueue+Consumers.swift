@@ -28,6 +28,8 @@ extension DurableQueue {
             consumers.withLock { consumers in
                 if consumers[key] == creation { consumers[key] = nil }
             }
+            // A removal was under way: the name is free now.
+            if error is RemovalOutcome { return try await consumer(named: name, startingAt: start) }
             throw error as? QueueError ?? QueueError(.log, "cannot create consumer \(name): \(error)")
         }
     }
@@ -46,29 +48,58 @@ extension DurableQueue {
         return QueueConsumer(name: name, logs: logs, committed: position)
     }
 
-    /// Removes the elements every consumer has committed past, a whole
-    /// segment of the elements' log at a time (no per-element deletes):
-    /// the oldest segments whose every element is at or before the lowest
-    /// committed position. The consumers' commits are synced first, so a
-    /// power loss cannot take a consumer back before what was removed. With
-    /// no consumer, nothing is removed (a consumer made later reads from the
-    /// oldest element). The segment being appended to always stays.
+    /// Removes the consumer named `name`: its committed position is
+    /// deleted (durably, before this returns), so it no longer holds back
+    /// ``trim(now:)``, and the ``QueueConsumer`` this queue handed out for it
+    /// throws `removed` from then on. A later ``consumer(named:startingAt:)``
+    /// creates it anew at its start. Returns whether it existed.
     ///
-    /// - Returns: what was removed (`keysRemoved`: elements).
-    /// - Throws: `damaged` if a consumer's committed position does not
-    ///   read back (nothing is removed); `closed`; `log`.
+    /// - Throws: `invalidArgument` for a name that is not one; `closed`; `log`.
     @discardableResult
-    public func removeConsumed() async throws(QueueError) -> RetentionReport {
-        do { try await offsets.log.sync() } catch { throw QueueError.from(error, "cannot sync the consumers' commits") }
-        var floor: UInt64?
-        for key in offsets.log.keys {
-            guard let committed = try await offsets.committed(key) else { continue }
-            floor = min(floor ?? committed, committed)
+    public func removeConsumer(named name: String) async throws(QueueError) -> Bool {
+        let key = try ConsumerOffsets.key(name)
+        // The removal takes the name's place among the creations: a
+        // `consumer(named:)` meanwhile waits for it, then creates anew.
+        let removal = try consumers.withLock { consumers throws(QueueError) -> Task<QueueConsumer, any Error> in
+            guard !closed.withLock({ $0 }) else { throw QueueError(.closed, "the queue is closed") }
+            let previous = consumers[key]
+            let logs = self.logs
+            let made = Task<QueueConsumer, any Error> {
+                let handedOut = try? await previous?.value
+                throw try await Self.remove(key, named: name, handedOut: handedOut, logs)
+            }
+            consumers[key] = made
+            return made
         }
-        guard let floor, floor > 0 else { return RetentionReport() }
-        do { return try await elements.removeSegments(before: floor < .max ? floor + 1 : floor) } catch {
-            throw QueueError.from(error, "cannot remove consumed elements")
+        defer { consumers.withLock { if $0[key] == removal { $0[key] = nil } } }
+        do {
+            _ = try await removal.value
+            return false
+        } catch let outcome as RemovalOutcome {
+            return outcome.existed
+        } catch {
+            throw error as? QueueError ?? QueueError(.log, "cannot remove consumer \(name): \(error)")
         }
+    }
+
+    /// How a removal ended: thrown, so that a creation waiting on the
+    /// removal's task tries again.
+    struct RemovalOutcome: Error {
+        let existed: Bool
+    }
+
+    private static func remove(_ key: LogKey, named name: String, handedOut: QueueConsumer?, _ logs: QueueLogs) async throws
+        -> RemovalOutcome
+    {
+        // A damaged position is removed like any other: that is how it is repaired.
+        let existed: Bool
+        do { existed = try await logs.offsets.log.get(key) != nil } catch { throw QueueError.from(error, "cannot read consumer \(name)") }
+        guard existed || handedOut != nil else { return RemovalOutcome(existed: false) }
+        let room = try await logs.offsets.room()
+        let ticket =
+            try handedOut?.markRemoved(in: room) ?? ConsumerOffsets.commit(.tombstone(key), in: room, consumer: key)
+        do { try await ticket.wait(for: .durable) } catch { throw QueueError.from(error, "cannot remove consumer \(name)") }
+        return RemovalOutcome(existed: true)
     }
 
     /// A commit is made at least as durable as its elements, but a commit

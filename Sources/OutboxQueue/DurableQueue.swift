@@ -1,3 +1,4 @@
+import Foundation
 import OutboxLocking
 import OutboxLog
 import SystemPackage
@@ -35,6 +36,13 @@ public final class DurableQueue: Sendable {
         /// The consumers' log: small records, superseded at every commit
         /// and compacted as they pile up. 1 MiB segments by default.
         public var consumers = OutboxLog.Configuration()
+        /// What ``DurableQueue/trim(now:)`` removes beyond what every
+        /// consumer has committed: nothing, by default.
+        public var retention = QueueRetention()
+        /// The time each element is stamped with as it is appended
+        /// (``QueueElement/appendedAt``), and that the age limit counts back
+        /// from: the system's by default.
+        public var clock: @Sendable () -> Date = { Date() }
 
         public init() {
             consumers.segmentSize = 1 << 20
@@ -61,10 +69,14 @@ public final class DurableQueue: Sendable {
     /// differ in their bytes, and they are two consumers on disk).
     let consumers = Locked<[LogKey: Task<QueueConsumer, any Error>]>([:])
     let closed = Locked(false)
+    let retention: QueueRetention
+    let clock: @Sendable () -> Date
 
-    private init(elements: OutboxLog, offsets: OutboxLog) {
+    private init(elements: OutboxLog, offsets: OutboxLog, configuration: Configuration) {
         logs = QueueLogs(elements: elements, offsets: ConsumerOffsets(log: offsets), signal: AppendSignal())
         nextKey = Locked(elements.statistics.nextSequence)
+        retention = configuration.retention
+        clock = configuration.clock
     }
 
     /// Opens the queue in `directory`, creating it if it does not exist.
@@ -74,6 +86,7 @@ public final class DurableQueue: Sendable {
     public static func open(
         at directory: FilePath, configuration: Configuration = Configuration()
     ) async throws(QueueError) -> DurableQueue {
+        try configuration.retention.validate()
         let elements: OutboxLog
         do { elements = try await OutboxLog.open(at: directory.appending("elements"), configuration: configuration.elements) } catch {
             throw QueueError.from(error, "cannot open the queue's elements in \(directory)")
@@ -87,7 +100,7 @@ public final class DurableQueue: Sendable {
             try? await elements.close()
             throw QueueError.from(error, "cannot open the queue's consumers in \(directory)")
         }
-        let queue = DurableQueue(elements: elements, offsets: offsets)
+        let queue = DurableQueue(elements: elements, offsets: offsets, configuration: configuration)
         do { try await queue.clampCommitsToElements() } catch {
             try? await queue.close()
             throw error
@@ -136,12 +149,15 @@ public final class DurableQueue: Sendable {
     /// the log pushes back: never refused, never spinning).
     private func submit(_ payloads: [[UInt8]]) async throws(QueueError) -> LogTicket {
         // Every key is 8 bytes: the frames' size does not depend on which.
-        let bytes = payloads.reduce(0) { $0 + LogWrite.value(Self.key(0), $1).frameSize }
+        // Every element is stamped with its append time, in the record's
+        // expiry field: what age retention removes by.
+        let appendedAt = clock()
+        let bytes = payloads.reduce(0) { $0 + LogWrite.value(Self.key(0), $1, expiresAt: appendedAt).frameSize }
         do {
             let room: LogReservation
             if let now = elements.reserveIfAvailable(bytes: bytes) { room = now } else { room = try await elements.reserve(bytes: bytes) }
             return try nextKey.withLock { next throws(OutboxLogError) -> LogTicket in
-                let writes = payloads.enumerated().map { offset, payload in LogWrite.value(Self.key(next + UInt64(offset)), payload) }
+                let writes = payloads.enumerated().map { offset, payload in LogWrite.value(Self.key(next + UInt64(offset)), payload, expiresAt: appendedAt) }
                 let ticket = try room.commit(writes)
                 next += UInt64(payloads.count)
                 return ticket

@@ -28,6 +28,9 @@ public final class QueueConsumer: Sendable {
         var rewinds: UInt64 = 0
         var reading = false
         var committing = false
+        /// Set by ``DurableQueue/removeConsumer(named:)``: reads and commits
+        /// throw from then on.
+        var removed = false
     }
 
     private let state: Locked<State>
@@ -72,6 +75,7 @@ public final class QueueConsumer: Sendable {
     func read(max: Int) async throws(QueueError) -> (elements: [QueueElement], rewinds: UInt64) {
         guard max >= 1 else { throw QueueError(.invalidArgument, "max must be at least 1, not \(max)") }
         let (cursor, rewinds) = try state.withLock { state throws(QueueError) -> (UInt64, UInt64) in
+            guard !state.removed else { throw QueueError(.removed, "consumer \(name) was removed") }
             guard !state.reading else {
                 throw QueueError(.invalidArgument, "consumer \(name) is already reading: one reader per consumer")
             }
@@ -88,7 +92,18 @@ public final class QueueConsumer: Sendable {
             // A rewind while this read ran wins: its elements come again.
             if state.rewinds == rewinds, let last = entries.last { state.cursor = Swift.max(state.cursor, last.sequence) }
         }
-        return (entries.map { QueueElement(position: QueuePosition(rawValue: $0.sequence), bytes: $0.value) }, rewinds)
+        return (entries.map { QueueElement(position: QueuePosition(rawValue: $0.sequence), bytes: $0.value, appendedAt: $0.expiresAt) }, rewinds)
+    }
+
+    /// Records the consumer's removal (a tombstone, committed under the
+    /// lock its commits take, in `room`) and refuses reads and commits from
+    /// then on; await the ticket for its durability.
+    func markRemoved(in room: LogReservation) throws(QueueError) -> LogTicket {
+        try state.withLock { state throws(QueueError) -> LogTicket in
+            let ticket = try ConsumerOffsets.commit(.tombstone(key), in: room, consumer: key)
+            state.removed = true
+            return ticket
+        }
     }
 
     /// Moves the cursor back to the committed position: the elements read
@@ -109,10 +124,11 @@ public final class QueueConsumer: Sendable {
     /// - Throws: `invalidArgument`, committing nothing, for a position
     ///   before the last commit (commits never go back), after the newest
     ///   element, or while another commit of this consumer is running;
-    ///   `closed`; `log`.
+    ///   `removed` once the consumer was removed; `closed`; `log`.
     public func commit(through position: QueuePosition, durability: Durability = .durable) async throws(QueueError) {
         let newest = logs.newest
         try state.withLock { state throws(QueueError) in
+            guard !state.removed else { throw QueueError(.removed, "consumer \(name) was removed") }
             guard !state.committing else {
                 throw QueueError(.invalidArgument, "consumer \(name) is already committing: one commit at a time")
             }
@@ -126,7 +142,13 @@ public final class QueueConsumer: Sendable {
         }
         defer { state.withLock { $0.committing = false } }
         try await logs.elementsReach(position.rawValue, durability)
-        let ticket = try await logs.offsets.record(key, position.rawValue)
+        let room = try await logs.offsets.room()
+        // Under the lock that a removal takes too: a commit is recorded
+        // before the removal's tombstone, or not at all.
+        let ticket = try state.withLock { state throws(QueueError) -> LogTicket in
+            guard !state.removed else { throw QueueError(.removed, "consumer \(name) was removed") }
+            return try ConsumerOffsets.commit(.value(key, ConsumerOffsets.encode(position.rawValue)), in: room, consumer: key)
+        }
         do { try await ticket.wait(for: durability) } catch { throw QueueError.from(error, "consumer \(name) cannot commit") }
         state.withLock { state in
             state.committed = Swift.max(state.committed, position.rawValue)

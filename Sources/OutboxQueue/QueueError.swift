@@ -10,6 +10,9 @@ public struct QueueError: Error, Sendable, Hashable, CustomStringConvertible {
         case closed
         /// A consumer's committed position did not read back as one.
         case damaged
+        /// The consumer was removed (``DurableQueue/removeConsumer(named:)``):
+        /// this object reads and commits no more.
+        case removed
         /// The log under the queue failed; ``QueueError/log`` says how.
         case log
     }

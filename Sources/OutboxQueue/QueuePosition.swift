@@ -1,3 +1,4 @@
+import Foundation
 import OutboxLog
 
 /// Where an element is in its queue. Positions increase with every append
@@ -20,9 +21,14 @@ public struct QueuePosition: Sendable, Hashable, Comparable, CustomStringConvert
 public struct QueueElement: Sendable, Hashable {
     public var position: QueuePosition
     public var bytes: [UInt8]
+    /// When it was appended, by the queue's clock, to the millisecond
+    /// (rounded up); `nil` only for an element stored without one, which
+    /// this library never writes.
+    public var appendedAt: Date?
 
-    public init(position: QueuePosition, bytes: [UInt8]) {
+    public init(position: QueuePosition, bytes: [UInt8], appendedAt: Date? = nil) {
         self.position = position
         self.bytes = bytes
+        self.appendedAt = appendedAt
     }
 }

@@ -4,7 +4,7 @@ import OutboxQueue
 import SystemPackage
 import Testing
 
-@Suite("Queue: removing what every consumer read")
+@Suite("Queue: trimming what every consumer read")
 struct QueueRetentionTests {
     static func smallSegments(_ disk: SimulatedFileSystem) -> DurableQueue.Configuration {
         var configuration = QueuePowerLossTests.configuration(disk)
@@ -24,9 +24,9 @@ struct QueueRetentionTests {
         for i in 0..<100 { positions.append(try await queue.append(Self.element(i))) }
         try await fast.commit(through: positions[90])
         try await slow.commit(through: positions[40])
-        let report = try await queue.removeConsumed()
+        let report = try await queue.trim()
         #expect(report.segmentsRemoved > 0, "100 elements of ~150 bytes in 4 KiB segments, 41 consumed by both: \(report)")
-        #expect(report.keysRemoved <= 41, "an element the slow consumer has not committed was removed: \(report)")
+        #expect(report.elementsRemoved <= 41, "an element the slow consumer has not committed was removed: \(report)")
         let slowRead = try await drain(slow)
         #expect(slowRead.map(\.position) == Array(positions[41...]), "the slow consumer lost or skipped elements")
         let fastRead = try await drain(fast)
@@ -43,9 +43,9 @@ struct QueueRetentionTests {
         let disk = SimulatedFileSystem(directories: ["/data"])
         let queue = try await DurableQueue.open(at: QueuePowerLossTests.directory, configuration: Self.smallSegments(disk))
         for i in 0..<60 { try await queue.append(Self.element(i)) }
-        #expect(try await queue.removeConsumed().segmentsRemoved == 0)
+        #expect(try await queue.trim().segmentsRemoved == 0)
         let idle = try await queue.consumer(named: "idle")
-        #expect(try await queue.removeConsumed().segmentsRemoved == 0)
+        #expect(try await queue.trim().segmentsRemoved == 0)
         #expect(try await drain(idle).count == 60)
         try await queue.close()
     }
@@ -58,7 +58,7 @@ struct QueueRetentionTests {
         var positions: [QueuePosition] = []
         for i in 0..<60 { positions.append(try await queue.append(Self.element(i), durability: .durable)) }
         try await consumer.commit(through: positions[39], durability: .buffered)
-        #expect(try await queue.removeConsumed().segmentsRemoved > 0)
+        #expect(try await queue.trim().segmentsRemoved > 0)
         disk.simulatePowerLoss(.dropUnsynced)
         _ = try? await queue.close()
 

@@ -11,4 +11,5 @@ for element in try await shipper.next(max: 100) {
 if let read = shipper.position {
     try await shipper.commit(through: read)                 // durable: not delivered again after a restart
 }
+try await queue.trim()                                      // whole segments every consumer committed past
 try await queue.close()
