@@ -22,6 +22,7 @@ struct OutboxCommand: AsyncParsableCommand {
             """,
         subcommands: [
             LogCommand.self,
+            QueueCommand.self,
             OutboxEnqueue.self,
             OutboxList.self,
             OutboxStats.self,

@@ -33,9 +33,10 @@ public enum ChildProcess {
     ///     to a temporary file deleted once read.
     ///   - stopAfter: a run still going after that long is ended with
     ///     SIGKILL and returned with ``Ended/stopped`` set.
+    ///   - input: the child's standard input, whole (default: empty).
     public static func run(
         executable: URL, arguments: [String], environment: [String: String]? = nil, currentDirectory: String? = nil,
-        combinedOutput: URL? = nil, stopAfter: Duration? = nil
+        combinedOutput: URL? = nil, stopAfter: Duration? = nil, input: Data? = nil
     ) async throws -> Ended {
         let outputs = FileManager.default.temporaryDirectory.appendingPathComponent("outbox-child-output-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: outputs, withIntermediateDirectories: true)
@@ -52,7 +53,13 @@ public enum ChildProcess {
         process.arguments = arguments
         if let environment { process.environment = environment }
         if let currentDirectory { process.currentDirectoryURL = URL(fileURLWithPath: currentDirectory) }
-        process.standardInput = FileHandle.nullDevice
+        if let input {
+            let inputURL = outputs.appendingPathComponent("stdin")
+            try input.write(to: inputURL)
+            process.standardInput = try FileHandle(forReadingFrom: inputURL)
+        } else {
+            process.standardInput = FileHandle.nullDevice
+        }
         process.standardOutput = stdout
         process.standardError = stderr ?? stdout
         let stopper = stopAfter.map { limit in StopTimer(process: process, after: limit) }

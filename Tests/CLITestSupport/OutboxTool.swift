@@ -71,7 +71,10 @@ public enum OutboxTool {
     /// test only needs to know they neither failed nor crashed at the start.
     /// Any other signal is still ``KilledBySignal``; Swift's crash backtracer
     /// is off in this mode, so a trap's stderr has its message but no trace.
-    public static func run(_ arguments: [String], currentDirectory: String? = nil, stopAfter: Duration? = nil) async throws -> Run {
+    /// `input` is the child's standard input (default: empty).
+    public static func run(
+        _ arguments: [String], currentDirectory: String? = nil, stopAfter: Duration? = nil, input: Data? = nil
+    ) async throws -> Run {
         guard let executable else { throw NotBuilt() }
         let logs = FileManager.default.temporaryDirectory.appendingPathComponent("outbox-cli-sanitizer-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: logs) }
@@ -86,7 +89,7 @@ public enum OutboxTool {
         }
         let ended = try await ChildProcess.run(
             executable: executable, arguments: arguments, environment: environment, currentDirectory: currentDirectory,
-            stopAfter: stopAfter)
+            stopAfter: stopAfter, input: input)
         if let report = sanitizerLogs.report() { throw report }
         if ended.reason == .uncaughtSignal && !ended.stopped {
             throw KilledBySignal(signal: ended.status, stderr: ended.stderr)

@@ -2,6 +2,7 @@ import Foundation
 import IdempotencyKeyMiddleware
 import Outbox
 import OutboxLog
+import OutboxQueue
 import SystemPackage
 
 /// Every command of the `outbox` tool, every option and positional argument
@@ -93,6 +94,26 @@ enum CommandLineOptionTable {
                 try await log.put("k", [1], expiresAt: Date(timeIntervalSince1970: 1), durability: .durable)
                 try await log.close()
             }),
+        "queue": textOnly(),
+        "queue append": Command(
+            options: ["<directory>": .text, "<elements>": .text, "--durability": .text, "--segment-size": .integer],
+            words: { ["queue", "append", "\($0.scratch)/queue", "--create", "element"] }),
+        "queue consume": Command(
+            options: ["<directory>": .text, "--consumer": .text, "--max": .integer, "--start": .text],
+            words: { ["queue", "consume", "\($0.scratch)/queue", "--consumer", "c"] },
+            prepare: { try await queueWithOneElement(in: "\($0.scratch)/queue") }),
+        "queue relay": textOnly("<directory>", "--consumer", "--durability", "--start"),
+        "queue commit": Command(
+            options: ["<directory>": .text, "--consumer": .text, "--through": .integer],
+            words: { ["queue", "commit", "\($0.scratch)/queue", "--consumer", "c"] },
+            settings: { _ in [("--through", "1")] },
+            prepare: { try await queueWithOneElement(in: "\($0.scratch)/queue") }),
+        "queue stats": textOnly("<directory>"),
+        "queue trim": Command(
+            options: ["<directory>": .text, "--max-age": .duration, "--max-bytes": .integer, "--held-by": .text],
+            words: { ["queue", "trim", "\($0.scratch)/queue"] },
+            prepare: { try await queueWithOneElement(in: "\($0.scratch)/queue") }),
+        "queue remove-consumer": textOnly("<directory>", "--consumer"),
         "log verify": textOnly("<directory>"),
         "log dump": textOnly("<directory>"),
         "log compact": textOnly("<directory>"),
@@ -194,6 +215,13 @@ enum CommandLineOptionTable {
     private static let keys: [String: Kind] = [
         "--keys-dir": .text, "--postgres": .text, "--postgres-scope": .text, "--stale-after": .duration,
     ]
+
+    /// A queue in `directory` holding one element, at position 1.
+    static func queueWithOneElement(in directory: String) async throws {
+        let queue = try await DurableQueue.open(at: directory)
+        try await queue.append([1], durability: .durable)
+        try await queue.close()
+    }
 
     static let unsettledKeyName = "numbers-unsettled"
 
