@@ -232,6 +232,7 @@ let package = Package(
                 "OutboxHTTP",
                 "OutboxLog",
                 "OutboxLogTesting",
+                "OutboxQueue",
                 "OutboxReferenceServer",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "SystemPackage", package: "swift-system"),

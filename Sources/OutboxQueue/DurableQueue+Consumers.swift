@@ -17,7 +17,12 @@ extension DurableQueue {
             guard !closed.withLock({ $0 }) else { throw QueueError(.closed, "the queue is closed") }
             if let existing = consumers[key] { return existing }
             let logs = self.logs
-            let made = Task { try await Self.makeConsumer(named: name, startingAt: start, logs) }
+            let maintenance = self.maintenance
+            let made = Task {
+                try await maintenance.run { () throws(QueueError) -> QueueConsumer in
+                    try await Self.makeConsumer(named: name, startingAt: start, logs)
+                }
+            }
             consumers[key] = made
             return made
         }
@@ -64,9 +69,12 @@ extension DurableQueue {
             guard !closed.withLock({ $0 }) else { throw QueueError(.closed, "the queue is closed") }
             let previous = consumers[key]
             let logs = self.logs
+            let maintenance = self.maintenance
             let made = Task<QueueConsumer, any Error> {
                 let handedOut = try? await previous?.value
-                throw try await Self.remove(key, named: name, handedOut: handedOut, logs)
+                throw try await maintenance.run { () throws(QueueError) -> RemovalOutcome in
+                    try await Self.remove(key, named: name, handedOut: handedOut, logs)
+                }
             }
             consumers[key] = made
             return made
@@ -88,7 +96,7 @@ extension DurableQueue {
         let existed: Bool
     }
 
-    private static func remove(_ key: LogKey, named name: String, handedOut: QueueConsumer?, _ logs: QueueLogs) async throws
+    private static func remove(_ key: LogKey, named name: String, handedOut: QueueConsumer?, _ logs: QueueLogs) async throws(QueueError)
         -> RemovalOutcome
     {
         // A damaged position is removed like any other: that is how it is repaired.
@@ -96,8 +104,12 @@ extension DurableQueue {
         do { existed = try await logs.offsets.log.get(key) != nil } catch { throw QueueError.from(error, "cannot read consumer \(name)") }
         guard existed || handedOut != nil else { return RemovalOutcome(existed: false) }
         let room = try await logs.offsets.room()
-        let ticket =
-            try handedOut?.markRemoved(in: room) ?? ConsumerOffsets.commit(.tombstone(key), in: room, consumer: key)
+        let ticket: LogTicket
+        if let handedOut {
+            ticket = try handedOut.markRemoved(in: room)
+        } else {
+            ticket = try ConsumerOffsets.commit(.tombstone(key), in: room, consumer: key)
+        }
         do { try await ticket.wait(for: .durable) } catch { throw QueueError.from(error, "cannot remove consumer \(name)") }
         return RemovalOutcome(existed: true)
     }

@@ -71,6 +71,7 @@ public final class DurableQueue: Sendable {
     let closed = Locked(false)
     let retention: QueueRetention
     let clock: @Sendable () -> Date
+    let maintenance = MaintenanceGate()
 
     private init(elements: OutboxLog, offsets: OutboxLog, configuration: Configuration) {
         logs = QueueLogs(elements: elements, offsets: ConsumerOffsets(log: offsets), signal: AppendSignal())
@@ -149,15 +150,18 @@ public final class DurableQueue: Sendable {
     /// the log pushes back: never refused, never spinning).
     private func submit(_ payloads: [[UInt8]]) async throws(QueueError) -> LogTicket {
         // Every key is 8 bytes: the frames' size does not depend on which.
-        // Every element is stamped with its append time, in the record's
-        // expiry field: what age retention removes by.
-        let appendedAt = clock()
-        let bytes = payloads.reduce(0) { $0 + LogWrite.value(Self.key(0), $1, expiresAt: appendedAt).frameSize }
+        // Every element is stamped with its append time: what age retention removes by.
+        let now = clock()
+        guard let milliseconds = ElementRecord.milliseconds(now) else {
+            throw QueueError(.invalidArgument, "the queue's clock says \(now), a time an element cannot be stamped with")
+        }
+        let header = ElementRecord.header(milliseconds)
+        let bytes = payloads.reduce(0) { $0 + LogWrite.value(Self.key(0), parts: [header[...], $1[...]]).frameSize }
         do {
             let room: LogReservation
             if let now = elements.reserveIfAvailable(bytes: bytes) { room = now } else { room = try await elements.reserve(bytes: bytes) }
             return try nextKey.withLock { next throws(OutboxLogError) -> LogTicket in
-                let writes = payloads.enumerated().map { offset, payload in LogWrite.value(Self.key(next + UInt64(offset)), payload, expiresAt: appendedAt) }
+                let writes = payloads.enumerated().map { offset, payload in LogWrite.value(Self.key(next + UInt64(offset)), parts: [header[...], payload[...]]) }
                 let ticket = try room.commit(writes)
                 next += UInt64(payloads.count)
                 return ticket

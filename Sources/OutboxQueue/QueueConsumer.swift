@@ -62,6 +62,9 @@ public final class QueueConsumer: Sendable {
     /// cursor past them; empty when the consumer is at the end (it does not
     /// wait: ``tail(batch:)`` does).
     ///
+    /// - Throws: `damaged` for an element stored shorter than its header
+    ///   (a crafted file: the CRC held), moving nothing — commit through its
+    ///   position to skip it; `removed`; `invalidArgument`; `closed`; `log`.
     /// - Complexity: O(*b*) in the bytes of the elements' log verified: from
     ///   the start of the segment holding the cursor to the last element
     ///   returned (or the end). A read at the end of the queue verifies the
@@ -82,17 +85,30 @@ public final class QueueConsumer: Sendable {
             state.reading = true
             return (state.cursor, state.rewinds)
         }
-        let entries: [LogEntry]
-        do { entries = try await logs.elements.entries(after: cursor, limit: max) } catch {
+        let elements: [QueueElement]
+        do {
+            elements = try await Self.elements(after: cursor, max: max, in: logs.elements)
+        } catch {
             state.withLock { $0.reading = false }
-            throw QueueError.from(error, "consumer \(name) cannot read")
+            throw error
         }
         state.withLock { state in
             state.reading = false
             // A rewind while this read ran wins: its elements come again.
-            if state.rewinds == rewinds, let last = entries.last { state.cursor = Swift.max(state.cursor, last.sequence) }
+            if state.rewinds == rewinds, let last = elements.last { state.cursor = Swift.max(state.cursor, last.position.rawValue) }
         }
-        return (entries.map { QueueElement(position: QueuePosition(rawValue: $0.sequence), bytes: $0.value, appendedAt: $0.expiresAt) }, rewinds)
+        return (elements, rewinds)
+    }
+
+    /// Up to `max` elements after `cursor`, decoded; a damaged one fails
+    /// the read and moves nothing (commit through its position to skip it).
+    private static func elements(after cursor: UInt64, max: Int, in log: OutboxLog) async throws(QueueError) -> [QueueElement] {
+        let entries: [LogEntry]
+        do { entries = try await log.entries(after: cursor, limit: max) } catch { throw QueueError.from(error, "cannot read elements") }
+        var elements: [QueueElement] = []
+        elements.reserveCapacity(entries.count)
+        for entry in entries { elements.append(try ElementRecord.decode(entry, in: log)) }
+        return elements
     }
 
     /// Records the consumer's removal (a tombstone, committed under the

@@ -22,11 +22,10 @@ public struct QueueElement: Sendable, Hashable {
     public var position: QueuePosition
     public var bytes: [UInt8]
     /// When it was appended, by the queue's clock, to the millisecond
-    /// (rounded up); `nil` only for an element stored without one, which
-    /// this library never writes.
-    public var appendedAt: Date?
+    /// (rounded down).
+    public var appendedAt: Date
 
-    public init(position: QueuePosition, bytes: [UInt8], appendedAt: Date? = nil) {
+    public init(position: QueuePosition, bytes: [UInt8], appendedAt: Date) {
         self.position = position
         self.bytes = bytes
         self.appendedAt = appendedAt

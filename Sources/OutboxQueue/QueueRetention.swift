@@ -15,15 +15,20 @@ public struct QueueRetention: Sendable, Hashable {
         /// committed, so nothing is ever lost (the queue can grow past them
         /// while a consumer lags; the report names it, ``QueueTrimReport/heldBackBy``).
         case everyConsumer
-        /// Only these consumers, by name: the others may miss elements.
-        case consumers(Set<String>)
-        /// None: the limits hold whatever the consumers have read, as a
+        /// Only these consumers, by name (compared by their UTF-8 bytes, as
+        /// they are stored: two spellings Swift calls equal are two names):
+        /// the others may miss elements. A name no consumer has yet is
+        /// waited for once one is created under it.
+        case consumers([String])
+        /// None: the limits apply whatever the consumers have read, as a
         /// buffer of the recent past (Kafka's time and size retention).
         case noConsumer
     }
 
     /// Elements appended longer ago than this go, by the time the queue
-    /// stamped them with (``QueueElement/appendedAt``). `nil`: no limit.
+    /// stamped them with (``QueueElement/appendedAt``), oldest first: the
+    /// first younger element stops the limit (a clock that went back can
+    /// keep older ones behind it). `nil`: no limit.
     public var maximumAge: Duration?
     /// The elements' log is trimmed, oldest segments first, until its files
     /// hold at most this many bytes; the segment being appended to always

@@ -216,10 +216,12 @@ enum CommandLineOptionTable {
         "--keys-dir": .text, "--postgres": .text, "--postgres-scope": .text, "--stale-after": .duration,
     ]
 
-    /// A queue in `directory` holding one element, at position 1.
+    /// A queue in `directory` holding one element, at position 1, and a
+    /// consumer `c` at the oldest.
     static func queueWithOneElement(in directory: String) async throws {
         let queue = try await DurableQueue.open(at: directory)
         try await queue.append([1], durability: .durable)
+        _ = try await queue.consumer(named: "c")
         try await queue.close()
     }
 

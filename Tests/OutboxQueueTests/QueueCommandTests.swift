@@ -1,5 +1,6 @@
 import CLITestSupport
 import Foundation
+import OutboxQueue
 import Testing
 
 /// A directory path of its own, not created (the commands do), removed
@@ -27,10 +28,10 @@ struct QueueCommandTests {
         let positions = (first.stdoutLines + second.stdoutLines).compactMap { UInt64($0) }
         #expect(positions == positions.sorted() && Set(positions).count == 5)
 
-        let peek = try await outbox("queue", "consume", path, "--consumer", "c", "--no-commit")
-        #expect(peek.stdout == "one\ntwo words\nthree\n\nfive\n", "\(peek.stderr)")
         let two = try await outbox("queue", "consume", path, "--consumer", "c", "--max", "2")
-        #expect(two.stdout == "one\ntwo words\n")
+        #expect(two.stdout == "one\ntwo words\n", "\(two.stderr)")
+        let peek = try await outbox("queue", "consume", path, "--consumer", "c", "--no-commit")
+        #expect(peek.stdout == "three\n\nfive\n", "\(peek.stderr)")
         let rest = try await outbox("queue", "consume", path, "--consumer", "c", "--json")
         let objects = rest.stdoutLines.compactMap(OutboxTool.jsonObject)
         #expect(objects.map { $0["text"] as? String } == ["three", "", "five"])
@@ -66,6 +67,13 @@ struct QueueCommandTests {
         #expect(missing.status == 2 && missing.stderr.contains("--create"), "\(missing.stderr)")
         let append = try await outbox("queue", "append", path, "--create", "a", "b")
         let last = try #require(append.stdoutLines.last)
+        // Neither a commit nor a look creates a consumer.
+        let unknown = try await outbox("queue", "commit", path, "--consumer", "newbie", "--through", last)
+        #expect(unknown.status == 64 && unknown.stderr.contains("no consumer newbie"), "\(unknown.stderr)")
+        #expect(try await outbox("queue", "consume", path, "--consumer", "newbie", "--no-commit").status == 64)
+        let none = try await outbox("queue", "stats", path, "--json")
+        #expect((OutboxTool.jsonObject(none.stdoutLines.first ?? "")?["consumers"] as? [Any])?.isEmpty == true, "\(none.stdout)")
+        #expect(try await outbox("queue", "consume", path, "--consumer", "c", "--max", "1").status == 0)
         #expect(try await outbox("queue", "commit", path, "--consumer", "c", "--through", last).status == 0)
         let past = try await outbox("queue", "commit", path, "--consumer", "c", "--through", String(UInt64.max))
         #expect(past.status == 64 && past.stderr.contains("newest"), "\(past.stderr)")
@@ -74,6 +82,11 @@ struct QueueCommandTests {
         let stats = try await outbox("queue", "stats", path, "--json")
         let consumers = OutboxTool.jsonObject(stats.stdoutLines.first ?? "")?["consumers"] as? [[String: Any]]
         #expect((consumers?.first?["committed"] as? NSNumber)?.stringValue == last)
+        // Held open by this process: the tool cannot open it.
+        let held = try await DurableQueue.open(at: path)
+        let locked = try await outbox("queue", "stats", path)
+        #expect(locked.status == 2 && locked.stderr.contains("locked"), "\(locked.stderr)")
+        try await held.close()
     }
 
     @Test("trim removes what every consumer committed; remove-consumer frees what it held")
@@ -86,12 +99,41 @@ struct QueueCommandTests {
         _ = try await outbox("queue", "consume", path, "--consumer", "quick")
         let held = try await outbox("queue", "trim", path, "--json")
         #expect(OutboxTool.jsonObject(held.stdoutLines.first ?? "")?["segmentsRemoved"] as? Int == 0, "\(held.stdout)")
+        // A name that is no consumer's is refused: it would let the limits remove what "slow" has not read.
+        let typo = try await outbox("queue", "trim", path, "--max-bytes", "0", "--held-by", "slw")
+        #expect(typo.status == 64 && typo.stderr.contains("no consumer slw"), "\(typo.stderr)")
+        #expect(try await outbox("queue", "trim", path, "--held-by", "").status == 64)
+        let named = try await outbox("queue", "trim", path, "--max-bytes", "0", "--held-by", "slow", "--json")
+        #expect(OutboxTool.jsonObject(named.stdoutLines.first ?? "")?["segmentsRemoved"] as? Int == 0, "\(named.stdout)")
         #expect(try await outbox("queue", "remove-consumer", path, "--consumer", "slow").stdout == "removed consumer slow\n")
         let trimmed = try await outbox("queue", "trim", path, "--json")
         let report = try #require(OutboxTool.jsonObject(trimmed.stdoutLines.first ?? ""), "\(trimmed.stdout) \(trimmed.stderr)")
         #expect((report["segmentsRemoved"] as? Int ?? 0) > 0, "\(report)")
         let stats = try await outbox("queue", "stats", path, "--json")
         #expect(OutboxTool.jsonObject(stats.stdoutLines.first ?? "")?["elements"] as? Int == 3000 - (report["elementsRemoved"] as? Int ?? -1))
+    }
+
+    @Test("relay ends at once when printing fails, though its input stays open")
+    func relayStopsWhenPrintingFails() async throws {
+        let directory = ScratchDirectory()
+        let executable = try #require(OutboxTool.executable, "the outbox tool is not built")
+        let process = Process()
+        process.executableURL = executable
+        process.arguments = ["queue", "relay", directory.path, "--create", "--consumer", "r"]
+        let input = Pipe()
+        process.standardInput = input
+        process.standardOutput = try #require(FileHandle(forWritingAtPath: "/dev/full"))
+        process.standardError = FileHandle.nullDevice
+        try input.fileHandleForWriting.write(contentsOf: Data("one\ntwo\n".utf8))
+        // The input is never closed: before the fix the relay waited on it forever.
+        let guardKill = Task {
+            try await Task.sleep(for: .seconds(120))
+            process.terminate()
+        }
+        let (status, _) = try await ChildProcess.waitForExit(process)
+        guardKill.cancel()
+        #expect(status == 1, "the relay did not end on its own with exit 1 (status \(status))")
+        try? input.fileHandleForWriting.close()
     }
 
     @Test("relay prints each line of its input once it is queued; killed at any point, the next run prints on from the last commit")
@@ -108,7 +150,8 @@ struct QueueCommandTests {
             ["queue", "relay", path, "--create", "--consumer", "r", "--durability", "written"], stopAfter: stopAfter, input: Data(whole.utf8))
         let printed = killed.stdout.split(separator: "\n", omittingEmptySubsequences: false).dropLast().map(String.init)
         #expect(Array(input.prefix(printed.count)) == printed, "seed \(seed): the first run printed something not in order")
-        let again = try await outbox("queue", "relay", path, "--consumer", "r")
+        // --create: the kill may have come before the queue was made.
+        let again = try await outbox("queue", "relay", path, "--create", "--consumer", "r")
         #expect(again.status == 0, "\(again.stderr)")
         let more = again.stdoutLines
         if let first = more.first {

@@ -138,6 +138,54 @@ struct QueueLimitsTests {
         try await reopened.close()
     }
 
+    @Test("a consumer named with other bytes than a holder's name is not held for, whatever Swift's string equality says")
+    func holdersByBytes() async throws {
+        let disk = SimulatedFileSystem(directories: ["/data"])
+        let composed = "caf\u{E9}"
+        let decomposed = "cafe\u{301}"
+        #expect(composed == decomposed, "the two spellings Swift calls equal")
+        let queue = try await Self.open(disk, QueueRetention(maximumBytes: 0, heldBy: .consumers([decomposed])))
+        let held = try await queue.consumer(named: decomposed)
+        let passed = try await queue.consumer(named: composed)
+        var positions: [QueuePosition] = []
+        for i in 0..<100 { positions.append(try await queue.append(QueueRetentionTests.element(i))) }
+        try await held.commit(through: positions[49])
+        let report = try await queue.trim()
+        #expect(report.heldBackBy == [decomposed] && report.overtaken.map(\.consumer) == [composed], "\(report)")
+        #expect(try await drain(held).map(\.position) == Array(positions[50...]))
+        #expect(try await drain(passed).first.map { $0.position > positions[0] } == true)
+        try await queue.close()
+    }
+
+    @Test("the age limit waits for a consumer in the segment being appended to too, and names it")
+    func heldInTheActiveSegment() async throws {
+        let disk = SimulatedFileSystem(directories: ["/data"])
+        let clock = Clock()
+        let queue = try await Self.open(disk, QueueRetention(maximumAge: .seconds(1)), clock: clock)
+        let idle = try await queue.consumer(named: "idle")
+        for i in 0..<3 { try await queue.append(QueueRetentionTests.element(i)) }
+        clock.advance(by: 10)
+        let report = try await queue.trim()
+        #expect(report.segmentsRemoved == 0 && report.heldBackBy == ["idle"], "\(report)")
+        #expect(try await drain(idle).count == 3)
+        try await queue.close()
+    }
+
+    @Test("the log's own time retention finds nothing to remove in a queue: append times are not expiries")
+    func logRetentionLeavesElements() async throws {
+        let disk = SimulatedFileSystem(directories: ["/data"])
+        var queue = try await Self.open(disk, QueueRetention())
+        for i in 0..<100 { try await queue.append(QueueRetentionTests.element(i)) }
+        try await queue.close()
+        let log = try await OutboxLog.open(
+            at: QueuePowerLossTests.directory.appending("elements"), configuration: Self.configuration(disk, QueueRetention()).elements)
+        #expect(try await log.removeExpired(now: .distantFuture) == RetentionReport())
+        try await log.close()
+        queue = try await Self.open(disk, QueueRetention())
+        #expect(try await drain(try await queue.consumer(named: "reader")).count == 100)
+        try await queue.close()
+    }
+
     @Test("a negative age or size is refused at the open")
     func refusedLimits() async throws {
         for retention in [QueueRetention(maximumAge: .seconds(-1)), QueueRetention(maximumBytes: -1)] {

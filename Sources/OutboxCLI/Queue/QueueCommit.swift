@@ -9,7 +9,7 @@ struct QueueCommit: AsyncParsableCommand {
         discussion: """
             The consumer reads on after --through from then on. A commit never goes back, \
             nor past the newest element: such a position is refused (exit 64) and nothing \
-            changes. A consumer that does not exist is created at the oldest element first.
+            changes. The consumer must exist (consume creates it).
             """
     )
 
@@ -21,6 +21,7 @@ struct QueueCommit: AsyncParsableCommand {
 
     func run() async throws {
         try await queue.withQueue { queue in
+            try await queue.requireConsumer(named: name.consumer, "a commit creates none")
             let consumer = try await queue.consumer(named: name.consumer)
             try await consumer.commit(through: QueuePosition(rawValue: through))
         }

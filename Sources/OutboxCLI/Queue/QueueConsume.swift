@@ -10,7 +10,8 @@ struct QueueConsume: AsyncParsableCommand {
             Reads from the consumer's last commit (creating it at --start the first time) up \
             to --max elements or the end, a page of 256 at a time; each page is committed \
             durably once it is written to standard output, so a run killed meanwhile prints \
-            the uncommitted page again next time (at least once). --no-commit only looks.
+            the uncommitted page again next time (at least once). --no-commit only looks, \
+            at a consumer that exists.
             """
     )
 
@@ -36,12 +37,13 @@ struct QueueConsume: AsyncParsableCommand {
     func run() async throws {
         let output = QueueElementLines(json: json)
         try await queue.withQueue { queue in
+            if noCommit { try await queue.requireConsumer(named: name.consumer, "--no-commit only looks, and creates none") }
             let consumer = try await queue.consumer(named: name.consumer, startingAt: start)
             var left = max ?? Int.max
             while left > 0 {
                 let page = try await consumer.next(max: Swift.min(256, left))
                 guard let last = page.last else { break }
-                try output.write(page)
+                try await output.write(page)
                 if !noCommit { try await consumer.commit(through: last.position) }
                 left -= page.count
             }

@@ -72,3 +72,18 @@ extension DurableQueue.Start: ExpressibleByArgument {
 
     public static var allValueStrings: [String] { ["oldest", "end"] }
 }
+
+extension DurableQueue {
+    /// Whether a consumer is stored under `name` (by its UTF-8 bytes), for
+    /// commands that must not create one.
+    func hasConsumer(named name: String) async throws -> Bool {
+        try await statistics().consumers.contains { Array($0.name.utf8) == Array(name.utf8) }
+    }
+
+    /// Fails with exit 64 unless a consumer is stored under `name`.
+    func requireConsumer(named name: String, _ why: String) async throws {
+        guard try await hasConsumer(named: name) else {
+            throw CommandFailure("there is no consumer \(name) (\(why))", exitCode: ExitCode.validationFailure)
+        }
+    }
+}

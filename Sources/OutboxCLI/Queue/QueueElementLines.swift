@@ -16,13 +16,13 @@ struct QueueElementLines {
 
     /// Writes `elements` to standard output, throwing if the write fails (a
     /// closed pipe, say): the caller commits only what was written.
-    func write(_ elements: [QueueElement]) throws(CommandFailure) {
+    func write(_ elements: [QueueElement]) async throws(CommandFailure) {
         var output: [UInt8] = []
         let lines = JSONLines()
         for element in elements {
             if json {
                 var line = Line(position: element.position.rawValue)
-                line.appendedAt = element.appendedAt.flatMap { Int64(exactly: ($0.timeIntervalSince1970 * 1000).rounded()) }
+                line.appendedAt = Int64(exactly: (element.appendedAt.timeIntervalSince1970 * 1000).rounded())
                 if let text = String(validating: element.bytes, as: UTF8.self) { line.text = text } else {
                     line.base64 = Data(element.bytes).base64EncodedString()
                 }
@@ -32,8 +32,6 @@ struct QueueElementLines {
             }
             output.append(UInt8(ascii: "\n"))
         }
-        do { try FileHandle.standardOutput.write(contentsOf: output) } catch {
-            throw CommandFailure("writing to standard output failed: \(error)", exitCode: CommandFailure.operationFailed)
-        }
+        try await OutputWriter.write(output)
     }
 }

@@ -1,4 +1,5 @@
 import ArgumentParser
+import OutboxLocking
 import OutboxQueue
 
 /// `outbox queue relay DIR --consumer NAME [--durability LEVEL] [--start oldest|end] [--json] [--create]`
@@ -10,8 +11,9 @@ struct QueueRelay: AsyncParsableCommand {
             Appends the lines of standard input (at --durability, default durable) and, \
             side by side, prints the consumer's elements one per line as they arrive, from \
             its last commit, committing each once written. Ends when standard input ends \
-            and every element is printed, then commits durably. A run killed meanwhile \
-            prints the elements after the last commit again next time (at least once).
+            and every element is printed, then commits durably; ends at once, exit 1, if \
+            printing fails. A run killed meanwhile prints the elements after the last \
+            commit again next time (at least once).
             """
     )
 
@@ -37,36 +39,83 @@ struct QueueRelay: AsyncParsableCommand {
         let output = QueueElementLines(json: json)
         try await queue.withQueue(create: create) { queue in
             let consumer = try await queue.consumer(named: name.consumer, startingAt: start)
+            // Whichever side ends first decides: input ended (then the rest
+            // is printed), or a failure on either side (then the run ends at
+            // once, even with the input still open).
+            let end = FirstEnd()
             let printer = Task {
-                var printed = 0
-                for try await element in consumer.tail() {
-                    try output.write([element])
-                    printed += 1
-                    let durability: Durability = printed % Self.durableCommitEvery == 0 ? .durable : .buffered
-                    try await consumer.commit(through: element.position, durability: durability)
+                do {
+                    try await Self.print(consumer.tail(), output, consumer)
+                } catch {
+                    end.finish(.failed(error))
                 }
             }
-            do {
-                let input = InputLines(maximumLine: DurableQueue.Configuration().elements.maximumRecordSize - 64)
-                while let batch = try await input.next() {
-                    try await queue.append(contentsOf: batch, durability: durability)
+            let appender = Task {
+                do {
+                    let input = InputLines(maximumLine: DurableQueue.Configuration().elements.maximumRecordSize - 64)
+                    while let batch = try await input.next() { try await queue.append(contentsOf: batch, durability: durability) }
+                    end.finish(.inputEnded)
+                } catch {
+                    end.finish(.failed(error))
                 }
-            } catch {
+            }
+            if case .failed(let error) = await end.wait() {
                 printer.cancel()
+                appender.cancel()
                 throw error
             }
-            // Input ended: what is left is read without waiting. The tail's
-            // page may hold elements read and not printed: back to the commit.
+            // The tail's page may hold elements read and not printed: back
+            // to the commit, and read what is left without waiting.
             printer.cancel()
-            try await printer.value
+            await printer.value
             consumer.rewind()
             while true {
                 let page = try await consumer.next()
                 guard let last = page.last else { break }
-                try output.write(page)
+                try await output.write(page)
                 try await consumer.commit(through: last.position, durability: .buffered)
             }
             if let committed = consumer.committed { try await consumer.commit(through: committed, durability: .durable) }
+        }
+    }
+
+    private static func print(_ tail: QueueTail, _ output: QueueElementLines, _ consumer: QueueConsumer) async throws {
+        var printed = 0
+        for try await element in tail {
+            try await output.write([element])
+            printed += 1
+            try await consumer.commit(through: element.position, durability: printed % durableCommitEvery == 0 ? .durable : .buffered)
+        }
+    }
+}
+
+/// The first of the relay's two ends to arrive.
+final class FirstEnd: Sendable {
+    enum End: Sendable {
+        case inputEnded
+        case failed(any Error)
+    }
+
+    private let state = Locked<(end: End?, waiter: CheckedContinuation<End, Never>?)>((nil, nil))
+
+    func finish(_ end: End) {
+        let waiter = state.withLock { state -> CheckedContinuation<End, Never>? in
+            guard state.end == nil else { return nil }
+            state.end = end
+            defer { state.waiter = nil }
+            return state.waiter
+        }
+        waiter?.resume(returning: end)
+    }
+
+    func wait() async -> End {
+        await withCheckedContinuation { continuation in
+            let ended = state.withLock { state -> End? in
+                if let end = state.end { return end }
+                state.waiter = continuation
+                return nil
+            }
+            if let ended { continuation.resume(returning: ended) }
         }
     }
 }

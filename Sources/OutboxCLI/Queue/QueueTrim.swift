@@ -8,8 +8,8 @@ struct QueueTrim: AsyncParsableCommand {
         abstract: "Remove what every consumer committed past, then what is older or larger than the limits.",
         discussion: """
             Whole segments go, oldest first. The limits never remove an element that a \
-            consumer they wait for (--held-by: every consumer by default; none; or names, \
-            comma-separated) has not committed; the report names consumers that missed \
+            consumer they wait for (--held-by: every consumer by default; none; or names of \
+            existing consumers, comma-separated) has not committed; the report names consumers that missed \
             elements and those holding the queue over its limits.
             """
     )
@@ -30,6 +30,25 @@ struct QueueTrim: AsyncParsableCommand {
 
     func validate() throws {
         if let maxBytes, maxBytes < 0 { throw ValidationError("--max-bytes must be 0 or more, not \(maxBytes)") }
+        if case .consumers(let names) = try holders {
+            for name in names where !(1...255).contains(name.utf8.count) {
+                throw ValidationError("--held-by names are 1 to 255 UTF-8 bytes, not \(name.utf8.count) (\"\(name)\")")
+            }
+        }
+    }
+
+    /// `--held-by`, parsed: every, none, or names separated by commas.
+    var holders: QueueRetention.Holders {
+        get throws(ValidationError) {
+            switch heldBy {
+            case "every": return .everyConsumer
+            case "none": return .noConsumer
+            default:
+                let names = heldBy.split(separator: ",", omittingEmptySubsequences: false).map(String.init)
+                guard !names.isEmpty else { throw ValidationError("--held-by needs every, none or consumer names") }
+                return .consumers(names)
+            }
+        }
     }
 
     struct Report: Encodable {
@@ -48,14 +67,15 @@ struct QueueTrim: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let holders: QueueRetention.Holders =
-            switch heldBy {
-            case "every": .everyConsumer
-            case "none": .noConsumer
-            default: .consumers(Set(heldBy.split(separator: ",").map(String.init)))
-            }
+        let holders = try self.holders
         let retention = QueueRetention(maximumAge: maxAge, maximumBytes: maxBytes, heldBy: holders)
-        let trimmed = try await queue.withQueue(retention: retention) { queue in try await queue.trim() }
+        let trimmed = try await queue.withQueue(retention: retention) { queue in
+            // A mistyped name would let the limits remove what that consumer has not read.
+            if case .consumers(let names) = holders {
+                for name in names { try await queue.requireConsumer(named: name, "--held-by names consumers the limits wait for") }
+            }
+            return try await queue.trim()
+        }
         let report = Report(
             segmentsRemoved: trimmed.segmentsRemoved, bytesRemoved: trimmed.bytesRemoved, elementsRemoved: trimmed.elementsRemoved,
             removedBelow: trimmed.removedBelow?.rawValue,
