@@ -201,6 +201,10 @@ enum CommandLineOptionTable {
             options: ["--root": .text, "--base-url": .text, "--seed": .integer, "--cycle": .integer, "--count": .integer],
             words: { ["torture-worker", "outbox", "--root", "\($0.scratch)/root", "--base-url", $0.serverURL] },
             settings: { _ in [("--seed", "1"), ("--cycle", "0"), ("--count", "2")] }),
+        "torture-worker queue": Command(
+            options: ["--directory": .text, "--seed": .integer, "--cycle": .integer, "--count": .integer],
+            words: { ["torture-worker", "queue", "--directory", "\($0.scratch)/queue"] },
+            settings: { _ in [("--seed", "1"), ("--cycle", "0"), ("--count", "2")] }),
         "torture-worker spool-owner": textOnly("--root", "--base-url", "--key-file"),
         "torture-worker payload": Command(
             options: [

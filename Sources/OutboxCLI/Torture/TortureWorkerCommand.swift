@@ -11,7 +11,9 @@ struct TortureWorkerCommand: AsyncParsableCommand {
         commandName: "torture-worker",
         abstract: "A worker process of `outbox torture` (internal).",
         shouldDisplay: false,
-        subcommands: [LogWorkerCommand.self, OutboxWorkerCommand.self, SpoolOwnerCommand.self, PayloadWorkerCommand.self]
+        subcommands: [
+            LogWorkerCommand.self, OutboxWorkerCommand.self, SpoolOwnerCommand.self, PayloadWorkerCommand.self, QueueWorkerCommand.self,
+        ]
     )
 
     /// The most steps or entries one worker runs (`torture` asks for
@@ -44,6 +46,26 @@ struct LogWorkerCommand: AsyncParsableCommand {
     func run() async throws {
         let status = await LogWorker.run(
             .init(directory: FilePath(directory), seed: seed, stream: stream, count: count, compactionHeavy: compactionHeavy))
+        if status != 0 { throw ExitCode(status) }
+    }
+}
+
+/// `outbox torture-worker queue --directory D --seed S --cycle C --count N`
+struct QueueWorkerCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "queue", abstract: "Run two producers, two consumers and a trimmer on a queue, printing each acknowledgement.")
+
+    @Option var directory: String
+    @Option var seed: UInt64
+    @Option var cycle: Int
+    @Option var count: Int
+
+    func validate() throws {
+        try TortureWorkerCommand.validate(cycle: cycle, count: count)
+    }
+
+    func run() async throws {
+        let status = await QueueWorker.run(.init(directory: FilePath(directory), seed: seed, cycle: cycle, count: count))
         if status != 0 { throw ExitCode(status) }
     }
 }

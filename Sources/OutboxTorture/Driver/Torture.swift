@@ -40,6 +40,7 @@ public enum Torture {
             case .lock: await LockTorture.run(options: options, budget: budget, report: &report)
             case .spool: await SpoolTorture.run(options: options, budget: budget, report: &report)
             case .payload: await PayloadTorture.run(options: options, budget: budget, report: &report)
+            case .queue: await QueueTorture.run(options: options, budget: budget, report: &report)
             }
             let counts = report[mode]
             options.progress(

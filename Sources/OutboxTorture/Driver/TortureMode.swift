@@ -33,6 +33,12 @@ public enum TortureMode: String, Sendable, Codable, CodingKeyRepresentable, Case
     /// every step of writing and deleting a file, and damaged files
     /// (flipped, cut, grown, deleted, swapped, renamed) reopened and drained.
     case payload
+    /// Two producers, two named consumers and a trimmer on one durable
+    /// queue (`OutboxQueue`), `kill -9`ed at random: every acknowledged
+    /// element reaches every consumer at least once, in order; nothing is
+    /// invented; commits never go back; a trim never removes what a
+    /// consumer has not read.
+    case queue
 
     public var description: String { rawValue }
 
@@ -50,6 +56,7 @@ public enum TortureMode: String, Sendable, Codable, CodingKeyRepresentable, Case
         case .lock: 0.05
         case .spool: 0.10
         case .payload: 0.08
+        case .queue: 0.08
         }
     }
 }

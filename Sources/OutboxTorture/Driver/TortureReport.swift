@@ -64,7 +64,7 @@ public struct TortureReport: Sendable, Codable, Hashable {
             reproduce = custom!
         case .powerloss, .iofault, .corrupt, .lock, .spool:
             reproduce = "outbox torture --mode \(mode) --seed \(seed) --first-cycle \(cycle) --cycles 1"
-        case .kill, .outbox, .outboxfault, .payload:
+        case .kill, .outbox, .outboxfault, .payload, .queue:
             // Kill moments depend on real timing: the seed replays the same
             // workloads and kill plans, not the same instants.
             reproduce = "outbox torture --mode \(mode) --seed \(seed) --cycles \(cycle + 1)"
