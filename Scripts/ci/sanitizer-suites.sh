@@ -12,9 +12,11 @@ set -euo pipefail
 # The suites each sanitizer runs (whole suite names), and the whole test
 # targets ASan runs besides them.
 tsan_suites=(GroupCommitTests SubmitTests WriterLifetimeTests CompactionTests StoreAcknowledgementTests StoreRoomTests
-    BatchedSuccessTests ClaimTests DispatcherTests DispatcherLifetimeTests SpoolAdmissionTests RetentionTests)
+    BatchedSuccessTests ClaimTests DispatcherTests DispatcherLifetimeTests SpoolAdmissionTests RetentionTests
+    QueueTailTests MaintenanceGateTests)
 asan_targets=(OutboxCollectionsTests OutboxLogTests OutboxTests OutboxAppTests OutboxHTTPTests FuzzCorpusTests)
-asan_suites=(LogIdempotencyKeyStoreTests LogIdempotencyKeyStoreSafetyTests)
+asan_suites=(LogIdempotencyKeyStoreTests LogIdempotencyKeyStoreSafetyTests QueueBasicsTests QueueCodableTests QueueLimitsTests
+    QueuePowerLossTests QueueRetentionTests QueueTailTests MaintenanceGateTests)
 
 # targets_holding SUITE...: the test targets that declare those suites,
 # comma-separated (Tests/<target>/…), for the tree's OUTBOX_TEST_TARGETS;
@@ -46,7 +48,8 @@ tsan)
     # engine's writer thread against appenders (group commit, submit, the
     # writer's lifetime), against compaction and against retention; the
     # store's acknowledgements, room and spool admission; the dispatcher's
-    # workers, timers and lifetime. TSan has found one thing in this code
+    # workers, timers and lifetime; the durable queue's tail against its
+    # appenders, and its maintenance turns. TSan has found one thing in this code
     # (a lock it cannot see, now guarded by LockRuleTests), and it runs this
     # code about ten times slower: over every suite it took 29 minutes of
     # CI's 90 on two cores. Left out here, and run by `Scripts/sanitize.sh`
@@ -85,7 +88,9 @@ asan)
     # child processes (torture, the CLI, end-to-end servers, PostgreSQL,
     # the Python middlewares) — the ASan torture step runs the CLI under
     # AddressSanitizer itself, and the fuzz targets read every file format —
-    # but for the durable key store's suites, which run in this process.
+    # but for the durable key store's suites and the durable queue's, which
+    # run in this process (not the queue's crash model, which repeats them,
+    # nor its CLI suite).
     pattern="^(%s)\\.|\\.($(IFS='|'; echo "${asan_suites[*]}"))/"  # whole test targets, and those suites
     suites=("${asan_targets[@]}")
     ;;
