@@ -46,15 +46,26 @@ enum QueueTorture {
         }
     }
 
-    /// When to kill: most cycles at a random moment, some not at all.
+    /// When to kill: most cycles at a random moment once the queue is open
+    /// (a loaded machine can take long to start a worker, and a kill timed
+    /// from the start would then often come before any work), some during
+    /// the open, one in ten not at all.
     static func policy(seed: UInt64, cycle: Int) -> (ChildSupervisor.KillPolicy, String) {
         var random = SplitMix64.derived(seed: seed, stream: 0x514B_0000_0000_0000 | UInt64(cycle))
         var policy = ChildSupervisor.KillPolicy()
         policy.hangLimit = .seconds(60)
-        guard random.next(below: 10) != 0 else { return (policy, "no kill") }
-        let microseconds = random.next(below: 800_000)
-        policy.after = .microseconds(microseconds)
-        return (policy, "kill \(microseconds) µs after start")
+        switch random.next(below: 10) {
+        case 0:
+            return (policy, "no kill")
+        case 1, 2:
+            let microseconds = random.next(below: 100_000)
+            policy.after = .microseconds(microseconds)
+            return (policy, "kill \(microseconds) µs after start")
+        default:
+            let microseconds = UInt32(1 + random.next(below: 250_000))
+            policy.onLine = { line, _ in line == "ready" ? microseconds : nil }
+            return (policy, "kill \(microseconds) µs after the open")
+        }
     }
 
     private static func runCycle(
@@ -67,7 +78,7 @@ enum QueueTorture {
         return await driver.run(report: &report) { (report: inout TortureReport) async throws(CycleViolation) in
             let arguments = [
                 "torture-worker", "queue", "--directory", root.appending("queue").string, "--seed", "\(options.seed)",
-                "--cycle", "\(cycle)", "--count", "300",
+                "--cycle", "\(cycle)", "--count", "500",
             ]
             let outcome: ChildSupervisor.Outcome
             do {
@@ -105,6 +116,8 @@ enum QueueTorture {
             }
         }
         try oracle.checkSkips(life)
+        // The open recovered the queue, and its consumers' commits were checked.
+        if !life.cursor.isEmpty { report.count(.queue) { $0.recovered += 1 } }
         switch outcome.termination {
         case .signaled(SIGKILL) where outcome.killed: report.count(.queue) { $0.faults += 1 }
         case .exited(0) where done: report.detail(.queue, "clean exits")
