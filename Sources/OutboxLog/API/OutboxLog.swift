@@ -322,9 +322,11 @@ public final class OutboxLog: Sendable {
     ///   expired. With index checkpoints on, a checkpoint follows (O(*n*) in
     ///   live keys, written on the retention's thread).
     ///
-    /// - Parameter floor: With a floor, only segments whose every record has
-    ///   a sequence number below it go, as ``removeSegments(before:)``: what
-    ///   a queue keeps for a consumer that has not read past it.
+    /// - Parameters:
+    ///   - now: The time expiries are compared with.
+    ///   - floor: With a floor, only segments whose every record has a
+    ///     sequence number below it go, as ``removeSegments(before:)``: what
+    ///     a queue keeps for a consumer that has not read past it.
     @discardableResult
     public func removeExpired(now: Date = Date(), below floor: UInt64 = .max) async throws(OutboxLogError) -> RetentionReport {
         try await core.removeExpired(now: RecordExpiry.passed(at: now), below: floor)
