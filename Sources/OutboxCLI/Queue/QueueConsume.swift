@@ -9,7 +9,8 @@ struct QueueConsume: AsyncParsableCommand {
         discussion: """
             Reads from the consumer's last commit (creating it at --start the first time) up \
             to --max elements or the end, a page of 256 at a time; each page is committed \
-            durably once it is written to standard output, so a run killed meanwhile prints \
+            durably once it is written to standard output (and synced, if that is a file), so \
+            a run killed meanwhile, or a power loss, prints \
             the uncommitted page again next time (at least once). --no-commit only looks, \
             at a consumer that exists.
             """
@@ -44,7 +45,11 @@ struct QueueConsume: AsyncParsableCommand {
                 let page = try await consumer.next(max: Swift.min(256, left))
                 guard let last = page.last else { break }
                 try await output.write(page)
-                if !noCommit { try await consumer.commit(through: last.position) }
+                if !noCommit {
+                    // Printed to a file, the page is synced before the durable commit that gives it up.
+                    try await OutputWriter.syncIfFile()
+                    try await consumer.commit(through: last.position)
+                }
                 left -= page.count
             }
         }

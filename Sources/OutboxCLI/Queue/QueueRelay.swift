@@ -75,7 +75,10 @@ struct QueueRelay: AsyncParsableCommand {
                 try await output.write(page)
                 try await consumer.commit(through: last.position, durability: .buffered)
             }
-            if let committed = consumer.committed { try await consumer.commit(through: committed, durability: .durable) }
+            if let committed = consumer.committed {
+                try await OutputWriter.syncIfFile()
+                try await consumer.commit(through: committed, durability: .durable)
+            }
         }
     }
 
@@ -84,7 +87,9 @@ struct QueueRelay: AsyncParsableCommand {
         for try await element in tail {
             try await output.write([element])
             printed += 1
-            try await consumer.commit(through: element.position, durability: printed % durableCommitEvery == 0 ? .durable : .buffered)
+            let durable = printed % durableCommitEvery == 0
+            if durable { try await OutputWriter.syncIfFile() }
+            try await consumer.commit(through: element.position, durability: durable ? .durable : .buffered)
         }
     }
 }

@@ -22,4 +22,26 @@ enum OutputWriter {
         }
         if let failure { throw failure }
     }
+
+    /// When standard output is a file, syncs it (`fsync`): what was
+    /// printed is then as durable as a commit made after it. A pipe or a
+    /// terminal has nothing to sync; what reads it decides.
+    static func syncIfFile() async throws(CommandFailure) {
+        let failure: CommandFailure? = await withCheckedContinuation { continuation in
+            writing.async {
+                var status = stat()
+                guard fstat(STDOUT_FILENO, &status) == 0, status.st_mode & S_IFMT == S_IFREG else {
+                    return continuation.resume(returning: nil)
+                }
+                // Never retried: a failed sync may have dropped the pages it could not write.
+                guard fsync(STDOUT_FILENO) == 0 else {
+                    return continuation.resume(
+                        returning: CommandFailure(
+                            "syncing standard output failed: \(String(cString: strerror(errno)))", exitCode: CommandFailure.operationFailed))
+                }
+                continuation.resume(returning: nil)
+            }
+        }
+        if let failure { throw failure }
+    }
 }
