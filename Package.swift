@@ -413,6 +413,7 @@ let package = Package(
                 "IdempotencyKeyMiddleware",
                 "Outbox",
                 "OutboxLog",
+                "OutboxQueue",
                 .product(name: "SystemPackage", package: "swift-system"),
                 .product(name: "Logging", package: "swift-log"),
             ]

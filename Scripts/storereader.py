@@ -6,6 +6,7 @@ the log's frames are read by Scripts/logreader.py).
 Usage:
   storereader.py queue DIR      a plain queue's records (and SCHEDULE) as JSON
   storereader.py keys DIR       a key store's records as JSON
+  storereader.py durable DIR    a durable queue's records as JSON
   storereader.py check VECTORS  each vector (Tests/StoreVectors) against its expected.json
 
 Plain queues only: a sealed queue's records are AES-GCM boxes, which the
@@ -407,7 +408,43 @@ def differences(expected, actual, path=""):
     return []
 
 
+# ---- The durable queue's records (OutboxQueue) ------------------------------
+
+def read_durable_queue(directory):
+    """A DurableQueue's two logs: elements (an 8-byte key; the append time,
+    then the element's bytes) and consumers (9 bytes: version 1, then the
+    committed position), as STORE-FORMAT.md says."""
+    elements = []
+    for key, value, note, expiry in live_records_with_sequence(os.path.join(directory, "elements")):
+        key, sequence = key
+        if len(key) != 8 or note is not None or expiry is not None:
+            raise Damage(f"element record {key.hex()}: an 8-byte key, no annotation and no expiry expected")
+        if len(value) < 8:
+            raise Damage(f"element at {sequence}: {len(value)} bytes, shorter than its 8-byte header")
+        appended = struct.unpack("<q", value[:8])[0]
+        elements.append({"position": sequence, "key": key.hex(), "appendedAt": appended,
+                         "bytes": base64.b64encode(value[8:]).decode()})
+    consumers = []
+    for (key, _), value, note, _ in live_records_with_sequence(os.path.join(directory, "consumers")):
+        if not 1 <= len(key) <= 255 or len(value) != 9 or value[0] != 1 or note is not None:
+            raise Damage(f"consumer {key.hex()}: {len(value)} bytes, not 9 of version 1")
+        consumers.append({"name": key.hex(), "committed": struct.unpack("<Q", value[1:])[0]})
+    return {"durableQueue": {"elements": sorted(elements, key=lambda e: e["position"]),
+                             "consumers": sorted(consumers, key=lambda c: c["name"])}}
+
+
+def live_records_with_sequence(directory):
+    """((key bytes, sequence), value bytes, annotation bytes or None, expiry) of every live key."""
+    _, entries = logreader.read_log(directory, salvage=False)
+    for e in entries:
+        key = e["key"].encode() if "key" in e else base64.b64decode(e["keyBase64"])
+        note = base64.b64decode(e["annotation"]) if "annotation" in e else None
+        yield (key, e["sequence"]), base64.b64decode(e["payload"]), note, e.get("expiresAt")
+
+
 def read_store(directory):
+    if os.path.isdir(os.path.join(directory, "elements")):
+        return read_durable_queue(directory)
     return read_keys(directory) if os.path.exists(os.path.join(directory, "keys.secret")) else read_queue(directory)
 
 
@@ -425,14 +462,15 @@ def check(vectors):
 
 
 def main(argv):
-    if len(argv) != 3 or argv[1] not in ("queue", "keys", "check"):
+    if len(argv) != 3 or argv[1] not in ("queue", "keys", "durable", "check"):
         print(__doc__.strip(), file=sys.stderr)
         return 2
     command, path = argv[1], argv[2]
     if command == "check":
         return check(path)
     try:
-        print(json.dumps(read_queue(path) if command == "queue" else read_keys(path), indent=2, sort_keys=True))
+        readers = {"queue": read_queue, "keys": read_keys, "durable": read_durable_queue}
+        print(json.dumps(readers[command](path), indent=2, sort_keys=True))
     except (Damage, logreader.OpenError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 1

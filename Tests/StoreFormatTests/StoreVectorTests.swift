@@ -4,11 +4,12 @@ import IdempotencyKeyMiddleware
 import Logging
 import Outbox
 import OutboxLog
+import OutboxQueue
 import SystemPackage
 import Testing
 
 /// The stores' test vectors (Tests/StoreVectors, see its README.md): the
-/// outbox store's and the key store's own decoders must read every vector
+/// outbox store's, the key store's and the durable queue's own decoders must read every vector
 /// as its expected.json says, and the generator must still write exactly
 /// these bytes, so a change to Docs/STORE-FORMAT.md's records, to an
 /// encoder or to a decoder cannot go unnoticed.
@@ -22,7 +23,7 @@ struct StoreVectorTests {
 
     @Test("the folder holds the queue and key store vectors")
     func vectorsArePresent() {
-        #expect(Self.names == ["key-store", "queue-checkpoint", "queue-records"], "found \(Self.names) in \(Self.folder.path)")
+        #expect(Self.names == ["durable-queue", "key-store", "queue-checkpoint", "queue-records"], "found \(Self.names) in \(Self.folder.path)")
     }
 
     @Test("the stores' decoders read each vector as expected.json says", arguments: names)
@@ -38,10 +39,14 @@ struct StoreVectorTests {
         }
         var configuration = OutboxLog.Configuration()
         configuration.logger = .init(label: "store-vectors", factory: { _ in SwiftLogNoOpLogHandler() })
-        let decoded =
-            FileManager.default.fileExists(atPath: source + "/keys.secret")
-            ? try await KeyStoreRecordDescription.directory(FilePath(scratch.path), configuration: configuration)
-            : try await StoreRecordDescription.directory(FilePath(scratch.path), configuration: configuration)
+        let decoded: [String: Any]
+        if FileManager.default.fileExists(atPath: source + "/elements") {
+            decoded = try await DurableQueueDescription.directory(FilePath(scratch.path), configuration: configuration)
+        } else if FileManager.default.fileExists(atPath: source + "/keys.secret") {
+            decoded = try await KeyStoreRecordDescription.directory(FilePath(scratch.path), configuration: configuration)
+        } else {
+            decoded = try await StoreRecordDescription.directory(FilePath(scratch.path), configuration: configuration)
+        }
         for difference in JSONDifference.between(expected, decoded) {
             Issue.record("\(name): \(difference)")
         }

@@ -10,7 +10,7 @@ import SystemPackage
 struct LogMakeStoreVectors: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "make-store-vectors",
-        abstract: "Write the outbox store's and the key store's test vectors (Tests/StoreVectors).",
+        abstract: "Write the outbox store's, the key store's and the durable queue's test vectors (Tests/StoreVectors).",
         discussion: """
             For each case, DIR/<case>/files/ holds the store directory's files exactly as on disk and \
             DIR/<case>/expected.json what the stores' own decoders read in them. Existing case folders \
@@ -40,11 +40,16 @@ struct LogMakeStoreVectors: AsyncParsableCommand {
         try await write(
             "queue-checkpoint", summary: "the same queue with the SCHEDULE checkpoint its clean close wrote", files: queue)
         try await write("key-store", summary: Self.keysSummary, files: try await StoreVectorKeys.files())
+        try await write("durable-queue", summary: Self.durableQueueSummary, files: try await StoreVectorDurableQueue.files())
     }
 
     static let queueSummary = """
         a plain queue: entries pending, in flight, waiting to retry, quarantined, in conflict and succeeded \
         (with their completions), dependencies, the app's idempotency keys, and a last failure of every cause code
+        """
+    static let durableQueueSummary = """
+        a durable queue: elements of text, none, binary bytes, an atomic batch and JSON; a consumer that \
+        committed, one that committed nothing, and one removed (tombstone)
         """
     static let keysSummary = """
         a key store: two completed keys, a claim, an unknown outcome, and a released key (tombstone)

@@ -149,9 +149,15 @@ enum VectorLogs {
         return files
     }
 
+    /// Writes `files` under `directory`; a name with a `/` (a durable
+    /// queue's `elements/…`) goes into that subdirectory.
     static func store(_ files: VectorFiles, in directory: String) throws {
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        for (name, bytes) in files { try Data(bytes).write(to: URL(fileURLWithPath: directory + "/" + name)) }
+        for (name, bytes) in files {
+            let url = URL(fileURLWithPath: directory + "/" + name)
+            try FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
+            try Data(bytes).write(to: url)
+        }
     }
 
     /// A scratch directory under the system's temporary directory.
