@@ -274,6 +274,7 @@ let package = Package(
                 "Outbox",
                 "OutboxLog",
                 "OutboxLogTesting",
+                "OutboxQueue",
                 "IdempotencyKeyMiddleware",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Hummingbird", package: "hummingbird"),

@@ -7,7 +7,7 @@ import OutboxLog
 ///
 /// A value is 9 bytes: a version (1), then the position, little-endian.
 /// Position 0 means "nothing consumed yet" (no element has sequence 0).
-struct ConsumerOffsets: Sendable {
+package struct ConsumerOffsets: Sendable {
     let log: OutboxLog
 
     /// The longest consumer name, in UTF-8 bytes.
@@ -21,18 +21,24 @@ struct ConsumerOffsets: Sendable {
         return LogKey(bytes)
     }
 
-    static func encode(_ position: UInt64) -> [UInt8] {
+    package static func encode(_ position: UInt64) -> [UInt8] {
         [1] + (0..<8).map { UInt8(truncatingIfNeeded: position >> (8 * $0)) }
     }
 
+    /// A commit record's position, or `nil` for bytes that are not one.
+    package static func position(_ bytes: [UInt8]) -> UInt64? {
+        guard bytes.count == 9, bytes[0] == 1 else { return nil }
+        return bytes[1...].reversed().reduce(0) { $0 << 8 | UInt64($1) }
+    }
+
     static func decode(_ bytes: [UInt8], consumer key: LogKey, in log: OutboxLog) throws(QueueError) -> UInt64 {
-        guard bytes.count == 9, bytes[0] == 1 else {
+        guard let position = position(bytes) else {
             throw QueueError(
                 .damaged,
                 "consumer \(key)'s committed position in \(log.directory) is \(bytes.count) bytes"
                     + (bytes.first.map { " of version \($0)" } ?? "") + ", not 9 of version 1")
         }
-        return bytes[1...].reversed().reduce(0) { $0 << 8 | UInt64($1) }
+        return position
     }
 
     /// The consumer's committed position: `nil` if it was never created.

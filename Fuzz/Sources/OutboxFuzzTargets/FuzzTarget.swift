@@ -63,6 +63,11 @@ package struct FuzzTarget: Sendable {
             run: { input throws(FuzzViolation) in try KeyRecordFuzzing.record(input) },
             seeds: { KeyRecordFuzzing.seeds() }),
         FuzzTarget(
+            name: "queue-record", summary: "a durable queue's records: an element's payload, a consumer's commit",
+            maximumLength: 1024,
+            run: { input throws(FuzzViolation) in try QueueRecordFuzzing.record(input) },
+            seeds: { QueueRecordFuzzing.seeds() }),
+        FuzzTarget(
             name: "queue-snapshot", summary: "a queue's snapshot (SNAPSHOT's JSON) as outbox top reads it", maximumLength: 8192,
             run: { input throws(FuzzViolation) in try SnapshotTarget.run(input) },
             seeds: { SnapshotTarget.seeds() }),
