@@ -51,6 +51,14 @@ package struct EntryTable: Sendable {
     /// Every id, in no particular order.
     var keys: [OutboxEntryID] { table.keys }
 
+    /// Every entry's id and packed fields, in no particular order, without
+    /// building an ``EntryMetadata`` for each (its optional dependencies
+    /// array makes every copy a call through its value witness): for the
+    /// loops over every entry that a load runs, which read scalar fields.
+    func forEachPacked(_ body: (OutboxEntryID, PackedEntry) throws -> Void) rethrows {
+        try table.forEach { element in try body(element.key, element.value) }
+    }
+
     package func forEach(_ body: (EntryMetadata) throws -> Void) rethrows {
         try table.forEach { element in
             try body(

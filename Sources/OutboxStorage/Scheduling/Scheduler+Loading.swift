@@ -146,16 +146,15 @@ extension Scheduler {
         var placed: [Placed] = []
         var inFlight: [(OutboxEntryID, UInt64)] = []
         placed.reserveCapacity(entries.count)
-        entries.forEach { entry in
-            if entry.status == .inFlight { inFlight.append((entry.id, entry.sequence)) }
-            let hasDependencies = !(entry.dependencies?.isEmpty ?? true)
+        entries.forEachPacked { id, entry in
+            if entry.status == .inFlight { inFlight.append((id, entry.sequence)) }
             let queue = entry.status.holdsScope
-                ? Self.queue(ofScope: entry.scope, hasDependencies: hasDependencies, unscopedInOrder: inOrder) ?? 0 : 0
-            let linked = entry.coalescing != 0 || hasDependencies
+                ? Self.queue(ofScope: entry.scope, hasDependencies: entry.hasDependencies, unscopedInOrder: inOrder) ?? 0 : 0
+            let linked = entry.coalescing != 0 || entry.hasDependencies
             guard queue != 0 || linked else { return }
             placed.append(
                 Placed(
-                    id: entry.id, sequence: entry.sequence, queue: queue,
+                    id: id, sequence: entry.sequence, queue: queue,
                     leads: entry.attempts > 0 && entry.status.holdsScope, linked: linked))
         }
         // Loads insert in sequence order, and the sort is linear on input in order.
@@ -214,26 +213,25 @@ extension Scheduler {
         var due: [Candidate] = []
         var later: [Timed] = []
         var unsent: [Aged] = []
-        func addCandidate(_ entry: EntryMetadata) {
+        func addCandidate(_ id: OutboxEntryID, _ entry: PackedEntry) {
             guard entry.status.isSendable else { return }
             if entry.when <= now {
-                due.append(Candidate(sequence: entry.sequence, id: entry.id, version: entry.version, priority: entry.priority))
+                due.append(Candidate(sequence: entry.sequence, id: id, version: entry.version, priority: entry.priority))
             } else {
-                later.append(Timed(when: entry.when, sequence: entry.sequence, id: entry.id, version: entry.version))
+                later.append(Timed(when: entry.when, sequence: entry.sequence, id: id, version: entry.version))
             }
         }
         let inOrder = configuration.unscopedDelivery == .inOrder
         unsent.reserveCapacity(entries.count)
-        entries.forEach { entry in
+        entries.forEachPacked { id, entry in
             if entry.status.holdsScope {
-                unsent.append(Aged(createdAt: entry.createdAt, sequence: entry.sequence, id: entry.id))
+                unsent.append(Aged(createdAt: entry.createdAt, sequence: entry.sequence, id: id))
             }
-            let inQueue = Self.queue(
-                ofScope: entry.scope, hasDependencies: !(entry.dependencies?.isEmpty ?? true), unscopedInOrder: inOrder) != nil
-            if !inQueue { addCandidate(entry) }
+            let inQueue = Self.queue(ofScope: entry.scope, hasDependencies: entry.hasDependencies, unscopedInOrder: inOrder) != nil
+            if !inQueue { addCandidate(id, entry) }
         }
         for queue in scopes.values {
-            if let head = queue.first, let entry = entries[head] { addCandidate(entry) }
+            if let head = queue.first, let entry = entries[head] { addCandidate(head, PackedEntry(entry)) }
         }
         ready = Heap(due)
         waiting = Heap(later)
