@@ -5,7 +5,7 @@ import OutboxLocking
 /// `stopAfter`). Real time on purpose: the limit is how long a real child
 /// process is given before the test ends it. The limit runs from
 /// ``start()``, called once the process is running.
-final class StopTimer: Sendable {
+public final class StopTimer: Sendable {
     private struct State {
         var fired = false
         var finished = false
@@ -15,13 +15,13 @@ final class StopTimer: Sendable {
     private let process: Process
     private let limit: Duration
 
-    init(process: Process, after limit: Duration) {
+    public init(process: Process, after limit: Duration) {
         self.process = process
         self.limit = limit
     }
 
     /// Starts the limit: the process has just been started.
-    func start() {
+    public func start() {
         let timer = Task { [state, process, limit] in
             try? await Task.sleep(for: limit)
             guard !Task.isCancelled else { return }
@@ -40,7 +40,7 @@ final class StopTimer: Sendable {
     }
 
     /// Cancels the timer; whether it killed the process.
-    func finish() -> Bool {
+    public func finish() -> Bool {
         state.withLock { state in
             state.finished = true
             state.timer?.cancel()

@@ -125,14 +125,12 @@ struct QueueCommandTests {
         process.standardOutput = try #require(FileHandle(forWritingAtPath: "/dev/full"))
         process.standardError = FileHandle.nullDevice
         try input.fileHandleForWriting.write(contentsOf: Data("one\ntwo\n".utf8))
-        // The input is never closed: before the fix the relay waited on it forever.
-        let guardKill = Task {
-            try await Task.sleep(for: .seconds(120))
-            process.terminate()
-        }
-        let (status, _) = try await ChildProcess.waitForExit(process)
-        guardKill.cancel()
-        #expect(status == 1, "the relay did not end on its own with exit 1 (status \(status))")
+        // The input is never closed: before the fix the relay waited on it
+        // forever. A bound far past its work, not a measurement.
+        let stopper = StopTimer(process: process, after: .seconds(120))
+        let (status, _) = try await ChildProcess.waitForExit(process) { stopper.start() }
+        #expect(!stopper.finish(), "the relay did not end on its own")
+        #expect(status == 1, "the relay did not end with exit 1 (status \(status))")
         try? input.fileHandleForWriting.close()
     }
 
