@@ -52,9 +52,11 @@ extension OutboxLog {
     ///
     /// - Complexity: O(*b*) in the bytes of the segments read: from the
     ///   segment holding `after` on, each record verified, until `limit`
-    ///   live entries are found. A page that continues the previous one
-    ///   (`after` = its last entry's sequence) resumes where it stopped
-    ///   instead of verifying that segment again.
+    ///   live entries are found. A page that continues one of the last few
+    ///   (`after` = its last entry's sequence) resumes where that one
+    ///   stopped instead of verifying the segment again — also at the end
+    ///   of the log, where it verifies only what was appended since — and
+    ///   verifies again only the records it returns.
     public func entries(after sequence: UInt64 = 0, limit: Int = 1024) async throws(OutboxLogError) -> [LogEntry] {
         guard limit >= 1 else { throw OutboxLogError(.invalidArgument, "limit must be at least 1, not \(limit)") }
         return try await core.entries(after: sequence, limit: limit).entries

@@ -159,7 +159,7 @@ extension LogCore {
     ) throws(OutboxLogError) -> ([LogEntry], UInt64?) {
         var result: [LogEntry] = []
         var lastScanned = after
-        for (file, writtenSize, knownDamage) in snapshot {
+        for (index, (file, writtenSize, knownDamage)) in snapshot.enumerated() {
             let size: Int64
             do throws(Errno) { size = try fileSystem.size(of: file.descriptor) } catch {
                 throw .io("cannot read segment size", error, file: file.path)
@@ -167,55 +167,68 @@ extension LogCore {
             let scannedSize = min(size, writtenSize)
             let reader = ChunkedFileReader(
                 fileSystem: fileSystem, descriptor: file.descriptor, path: file.path, fileSize: scannedSize)
-            let (candidates, runLastSequence) = try scanCandidates(
+            let (candidates, runLastSequence, verifiedFrom) = try scanCandidates(
                 of: file, reader: reader, scannedSize: scannedSize, after: after, knownDamage: knownDamage)
             let (live, files) = liveValues(among: candidates, in: file)
             for (position, entry, moved) in live {
                 let record = candidates[position]
-                guard let item = try readEntry(record, entry: entry, moved: moved, reader: reader, files: files) else {
-                    continue
-                }
+                let source: RecordSource = moved ? .moved : (record.offset < verifiedFrom ? .reverify(file) : .scanned(reader))
+                guard let item = try readEntry(record, entry: entry, from: source, files: files) else { continue }
                 result.append(item)
                 lastScanned = record.sequence
                 if result.count == limit {
                     saveScanCursor(
-                        ScanCursor(
+                        ScanCursors.Cursor(
                             after: lastScanned, file: file, scannedSize: scannedSize,
                             remaining: Array(candidates[(position + 1)...]), lastSequence: runLastSequence))
                     return (result, lastScanned)
                 }
             }
             if let last = runLastSequence { lastScanned = max(lastScanned, last) }
+            if index == snapshot.count - 1 && !knownDamage {
+                // The end of the log, short of a full page: a reader that
+                // comes back for what is appended next resumes here. Every
+                // candidate was returned or is dead for good (a record
+                // never comes back to life: a newer one replaces it).
+                saveScanCursor(
+                    ScanCursors.Cursor(
+                        after: result.last?.sequence ?? after, file: file, scannedSize: scannedSize, remaining: [],
+                        lastSequence: runLastSequence))
+            }
         }
         return (result, nil)
     }
 
-    /// The verified records of `file` numbered after `after`, and the last
-    /// sequence number of its run: from where the previous page stopped
-    /// inside it, or from a scan.
+    /// The verified records of `file` numbered after `after`, the last
+    /// sequence number of its run, and the offset from which `reader` read
+    /// and verified them: from where the previous page stopped inside it
+    /// (records before that offset were verified by an earlier call, and
+    /// are verified again when read), or from a scan.
     private func scanCandidates(
         of file: SegmentFile, reader: ChunkedFileReader, scannedSize: Int64, after: UInt64, knownDamage: Bool
-    ) throws(OutboxLogError) -> ([ScannedRecord], UInt64?) {
-        if !knownDamage, let resumed = takeScanCursor(after: after, file: file, scannedSize: scannedSize) {
-            // The previous page stopped inside this segment: go on from
-            // there instead of verifying it all over again.
-            return (resumed.remaining, resumed.lastSequence)
-        }
-        var candidates: [ScannedRecord] = []
+    ) throws(OutboxLogError) -> (records: [ScannedRecord], lastSequence: UInt64?, verifiedFrom: Int64) {
+        let resumed = knownDamage ? nil : scanCursors.withLock { $0.find(after: after, file: file, scannedSize: scannedSize) }
+        // The previous page stopped inside this segment, or at its end: go
+        // on from there, verifying only what was appended since.
+        var candidates = resumed?.remaining ?? []
         let scanner = SegmentScanner(reader: reader, header: file.header)
         let collect = { (record: ScannedRecord) in if record.sequence > after { candidates.append(record) } }
         let run: SegmentScanner.Run
-        if knownDamage {
+        if let resumed {
+            if resumed.scannedSize == scannedSize { return (candidates, resumed.lastSequence, scannedSize) }
+            run = try scanner.scanRun(
+                from: resumed.scannedSize, previous: resumed.lastSequence, resumingAfterDamage: false, visit: collect)
+        } else if knownDamage {
             // Damage reported at open (read-only salvage): step over it.
             run = try SegmentAnalysis.analyze(scanner, file: file.name, visit: collect, visitLater: collect).leading
         } else {
             run = try scanner.scanRun(from: Int64(SegmentHeader.size), previous: nil, resumingAfterDamage: false, visit: collect)
-            if let stop = run.stop {
-                throw .corruption(
-                    "segment no longer verifies: \(stop.damage)", file: file.path, offset: stop.frame, damage: stop.damage)
-            }
         }
-        return (candidates, run.lastSequence)
+        if let stop = run.stop, !knownDamage {
+            throw .corruption(
+                "segment no longer verifies: \(stop.damage)", file: file.path, offset: stop.frame, damage: stop.damage)
+        }
+        return (candidates, run.lastSequence ?? resumed?.lastSequence, resumed?.scannedSize ?? 0)
     }
 
     /// The candidates whose values the index still points at (by position),
@@ -245,65 +258,9 @@ extension LogCore {
         }
     }
 
-    /// The entry of a live value `record`, with its annotation; `nil` if it
-    /// `moved` and its copy is not this very record (superseded after the
-    /// swap).
-    private func readEntry(
-        _ record: ScannedRecord, entry: IndexEntry, moved: Bool, reader: ChunkedFileReader, files: [UInt32: SegmentFile]
-    ) throws(OutboxLogError) -> LogEntry? {
-        var item: LogEntry
-        if moved {
-            guard let target = files[entry.value.segment] else { return nil }
-            let copy = try target.readRecord(
-                at: Int64(entry.value.offset), length: Int(entry.value.length), expecting: record.key)
-            guard copy.sequence == record.sequence else { return nil }
-            item = LogEntry(key: record.key, sequence: record.sequence, value: copy.payload, expiry: copy.expiry, annotation: nil)
-        } else {
-            let frame = try reader.window(at: record.offset, count: record.length)
-            let keyEnd = RecordFrame.size(keyCount: record.key.count, payloadCount: 0, expires: record.expiry != nil)
-            item = LogEntry(
-                key: record.key, sequence: record.sequence, value: Array(frame[keyEnd...]), expiry: record.expiry,
-                annotation: nil)
-        }
-        if entry.annotation.exists, let annotationFile = files[entry.annotation.segment] {
-            let annotation = try annotationFile.readRecord(
-                at: Int64(entry.annotation.offset), length: Int(entry.annotation.length), expecting: record.key)
-            item.annotation = .init(sequence: annotation.sequence, payload: annotation.payload, expiry: annotation.expiry)
-        }
-        return item
-    }
-
-    /// Where a page of ``entries(after:limit:)`` stopped inside a segment:
-    /// the verified records of that segment it had not considered yet. The
-    /// next page, asked for the entries after the last one returned, starts
-    /// from them instead of verifying the whole segment again — paging
-    /// through a log costs one scan of it, not one per page.
-    struct ScanCursor {
-        /// The `after` of the page that may resume here.
-        var after: UInt64
-        /// The very file that was scanned (a compaction replaces the object).
-        var file: SegmentFile
-        /// How many bytes of it the scan verified: a segment that has grown
-        /// since is scanned again.
-        var scannedSize: Int64
-        var remaining: [ScannedRecord]
-        /// The last record of the scanned run.
-        var lastSequence: UInt64?
-    }
-
-    private func saveScanCursor(_ cursor: ScanCursor) {
-        scanCursor.withLock { $0 = cursor }
-    }
-
-    /// The cursor, if it continues exactly this scan; forgets any other
-    /// (it would only hold a replaced file open).
-    private func takeScanCursor(after: UInt64, file: SegmentFile, scannedSize: Int64) -> ScanCursor? {
-        scanCursor.withLock { saved -> ScanCursor? in
-            guard let cursor = saved else { return nil }
-            saved = nil
-            guard cursor.after == after, cursor.file === file, cursor.scannedSize == scannedSize else { return nil }
-            return cursor
-        }
+    private func saveScanCursor(_ cursor: ScanCursors.Cursor) {
+        let current = state.withLock { state in Set(state.slots.values.compactMap { $0.file.map(ObjectIdentifier.init) }) }
+        scanCursors.withLock { $0.save(cursor) { current.contains(ObjectIdentifier($0)) } }
     }
 
     /// Writes out buffered records so scans of the files see them.

@@ -31,8 +31,8 @@ final class LogCore: Sendable {
     /// Signalled when the writer thread sleeps and work arrives.
     let writerWakeup = DispatchSemaphore(value: 0)
     let readers: BlockingThreadPool
-    /// Where the last page of `entries(after:limit:)` stopped (see `ScanCursor`).
-    let scanCursor = Locked<ScanCursor?>(nil)
+    /// Where the last pages of `entries(after:limit:)` stopped (see `ScanCursors`).
+    let scanCursors = Locked(ScanCursors())
     private let lock: DirectoryLock
 
     var fileSystem: any FileSystem { configuration.fileSystem }
@@ -179,7 +179,7 @@ final class LogCore: Sendable {
         // An index load still running stops between two segments.
         if hasIndexLoader { _ = try? await readers.run { () throws(OutboxLogError) in self.stopIndexLoad() } }
         await waitForCompaction()
-        scanCursor.withLock { $0 = nil }  // it may hold a segment file open
+        scanCursors.withLock { $0.removeAll() }  // they may hold segment files open
         let checkpoint = await closingCheckpoint()
         if case .success = checkpoint, configuration.indexCheckpoints, !configuration.readOnly {
             // Everything is durable and nothing appends any more: the next

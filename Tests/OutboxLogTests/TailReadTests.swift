@@ -1,0 +1,124 @@
+import OutboxLocking
+import OutboxLog
+import OutboxLogTesting
+import SystemPackage
+import Testing
+
+/// `entries(after:limit:)` called again and again at the end of a growing
+/// log, as a queue's consumer does after each append: it must return
+/// exactly what was appended since (live, once, in order), verify each
+/// record when it is first scanned rather than the whole active segment per
+/// call, and never hand back bytes it did not verify in that call.
+@Suite("Reading at the end of a growing log")
+struct TailReadTests {
+    @Test("a reader at the end verifies what was appended since its last read, not the segment again")
+    func verifiesOnlyTheGrowth() async throws {
+        let directory = TemporaryDirectory()
+        let counter = ReadCounter(base: PosixFileSystem())
+        var configuration = testConfiguration()
+        configuration.fileSystem = counter
+        let log = try await OutboxLog.open(at: directory.path, configuration: configuration)
+        for i in 0..<2_000 { try await log.put(LogKey("k\(i)"), .pattern(1_000, seed: i), durability: .buffered) }
+        var after = try #require(try await log.entries(after: 0, limit: 10_000).last).sequence
+        let segmentBytes = log.statistics.totalBytes
+        #expect(segmentBytes > 2_000_000)
+        counter.reset()
+        for i in 0..<20 {
+            try await log.put(LogKey("n\(i)"), .pattern(1_000, seed: -i), durability: .written)
+            let page = try await log.entries(after: after, limit: 256)
+            #expect(page.map(\.key) == [LogKey("n\(i)")])
+            after = try #require(page.last).sequence
+        }
+        // Twenty reads of a 2 MB segment would read 40 MB; each read reads
+        // what was appended: about 1 KB.
+        #expect(counter.bytesRead < 200_000, "read \(counter.bytesRead) bytes for 20 appends of 1 KB")
+        try await log.close()
+    }
+
+    @Test("reads at the end see appends, overwrites and deletes between them, each live record once")
+    func modelAtTheEnd() async throws {
+        let directory = TemporaryDirectory()
+        let log = try await OutboxLog.open(at: directory.path, configuration: smallSegments(16_384))
+        var generator = SplitMix64(seed: 0x7A11)
+        print("TailReadTests.modelAtTheEnd seed: 0x7A11")
+        // Two readers at their own positions, as two consumers are.
+        var after: [UInt64] = [0, 0]
+        var seen: [[LogKey: [UInt8]]] = [[:], [:]]
+        var model: [LogKey: [UInt8]] = [:]
+        for step in 0..<600 {
+            let key = LogKey("k\(Int.random(in: 0..<40, using: &generator))")
+            if Bool.random(using: &generator) || model[key] == nil {
+                let value = [UInt8].pattern(Int.random(in: 1..<300, using: &generator), seed: step)
+                try await log.put(key, value, durability: .written)
+                model[key] = value
+            } else {
+                _ = try await log.delete(key, durability: .written)
+                model[key] = nil
+            }
+            let reader = Int.random(in: 0..<2, using: &generator)
+            guard Int.random(in: 0..<3, using: &generator) == 0 else { continue }
+            while true {
+                let page = try await log.entries(after: after[reader], limit: Int.random(in: 1..<8, using: &generator))
+                if page.isEmpty { break }
+                for entry in page {
+                    #expect(entry.sequence > after[reader], "step \(step): a record came back")
+                    #expect(model[entry.key] == entry.value, "step \(step): \(entry.key) is not its live value")
+                    after[reader] = entry.sequence
+                    seen[reader][entry.key] = entry.value
+                }
+            }
+        }
+        // Read to the end: every live record written after a reader's last
+        // read of its key has reached it, with its current value.
+        for reader in 0..<2 {
+            while true {
+                let page = try await log.entries(after: after[reader], limit: 50)
+                if page.isEmpty { break }
+                for entry in page {
+                    after[reader] = entry.sequence
+                    seen[reader][entry.key] = entry.value
+                }
+            }
+            for (key, value) in model { #expect(seen[reader][key] == value, "reader \(reader) missed \(key)") }
+        }
+        try await log.close()
+    }
+
+    @Test("a record damaged on disk after a page stopped before it fails the next page, never comes back altered")
+    func rotBetweenPages() async throws {
+        let directory = TemporaryDirectory()
+        let log = try await OutboxLog.open(at: directory.path, configuration: testConfiguration())
+        for i in 0..<6 { try await log.put(LogKey("k\(i)"), .pattern(100, seed: i), durability: .written) }
+        let first = try await log.entries(after: 0, limit: 2)
+        #expect(first.map(\.key) == [LogKey("k0"), LogKey("k1")])
+        // Flip a byte of k3's value: the page after stops at k2, then k3.
+        let files = LogFiles(directory: directory.path)
+        let segment = try #require(files.segments.last)
+        let bytes = files.read(segment)
+        let value = [UInt8].pattern(100, seed: 3)
+        let at = try #require(bytes.firstRange(of: value)).lowerBound + 50
+        try files.overwrite(segment, at: at, with: [bytes[at] ^ 0x40])
+        await #expect(throws: OutboxLogError.self) {
+            let next = try await log.entries(after: first[1].sequence, limit: 4)
+            Issue.record("returned \(next.map(\.key)) from a damaged record")
+        }
+        try? await log.close()
+    }
+}
+
+/// Passes every call to `base`, counting the bytes read.
+private final class ReadCounter: ForwardingFileSystem, Sendable {
+    let base: any FileSystem
+    private let count = Locked(0)
+
+    init(base: any FileSystem) { self.base = base }
+
+    var bytesRead: Int { count.withLock { $0 } }
+    func reset() { count.withLock { $0 = 0 } }
+
+    func read(_ descriptor: FileDescriptor, into buffer: UnsafeMutableRawBufferPointer, at offset: Int64) throws(Errno) -> Int {
+        let n = try base.read(descriptor, into: buffer, at: offset)
+        count.withLock { $0 += n }
+        return n
+    }
+}
