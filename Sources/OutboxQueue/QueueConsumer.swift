@@ -65,10 +65,11 @@ public final class QueueConsumer: Sendable {
     /// - Throws: `damaged` for an element stored shorter than its header
     ///   (a crafted file: the CRC held), moving nothing — commit through its
     ///   position to skip it; `removed`; `invalidArgument`; `closed`; `log`.
-    /// - Complexity: O(*b*) in the bytes of the elements' log verified: from
-    ///   the start of the segment holding the cursor to the last element
-    ///   returned (or the end). A read at the end of the queue verifies the
-    ///   segment being appended to again.
+    /// - Complexity: O(*b*) in the bytes of the elements returned, when the
+    ///   read continues this consumer's previous one (or that of another
+    ///   consumer at the same position; the log keeps a few such cursors);
+    ///   otherwise from the start of the segment holding the cursor. A read
+    ///   at the end of the queue verifies only what was appended since.
     public func next(max: Int = 256) async throws(QueueError) -> [QueueElement] {
         try await read(max: max).elements
     }
@@ -182,5 +183,15 @@ public final class QueueConsumer: Sendable {
     /// ``rewind()`` to read them again.
     public func tail(batch: Int = 256) -> QueueTail {
         QueueTail(consumer: self, signal: logs.signal, batch: Swift.max(1, batch))
+    }
+
+    /// The elements after the cursor in batches of up to `max`, then each
+    /// batch of new elements as they are appended: what is there is read at
+    /// once, so a consumer that keeps up gets small batches and one that
+    /// falls behind gets full ones. Ends when the queue closes or the task
+    /// is cancelled; throws what a read throws (a ``QueueError``). Commit
+    /// through a batch's last position once it is processed.
+    public func batches(max: Int = 256) -> QueueBatches {
+        QueueBatches(consumer: self, signal: logs.signal, max: Swift.max(1, max))
     }
 }

@@ -10,8 +10,7 @@ public struct QueueTail: AsyncSequence, Sendable {
 
     public struct AsyncIterator: AsyncIteratorProtocol {
         let consumer: QueueConsumer
-        let signal: AppendSignal
-        let batch: Int
+        var pages: QueueBatches.AsyncIterator
         var page: [QueueElement] = []
         var index = 0
         /// The consumer's rewinds when the page was read.
@@ -24,18 +23,10 @@ public struct QueueTail: AsyncSequence, Sendable {
                 page = []
                 index = 0
             }
-            while index >= page.count {
-                if Task.isCancelled { return nil }
-                // Noted before the read: an append after it wakes the wait.
-                let generation = signal.generation
-                let fetched: [QueueElement]
-                do { (fetched, rewinds) = try await consumer.read(max: batch) } catch {
-                    if error.code == .closed { return nil }
-                    throw error
-                }
-                page = fetched
+            if index >= page.count {
+                guard let next = try await pages.nextPage() else { return nil }
+                (page, rewinds) = next
                 index = 0
-                if fetched.isEmpty, await !signal.wait(after: generation) { return nil }
             }
             let element = page[index]
             index += 1
@@ -44,6 +35,6 @@ public struct QueueTail: AsyncSequence, Sendable {
     }
 
     public func makeAsyncIterator() -> AsyncIterator {
-        AsyncIterator(consumer: consumer, signal: signal, batch: batch)
+        AsyncIterator(consumer: consumer, pages: QueueBatches.AsyncIterator(consumer: consumer, signal: signal, max: batch))
     }
 }
