@@ -157,8 +157,7 @@ extension LogCore {
     private func scanEntries(
         _ snapshot: [(SegmentFile, Int64, Bool)], after: UInt64, limit: Int
     ) throws(OutboxLogError) -> ([LogEntry], UInt64?) {
-        var result: [LogEntry] = []
-        var lastScanned = after
+        var page = Page(after: after, limit: limit)
         for (index, (file, writtenSize, knownDamage)) in snapshot.enumerated() {
             let size: Int64
             do throws(Errno) { size = try fileSystem.size(of: file.descriptor) } catch {
@@ -167,24 +166,14 @@ extension LogCore {
             let scannedSize = min(size, writtenSize)
             let reader = ChunkedFileReader(
                 fileSystem: fileSystem, descriptor: file.descriptor, path: file.path, fileSize: scannedSize)
-            let (candidates, runLastSequence, verifiedFrom) = try scanCandidates(
-                of: file, reader: reader, scannedSize: scannedSize, after: after, knownDamage: knownDamage)
-            let (live, files) = liveValues(among: candidates, in: file)
-            for (position, entry, moved) in live {
-                let record = candidates[position]
-                let source: RecordSource = moved ? .moved : (record.offset < verifiedFrom ? .reverify(file) : .scanned(reader))
-                guard let item = try readEntry(record, entry: entry, from: source, files: files) else { continue }
-                result.append(item)
-                lastScanned = record.sequence
-                if result.count == limit {
-                    saveScanCursor(
-                        ScanCursors.Cursor(
-                            after: lastScanned, file: file, scannedSize: scannedSize,
-                            remaining: Array(candidates[(position + 1)...]), lastSequence: runLastSequence))
-                    return (result, lastScanned)
-                }
+            var part = try firstCandidates(of: file, reader: reader, scannedSize: scannedSize, after: after, knownDamage: knownDamage)
+            while true {
+                if try collect(part, of: file, reader: reader, into: &page) { return (page.entries, page.lastScanned) }
+                // The segment grew since a cursor's scan: verify what was appended.
+                guard part.scannedUpTo < scannedSize else { break }
+                part = try grownCandidates(of: file, reader: reader, after: part, onlyAbove: after)
             }
-            if let last = runLastSequence { lastScanned = max(lastScanned, last) }
+            if let last = part.lastSequence { page.lastScanned = max(page.lastScanned, last) }
             if index == snapshot.count - 1 && !knownDamage {
                 // The end of the log, short of a full page: a reader that
                 // comes back for what is appended next resumes here. Every
@@ -192,43 +181,118 @@ extension LogCore {
                 // never comes back to life: a newer one replaces it).
                 saveScanCursor(
                     ScanCursors.Cursor(
-                        after: result.last?.sequence ?? after, file: file, scannedSize: scannedSize, remaining: [],
-                        lastSequence: runLastSequence))
+                        after: page.entries.last?.sequence ?? after, file: file, scannedSize: part.scannedUpTo,
+                        remaining: [], lastSequence: part.lastSequence))
             }
         }
-        return (result, nil)
+        return (page.entries, nil)
     }
 
-    /// The verified records of `file` numbered after `after`, the last
-    /// sequence number of its run, and the offset from which `reader` read
-    /// and verified them: from where the previous page stopped inside it
-    /// (records before that offset were verified by an earlier call, and
-    /// are verified again when read), or from a scan.
-    private func scanCandidates(
+    /// The page being filled.
+    private struct Page {
+        let after: UInt64
+        let limit: Int
+        var entries: [LogEntry] = []
+        var lastScanned: UInt64
+
+        init(after: UInt64, limit: Int) {
+            self.after = after
+            self.limit = limit
+            lastScanned = after
+        }
+    }
+
+    /// Verified records of one segment, numbered after the page's `after`,
+    /// in order.
+    private struct Candidates {
+        var records: ArraySlice<ScannedRecord>
+        /// The last record of the verified run, `nil` if it has none yet.
+        var lastSequence: UInt64?
+        /// Records before this offset were verified by an earlier call (a
+        /// cursor's): they are verified again when read.
+        var verifiedFrom: Int64
+        /// How far the segment has been verified.
+        var scannedUpTo: Int64
+    }
+
+    /// Adds the live records of `part` to `page`, checking liveness a few at
+    /// a time (only as many as the page still needs, so a long run left by
+    /// a cursor is not looked up again and again); `true` once the page is
+    /// full, leaving a cursor after its last record.
+    private func collect(
+        _ part: Candidates, of file: SegmentFile, reader: ChunkedFileReader, into page: inout Page
+    ) throws(OutboxLogError) -> Bool {
+        var start = part.records.startIndex
+        while start < part.records.endIndex {
+            let end = min(part.records.endIndex, start + max(page.limit - page.entries.count, 32))
+            let (live, files) = liveValues(among: part.records[start..<end], in: file)
+            for (position, entry, moved) in live {
+                let record = part.records[position]
+                let source: RecordSource =
+                    moved ? .moved : (record.offset < part.verifiedFrom ? .reverify(reader, file) : .scanned(reader))
+                guard let item = try readEntry(record, entry: entry, from: source, files: files) else { continue }
+                page.entries.append(item)
+                page.lastScanned = record.sequence
+                if page.entries.count == page.limit {
+                    saveScanCursor(
+                        ScanCursors.Cursor(
+                            after: page.lastScanned, file: file, scannedSize: part.scannedUpTo,
+                            remaining: part.records[(position + 1)...], lastSequence: part.lastSequence))
+                    return true
+                }
+            }
+            start = end
+        }
+        return false
+    }
+
+    /// The records of `file` after `after` to start a page with: where a
+    /// previous page stopped inside it (or at its end), or from a scan.
+    private func firstCandidates(
         of file: SegmentFile, reader: ChunkedFileReader, scannedSize: Int64, after: UInt64, knownDamage: Bool
-    ) throws(OutboxLogError) -> (records: [ScannedRecord], lastSequence: UInt64?, verifiedFrom: Int64) {
-        let resumed = knownDamage ? nil : scanCursors.withLock { $0.find(after: after, file: file, scannedSize: scannedSize) }
-        // The previous page stopped inside this segment, or at its end: go
-        // on from there, verifying only what was appended since.
-        var candidates = resumed?.remaining ?? []
+    ) throws(OutboxLogError) -> Candidates {
+        if !knownDamage, let resumed = scanCursors.withLock({ $0.find(after: after, file: file, scannedSize: scannedSize) }) {
+            // A page reads a few records, not the rest of the segment.
+            reader.chunkSize = ChunkedFileReader.pageChunkSize
+            return Candidates(
+                records: resumed.remaining, lastSequence: resumed.lastSequence, verifiedFrom: resumed.scannedSize,
+                scannedUpTo: resumed.scannedSize)
+        }
+        var records: [ScannedRecord] = []
         let scanner = SegmentScanner(reader: reader, header: file.header)
-        let collect = { (record: ScannedRecord) in if record.sequence > after { candidates.append(record) } }
+        let collect = { (record: ScannedRecord) in if record.sequence > after { records.append(record) } }
         let run: SegmentScanner.Run
-        if let resumed {
-            if resumed.scannedSize == scannedSize { return (candidates, resumed.lastSequence, scannedSize) }
-            run = try scanner.scanRun(
-                from: resumed.scannedSize, previous: resumed.lastSequence, resumingAfterDamage: false, visit: collect)
-        } else if knownDamage {
+        if knownDamage {
             // Damage reported at open (read-only salvage): step over it.
             run = try SegmentAnalysis.analyze(scanner, file: file.name, visit: collect, visitLater: collect).leading
         } else {
             run = try scanner.scanRun(from: Int64(SegmentHeader.size), previous: nil, resumingAfterDamage: false, visit: collect)
+            try Self.requireClean(run, file)
         }
-        if let stop = run.stop, !knownDamage {
+        return Candidates(records: records[...], lastSequence: run.lastSequence, verifiedFrom: 0, scannedUpTo: scannedSize)
+    }
+
+    /// The records appended to `file` after `part` was verified (a
+    /// segment's written size always ends on a frame: the scan picks up
+    /// there, with the sequence number it had reached).
+    private func grownCandidates(
+        of file: SegmentFile, reader: ChunkedFileReader, after part: Candidates, onlyAbove after: UInt64
+    ) throws(OutboxLogError) -> Candidates {
+        var records: [ScannedRecord] = []
+        let run = try SegmentScanner(reader: reader, header: file.header).scanRun(
+            from: part.scannedUpTo, previous: part.lastSequence, resumingAfterDamage: false
+        ) { record in if record.sequence > after { records.append(record) } }
+        try Self.requireClean(run, file)
+        return Candidates(
+            records: records[...], lastSequence: run.lastSequence ?? part.lastSequence, verifiedFrom: part.scannedUpTo,
+            scannedUpTo: reader.fileSize)
+    }
+
+    private static func requireClean(_ run: SegmentScanner.Run, _ file: SegmentFile) throws(OutboxLogError) {
+        if let stop = run.stop {
             throw .corruption(
                 "segment no longer verifies: \(stop.damage)", file: file.path, offset: stop.frame, damage: stop.damage)
         }
-        return (candidates, run.lastSequence ?? resumed?.lastSequence, resumed?.scannedSize ?? 0)
     }
 
     /// The candidates whose values the index still points at (by position),
@@ -240,7 +304,7 @@ extension LogCore {
     /// captured under the same lock, or a swap in between would lose an
     /// annotation.
     private func liveValues(
-        among candidates: [ScannedRecord], in file: SegmentFile
+        among candidates: ArraySlice<ScannedRecord>, in file: SegmentFile
     ) -> ([(Int, IndexEntry, moved: Bool)], [UInt32: SegmentFile]) {
         state.withLock { state -> ([(Int, IndexEntry, moved: Bool)], [UInt32: SegmentFile]) in
             let swappedOut = state.slots[file.id] == nil

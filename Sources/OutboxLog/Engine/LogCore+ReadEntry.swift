@@ -1,11 +1,12 @@
 /// Reading one live record's entry for a page of `entries(after:limit:)`.
 extension LogCore {
     /// Where a live record's bytes come from: the reader that has just
-    /// verified them, its file again (verified by an earlier page: check
-    /// its CRC again), or a compaction's output (`moved`).
+    /// verified them; the reader again, for a record an earlier page
+    /// verified (its CRC is checked again: the bytes may have changed on
+    /// disk since); or a compaction's output (`moved`).
     enum RecordSource {
         case scanned(ChunkedFileReader)
-        case reverify(SegmentFile)
+        case reverify(ChunkedFileReader, SegmentFile)
         case moved
     }
 
@@ -23,8 +24,12 @@ extension LogCore {
                 at: Int64(entry.value.offset), length: Int(entry.value.length), expecting: record.key)
             guard copy.sequence == record.sequence else { return nil }
             item = LogEntry(key: record.key, sequence: record.sequence, value: copy.payload, expiry: copy.expiry, annotation: nil)
-        case .reverify(let file):
-            let copy = try file.readRecord(at: record.offset, length: record.length, expecting: record.key)
+        case .reverify(let reader, let file):
+            let frame = try reader.window(at: record.offset, count: record.length)
+            guard frame.count == record.length else {
+                throw .corruption("record cut short", file: file.path, offset: record.offset, damage: .recordCutShort)
+            }
+            let copy = try file.verify(frame, at: record.offset, expecting: record.key)
             guard copy.sequence == record.sequence else {
                 throw .corruption("record at this offset is not the one scanned there", file: file.path, offset: record.offset)
             }

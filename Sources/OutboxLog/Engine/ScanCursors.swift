@@ -20,7 +20,7 @@ struct ScanCursors {
         /// How many bytes of it were verified: always at a frame boundary
         /// (the written size), so a scan of the rest starts there.
         var scannedSize: Int64
-        var remaining: [ScannedRecord]
+        var remaining: ArraySlice<ScannedRecord>
         /// The last record of the verified run, `nil` if it has none yet.
         var lastSequence: UInt64?
     }

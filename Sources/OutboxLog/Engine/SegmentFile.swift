@@ -46,16 +46,24 @@ final class SegmentFile: Sendable {
                 "record cut short: the file ends at \(offset + Int64(bytes.count))", file: path, offset: offset,
                 damage: .recordCutShort)
         }
-        let decoded = bytes.withUnsafeBytes { raw in
-            RecordFrame.decode(raw, at: 0, crcSeed: crcSeed, maximumLength: OutboxLog.Configuration.absoluteMaximumRecordSize)
+        let verified = bytes.withUnsafeBytes { raw in
+            Result { () throws(OutboxLogError) in try verify(raw, at: offset, expecting: key) }
         }
+        return try verified.get()
+    }
+
+    /// Verifies the frame `bytes` read from `offset` (exactly one frame):
+    /// the CRC, and that it holds `key`. Never returns bytes that fail.
+    func verify(_ bytes: UnsafeRawBufferPointer, at offset: Int64, expecting key: LogKey) throws(OutboxLogError) -> VerifiedRecord {
+        let decoded = RecordFrame.decode(
+            bytes, at: 0, crcSeed: crcSeed, maximumLength: OutboxLog.Configuration.absoluteMaximumRecordSize)
         switch decoded {
         case .failure(.incomplete):
             throw .corruption("record length changed on disk", file: path, offset: offset, damage: .recordCutShort)
         case .failure(.invalid(let damage)):
             throw .corruption("record no longer verifies: \(damage)", file: path, offset: offset, damage: damage)
         case .success(let frame):
-            guard frame.length == length, bytes[frame.keyRange].elementsEqual(key.bytes) else {
+            guard frame.length == bytes.count, bytes[frame.keyRange].elementsEqual(key.bytes) else {
                 throw .corruption("record at this offset is not the one the index expects", file: path, offset: offset)
             }
             return VerifiedRecord(

@@ -8,7 +8,13 @@ package final class ChunkedFileReader {
     let path: FilePath
     let fileSize: Int64
 
-    private var buffer: UnsafeMutableRawBufferPointer
+    /// How much one read fetches at most (it never reads past the end of
+    /// the file, nor allocates more than that read needs).
+    var chunkSize: Int
+    /// For a page that continues from a cursor: a few hundred records.
+    static let pageChunkSize = 256 << 10
+
+    private var buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 0, alignment: 16)
     /// File offset of `buffer[0]`.
     private var bufferStart: Int64 = 0
     /// Valid bytes in `buffer`.
@@ -19,7 +25,7 @@ package final class ChunkedFileReader {
         self.descriptor = descriptor
         self.path = path
         self.fileSize = fileSize
-        self.buffer = .allocate(byteCount: max(chunkSize, 4096), alignment: 16)
+        self.chunkSize = max(chunkSize, 4096)
     }
 
     deinit { buffer.deallocate() }
@@ -39,18 +45,20 @@ package final class ChunkedFileReader {
     }
 
     private func refill(at offset: Int64, atLeast wanted: Int) throws(OutboxLogError) {
-        if wanted > buffer.count {
-            let grown = UnsafeMutableRawBufferPointer.allocate(byteCount: wanted, alignment: 16)
-            buffer.deallocate()
-            buffer = grown
-            bufferCount = 0
-        }
         // Keep the bytes we already have from `offset` on; read the rest.
         var kept = 0
         let bufferEnd = bufferStart + Int64(bufferCount)
-        if offset >= bufferStart && offset < bufferEnd {
-            kept = Int(bufferEnd - offset)
-            let from = Int(offset - bufferStart)
+        if offset >= bufferStart && offset < bufferEnd { kept = Int(bufferEnd - offset) }
+        let from = Int(offset - bufferStart)
+        // One chunk, or what is left of the file if less: reading the end
+        // of a segment allocates and reads only what is there.
+        let capacity = max(wanted, Int(min(Int64(chunkSize), max(0, fileSize - offset))))
+        if capacity > buffer.count {
+            let grown = UnsafeMutableRawBufferPointer.allocate(byteCount: (capacity + 4095) & ~4095, alignment: 16)
+            if kept > 0 { grown.baseAddress!.copyMemory(from: buffer.baseAddress! + from, byteCount: kept) }
+            buffer.deallocate()
+            buffer = grown
+        } else if kept > 0 {
             buffer.baseAddress!.copyMemory(from: buffer.baseAddress! + from, byteCount: kept)
         }
         let toRead = Int(min(Int64(buffer.count - kept), max(0, fileSize - offset - Int64(kept))))
