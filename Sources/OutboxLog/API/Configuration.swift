@@ -101,8 +101,11 @@ extension OutboxLog {
         /// from the index before reading) runs on the caller's thread
         /// instead of a reader thread: a few `pread`s of records usually in
         /// the page cache cost less than waking a thread and waiting for it.
-        /// Larger reads, and every scan, run on the reader threads. `0` sends
-        /// every read to them. Default 64 KiB.
+        /// So does a page of ``OutboxLog/entries(after:limit:)`` that
+        /// continues the previous one at the end of the log, when no more
+        /// than this many bytes were appended since (a queue's consumer
+        /// keeping up). Larger reads, and every other scan, run on the
+        /// reader threads. `0` sends every read to them. Default 64 KiB.
         public var readsInPlaceUpTo: Int = 64 << 10
 
         /// Threads that serve reads; blocking reads never run on Swift's

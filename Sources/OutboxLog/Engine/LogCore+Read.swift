@@ -148,8 +148,24 @@ extension LogCore {
             }
             return files
         }
+        // A reader at the end of the log, resuming where it stopped, reads
+        // only what was appended since: a few kilobytes just written, in
+        // the page cache. Read them here rather than wake a reader thread
+        // and wait for it (as `get` does for small reads).
+        if isSmallResume(snapshot, after: after) { return try scanEntries(snapshot, after: after, limit: limit) }
         return try await readers.run { () throws(OutboxLogError) -> ([LogEntry], UInt64?) in
             try self.scanEntries(snapshot, after: after, limit: limit)
+        }
+    }
+
+    /// Whether a page after `after` is one segment that a cursor already
+    /// verified up to at most `readsInPlaceUpTo` bytes from its end, with
+    /// no records carried over to read again.
+    private func isSmallResume(_ snapshot: [(SegmentFile, Int64, Bool)], after: UInt64) -> Bool {
+        guard snapshot.count == 1, let (file, writtenSize, knownDamage) = snapshot.first, !knownDamage else { return false }
+        return scanCursors.withLock { cursors in
+            guard let cursor = cursors.find(after: after, file: file, scannedSize: writtenSize) else { return false }
+            return cursor.remaining.isEmpty && writtenSize - cursor.scannedSize <= Int64(configuration.readsInPlaceUpTo)
         }
     }
 
