@@ -56,11 +56,14 @@ let package = Package(
 
         // `outbox-compare`: the same workload on LogOutboxStore, SQLite (GRDB),
         // a JSON file rewritten on every change, and a raw write+fdatasync
-        // loop, side by side in one process; writes Markdown, JSON and SVG.
+        // loop, side by side in one process; with `--only queue`,
+        // DurableQueue against a Tape-style file, a SQLite table and RocksDB
+        // (its C library loaded at run time) used as queues; writes
+        // Markdown, JSON and SVG.
         .executableTarget(
             name: "outbox-compare",
             dependencies: ["OutboxBenchSupport", .product(name: "GRDB", package: "GRDB.swift")]
-                + outbox("Outbox", "OutboxLog")
+                + outbox("Outbox", "OutboxLog", "OutboxQueue")
                 // The crash section's flush: HTTP deliveries to the loopback reference server.
                 + outbox("OutboxHTTP", "OutboxReferenceServer", "IdempotencyKeyMiddleware"),
             path: "Sources/OutboxCompare"

@@ -104,6 +104,34 @@ class RenderBenchmarksTests(unittest.TestCase):
         self.assertEqual(result.returncode, 0, result.stderr)
         self.assertIn("RocksDB not measured", self.read())
 
+    def test_the_queue_table_follows_its_rows_and_verdicts(self):
+        def faster_queue(data):
+            comparison = next(c for c in data["comparisons"] if c["id"] == "queue.durable.8p4c")
+            for row in comparison["results"]:
+                if row["name"].startswith("SQLite"):
+                    row.update(throughput=1234.0, oursOverThis=12.5)
+            latency = next(c for c in data["comparisons"] if c["id"] == "queue.written.latency")
+            next(r for r in latency["results"] if r.get("isOurs")).update(p99Micros=5.0)
+        self.edit_json("benchmark-queue.json", faster_queue)
+        self.assertEqual(self.run_script("--check").returncode, 1)
+        result = self.run_script()
+        self.assertEqual(result.returncode, 0, result.stderr)
+        after = self.read()
+        self.assertIn("SQLite FULL: 1.23k/s (ours 12.50×)", after)
+        row = next(line for line in after.split("\n") if line.startswith("| `durable`, 8 producers"))
+        self.assertTrue(row.endswith("| met |"), row)
+        self.assertIn("p99 5 µs", after)
+        self.assertNotIn("p99 3.6× the bound", after)
+
+    def test_the_queue_table_says_when_rocksdb_was_not_measured(self):
+        def without_rocksdb(data):
+            for comparison in data["comparisons"]:
+                comparison["results"] = [r for r in comparison["results"] if not r["name"].startswith("RocksDB")]
+        self.edit_json("benchmark-queue.json", without_rocksdb)
+        result = self.run_script()
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertIn("RocksDB not measured", self.read())
+
     def test_check_fails_on_a_hand_edited_number_inside_a_block(self):
         text = self.read()
         edited = text.replace("| 20 ms | 16 | 400 | 0.55 |", "| 20 ms | 16 | 400 | 0.45 |")

@@ -14,7 +14,7 @@ import os
 import re
 import sys
 
-from . import drains, engine_goals, measured, rocksdb, runs, server, spans, store
+from . import drains, engine_goals, measured, queue, rocksdb, runs, server, spans, store
 from .data import RenderError, Sources
 
 BLOCKS = {
@@ -36,6 +36,7 @@ BLOCKS = {
     "postgres": server.postgres,
     "engine-goals": engine_goals.engine_goals,
     "engine-rocksdb": rocksdb.engine_rocksdb,
+    "queue": queue.queue_table,
 }
 SPANS = spans.SPANS
 ARG_SPANS = spans.ARG_SPANS

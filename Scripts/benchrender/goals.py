@@ -60,3 +60,10 @@ ROCKSDB_WRITTEN_RATE = 1_000_000  # Goals.swift: "engine written append, 1 write
 ROCKSDB_WRITTEN_RATIO = 3         # Goals.swift: "≥ 3× RocksDB --sync=0"
 ROCKSDB_DURABLE_RATIO = 1         # Goals.swift: "≥ 1× RocksDB --sync=1" (1 and 64 writers)
 ROCKSDB_PREALLOCATED_LOOP = 0.9   # Goals.swift: "≥ 0.9× the preallocated overwrite loop"
+
+# The durable queue against peer queues ("queue" table). outbox-compare checks
+# the same goals (Benchmarks/Sources/OutboxCompare/Queue/QueueGoals.swift).
+QUEUE_PRODUCE_RATE = 300_000    # "queue written produce, 1 producer ≥ 300k/s (1M/s on the mapped path)"
+QUEUE_CONSUME_RATE = 2_000_000  # "queue consume from the page cache ≥ 2M/s"
+QUEUE_LATENCY_P99 = 20          # "queue append-to-consume p99 ≤ 20 µs at 1k elements/s (written)"
+QUEUE_PEER_RATIOS = [("SQLite", 10), ("RocksDB", 2)]  # every row: ≥ 10× SQLite, ≥ 2× RocksDB

@@ -10,6 +10,7 @@ def measured_line(sources):
     results, crash = sources[RESULTS], sources["benchmark-crash.json"]
     server, postgres = sources["server-benchmark.json"], sources["server-benchmark-postgres.json"]
     engine = sources["benchmark-engine.json"]["machine"]
+    queue = sources["benchmark-queue.json"]["machine"]
     machine = results["machine"]
     gib = machine["memoryBytes"].num() / 2**30
     swift = re.search(r"Swift version (\S+)", machine["swift"].str())
@@ -31,6 +32,8 @@ def measured_line(sources):
         f"`outbox-compare` {machine['date'].str()} (load {load(machine['loadAverage'])}), "
         f"its engine rows {engine['date'].str()} (load {load(engine['loadAverage'])}"
         + ("" if engine["cpu"].str() == machine["cpu"].str() else f", on {engine['cpu'].str()}") + "), "
+        f"its queue rows {queue['date'].str()} (load {load(queue['loadAverage'])}"
+        + ("" if queue["cpu"].str() == machine["cpu"].str() else f", on {queue['cpu'].str()}") + "), "
         f"its crash section {crash['machine']['date'].str()} "
         f"(load {load(crash['machine']['loadAverage'])}), "
         f"`outbox-server-bench` {server['date'].str()} (load {server_load(server)}), "

@@ -3,7 +3,7 @@ import Foundation
 // The goals an outbox-compare run is judged against, from its report.
 
 /// "1.31× the target" or "missed by 35% (0.65× the target)".
-private func margin(_ measured: Double, _ target: Double) -> String {
+func margin(_ measured: Double, _ target: Double) -> String {
     let share = measured / target
     if share >= 1 { return String(format: "%.2f× the target", share) }
     let digits = share >= 0.1 ? "%.2f" : (share >= 0.01 ? "%.3f" : "%.4f")
@@ -12,7 +12,7 @@ private func margin(_ measured: Double, _ target: Double) -> String {
 
 /// The goal against the *fastest* contender whose name starts with `prefix`
 /// (for SQLite: the better of GRDB's async and blocking APIs).
-private func ratioGoal(_ goal: String, _ comparison: Comparison?, against prefix: String, atLeast target: Double) -> Goal {
+func ratioGoal(_ goal: String, _ comparison: Comparison?, against prefix: String, atLeast target: Double) -> Goal {
     let candidates = comparison?.results.filter { !$0.isOurs && $0.name.hasPrefix(prefix) && $0.oursOverThis != nil } ?? []
     guard let best = candidates.min(by: { $0.oursOverThis! < $1.oursOverThis! }), let ratio = best.oursOverThis else {
         return Goal(goal: goal, measured: "not measured", met: nil, margin: "")
@@ -24,7 +24,7 @@ private func ratioGoal(_ goal: String, _ comparison: Comparison?, against prefix
 }
 
 /// The goal that our median throughput in `comparison` reaches `target`.
-private func rateGoal(_ goal: String, _ comparison: Comparison?, unit: String, atLeast target: Double) -> Goal {
+func rateGoal(_ goal: String, _ comparison: Comparison?, unit: String, atLeast target: Double) -> Goal {
     guard let ours = comparison?.ours else { return Goal(goal: goal, measured: "not measured", met: nil, margin: "") }
     return Goal(
         goal: goal, measured: "\(short(ours.throughput)) \(unit) (median)", met: ours.throughput >= target,
@@ -58,6 +58,7 @@ func evaluateGoals(_ report: Report) -> [Goal] {
     goals.append(ratioGoal("written ≥ 10× SQLite NORMAL (1 producer, enqueue + acknowledge)", comparison("written.1p.enqueue+ack"), against: normal, atLeast: 10))
     goals.append(ratioGoal("written ≥ 30× SQLite NORMAL (64 producers, enqueue)", comparison("written.64p.enqueue"), against: normal, atLeast: 30))
     goals += engineGoals(comparison)
+    goals += queueGoals(comparison)
     if let drain = report.drain {
         for result in drain.results where result.name.hasPrefix("ours") {
             goals.append(

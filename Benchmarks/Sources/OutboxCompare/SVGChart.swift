@@ -158,10 +158,7 @@ struct SVGLineChart {
 
     private func r(_ value: Double) -> String { String(format: "%.1f", value) }
 
-    private func escape(_ text: String) -> String {
-        text.replacingOccurrences(of: "&", with: "&amp;").replacingOccurrences(of: "<", with: "&lt;")
-            .replacingOccurrences(of: ">", with: "&gt;")
-    }
+    private func escape(_ text: String) -> String { svgEscape(text) }
 
     private func wrap(_ text: String, width: Int) -> [String] {
         var lines: [String] = []
@@ -189,4 +186,10 @@ func short(_ value: Double) -> String {
     case 1...: return trim(String(format: "%.1f", value))
     default: return String(format: "%.2g", value)
     }
+}
+
+/// `text` safe inside an SVG text node or attribute.
+func svgEscape(_ text: String) -> String {
+    text.replacingOccurrences(of: "&", with: "&amp;").replacingOccurrences(of: "<", with: "&lt;")
+        .replacingOccurrences(of: ">", with: "&gt;").replacingOccurrences(of: "\"", with: "&quot;")
 }

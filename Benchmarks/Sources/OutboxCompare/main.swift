@@ -41,15 +41,22 @@ struct Options {
           --quick          a smoke test: fewer rounds, smaller sizes (under ~2 minutes)
           --output DIR     write benchmark-results.md, benchmark-results.json,
                            benchmark-depth.svg and benchmark-producers.svg into DIR
-          --only LIST      run only these sections: compare, drain, recovery, depth, producers, engine, crash
-          --scenario LIST  in the compare section, run only these comparisons (e.g. durable.64p.enqueue)
-          --ours-only      run only our store in the comparisons (for profiling with perf)
+          --only LIST      run only these sections: compare, drain, recovery, depth, producers, engine, queue, crash
+          --scenario LIST  in the compare and queue sections, run only these comparisons (e.g. durable.64p.enqueue)
+          --ours-only      run only ours in the comparisons (for profiling with perf)
           --drainers LIST  in the drain section, run only these: c4, c64, c4d, c64d, sqlite
 
         The engine section runs only when asked (--only engine; about a minute): OutboxLog alone
         against RocksDB's db_bench fillseq (Debian's rocksdb-tools; its rows are left out when
         db_bench is not installed) and the raw loops. With --output it writes benchmark-engine.md
         and benchmark-engine.json.
+
+        The queue section runs only when asked (--only queue; about 5 minutes, 2 with --quick):
+        OutboxQueue's DurableQueue against a Tape-style single-file queue, a SQLite table used as a
+        queue (GRDB, WAL) and RocksDB used as a queue (its C library, loaded at run time from
+        Debian's librocksdb; its rows are left out without it): produce, consume, producers with
+        consumers, append-to-consume latency, at written and durable. With --output it writes
+        benchmark-queue.md, benchmark-queue.json and benchmark-queue.svg.
 
         The crash section runs only when asked (--only crash; about 6 minutes, 3 with --quick):
         workers killed with SIGKILL at seeded random moments and restarted at once; exits 1 if an
@@ -241,6 +248,27 @@ if options.sections.contains("engine") {
     }
     try finish(engine, startedAt: startedAt, writingAs: "benchmark-engine", to: options.output, charts: false)
     if options.sections == ["engine"] { exit(0) }
+}
+
+if options.sections.contains("queue") {
+    if RocksDBQueue.library == nil { progress("librocksdb not found (apt-get install -y librocksdb-dev or rocksdb-tools): RocksDB's rows are left out") }
+    var queue = report
+    queue.comparisons = []
+    for specification in QueueScenarios.specifications(quick: quick) {
+        if let scenarios = options.scenarios, !scenarios.contains(specification.id) { continue }
+        let contenders = options.oursOnly ? specification.contenders.filter(\.isOurs) : specification.contenders
+        queue.comparisons.append(
+            try await runComparison(
+                id: specification.id, title: specification.title, detail: specification.detail,
+                contenders: contenders, freshPerRound: specification.freshPerRound, rounds: rounds,
+                seconds: secondsPerRound, warmup: warmup))
+    }
+    try finish(queue, startedAt: startedAt, writingAs: "benchmark-queue", to: options.output, charts: false)
+    if let output = options.output, let chart = queueChart(queue) {
+        try Data(chart.utf8).write(to: URL(fileURLWithPath: output + "/benchmark-queue.svg"))
+        progress("wrote \(output)/benchmark-queue.svg")
+    }
+    if options.sections == ["queue"] { exit(0) }
 }
 
 var crashViolations = 0
