@@ -120,13 +120,19 @@ extension DurableQueue {
     /// would point past the elements' end, and the next appends — at
     /// positions below it — would be skipped. Such commits are brought back
     /// to the end, durably, before anything is appended.
+    /// One sync covers them all: the log syncs in order, so the last
+    /// record's durability is every earlier one's.
     func clampCommitsToElements() async throws(QueueError) {
         let end = logs.newest
+        var last: (key: LogKey, ticket: LogTicket)?
         for key in offsets.log.keys {
             // A damaged position is reported to whoever asks for that consumer.
             guard let committed = try? await offsets.committed(key), committed > end else { continue }
-            let ticket = try await offsets.record(key, end)
-            do { try await ticket.wait(for: .durable) } catch { throw QueueError.from(error, "cannot bring consumer \(key) back to the end") }
+            last = (key, try await offsets.record(key, end))
+        }
+        guard let last else { return }
+        do { try await last.ticket.wait(for: .durable) } catch {
+            throw QueueError.from(error, "cannot bring consumer \(last.key) back to the end")
         }
     }
 

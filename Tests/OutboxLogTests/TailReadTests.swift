@@ -106,6 +106,50 @@ struct TailReadTests {
     }
 }
 
+extension TailReadTests {
+    @Test("a page of Int.max entries after a page that stopped inside a segment returns the rest, no trap")
+    func hugeLimitAfterAPage() async throws {
+        let directory = TemporaryDirectory()
+        let log = try await OutboxLog.open(at: directory.path, configuration: testConfiguration())
+        for i in 0..<30 { try await log.put(LogKey("k\(i)"), .pattern(40, seed: i), durability: .buffered) }
+        let first = try await log.entries(after: 0, limit: 10)
+        let rest = try await log.entries(after: try #require(first.last).sequence, limit: .max)
+        #expect(rest.map(\.key) == (10..<30).map { LogKey("k\($0)") })
+        try await log.close()
+    }
+
+    @Test("a record read again within one page, after the scan's buffer moved past it, is verified again")
+    func rereadWithinAPageIsVerified() async throws {
+        // The same log as CopyReverifyTests: 80 records of 64 KiB, more than
+        // the scanner's 4 MiB read-ahead, so a page of all of them reads the
+        // first ones twice: in the scan, and when it returns them.
+        let target = Int64(CopyReverifyTests.offset(ofRecord: 1) + 500)
+        let counting = SimulatedFileSystem(directories: ["/data"])
+        try await CopyReverifyTests.makeLog(on: counting)
+        let counter = ReadRotFileSystem(base: counting, path: CopyReverifyTests.firstSegment, byte: target, flipOnRead: nil)
+        let plain = try await OutboxLog.open(at: simulatedLogDirectory, configuration: CopyReverifyTests.configuration(counter))
+        counter.resetCount()
+        _ = try await plain.entries(after: 0, limit: 1_000)
+        try await plain.close()
+        let reads = counter.readsOfByte
+        try #require(reads >= 2, "the page does not read the record again: nothing to test")
+
+        let disk = SimulatedFileSystem(directories: ["/data"])
+        try await CopyReverifyTests.makeLog(on: disk)
+        let rot = ReadRotFileSystem(base: disk, path: CopyReverifyTests.firstSegment, byte: target, flipOnRead: nil)
+        let log = try await OutboxLog.open(at: simulatedLogDirectory, configuration: CopyReverifyTests.configuration(rot))
+        rot.resetCount(flipOnRead: reads)
+        await #expect {
+            let page = try await log.entries(after: 0, limit: 1_000)
+            Issue.record("returned \(page.count) entries, k1 \(page.first { $0.key == "k1" }?.value == CopyReverifyTests.value(1) ? "intact" : "altered")")
+        } throws: { error in
+            (error as? OutboxLogError)?.code == .corruption
+        }
+        #expect(rot.flipped)
+        try? await log.close()
+    }
+}
+
 /// Passes every call to `base`, counting the bytes read.
 private final class ReadCounter: ForwardingFileSystem, Sendable {
     let base: any FileSystem

@@ -150,30 +150,42 @@ extension LogCore {
         }
         // A reader at the end of the log, resuming where it stopped, reads
         // only what was appended since: a few kilobytes just written, in
-        // the page cache. Read them here rather than wake a reader thread
-        // and wait for it (as `get` does for small reads).
-        if isSmallResume(snapshot, after: after) { return try scanEntries(snapshot, after: after, limit: limit) }
+        // the page cache.
+        // Read them here rather than wake a reader thread and wait for it (as
+        // `get` does for small reads); a page that turns out to need more
+        // (a moved record, an annotation) goes to a reader thread after all.
+        if let resume = smallResume(snapshot, after: after),
+            let page = try scanEntries(snapshot, after: after, limit: limit, inPlaceFrom: resume)
+        {
+            return page
+        }
         return try await readers.run { () throws(OutboxLogError) -> ([LogEntry], UInt64?) in
-            try self.scanEntries(snapshot, after: after, limit: limit)
+            // Never nil on a reader thread: only a page read in place gives up.
+            try self.scanEntries(snapshot, after: after, limit: limit, inPlaceFrom: nil) ?? ([], nil)
         }
     }
 
-    /// Whether a page after `after` is one segment that a cursor already
-    /// verified up to at most `readsInPlaceUpTo` bytes from its end, with
-    /// no records carried over to read again.
-    private func isSmallResume(_ snapshot: [(SegmentFile, Int64, Bool)], after: UInt64) -> Bool {
-        guard snapshot.count == 1, let (file, writtenSize, knownDamage) = snapshot.first, !knownDamage else { return false }
-        return scanCursors.withLock { cursors in
-            guard let cursor = cursors.find(after: after, file: file, scannedSize: writtenSize) else { return false }
-            return cursor.remaining.isEmpty && writtenSize - cursor.scannedSize <= Int64(configuration.readsInPlaceUpTo)
+    /// The cursor a page after `after` resumes from, if the page is one
+    /// segment that the cursor verified up to at most `readsInPlaceUpTo`
+    /// bytes from its end, with no records carried over to read again.
+    private func smallResume(_ snapshot: [(SegmentFile, Int64, Bool)], after: UInt64) -> ScanCursors.Cursor? {
+        let bound = Int64(configuration.readsInPlaceUpTo)
+        guard bound > 0, snapshot.count == 1, let (file, writtenSize, knownDamage) = snapshot.first, !knownDamage else {
+            return nil
         }
+        let cursor = scanCursors.withLock { $0.find(after: after, file: file, scannedSize: writtenSize) }
+        guard let cursor, cursor.remaining.isEmpty, writtenSize - cursor.scannedSize <= bound else { return nil }
+        return cursor
     }
 
     /// The blocking part of `entries`: scan, filter by the index, read.
+    /// `inPlaceFrom`: the page runs on the caller's thread, resuming from
+    /// that cursor; `nil` if it needs a record read from elsewhere (then
+    /// nothing was saved, and a reader thread does the page).
     private func scanEntries(
-        _ snapshot: [(SegmentFile, Int64, Bool)], after: UInt64, limit: Int
-    ) throws(OutboxLogError) -> ([LogEntry], UInt64?) {
-        var page = Page(after: after, limit: limit)
+        _ snapshot: [(SegmentFile, Int64, Bool)], after: UInt64, limit: Int, inPlaceFrom resume: ScanCursors.Cursor?
+    ) throws(OutboxLogError) -> ([LogEntry], UInt64?)? {
+        var page = Page(after: after, limit: limit, inPlace: resume != nil)
         for (index, (file, writtenSize, knownDamage)) in snapshot.enumerated() {
             let size: Int64
             do throws(Errno) { size = try fileSystem.size(of: file.descriptor) } catch {
@@ -182,9 +194,14 @@ extension LogCore {
             let scannedSize = min(size, writtenSize)
             let reader = ChunkedFileReader(
                 fileSystem: fileSystem, descriptor: file.descriptor, path: file.path, fileSize: scannedSize)
-            var part = try firstCandidates(of: file, reader: reader, scannedSize: scannedSize, after: after, knownDamage: knownDamage)
+            var part = try firstCandidates(
+                of: file, reader: reader, scannedSize: scannedSize, after: after, knownDamage: knownDamage, resume: resume)
             while true {
-                if try collect(part, of: file, reader: reader, into: &page) { return (page.entries, page.lastScanned) }
+                switch try collect(part, of: file, reader: reader, into: &page) {
+                case .full: return (page.entries, page.lastScanned)
+                case .needsReaderThread: return nil
+                case .more: break
+                }
                 // The segment grew since a cursor's scan: verify what was appended.
                 guard part.scannedUpTo < scannedSize else { break }
                 part = try grownCandidates(of: file, reader: reader, after: part, onlyAbove: after)
@@ -208,14 +225,26 @@ extension LogCore {
     private struct Page {
         let after: UInt64
         let limit: Int
+        /// On the caller's thread: reads only the records of the scan.
+        let inPlace: Bool
         var entries: [LogEntry] = []
         var lastScanned: UInt64
 
-        init(after: UInt64, limit: Int) {
+        init(after: UInt64, limit: Int, inPlace: Bool) {
             self.after = after
             self.limit = limit
+            self.inPlace = inPlace
             lastScanned = after
         }
+    }
+
+    private enum CollectOutcome {
+        /// The page is full; a cursor was left after its last record.
+        case full
+        /// Every record of the part was considered.
+        case more
+        /// A page read in place met a record to read from another file.
+        case needsReaderThread
     }
 
     /// Verified records of one segment, numbered after the page's `after`,
@@ -237,15 +266,19 @@ extension LogCore {
     /// full, leaving a cursor after its last record.
     private func collect(
         _ part: Candidates, of file: SegmentFile, reader: ChunkedFileReader, into page: inout Page
-    ) throws(OutboxLogError) -> Bool {
+    ) throws(OutboxLogError) -> CollectOutcome {
         var start = part.records.startIndex
         while start < part.records.endIndex {
-            let end = min(part.records.endIndex, start + max(page.limit - page.entries.count, 32))
+            let end = start + min(part.records.endIndex - start, max(page.limit - page.entries.count, 32))
             let (live, files) = liveValues(among: part.records[start..<end], in: file)
+            if page.inPlace && live.contains(where: { $0.moved || $0.1.annotation.exists }) { return .needsReaderThread }
             for (position, entry, moved) in live {
                 let record = part.records[position]
-                let source: RecordSource =
-                    moved ? .moved : (record.offset < part.verifiedFrom ? .reverify(reader, file) : .scanned(reader))
+                // Bytes the scan verified, still in the reader's buffer; or
+                // bytes read again (an earlier page's, or pushed out of the
+                // buffer since), verified again.
+                let verified = record.offset >= part.verifiedFrom && reader.holds(record.offset, count: record.length)
+                let source: RecordSource = moved ? .moved : (verified ? .scanned(reader) : .reverify(reader, file))
                 guard let item = try readEntry(record, entry: entry, from: source, files: files) else { continue }
                 page.entries.append(item)
                 page.lastScanned = record.sequence
@@ -254,20 +287,25 @@ extension LogCore {
                         ScanCursors.Cursor(
                             after: page.lastScanned, file: file, scannedSize: part.scannedUpTo,
                             remaining: part.records[(position + 1)...], lastSequence: part.lastSequence))
-                    return true
+                    return .full
                 }
             }
             start = end
         }
-        return false
+        return .more
     }
 
     /// The records of `file` after `after` to start a page with: where a
     /// previous page stopped inside it (or at its end), or from a scan.
     private func firstCandidates(
-        of file: SegmentFile, reader: ChunkedFileReader, scannedSize: Int64, after: UInt64, knownDamage: Bool
+        of file: SegmentFile, reader: ChunkedFileReader, scannedSize: Int64, after: UInt64, knownDamage: Bool,
+        resume: ScanCursors.Cursor?
     ) throws(OutboxLogError) -> Candidates {
-        if !knownDamage, let resumed = scanCursors.withLock({ $0.find(after: after, file: file, scannedSize: scannedSize) }) {
+        let found =
+            knownDamage
+            ? nil : resume.flatMap { $0.scannedSize <= scannedSize ? $0 : nil }
+                ?? scanCursors.withLock { $0.find(after: after, file: file, scannedSize: scannedSize) }
+        if let resumed = found {
             // A page reads a few records, not the rest of the segment.
             reader.chunkSize = ChunkedFileReader.pageChunkSize
             return Candidates(

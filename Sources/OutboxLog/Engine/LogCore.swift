@@ -202,6 +202,8 @@ final class LogCore: Sendable {
             defer { state.closeWaiters = [] }
             return state.closeWaiters
         }
+        // A page that ran while the log closed may have saved one since.
+        scanCursors.withLock { $0.removeAll() }
         readers.shutdown()
         lock.release()
         for waiter in waiting { waiter.resume() }

@@ -10,7 +10,8 @@
 /// A few readers page at once (a queue's consumers, each at its own
 /// position, or several at the same one), so a few cursors are kept, the
 /// least recently saved dropped first, and a cursor stays after it is used.
-/// Each holds at most the records of one segment it had not returned yet.
+/// Each holds at most the records of one segment, about twice those it had
+/// not returned yet.
 struct ScanCursors {
     struct Cursor {
         /// The `after` of the page that may resume here.
@@ -33,7 +34,19 @@ struct ScanCursors {
     /// cursors on files `isCurrent` says were replaced or removed (they
     /// would only hold those files open).
     mutating func save(_ cursor: Cursor, isCurrent: (SegmentFile) -> Bool) {
-        cursors.removeAll { ($0.after == cursor.after && $0.file === cursor.file) || !isCurrent($0.file) }
+        cursors.removeAll { !isCurrent($0.file) }
+        // A file replaced or closed while the page ran: nothing to resume.
+        guard isCurrent(cursor.file) else { return }
+        if let same = cursors.firstIndex(where: { $0.after == cursor.after && $0.file === cursor.file }) {
+            // Two pages after the same record: keep the one that saw more.
+            guard cursors[same].scannedSize <= cursor.scannedSize else { return }
+            cursors.remove(at: same)
+        }
+        var cursor = cursor
+        // A slice keeps its whole array alive: once most of it was returned,
+        // keep a copy of the rest (the copies halve, so paging through a
+        // segment copies each record about once).
+        if cursor.remaining.startIndex > cursor.remaining.count { cursor.remaining = ArraySlice(Array(cursor.remaining)) }
         cursors.append(cursor)
         if cursors.count > Self.capacity { cursors.removeFirst(cursors.count - Self.capacity) }
     }

@@ -44,6 +44,12 @@ package final class ChunkedFileReader {
         return UnsafeRawBufferPointer(rebasing: buffer[0..<wanted])
     }
 
+    /// Whether `[offset, offset + count)` is in the buffer now: a window of
+    /// it returns the bytes read then, without reading the file again.
+    func holds(_ offset: Int64, count: Int) -> Bool {
+        offset >= bufferStart && offset + Int64(count) <= bufferStart + Int64(bufferCount)
+    }
+
     private func refill(at offset: Int64, atLeast wanted: Int) throws(OutboxLogError) {
         // Keep the bytes we already have from `offset` on; read the rest.
         var kept = 0
