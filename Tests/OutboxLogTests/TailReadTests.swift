@@ -166,3 +166,26 @@ private final class ReadCounter: ForwardingFileSystem, Sendable {
         return n
     }
 }
+
+@Suite("Reading a key that is being rewritten")
+struct RewrittenKeyReadTests {
+    @Test("a get of a key rewritten again and again, buffered, returns one of its values, never an internal error")
+    func getWhileRewritten() async throws {
+        let directory = TemporaryDirectory()
+        let log = try await OutboxLog.open(at: directory.path, configuration: testConfiguration())
+        try await log.put("hot", .pattern(16, seed: 0), durability: .written)
+        let values = Set((0...4_000).map { [UInt8].pattern(16, seed: $0) })
+        let writer = Task {
+            for i in 1...4_000 { try await log.put("hot", .pattern(16, seed: i), durability: .buffered) }
+        }
+        var reads = 0
+        while !writer.isCancelled {
+            let value = try await log.get("hot")?.value
+            #expect(value.map(values.contains) == true)
+            reads += 1
+            if reads >= 4_000 { break }
+        }
+        try await writer.value
+        try await log.close()
+    }
+}

@@ -21,7 +21,8 @@ extension LogCore {
     func get(_ keys: [LogKey], annotations: Bool = true) async throws(OutboxLogError) -> [LogEntry?] {
         guard !keys.isEmpty else { return [] }
         try await waitForIndex()
-        var flushed = false
+        /// Everything up to this sequence number was written out, and waited for.
+        var flushedThrough: UInt64?
         while true {
             // Either every key's location, or the sequence number to write
             // out first because some record is still in memory.
@@ -55,9 +56,14 @@ extension LogCore {
             }
             switch lookups {
             case .failure(let unwritten):
-                // Once everything up to now is written, the records are readable.
-                if flushed { throw OutboxLogError(.io, "internal error: a written record is not readable") }
-                flushed = true
+                // Once everything up to now is written, the records are
+                // readable — unless a key was written again meanwhile, into
+                // memory: then wait for that too. Only a record at or below
+                // what was already waited for is an error.
+                if let flushedThrough, unwritten.last <= flushedThrough {
+                    throw OutboxLogError(.io, "internal error: a written record is not readable")
+                }
+                flushedThrough = unwritten.last
                 try await waitFor(unwritten.last, durable: false)
             case .success(let lookups):
                 var bytes = 0
@@ -195,7 +201,8 @@ extension LogCore {
             let reader = ChunkedFileReader(
                 fileSystem: fileSystem, descriptor: file.descriptor, path: file.path, fileSize: scannedSize)
             var part = try firstCandidates(
-                of: file, reader: reader, scannedSize: scannedSize, after: after, knownDamage: knownDamage, resume: resume)
+                of: file, reader: reader, scannedSize: scannedSize, after: after, knownDamage: knownDamage, resume: resume,
+                wanted: page.limit - page.entries.count)
             while true {
                 switch try collect(part, of: file, reader: reader, into: &page) {
                 case .full: return (page.entries, page.lastScanned)
@@ -204,7 +211,8 @@ extension LogCore {
                 }
                 // The segment grew since a cursor's scan: verify what was appended.
                 guard part.scannedUpTo < scannedSize else { break }
-                part = try grownCandidates(of: file, reader: reader, after: part, onlyAbove: after)
+                part = try grownCandidates(
+                    of: file, reader: reader, after: part, onlyAbove: after, wanted: page.limit - page.entries.count)
             }
             if let last = part.lastSequence { page.lastScanned = max(page.lastScanned, last) }
             if index == snapshot.count - 1 && !knownDamage {
@@ -296,10 +304,12 @@ extension LogCore {
     }
 
     /// The records of `file` after `after` to start a page with: where a
-    /// previous page stopped inside it (or at its end), or from a scan.
+    /// previous page stopped inside it (or at its end), or from a scan of
+    /// it that stops once it has `wanted` of them (a few more: some may be
+    /// dead).
     private func firstCandidates(
         of file: SegmentFile, reader: ChunkedFileReader, scannedSize: Int64, after: UInt64, knownDamage: Bool,
-        resume: ScanCursors.Cursor?
+        resume: ScanCursors.Cursor?, wanted: Int
     ) throws(OutboxLogError) -> Candidates {
         let found =
             knownDamage
@@ -312,34 +322,37 @@ extension LogCore {
                 records: resumed.remaining, lastSequence: resumed.lastSequence, verifiedFrom: resumed.scannedSize,
                 scannedUpTo: resumed.scannedSize)
         }
-        var records: [ScannedRecord] = []
-        let scanner = SegmentScanner(reader: reader, header: file.header)
-        let collect = { (record: ScannedRecord) in if record.sequence > after { records.append(record) } }
-        let run: SegmentScanner.Run
         if knownDamage {
-            // Damage reported at open (read-only salvage): step over it.
-            run = try SegmentAnalysis.analyze(scanner, file: file.name, visit: collect, visitLater: collect).leading
-        } else {
-            run = try scanner.scanRun(from: Int64(SegmentHeader.size), previous: nil, resumingAfterDamage: false, visit: collect)
-            try Self.requireClean(run, file)
+            // Damage reported at open (read-only salvage): step over it, whole.
+            var records: [ScannedRecord] = []
+            let collect = { (record: ScannedRecord) in if record.sequence > after { records.append(record) } }
+            let scanner = SegmentScanner(reader: reader, header: file.header)
+            let run = try SegmentAnalysis.analyze(scanner, file: file.name, visit: collect, visitLater: collect).leading
+            return Candidates(records: records[...], lastSequence: run.lastSequence, verifiedFrom: 0, scannedUpTo: scannedSize)
         }
-        return Candidates(records: records[...], lastSequence: run.lastSequence, verifiedFrom: 0, scannedUpTo: scannedSize)
+        let start = Candidates(records: [], lastSequence: nil, verifiedFrom: Int64(SegmentHeader.size), scannedUpTo: Int64(SegmentHeader.size))
+        return try grownCandidates(of: file, reader: reader, after: start, onlyAbove: after, wanted: wanted)
     }
 
-    /// The records appended to `file` after `part` was verified (a
-    /// segment's written size always ends on a frame: the scan picks up
-    /// there, with the sequence number it had reached).
+    /// The records of `file` after `part` was verified, up to its end or
+    /// until `wanted` of them (and a few more) were found: a page verifies
+    /// what it returns, not the rest of the segment (a segment's written
+    /// size, like where such a scan stops, is a frame boundary: the next
+    /// scan picks up there, with the sequence number reached).
     private func grownCandidates(
-        of file: SegmentFile, reader: ChunkedFileReader, after part: Candidates, onlyAbove after: UInt64
+        of file: SegmentFile, reader: ChunkedFileReader, after part: Candidates, onlyAbove after: UInt64, wanted: Int
     ) throws(OutboxLogError) -> Candidates {
+        let enough = wanted > Int.max - 64 ? Int.max : wanted + 64
+        // A page of a few records reads a few hundred kilobytes at a time.
+        if enough <= 4_096 { reader.chunkSize = ChunkedFileReader.pageChunkSize }
         var records: [ScannedRecord] = []
         let run = try SegmentScanner(reader: reader, header: file.header).scanRun(
-            from: part.scannedUpTo, previous: part.lastSequence, resumingAfterDamage: false
+            from: part.scannedUpTo, previous: part.lastSequence, resumingAfterDamage: false, until: { records.count >= enough }
         ) { record in if record.sequence > after { records.append(record) } }
         try Self.requireClean(run, file)
         return Candidates(
             records: records[...], lastSequence: run.lastSequence ?? part.lastSequence, verifiedFrom: part.scannedUpTo,
-            scannedUpTo: reader.fileSize)
+            scannedUpTo: records.count >= enough ? run.end : reader.fileSize)
     }
 
     private static func requireClean(_ run: SegmentScanner.Run, _ file: SegmentFile) throws(OutboxLogError) {

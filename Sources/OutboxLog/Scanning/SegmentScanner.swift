@@ -85,8 +85,12 @@ package final class SegmentScanner {
     ///   resynchronisation the first record may skip sequence numbers (they
     ///   were in the damaged bytes); after that, appended segments must count
     ///   up by one and rewritten segments must increase.
+    ///
+    /// - Parameter until: asked after each committed record or batch; the
+    ///   run ends there, cleanly (``Run/end`` is that frame boundary), once
+    ///   it says so. A page of reads stops when it has enough.
     func scanRun(
-        from offset: Int64, previous: UInt64?, resumingAfterDamage: Bool,
+        from offset: Int64, previous: UInt64?, resumingAfterDamage: Bool, until enough: () -> Bool = { false },
         visit: (ScannedRecord) -> Void
     ) throws(OutboxLogError) -> Run {
         var run = Run(end: offset)
@@ -152,6 +156,7 @@ package final class SegmentScanner {
                 // A lone record (the common case) commits at once, never
                 // copied through the batch buffer: an open scans millions.
                 run.commit(CollectionOfOne(record), endingAt: position, visit: visit)
+                if enough() { return run }
                 continue
             }
             if batch.isEmpty { batchStart = position - Int64(decoded.length) }
@@ -160,6 +165,7 @@ package final class SegmentScanner {
             // A batch's last record: the whole batch commits.
             run.commit(batch, endingAt: position, visit: visit)
             batch.removeAll(keepingCapacity: true)
+            if enough() { return run }
         }
         if !batch.isEmpty { return stop(.batchCut, frameLevel: false) }
         return run
