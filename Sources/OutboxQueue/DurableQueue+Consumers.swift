@@ -62,7 +62,7 @@ extension DurableQueue {
     /// - Throws: `invalidArgument` for a name that is not one; `closed`; `log`.
     @discardableResult
     public func removeConsumer(named name: String) async throws(QueueError) -> Bool {
-        let key = try ConsumerOffsets.key(name)
+        let key = Self.storedKey(named: name, exact: try ConsumerOffsets.key(name), in: offsets.log)
         // The removal takes the name's place among the creations: a
         // `consumer(named:)` meanwhile waits for it, then creates anew.
         let removal = try consumers.withLock { consumers throws(QueueError) -> Task<QueueConsumer, any Error> in
@@ -88,6 +88,20 @@ extension DurableQueue {
         } catch {
             throw error as? QueueError ?? QueueError(.log, "cannot remove consumer \(name): \(error)")
         }
+    }
+
+    /// The key the consumer `name` is stored under: its UTF-8 bytes, or —
+    /// when nothing is stored under them — a stored key that is not UTF-8
+    /// and reads back as `name`. A damaged or crafted consumers' log can
+    /// hold such a key; it is listed with U+FFFD in place of its bad bytes,
+    /// which no `String` encodes back to, and must still be removable (it
+    /// holds back retention). Two such keys that read back alike are
+    /// removed one call at a time.
+    static func storedKey(named name: String, exact: LogKey, in log: OutboxLog) -> LogKey {
+        guard name.contains("\u{FFFD}"), !log.contains(exact) else { return exact }
+        return log.keys.first { key in
+            String(validating: key.bytes, as: UTF8.self) == nil && String(decoding: key.bytes, as: UTF8.self) == name
+        } ?? exact
     }
 
     /// How a removal ended: thrown, so that a creation waiting on the
