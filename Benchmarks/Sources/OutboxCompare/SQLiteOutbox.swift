@@ -72,18 +72,7 @@ final class SQLiteOutbox: Sendable {
         var configuration = Configuration()
         configuration.label = "outbox-compare"
         pool = try DatabasePool(path: path, configuration: configuration)
-        // DatabasePool puts the writer in WAL mode and resets it to NORMAL:
-        // set the level on the writer after opening, then read it back.
-        let (level, journal) = try pool.writeWithoutTransaction { db -> (Int?, String?) in
-            try db.execute(sql: "PRAGMA synchronous = \(synchronous.rawValue)")
-            return (try Int.fetchOne(db, sql: "PRAGMA synchronous"), try String.fetchOne(db, sql: "PRAGMA journal_mode"))
-        }
-        guard level == synchronous.code else {
-            throw SQLiteSetupError("PRAGMA synchronous is \(level.map(String.init) ?? "nil"), expected \(synchronous.code)")
-        }
-        guard journal?.lowercased() == "wal" else {
-            throw SQLiteSetupError("journal_mode is \(journal ?? "nil"), expected wal")
-        }
+        try pool.setSynchronous(synchronous)
         try pool.writeWithoutTransaction { db in try db.execute(sql: Self.schema) }
         let maximum = try pool.read { db in try Int64.fetchOne(db, sql: "SELECT MAX(sequence_number) FROM offline_sync_queue") }
         sequence.store(maximum ?? 0, ordering: .relaxed)
@@ -245,4 +234,23 @@ final class SQLiteOutbox: Sendable {
 struct SQLiteSetupError: Error, CustomStringConvertible {
     var description: String
     init(_ description: String) { self.description = description }
+}
+
+extension DatabasePool {
+    /// Sets `synchronous` on the writer and reads it back with the journal
+    /// mode: DatabasePool puts the writer in WAL mode and resets the level
+    /// to NORMAL when it opens, so the level is set after opening, and a
+    /// comparison never runs at a level other than the one it names.
+    func setSynchronous(_ synchronous: SQLiteOutbox.Synchronous) throws {
+        let (level, journal) = try writeWithoutTransaction { db -> (Int?, String?) in
+            try db.execute(sql: "PRAGMA synchronous = \(synchronous.rawValue)")
+            return (try Int.fetchOne(db, sql: "PRAGMA synchronous"), try String.fetchOne(db, sql: "PRAGMA journal_mode"))
+        }
+        guard level == synchronous.code else {
+            throw SQLiteSetupError("PRAGMA synchronous is \(level.map(String.init) ?? "nil"), expected \(synchronous.code)")
+        }
+        guard journal?.lowercased() == "wal" else {
+            throw SQLiteSetupError("journal_mode is \(journal ?? "nil"), expected wal")
+        }
+    }
 }

@@ -30,8 +30,8 @@ final class SQLiteQueue: BlockingQueue {
     /// `NORMAL` for `.written` (commits reach the WAL in the page cache,
     /// synced at checkpoints), and reads both back.
     init(path: String, durability: QueueDurability) throws {
-        let synchronous: (sql: String, code: Int) = durability == .durable ? ("FULL", 2) : ("NORMAL", 1)
-        name = "SQLite \(synchronous.sql)"
+        let synchronous: SQLiteOutbox.Synchronous = durability == .durable ? .full : .normal
+        name = "SQLite \(synchronous.rawValue)"
         var configuration = Configuration()
         configuration.label = "outbox-compare-queue"
         pool = try DatabasePool(path: path, configuration: configuration)
@@ -43,20 +43,9 @@ final class SQLiteQueue: BlockingQueue {
         }
     }
 
-    /// Sets the level on the writer after opening (DatabasePool puts it in
-    /// WAL mode and resets it to NORMAL), verifies both with PRAGMAs, and
-    /// creates the table.
-    private static func setUp(_ pool: DatabasePool, synchronous: (sql: String, code: Int)) throws {
-        let (level, journal) = try pool.writeWithoutTransaction { db -> (Int?, String?) in
-            try db.execute(sql: "PRAGMA synchronous = \(synchronous.sql)")
-            return (try Int.fetchOne(db, sql: "PRAGMA synchronous"), try String.fetchOne(db, sql: "PRAGMA journal_mode"))
-        }
-        guard level == synchronous.code else {
-            throw SQLiteSetupError("PRAGMA synchronous is \(level.map(String.init) ?? "nil"), expected \(synchronous.code)")
-        }
-        guard journal?.lowercased() == "wal" else {
-            throw SQLiteSetupError("journal_mode is \(journal ?? "nil"), expected wal")
-        }
+    /// Sets and verifies the level and WAL mode, then creates the table.
+    private static func setUp(_ pool: DatabasePool, synchronous: SQLiteOutbox.Synchronous) throws {
+        try pool.setSynchronous(synchronous)
         try pool.writeWithoutTransaction { db in try db.execute(sql: schema) }
     }
 
