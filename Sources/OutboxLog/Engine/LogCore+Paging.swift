@@ -28,10 +28,10 @@ extension LogCore {
         }
         // A reader at the end of the log, resuming where it stopped, reads
         // only what was appended since: a few kilobytes just written, in
-        // the page cache.
-        // Read them here rather than wake a reader thread and wait for it (as
-        // `get` does for small reads); a page that turns out to need more
-        // (a moved record, an annotation) goes to a reader thread after all.
+        // the page cache. Read them here rather than wake a reader thread
+        // and wait for it (as `get` does for small reads); a page that turns
+        // out to need more (a moved record, an annotation) goes to a reader
+        // thread after all.
         if let resume = smallResume(snapshot, after: after),
             let page = try scanEntries(snapshot, after: after, limit: limit, inPlaceFrom: resume)
         {
@@ -103,7 +103,6 @@ extension LogCore {
 
     /// The page being filled.
     private struct Page {
-        let after: UInt64
         let limit: Int
         /// On the caller's thread: reads only the records of the scan.
         let inPlace: Bool
@@ -111,7 +110,6 @@ extension LogCore {
         var lastScanned: UInt64
 
         init(after: UInt64, limit: Int, inPlace: Bool) {
-            self.after = after
             self.limit = limit
             self.inPlace = inPlace
             lastScanned = after

@@ -10,8 +10,8 @@
 /// A few readers page at once (a queue's consumers, each at its own
 /// position, or several at the same one), so a few cursors are kept, the
 /// least recently saved dropped first, and a cursor stays after it is used.
-/// Each holds at most the records of one segment, about twice those it had
-/// not returned yet.
+/// Each holds the few verified records its page scanned past the last one
+/// it returned (a page's scan stops once it has what the page needs).
 struct ScanCursors {
     struct Cursor {
         /// The `after` of the page that may resume here.
@@ -19,7 +19,8 @@ struct ScanCursors {
         /// The very file that was scanned (a compaction replaces the object).
         var file: SegmentFile
         /// How many bytes of it were verified: always at a frame boundary
-        /// (the written size), so a scan of the rest starts there.
+        /// (the written size, or where a scan that had enough stopped), so a
+        /// scan of the rest starts there.
         var scannedSize: Int64
         var remaining: ArraySlice<ScannedRecord>
         /// The last record of the verified run, `nil` if it has none yet.
