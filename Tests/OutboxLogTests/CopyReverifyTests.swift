@@ -39,6 +39,32 @@ struct CopyReverifyTests {
 
     static let firstSegment = simulatedLogDirectory.appending("00000000000000000001.seg")
 
+    /// How many times `operation` reads `byte` of the first segment of a
+    /// fresh log (made by ``makeLog(on:)``).
+    static func readsOfByte(_ byte: Int64, during operation: (OutboxLog) async throws -> Void) async throws -> Int {
+        let disk = SimulatedFileSystem(directories: ["/data"])
+        try await makeLog(on: disk)
+        let counter = ReadRotFileSystem(base: disk, path: firstSegment, byte: byte, flipOnRead: nil)
+        let log = try await OutboxLog.open(at: simulatedLogDirectory, configuration: configuration(counter))
+        counter.resetCount()
+        try await operation(log)
+        try await log.close()
+        return counter.readsOfByte
+    }
+
+    /// A fresh log whose `read`th read of `byte` of its first segment, from
+    /// now on, returns a flipped bit; with the file system under it.
+    static func logWithRot(atByte byte: Int64, onRead read: Int) async throws
+        -> (log: OutboxLog, rot: ReadRotFileSystem, disk: SimulatedFileSystem)
+    {
+        let disk = SimulatedFileSystem(directories: ["/data"])
+        try await makeLog(on: disk)
+        let rot = ReadRotFileSystem(base: disk, path: firstSegment, byte: byte, flipOnRead: nil)
+        let log = try await OutboxLog.open(at: simulatedLogDirectory, configuration: configuration(rot))
+        rot.resetCount(flipOnRead: read)
+        return (log, rot, disk)
+    }
+
     @Test("a live record whose bytes change between the compaction's scan and its copy fails the compaction, copied nowhere")
     func compactionReverifies() async throws {
         // Aim at a payload byte of k1, the first live record.
@@ -46,21 +72,10 @@ struct CopyReverifyTests {
 
         // Count the reads of that byte during a compaction, then replay with
         // the last of them returning a flipped bit.
-        let counting = SimulatedFileSystem(directories: ["/data"])
-        try await Self.makeLog(on: counting)
-        let counter = ReadRotFileSystem(base: counting, path: Self.firstSegment, byte: target, flipOnRead: nil)
-        let plain = try await OutboxLog.open(at: simulatedLogDirectory, configuration: Self.configuration(counter))
-        counter.resetCount()
-        _ = try await plain.compact()
-        try await plain.close()
-        let readsDuringCompaction = counter.readsOfByte
+        let readsDuringCompaction = try await Self.readsOfByte(target) { _ = try await $0.compact() }
         try #require(readsDuringCompaction >= 2, "the copy does not read the record again: nothing to test")
 
-        let disk = SimulatedFileSystem(directories: ["/data"])
-        try await Self.makeLog(on: disk)
-        let rot = ReadRotFileSystem(base: disk, path: Self.firstSegment, byte: target, flipOnRead: nil)
-        let log = try await OutboxLog.open(at: simulatedLogDirectory, configuration: Self.configuration(rot))
-        rot.resetCount(flipOnRead: readsDuringCompaction)
+        let (log, rot, disk) = try await Self.logWithRot(atByte: target, onRead: readsDuringCompaction)
         await #expect {
             _ = try await log.compact()
         } throws: { error in

@@ -124,21 +124,10 @@ extension TailReadTests {
         // the scanner's 4 MiB read-ahead, so a page of all of them reads the
         // first ones twice: in the scan, and when it returns them.
         let target = Int64(CopyReverifyTests.offset(ofRecord: 1) + 500)
-        let counting = SimulatedFileSystem(directories: ["/data"])
-        try await CopyReverifyTests.makeLog(on: counting)
-        let counter = ReadRotFileSystem(base: counting, path: CopyReverifyTests.firstSegment, byte: target, flipOnRead: nil)
-        let plain = try await OutboxLog.open(at: simulatedLogDirectory, configuration: CopyReverifyTests.configuration(counter))
-        counter.resetCount()
-        _ = try await plain.entries(after: 0, limit: 1_000)
-        try await plain.close()
-        let reads = counter.readsOfByte
+        let reads = try await CopyReverifyTests.readsOfByte(target) { _ = try await $0.entries(after: 0, limit: 1_000) }
         try #require(reads >= 2, "the page does not read the record again: nothing to test")
 
-        let disk = SimulatedFileSystem(directories: ["/data"])
-        try await CopyReverifyTests.makeLog(on: disk)
-        let rot = ReadRotFileSystem(base: disk, path: CopyReverifyTests.firstSegment, byte: target, flipOnRead: nil)
-        let log = try await OutboxLog.open(at: simulatedLogDirectory, configuration: CopyReverifyTests.configuration(rot))
-        rot.resetCount(flipOnRead: reads)
+        let (log, rot, _) = try await CopyReverifyTests.logWithRot(atByte: target, onRead: reads)
         await #expect {
             let page = try await log.entries(after: 0, limit: 1_000)
             Issue.record("returned \(page.count) entries, k1 \(page.first { $0.key == "k1" }?.value == CopyReverifyTests.value(1) ? "intact" : "altered")")
