@@ -177,4 +177,32 @@ struct RewrittenKeyReadTests {
         try await writer.value
         try await log.close()
     }
+
+    @Test("a page read while a key's annotation is rewritten, buffered, returns one of its annotations, never a false corruption")
+    func pageWhileAnnotated() async throws {
+        let directory = TemporaryDirectory()
+        let log = try await OutboxLog.open(at: directory.path, configuration: testConfiguration())
+        for i in 0..<20 { try await log.put(LogKey("key-\(i)"), .pattern(64, seed: i), durability: .written) }
+        // The writer annotates until the reader is done, so every page races
+        // it; every eighth annotation waits to be written, so what is in
+        // memory stays a few records, as in an app, not a flood.
+        let writer = Task {
+            var i = 0
+            while !Task.isCancelled {
+                let durability: Durability = i % 8 == 7 ? .written : .buffered
+                try await log.annotate("key-5", Array("note-\(i)".utf8), durability: durability)
+                i += 1
+            }
+        }
+        for _ in 0..<300 {
+            let page = try await log.entries(after: 0, limit: 20)
+            #expect(page.count == 20)
+            if let note = page.first(where: { $0.key == LogKey("key-5") })?.annotation?.payload {
+                #expect(String(decoding: note, as: UTF8.self).hasPrefix("note-"))
+            }
+        }
+        writer.cancel()
+        try await writer.value
+        try await log.close()
+    }
 }

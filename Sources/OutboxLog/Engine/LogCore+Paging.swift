@@ -11,6 +11,27 @@ extension LogCore {
     func entries(after: UInt64, limit: Int) async throws(OutboxLogError) -> (entries: [LogEntry], resumeAfter: UInt64?) {
         try await waitForIndex()
         try await flushIfPending()
+        /// Everything up to this sequence number was written out, and waited for.
+        var flushedThrough: UInt64?
+        while true {
+            switch try await page(after: after, limit: limit) {
+            case .page(let entries, let resumeAfter): return (entries, resumeAfter)
+            case .unwritten(let last):
+                // A live value's annotation was appended after the flush
+                // above and is still in memory: write it out and read the
+                // page again (waiting again only for what came since).
+                if let flushedThrough, last <= flushedThrough {
+                    throw OutboxLogError(.io, "internal error: a written annotation is not readable")
+                }
+                flushedThrough = last
+                try await waitFor(last, durable: false)
+            }
+        }
+    }
+
+    /// One attempt at a page: the segments as they are now, read in place
+    /// or on a reader thread.
+    private func page(after: UInt64, limit: Int) async throws(OutboxLogError) -> PageOutcome {
         let snapshot = try state.withLock { state throws(OutboxLogError) -> [(SegmentFile, Int64, Bool)] in
             try state.checkReadable()
             var files: [(SegmentFile, Int64, Bool)] = []
@@ -33,14 +54,22 @@ extension LogCore {
         // out to need more (a moved record, an annotation) goes to a reader
         // thread after all.
         if let resume = smallResume(snapshot, after: after),
-            let page = try scanEntries(snapshot, after: after, limit: limit, inPlaceFrom: resume)
+            let outcome = try scanEntries(snapshot, after: after, limit: limit, inPlaceFrom: resume)
         {
-            return page
+            return outcome
         }
-        return try await readers.run { () throws(OutboxLogError) -> ([LogEntry], UInt64?) in
+        return try await readers.run { () throws(OutboxLogError) -> PageOutcome in
             // Never nil on a reader thread: only a page read in place gives up.
-            try self.scanEntries(snapshot, after: after, limit: limit, inPlaceFrom: nil) ?? ([], nil)
+            try self.scanEntries(snapshot, after: after, limit: limit, inPlaceFrom: nil) ?? .page([], resumeAfter: nil)
         }
+    }
+
+    /// How an attempt at a page ended.
+    private enum PageOutcome: Sendable {
+        case page([LogEntry], resumeAfter: UInt64?)
+        /// A live value's annotation is still in memory: everything up to
+        /// this sequence number must be written out first.
+        case unwritten(last: UInt64)
     }
 
     /// The cursor a page after `after` resumes from, if the page is one
@@ -62,7 +91,7 @@ extension LogCore {
     /// nothing was saved, and a reader thread does the page).
     private func scanEntries(
         _ snapshot: [(SegmentFile, Int64, Bool)], after: UInt64, limit: Int, inPlaceFrom resume: ScanCursors.Cursor?
-    ) throws(OutboxLogError) -> ([LogEntry], UInt64?)? {
+    ) throws(OutboxLogError) -> PageOutcome? {
         var page = Page(after: after, limit: limit, inPlace: resume != nil)
         for (index, (file, writtenSize, knownDamage)) in snapshot.enumerated() {
             let size: Int64
@@ -77,8 +106,9 @@ extension LogCore {
                 wanted: page.limit - page.entries.count)
             while true {
                 switch try collect(part, of: file, reader: reader, into: &page) {
-                case .full: return (page.entries, page.lastScanned)
+                case .full: return .page(page.entries, resumeAfter: page.lastScanned)
                 case .needsReaderThread: return nil
+                case .unwritten(let last): return .unwritten(last: last)
                 case .more: break
                 }
                 // The segment grew since a cursor's scan: verify what was appended.
@@ -98,7 +128,7 @@ extension LogCore {
                         remaining: [], lastSequence: part.lastSequence))
             }
         }
-        return (page.entries, nil)
+        return .page(page.entries, resumeAfter: nil)
     }
 
     /// The page being filled.
@@ -123,6 +153,8 @@ extension LogCore {
         case more
         /// A page read in place met a record to read from another file.
         case needsReaderThread
+        /// A live value's annotation is not written out yet; nothing was saved.
+        case unwritten(last: UInt64)
     }
 
     /// Verified records of one segment, numbered after the page's `after`,
@@ -148,7 +180,8 @@ extension LogCore {
         var start = part.records.startIndex
         while start < part.records.endIndex {
             let end = start + min(part.records.endIndex - start, max(page.limit - page.entries.count, 32))
-            let (live, files) = liveValues(among: part.records[start..<end], in: file)
+            let (live, files, unwritten) = liveValues(among: part.records[start..<end], in: file)
+            if let unwritten { return .unwritten(last: unwritten) }
             if page.inPlace && live.contains(where: { $0.moved || $0.1.annotation.exists }) { return .needsReaderThread }
             for (position, entry, moved) in live {
                 let record = part.records[position]
@@ -233,7 +266,9 @@ extension LogCore {
     }
 
     /// The candidates whose values the index still points at (by position),
-    /// and the files to read moved values and annotations from.
+    /// the files to read moved values and annotations from, and, if one of
+    /// their annotations is still in memory (appended after the page's
+    /// flush), the last sequence number to write out before reading it.
     ///
     /// A compaction may have swapped `file` out since the snapshot: its live
     /// records then sit, with the same sequence numbers, in an output file
@@ -242,8 +277,8 @@ extension LogCore {
     /// annotation.
     private func liveValues(
         among candidates: ArraySlice<ScannedRecord>, in file: SegmentFile
-    ) -> ([(Int, IndexEntry, moved: Bool)], [UInt32: SegmentFile]) {
-        state.withLock { state -> ([(Int, IndexEntry, moved: Bool)], [UInt32: SegmentFile]) in
+    ) -> ([(Int, IndexEntry, moved: Bool)], [UInt32: SegmentFile], unwritten: UInt64?) {
+        state.withLock { state -> ([(Int, IndexEntry, moved: Bool)], [UInt32: SegmentFile], unwritten: UInt64?) in
             let swappedOut = state.slots[file.id] == nil
             let here = { (record: ScannedRecord) in
                 Location(segment: file.id, offset: UInt32(record.offset), length: UInt32(record.length))
@@ -254,8 +289,12 @@ extension LogCore {
                 if entry.value == here(record) { return (position, entry, false) }
                 return swappedOut && state.slots[entry.value.segment]?.file != nil ? (position, entry, true) : nil
             }
-            let needsFiles = live.contains { $0.moved || $0.1.annotation.exists }
-            return (live, needsFiles ? state.slots.compactMapValues(\.file) : [:])
+            let annotated = live.filter { $0.1.annotation.exists }
+            if annotated.contains(where: { state.readableFile(for: $0.1.annotation) == nil }) {
+                return ([], [:], state.nextSequence - 1)
+            }
+            let needsFiles = !annotated.isEmpty || live.contains { $0.moved }
+            return (live, needsFiles ? state.slots.compactMapValues(\.file) : [:], nil)
         }
     }
 
