@@ -139,6 +139,29 @@ extension TailReadTests {
     }
 }
 
+extension TailReadTests {
+    @Test("a record after one read again within a page is verified too, not taken from the re-read bytes as scanned")
+    func recordAfterARereadIsVerified() async throws {
+        // Record 1 left the scan's buffer and is read again (and verified);
+        // that read brings record 2 into the buffer too, as bytes read
+        // anew: they must be verified like record 1's, not trusted as the
+        // scan's.
+        let target = Int64(CopyReverifyTests.offset(ofRecord: 2) + 500)
+        let reads = try await CopyReverifyTests.readsOfByte(target) { _ = try await $0.entries(after: 0, limit: 1_000) }
+        try #require(reads >= 2, "the page does not read the record again: nothing to test")
+
+        let (log, rot, _) = try await CopyReverifyTests.logWithRot(atByte: target, onRead: reads)
+        await #expect {
+            let page = try await log.entries(after: 0, limit: 1_000)
+            Issue.record("returned \(page.count) entries, k2 \(page.first { $0.key == "k2" }?.value == CopyReverifyTests.value(2) ? "intact" : "altered")")
+        } throws: { error in
+            (error as? OutboxLogError)?.code == .corruption
+        }
+        #expect(rot.flipped)
+        try? await log.close()
+    }
+}
+
 /// Passes every call to `base`, counting the bytes read.
 private final class ReadCounter: ForwardingFileSystem, Sendable {
     let base: any FileSystem

@@ -168,6 +168,8 @@ extension LogCore {
         var verifiedFrom: Int64
         /// How far the segment has been verified.
         var scannedUpTo: Int64
+        /// The reader's ``ChunkedFileReader/fills`` when the scan ended.
+        var fillsAtScanEnd: Int
     }
 
     /// Adds the live records of `part` to `page`, checking liveness a few at
@@ -186,9 +188,12 @@ extension LogCore {
             for (position, entry, moved) in live {
                 let record = part.records[position]
                 // Bytes the scan verified, still in the reader's buffer; or
-                // bytes read again (an earlier page's, or pushed out of the
-                // buffer since), verified again.
-                let verified = record.offset >= part.verifiedFrom && reader.holds(record.offset, count: record.length)
+                // bytes read again (an earlier page's, pushed out of the
+                // buffer since, or brought back in by a later read: not
+                // what the scan verified), verified again.
+                let verified =
+                    record.offset >= part.verifiedFrom && reader.fills == part.fillsAtScanEnd
+                    && reader.holds(record.offset, count: record.length)
                 let source: RecordSource = moved ? .moved : (verified ? .scanned(reader) : .reverify(reader, file))
                 guard let item = try readEntry(record, entry: entry, from: source, files: files) else { continue }
                 page.entries.append(item)
@@ -219,11 +224,11 @@ extension LogCore {
             ? nil : resume.flatMap { $0.scannedSize <= scannedSize ? $0 : nil }
                 ?? scanCursors.withLock { $0.find(after: after, file: file, scannedSize: scannedSize) }
         if let resumed = found {
-            // A page reads a few records, not the rest of the segment.
-            reader.chunkSize = ChunkedFileReader.pageChunkSize
+            // A page reads what it needs, not the rest of the segment.
+            reader.sizeChunks(forRecords: wanted)
             return Candidates(
                 records: resumed.remaining, lastSequence: resumed.lastSequence, verifiedFrom: resumed.scannedSize,
-                scannedUpTo: resumed.scannedSize)
+                scannedUpTo: resumed.scannedSize, fillsAtScanEnd: reader.fills)
         }
         if knownDamage {
             // Damage reported at open (read-only salvage): step over it, whole.
@@ -231,9 +236,13 @@ extension LogCore {
             let collect = { (record: ScannedRecord) in if record.sequence > after { records.append(record) } }
             let scanner = SegmentScanner(reader: reader, header: file.header)
             let run = try SegmentAnalysis.analyze(scanner, file: file.name, visit: collect, visitLater: collect).leading
-            return Candidates(records: records[...], lastSequence: run.lastSequence, verifiedFrom: 0, scannedUpTo: scannedSize)
+            return Candidates(
+                records: records[...], lastSequence: run.lastSequence, verifiedFrom: 0, scannedUpTo: scannedSize,
+                fillsAtScanEnd: reader.fills)
         }
-        let start = Candidates(records: [], lastSequence: nil, verifiedFrom: Int64(SegmentHeader.size), scannedUpTo: Int64(SegmentHeader.size))
+        let start = Candidates(
+            records: [], lastSequence: nil, verifiedFrom: Int64(SegmentHeader.size), scannedUpTo: Int64(SegmentHeader.size),
+            fillsAtScanEnd: reader.fills)
         return try grownCandidates(of: file, reader: reader, after: start, onlyAbove: after, wanted: wanted)
     }
 
@@ -247,7 +256,7 @@ extension LogCore {
     ) throws(OutboxLogError) -> Candidates {
         let enough = wanted > Int.max - 64 ? Int.max : wanted + 64
         // A page of a few records reads a few hundred kilobytes at a time.
-        if enough <= 4_096 { reader.chunkSize = ChunkedFileReader.pageChunkSize }
+        reader.sizeChunks(forRecords: enough)
         var records: [ScannedRecord] = []
         let run = try SegmentScanner(reader: reader, header: file.header).scanRun(
             from: part.scannedUpTo, previous: part.lastSequence, resumingAfterDamage: false, until: { records.count >= enough }
@@ -255,7 +264,7 @@ extension LogCore {
         try Self.requireClean(run, file)
         return Candidates(
             records: records[...], lastSequence: run.lastSequence ?? part.lastSequence, verifiedFrom: part.scannedUpTo,
-            scannedUpTo: records.count >= enough ? run.end : reader.fileSize)
+            scannedUpTo: records.count >= enough ? run.end : reader.fileSize, fillsAtScanEnd: reader.fills)
     }
 
     private static func requireClean(_ run: SegmentScanner.Run, _ file: SegmentFile) throws(OutboxLogError) {

@@ -11,8 +11,13 @@ package final class ChunkedFileReader {
     /// How much one read fetches at most (it never reads past the end of
     /// the file, nor allocates more than that read needs).
     var chunkSize: Int
-    /// For a page that continues from a cursor: a few hundred records.
+    /// A scan's chunk.
+    static let scanChunkSize = 4 << 20
+    /// The least a page reads at a time: a few hundred records.
     static let pageChunkSize = 256 << 10
+    /// How many times the buffer was filled: bytes held since a scan ended
+    /// are the scan's (verified) only if this has not moved since.
+    private(set) var fills = 0
 
     private var buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 0, alignment: 16)
     /// File offset of `buffer[0]`.
@@ -20,7 +25,7 @@ package final class ChunkedFileReader {
     /// Valid bytes in `buffer`.
     private var bufferCount = 0
 
-    package init(fileSystem: any FileSystem, descriptor: FileDescriptor, path: FilePath, fileSize: Int64, chunkSize: Int = 4 << 20) {
+    package init(fileSystem: any FileSystem, descriptor: FileDescriptor, path: FilePath, fileSize: Int64, chunkSize: Int = scanChunkSize) {
         self.fileSystem = fileSystem
         self.descriptor = descriptor
         self.path = path
@@ -50,7 +55,19 @@ package final class ChunkedFileReader {
         offset >= bufferStart && offset + Int64(count) <= bufferStart + Int64(bufferCount)
     }
 
+    /// Sizes chunks for a page of about `records` records: enough to keep
+    /// them (at up to 512 bytes each) in the buffer from the scan that
+    /// verifies them until the page returns them, so they are not read and
+    /// verified again; at least ``pageChunkSize``, at most a scan's chunk.
+    func sizeChunks(forRecords records: Int) {
+        let perRecord = 512
+        chunkSize =
+            records > Self.scanChunkSize / perRecord
+            ? Self.scanChunkSize : max(Self.pageChunkSize, records * perRecord)
+    }
+
     private func refill(at offset: Int64, atLeast wanted: Int) throws(OutboxLogError) {
+        fills += 1
         // Keep the bytes we already have from `offset` on; read the rest.
         var kept = 0
         let bufferEnd = bufferStart + Int64(bufferCount)
