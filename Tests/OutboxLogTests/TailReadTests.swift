@@ -118,42 +118,26 @@ extension TailReadTests {
         try await log.close()
     }
 
-    @Test("a record read again within one page, after the scan's buffer moved past it, is verified again")
-    func rereadWithinAPageIsVerified() async throws {
+    /// Record 1 left the scan's buffer and is read again when the page
+    /// returns it; that read brings record 2 into the buffer too, as bytes
+    /// read anew. Both must be verified again, not trusted as the scan's.
+    @Test(
+        "a record read again within one page (after the scan's buffer moved past it), and the next one that read brought in, are verified again",
+        arguments: [1, 2])
+    func rereadWithinAPageIsVerified(record: Int) async throws {
         // The same log as CopyReverifyTests: 80 records of 64 KiB, more than
         // the scanner's 4 MiB read-ahead, so a page of all of them reads the
         // first ones twice: in the scan, and when it returns them.
-        let target = Int64(CopyReverifyTests.offset(ofRecord: 1) + 500)
+        let target = Int64(CopyReverifyTests.offset(ofRecord: record) + 500)
         let reads = try await CopyReverifyTests.readsOfByte(target) { _ = try await $0.entries(after: 0, limit: 1_000) }
         try #require(reads >= 2, "the page does not read the record again: nothing to test")
 
         let (log, rot, _) = try await CopyReverifyTests.logWithRot(atByte: target, onRead: reads)
+        let key = LogKey("k\(record)")
         await #expect {
             let page = try await log.entries(after: 0, limit: 1_000)
-            Issue.record("returned \(page.count) entries, k1 \(page.first { $0.key == "k1" }?.value == CopyReverifyTests.value(1) ? "intact" : "altered")")
-        } throws: { error in
-            (error as? OutboxLogError)?.code == .corruption
-        }
-        #expect(rot.flipped)
-        try? await log.close()
-    }
-}
-
-extension TailReadTests {
-    @Test("a record after one read again within a page is verified too, not taken from the re-read bytes as scanned")
-    func recordAfterARereadIsVerified() async throws {
-        // Record 1 left the scan's buffer and is read again (and verified);
-        // that read brings record 2 into the buffer too, as bytes read
-        // anew: they must be verified like record 1's, not trusted as the
-        // scan's.
-        let target = Int64(CopyReverifyTests.offset(ofRecord: 2) + 500)
-        let reads = try await CopyReverifyTests.readsOfByte(target) { _ = try await $0.entries(after: 0, limit: 1_000) }
-        try #require(reads >= 2, "the page does not read the record again: nothing to test")
-
-        let (log, rot, _) = try await CopyReverifyTests.logWithRot(atByte: target, onRead: reads)
-        await #expect {
-            let page = try await log.entries(after: 0, limit: 1_000)
-            Issue.record("returned \(page.count) entries, k2 \(page.first { $0.key == "k2" }?.value == CopyReverifyTests.value(2) ? "intact" : "altered")")
+            let intact = page.first { $0.key == key }?.value == CopyReverifyTests.value(record)
+            Issue.record("returned \(page.count) entries, \(key) \(intact ? "intact" : "altered")")
         } throws: { error in
             (error as? OutboxLogError)?.code == .corruption
         }
