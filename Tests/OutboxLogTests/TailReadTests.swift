@@ -107,6 +107,16 @@ struct TailReadTests {
 }
 
 extension TailReadTests {
+    @Test("a page after UInt64.max, in a log of several segments, is empty, no trap")
+    func pageAfterTheLargestSequence() async throws {
+        let directory = TemporaryDirectory()
+        let log = try await OutboxLog.open(at: directory.path, configuration: smallSegments())
+        for i in 0..<40 { try await log.put(LogKey("k\(i)"), .pattern(200, seed: i), durability: .buffered) }
+        try #require(log.statistics.segments > 1)
+        #expect(try await log.entries(after: .max, limit: 10).isEmpty)
+        try await log.close()
+    }
+
     @Test("a page of Int.max entries after a page that stopped inside a segment returns the rest, no trap")
     func hugeLimitAfterAPage() async throws {
         let directory = TemporaryDirectory()

@@ -37,9 +37,10 @@ extension LogCore {
             var files: [(SegmentFile, Int64, Bool)] = []
             for (position, id) in state.order.enumerated() {
                 guard let slot = state.slots[id], let file = slot.file else { continue }
-                // Skip segments that end at or before `after`.
+                // Skip segments that end at or before `after` (every one
+                // but the last after the largest sequence number).
                 if position + 1 < state.order.count, let next = state.slots[state.order[position + 1]],
-                    next.header.baseSequence <= after + 1
+                    after == .max || next.header.baseSequence <= after + 1
                 {
                     continue
                 }
