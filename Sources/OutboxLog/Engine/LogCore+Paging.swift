@@ -256,7 +256,8 @@ extension LogCore {
         of file: SegmentFile, reader: ChunkedFileReader, after part: Candidates, onlyAbove after: UInt64, wanted: Int
     ) throws(OutboxLogError) -> Candidates {
         let enough = wanted > Int.max - 64 ? Int.max : wanted + 64
-        // A page of a few records reads a few hundred kilobytes at a time.
+        // A page of a few records reads a few hundred kilobytes at a time;
+        // a large one keeps what its scan verified in the buffer.
         reader.sizeChunks(forRecords: enough)
         var records: [ScannedRecord] = []
         let run = try SegmentScanner(reader: reader, header: file.header).scanRun(
