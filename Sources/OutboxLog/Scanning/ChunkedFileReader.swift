@@ -19,7 +19,9 @@ package final class ChunkedFileReader {
     /// are the scan's (verified) only if this has not moved since.
     private(set) var fills = 0
 
-    private var buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 0, alignment: 16)
+    /// Mapped, not allocated: see ``ScanBuffer``.
+    private var storage = ScanBuffer()
+    private var buffer: UnsafeMutableRawBufferPointer { storage.bytes }
     /// File offset of `buffer[0]`.
     private var bufferStart: Int64 = 0
     /// Valid bytes in `buffer`.
@@ -33,7 +35,7 @@ package final class ChunkedFileReader {
         self.chunkSize = max(chunkSize, 4096)
     }
 
-    deinit { buffer.deallocate() }
+    deinit { storage.release() }
 
     /// The bytes `[offset, offset + count)` of the file, or as many of them as
     /// the file has if it ends first (check the returned window's `count`).
@@ -77,10 +79,13 @@ package final class ChunkedFileReader {
         // of a segment allocates and reads only what is there.
         let capacity = max(wanted, Int(min(Int64(chunkSize), max(0, fileSize - offset))))
         if capacity > buffer.count {
-            let grown = UnsafeMutableRawBufferPointer.allocate(byteCount: (capacity + 4095) & ~4095, alignment: 16)
-            if kept > 0 { grown.baseAddress!.copyMemory(from: buffer.baseAddress! + from, byteCount: kept) }
-            buffer.deallocate()
-            buffer = grown
+            let grown: ScanBuffer
+            do { grown = try ScanBuffer(byteCount: capacity) } catch {
+                throw .io("cannot map a read buffer of \(capacity) bytes", error, file: path, offset: offset)
+            }
+            if kept > 0 { grown.bytes.baseAddress!.copyMemory(from: buffer.baseAddress! + from, byteCount: kept) }
+            storage.release()
+            storage = grown
         } else if kept > 0 {
             buffer.baseAddress!.copyMemory(from: buffer.baseAddress! + from, byteCount: kept)
         }
