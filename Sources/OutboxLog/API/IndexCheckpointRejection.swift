@@ -28,6 +28,9 @@ public enum IndexCheckpointRejection: Error, Sendable, Hashable, CustomStringCon
     case segmentsChanged
     /// A segment the checkpoint covers no longer has the size it recorded.
     case segmentSizeChanged(segment: String)
+    /// The bytes after those the checkpoint covers, in the segment that was
+    /// the newest when it was written, do not continue its records.
+    case recordsAfterDoNotContinue(segment: String)
 
     public var description: String {
         switch self {
@@ -48,6 +51,8 @@ public enum IndexCheckpointRejection: Error, Sendable, Hashable, CustomStringCon
         case .segmentsChanged:
             "the log's segments changed since the checkpoint (a compaction, a repair, or another log's checkpoint)"
         case .segmentSizeChanged(let segment): "\(segment) does not have the size the checkpoint recorded"
+        case .recordsAfterDoNotContinue(let segment):
+            "the records of \(segment) after the bytes the checkpoint covers do not continue its records"
         }
     }
 }

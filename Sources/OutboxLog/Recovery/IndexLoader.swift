@@ -44,39 +44,91 @@ struct IndexLoader: Sendable {
     struct Cancelled: Error {}
 
     func run() throws(OutboxLogError) -> Loaded? {
-        let covered = load.checkpoint.sequence
-        var loaded = Loaded(index: LogIndex(), changedKeys: [], records: 0)
-        var applyAfter = covered
-        var scanned: [SegmentFile]
+        let rejection: IndexCheckpointRejection
         switch readCheckpointKeys() {
         case .success(let index):
-            loaded.index = index
-            // The last covered segment (unless it is the newest) holds the
-            // first records after the checkpoint; every later sealed one too.
-            scanned = Array(load.older.dropFirst(load.coveredCount - 1))
-            // Keys changed after an earlier point lie in covered segments too.
-            if let after = changesAfter, after < covered {
-                let first = load.older.lastIndex { $0.header.baseSequence <= after + 1 } ?? 0
-                let end = min(load.coveredCount - 1, load.older.count)
-                for file in load.older[min(first, end)..<end] {
-                    if cancelled() { return nil }
-                    _ = try scan(file, applyAfter: .max, into: &loaded)
-                }
+            switch try load(after: index) {
+            case .loaded(let loaded): return loaded
+            case .cancelled: return nil
+            case .rejected(let reason): rejection = reason
             }
-        case .failure(let rejection):
-            logger.warning("index checkpoint not used", metadata: ["reason": "\(rejection)"])
-            loaded.rejected = rejection
-            loaded.index = LogIndex()
-            for file in load.older { loaded.index.usage[file.id] = SegmentUsage() }
-            applyAfter = 0
-            scanned = load.older
+        case .failure(let reason): rejection = reason
         }
+        logger.warning("index checkpoint not used", metadata: ["reason": "\(rejection)"])
+        var loaded = Loaded(index: LogIndex(), changedKeys: [], records: 0, rejected: rejection)
+        for file in load.older { loaded.index.usage[file.id] = SegmentUsage() }
+        return try apply(segments: load.older, resuming: nil, after: 0, into: loaded)
+    }
+
+    private enum Outcome {
+        case loaded(Loaded)
+        case cancelled
+        case rejected(IndexCheckpointRejection)
+    }
+
+    /// The index from the checkpoint's keys, then the records after it.
+    private func load(after index: LogIndex) throws(OutboxLogError) -> Outcome {
+        let covered = load.checkpoint.sequence
+        var loaded = Loaded(index: index, changedKeys: [], records: 0)
+        // The last covered segment (unless it is the newest) holds the
+        // first records after the checkpoint; every later sealed one too.
+        let scanned = Array(load.older.dropFirst(load.coveredCount - 1))
+        // Keys changed after an earlier point lie in covered segments too:
+        // from the last segment that starts at or before the first record
+        // after it (the newest one too: its records are the open's, applied
+        // below, and then no older one is read).
+        var changedFrom = load.older.count
+        if let after = changesAfter, after < covered {
+            let bases = load.older.map(\.header.baseSequence) + [load.newest.header.baseSequence]
+            changedFrom = bases.lastIndex { $0 <= after + 1 } ?? 0
+            let end = min(load.coveredCount - 1, load.older.count)
+            for file in load.older[min(changedFrom, end)..<end] {
+                if cancelled() { return .cancelled }
+                _ = try scan(file, applyAfter: .max, into: &loaded)
+            }
+        }
+        // Unless its changed keys are wanted, the last covered segment is
+        // read only from the bytes written after the checkpoint (those it
+        // covers are verified when read, as in the covered segments before it).
+        var resuming: Int64?
+        if let first = scanned.first, first.header.coverEnd == nil, changedFrom > load.coveredCount - 1 {
+            resuming = load.checkpoint.segments[load.coveredCount - 1].coveredEnd
+        }
+        do {
+            guard let result = try apply(segments: scanned, resuming: resuming, after: covered, into: loaded) else {
+                return .cancelled
+            }
+            return .loaded(result)
+        } catch let error where resuming != nil && error.damage != nil {
+            // What follows the covered bytes does not continue the records
+            // the checkpoint covers: the checkpoint may not describe this
+            // file. Read the whole log instead, which finds any damage that
+            // is real.
+            return .rejected(.recordsAfterDoNotContinue(segment: DirectoryLayout.segmentName(base: scanned[0].header.baseSequence)))
+        }
+    }
+
+    /// Verifies and applies every record of `segments` (of the first from
+    /// byte `resuming` on, if given) and then of the newest segment, after
+    /// the sequence number `applyAfter`; `nil` if cancelled.
+    private func apply(
+        segments: [SegmentFile], resuming: Int64?, after applyAfter: UInt64, into start: Loaded
+    ) throws(OutboxLogError) -> Loaded? {
+        var loaded = start
         var previous: (header: SegmentHeader, last: UInt64?)?
-        for file in scanned {
+        for (position, file) in segments.enumerated() {
             if cancelled() { return nil }
             if let previous { try checkContinuity(file, after: previous) }
             if applyAfter == 0 || file.id > UInt32(load.coveredCount) { loaded.index.usage[file.id] = SegmentUsage() }
-            previous = (file.header, try scan(file, applyAfter: applyAfter, into: &loaded))
+            if position == 0, let resuming {
+                // The last record before `resuming`, if any, is the
+                // checkpoint's last (an appended segment counts up by one).
+                let before = resuming > Int64(SegmentHeader.size) ? applyAfter : nil
+                let last = try scan(file, from: resuming, previous: before, applyAfter: applyAfter, into: &loaded)
+                previous = (file.header, last ?? before)
+            } else {
+                previous = (file.header, try scan(file, applyAfter: applyAfter, into: &loaded))
+            }
         }
         if let previous { try checkContinuity(load.newest, after: previous) }
         // The newest segment: verified by the open.
@@ -102,7 +154,10 @@ struct IndexLoader: Sendable {
 
     /// Verifies every record of `file` and applies those after `applyAfter`;
     /// returns its last sequence number.
-    private func scan(_ file: SegmentFile, applyAfter: UInt64, into loaded: inout Loaded) throws(OutboxLogError) -> UInt64? {
+    private func scan(
+        _ file: SegmentFile, from start: Int64 = Int64(SegmentHeader.size), previous: UInt64? = nil, applyAfter: UInt64,
+        into loaded: inout Loaded
+    ) throws(OutboxLogError) -> UInt64? {
         let size: Int64
         do { size = try fileSystem.size(of: file.descriptor) } catch {
             throw .io("cannot read segment size", error, file: file.path)
@@ -111,7 +166,7 @@ struct IndexLoader: Sendable {
         let reader = ChunkedFileReader(fileSystem: fileSystem, descriptor: file.descriptor, path: file.path, fileSize: size)
         var records: [ScannedRecord] = []
         let run = try SegmentScanner(reader: reader, header: file.header).scanRun(
-            from: Int64(SegmentHeader.size), previous: nil, resumingAfterDamage: false, visit: { records.append($0) })
+            from: start, previous: previous, resumingAfterDamage: false, visit: { records.append($0) })
         if let stop = run.stop {
             throw OutboxLogError(
                 .corruption,
