@@ -104,6 +104,31 @@ public struct PackedTable<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         return nil
     }
 
+    /// Inserts `value` for `key` unless `key` has a value already; returns
+    /// whether it inserted. One probe: the search for `key` ends at the
+    /// empty slot the new element takes (``updateValue(_:forKey:)`` probes
+    /// twice: to find the key, then to place it). For loading a table from
+    /// input that must not name a key twice.
+    ///
+    /// - Complexity: O(1) on average; O(*n*) once when the slot table grows
+    ///   (it may grow even when `key` is present).
+    @inlinable public mutating func insertIfAbsent(_ value: Value, forKey key: Key) -> Bool {
+        if (count + 1) * 5 > slots.count * 4 { resize(to: max(16, slots.count + slots.count / 2)) }
+        let hash = self.hash(key)
+        var slot = home(hash)
+        while true {
+            let entry = slots[slot]
+            if entry == 0 { break }
+            if UInt32(truncatingIfNeeded: entry) == hash, dense[Int(entry >> 32) - 1].key == key { return false }
+            slot += 1
+            if slot == slots.count { slot = 0 }
+        }
+        let position = dense.insert(Element(key: key, value: value))
+        slots[slot] = UInt64(position + 1) << 32 | UInt64(hash)
+        storedCount += 1
+        return true
+    }
+
     /// Changes `key`'s value in place; `nil` (and no call) if it has none.
     @discardableResult
     @inlinable public mutating func modifyValue<Result>(forKey key: Key, _ body: (inout Value) -> Result) -> Result? {

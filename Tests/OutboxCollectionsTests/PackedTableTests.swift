@@ -11,6 +11,7 @@ import OutboxCollections
 struct PackedTableTests {
     enum Operation: Sendable {
         case set(key: Int, value: Int)
+        case insert(key: Int, value: Int)
         case modify(key: Int, by: Int)
         case remove(key: Int)
         case snapshot
@@ -18,6 +19,7 @@ struct PackedTableTests {
 
     static let operation = Gen<Operation>.frequency(
         (5, zip(Gen.int(in: 0...300), Gen.int(in: 0...200_000)).map { Operation.set(key: $0, value: $1) }),
+        (3, zip(Gen.int(in: 0...300), Gen.int(in: 0...200_000)).map { Operation.insert(key: $0, value: $1) }),
         (2, zip(Gen.int(in: 0...300), Gen.int(in: 1...9)).map { Operation.modify(key: $0, by: $1) }),
         (4, Gen.int(in: 0...300).map { Operation.remove(key: $0) }),
         (1, Gen.always(Operation.snapshot))
@@ -35,6 +37,11 @@ struct PackedTableTests {
                     // Long keys (past a String's 15 inline bytes: on the heap) now and then.
                     let name = String(key % 7 == 0 ? String(repeating: "k", count: 30) + "\(key)" : "k\(key)")
                     #expect(table.updateValue(value, forKey: name) == model.updateValue(value, forKey: name))
+                case .insert(let key, let value):
+                    let name = String("k\(key)")
+                    let absent = model[name] == nil
+                    if absent { model[name] = value }
+                    #expect(table.insertIfAbsent(value, forKey: name) == absent)
                 case .modify(let key, let amount):
                     let name = String("k\(key)")
                     let changed = table.modifyValue(forKey: name) { value -> Int in

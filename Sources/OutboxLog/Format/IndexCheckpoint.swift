@@ -226,7 +226,6 @@ struct IndexCheckpoint: Sendable {
             return .failure(.keySectionFailsCRC)
         }
         var index = LogIndex()
-        index.entries.reserveCapacity(keyCount)
         for (position, segment) in segments.enumerated() { index.usage[firstID + UInt32(position)] = segment.usage }
         let covered = segments.map(\.coveredEnd)
         let decoded: Bool = section.withUnsafeBytes { raw in
@@ -241,20 +240,24 @@ struct IndexCheckpoint: Sendable {
                 else { return nil }
                 return .some(Location(segment: firstID + position, offset: offset, length: length))
             }
-            for _ in 0..<keyCount {
-                guard at + 2 <= raw.count else { return false }
+            struct Malformed: Error {}
+            // Loaded at once: see `PackedTable.init(loadingUnique:_:)`.
+            let entries = try? PackedTable<LogKey, IndexEntry>(loadingUnique: keyCount) { _ throws(Malformed) in
+                guard at + 2 <= raw.count else { throw Malformed() }
                 let length = Int(raw.loadLittleEndian(at: at, as: UInt16.self))
-                guard length >= 1, length <= LogKey.maximumLength, at + 2 + length + 24 <= raw.count else { return false }
+                guard length >= 1, length <= LogKey.maximumLength, at + 2 + length + 24 <= raw.count else { throw Malformed() }
                 let key = LogKey(UnsafeRawBufferPointer(rebasing: raw[(at + 2)..<(at + 2 + length)]))
                 at += 2 + length
                 guard let value = location(raw, at, optional: false), let value,
                     let annotation = location(raw, at + 12, optional: true)
-                else { return false }
+                else { throw Malformed() }
                 at += 24
-                guard index.entries.updateValue(IndexEntry(value: value, annotation: annotation ?? .none), forKey: key) == nil
-                else { return false }
+                return .init(key: key, value: IndexEntry(value: value, annotation: annotation ?? .none))
             }
-            return at == raw.count
+            // A key twice (`nil`) or a malformed record (`try?`'s `nil`).
+            guard let entries = entries ?? nil, at == raw.count else { return false }
+            index.entries = entries
+            return true
         }
         guard decoded else { return .failure(.keySectionInconsistent) }
         return .success(index)

@@ -1,3 +1,4 @@
+import OutboxCollections
 import SystemPackage
 
 /// Reads a file front to back in large chunks and hands out windows into
@@ -19,8 +20,8 @@ package final class ChunkedFileReader {
     /// are the scan's (verified) only if this has not moved since.
     private(set) var fills = 0
 
-    /// Mapped, not allocated: see ``ScanBuffer``.
-    private var storage = ScanBuffer()
+    /// Mapped, not allocated: see `MappedBuffer`.
+    private var storage = MappedBuffer()
     private var buffer: UnsafeMutableRawBufferPointer { storage.bytes }
     /// File offset of `buffer[0]`.
     private var bufferStart: Int64 = 0
@@ -34,8 +35,6 @@ package final class ChunkedFileReader {
         self.fileSize = fileSize
         self.chunkSize = max(chunkSize, 4096)
     }
-
-    deinit { storage.release() }
 
     /// The bytes `[offset, offset + count)` of the file, or as many of them as
     /// the file has if it ends first (check the returned window's `count`).
@@ -79,12 +78,11 @@ package final class ChunkedFileReader {
         // of a segment allocates and reads only what is there.
         let capacity = max(wanted, Int(min(Int64(chunkSize), max(0, fileSize - offset))))
         if capacity > buffer.count {
-            let grown: ScanBuffer
-            do { grown = try ScanBuffer(byteCount: capacity) } catch {
-                throw .io("cannot map a read buffer of \(capacity) bytes", error, file: path, offset: offset)
+            let grown: MappedBuffer
+            do { grown = try MappedBuffer(byteCount: capacity) } catch {
+                throw .io("cannot map a read buffer of \(capacity) bytes", Errno(rawValue: error.errno), file: path, offset: offset)
             }
             if kept > 0 { grown.bytes.baseAddress!.copyMemory(from: buffer.baseAddress! + from, byteCount: kept) }
-            storage.release()
             storage = grown
         } else if kept > 0 {
             buffer.baseAddress!.copyMemory(from: buffer.baseAddress! + from, byteCount: kept)
