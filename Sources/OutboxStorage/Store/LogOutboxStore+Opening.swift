@@ -46,9 +46,10 @@ extension LogOutboxStore {
             })
     }
 
-    /// The store's core over `backend`: answering at once and loading a
-    /// usable checkpoint (with the sequence numbers it may hand out
-    /// meanwhile) in the background, or, without one, after reading every
+    /// The store's core over `backend`: answering at once, with the load of
+    /// a usable checkpoint prepared (with the sequence numbers it may hand
+    /// out meanwhile) to run in the background once it begins
+    /// (``StoreCore/beginLoad()``), or, without one, after reading every
     /// entry of the log.
     static func makeCore(
         loading usable: (StoreCheckpoint, UInt64)?, partition: String, configuration: OutboxStoreConfiguration,
@@ -61,7 +62,9 @@ extension LogOutboxStore {
                 partition: partition, configuration: configuration, backend: backend,
                 scheduler: Scheduler(partition: partition, configuration: configuration),
                 loading: StoreLoading(nextSequence: earlySequence), checkpointFile: checkpointFile)
-            core.startLoad(from: usable, log: log, format: format, openedAt: openedAt)
+            core.state.withLock {
+                $0.loading?.pending = PendingLoad(checkpoint: usable, log: log, format: format, openedAt: openedAt)
+            }
             return core
         }
         var scheduler = Scheduler(partition: partition, configuration: configuration)

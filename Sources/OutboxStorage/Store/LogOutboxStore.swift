@@ -136,6 +136,8 @@ public final class LogOutboxStore: OutboxStore, CoreBackedStore {
                 log: log, directory: directory, partition: partition, format: format, configuration: configuration,
                 core: core, previousSpools: previousSpools)
             let spooled = try await spools.ingest()
+            // Only now: see `beginLoad()`.
+            core.beginLoad()
             return LogOutboxStore(
                 core: core, log: log, spools: spools, spoolReportAtOpen: spooled, payloadRecovery: payloadRecovery)
         } catch {

@@ -13,6 +13,23 @@ struct StoreLoading: Sendable {
     /// Entries admitted while loading, in order, for the loaded scheduler.
     var admitted: [AdmittedEntry] = []
     var waiters: [CheckedContinuation<Void, Never>] = []
+    /// The load, until it begins: when the open is done, or sooner if a
+    /// step of the open waits for it (``StoreCore/beginLoad()``).
+    var pending: PendingLoad?
+
+    /// The pending load, which is then no longer pending.
+    mutating func takePending() -> PendingLoad? {
+        defer { pending = nil }
+        return pending
+    }
+}
+
+/// What a store reopened from its checkpoint loads, and from where.
+struct PendingLoad: Sendable {
+    var checkpoint: StoreCheckpoint
+    var log: OutboxLog
+    var format: RecordFormat
+    var openedAt: Int64
 }
 
 /// An entry admitted while the store was loading.
@@ -46,9 +63,20 @@ extension StoreCore {
             && configuration.maximumEntries == nil && configuration.maximumBytes == nil
     }
 
-    /// Loads the scheduler from `checkpoint` (or, if it turns out unusable,
-    /// from every entry) in the background, then installs it.
-    func startLoad(from checkpoint: StoreCheckpoint, log: OutboxLog, format: RecordFormat, openedAt: Int64) {
+    /// Begins the load the open prepared (``StoreLoading/pending``), if it
+    /// has not begun. The open calls this as it returns, not when it
+    /// prepares the load: the load's threads use every core there is, and
+    /// the open's last steps, each a hop to another thread, would wait
+    /// behind them (milliseconds on two cores, longer than the steps).
+    func beginLoad() {
+        guard loadsInBackground, let pending = state.withLock({ $0.loading?.takePending() }) else { return }
+        load(pending)
+    }
+
+    /// Loads the scheduler from the checkpoint (or, if it turns out
+    /// unusable, from every entry) in the background, then installs it.
+    private func load(_ pending: PendingLoad) {
+        let (checkpoint, log, format, openedAt) = (pending.checkpoint, pending.log, pending.format, pending.openedAt)
         guard let checkpointFile else { return }
         let task = Task.detached { [self] in
             do throws(OutboxError) {
@@ -85,11 +113,14 @@ extension StoreCore {
     func waitUntilLoaded() async {
         guard loadsInBackground else { return }
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            let loaded = state.withLock { state -> Bool in
-                guard state.loading != nil else { return true }
+            let (loaded, pending) = state.withLock { state -> (Bool, PendingLoad?) in
+                guard state.loading != nil else { return (true, nil) }
                 state.loading!.waiters.append(continuation)
-                return false
+                return (false, state.loading!.takePending())
             }
+            // A step of the open that needs the queue (a spool's entry with
+            // an app key, say) begins the load itself.
+            if let pending { load(pending) }
             if loaded { continuation.resume() }
         }
     }
