@@ -135,9 +135,12 @@ extension StoreCore {
     ) throws(OutboxError) -> (OutboxEntry, StoreAcknowledgement)? {
         try state.withLock { state throws(OutboxError) -> (OutboxEntry, StoreAcknowledgement)? in
             try check(state)
-            guard let loading = state.loading else { return nil }
+            // The number alone, not a copy of the loading state: a copy
+            // alive at the append below shares its list of admitted
+            // entries, which the append would then copy whole, every time.
+            guard let nextSequence = state.loading?.nextSequence else { return nil }
             let metadata = EntryMetadata(
-                id: request.id, sequence: loading.nextSequence, status: .pending,
+                id: request.id, sequence: nextSequence, status: .pending,
                 priority: Int16(clamping: request.priority), attempts: 0,
                 maxAttempts: UInt16(clamping: request.maxAttempts ?? configuration.defaultMaximumAttempts),
                 scope: 0, type: 0, coalescing: 0, when: EntryMetadata.immediately,
