@@ -15,6 +15,8 @@ struct CheckpointBodyTests {
     /// One entry of a body, laid out as ``StoreCheckpointBody`` writes it.
     struct Entry {
         var id: UInt8
+        /// The id's last four bytes, when more than 256 entries need ids.
+        var wide: UInt32?
         var status: OutboxStatus = .pending
         var scope: UInt32 = 0
         var coalescing: UInt32 = 0
@@ -27,7 +29,12 @@ struct CheckpointBodyTests {
         var cause: (code: UInt8, parent: UInt8)?
 
         func write(into writer: inout ByteWriter) {
-            writer.raw([UInt8](repeating: id, count: 16))
+            if let wide {
+                writer.raw([UInt8](repeating: id, count: 12))
+                writer.integer(wide)
+            } else {
+                writer.raw([UInt8](repeating: id, count: 16))
+            }
             writer.integer(UInt64(id))  // sequence
             writer.integer(Int64(0))  // when
             writer.integer(Int64(1_767_225_600_000))  // created at
@@ -144,5 +151,15 @@ struct CheckpointBodyTests {
         #expect(!Self.loads(Self.body(entries: [Entry(id: 1, appKey: "k")], completions: [(2, "k")])))
         // The entry's own completion holds its key too.
         #expect(Self.loads(Self.body(entries: [Entry(id: 1, status: .succeeded, appKey: "k")], completions: [(1, "k")])))
+    }
+
+    @Test("an id listed twice is refused, in a small body and in one large enough to be loaded region by region")
+    func repeatedID() {
+        for count in [4, 20_000] {
+            let entries = (0..<count).map { Entry(id: 1, wide: UInt32($0)) }
+            #expect(Self.loads(Self.body(entries: entries)), "\(count) distinct ids")
+            let repeated = entries + [Entry(id: 1, wide: UInt32(count / 2))]
+            #expect(!Self.loads(Self.body(entries: repeated)), "\(count) ids, one of them twice")
+        }
     }
 }

@@ -126,62 +126,17 @@ package enum StoreCheckpointBody {
         let names = try decodeNames(&reader)
         let entryCount = try reader.count(UInt64.self, eachAtLeast: minimumEntrySize)
         var references: [UInt32: Int] = [:]
-        scheduler.reserveEntries(entryCount)
-        for _ in 0..<entryCount {
-            let id = OutboxEntryID(bytes: try reader.slice(16))
-            let sequence = try reader.integer(UInt64.self)
-            // Every entry was numbered before the checkpoint's next number.
-            guard sequence < nextSequence else {
-                throw Failure(reason: "entry \(id) has sequence number \(sequence), not below the next one, \(nextSequence)")
-            }
-            let when = try reader.date("the next attempt's time")
-            let createdAt = try reader.date("the creation date")
-            let storedBytes = try reader.integer(UInt32.self)
-            let scope = try reader.integer(UInt32.self)
-            let type = try reader.integer(UInt32.self)
-            let coalescing = try reader.integer(UInt32.self)
-            let priority = try reader.integer(Int16.self)
-            let attempts = try reader.integer(UInt16.self)
-            let maxAttempts = try reader.integer(UInt16.self)
-            let code = try reader.integer(UInt8.self)
-            guard let status = OutboxStatus(code: code) else { throw Failure(reason: "unknown status \(code)") }
-            let flags = try reader.integer(UInt8.self)
-            guard flags & ~(unchanged | hasDependencies | hasAppKey | hasFailure | hasLogKey) == 0 else {
-                throw Failure(reason: "unknown entry flags \(flags)")
-            }
-            // Set only on what it describes: a pending entry with a coalescing key.
-            guard flags & unchanged == 0 || (coalescing != 0 && status == .pending) else {
-                throw Failure(reason: "entry \(id) is marked unchanged, which only a pending entry with a coalescing key is")
-            }
-            for name in [scope, type, coalescing] where name != 0 {
-                guard names[name] != nil else { throw Failure(reason: "an entry names the unknown name id \(name)") }
-                references[name, default: 0] += 1
-            }
-            var dependencies: [OutboxEntryID]?
-            if flags & hasDependencies != 0 {
-                let count = try reader.count(UInt16.self, eachAtLeast: 16)
-                guard count > 0 else { throw Failure(reason: "an empty dependency list") }
-                dependencies = []
-                for _ in 0..<count { dependencies!.append(OutboxEntryID(bytes: try reader.slice(16))) }
-            }
-            let appKey = flags & hasAppKey != 0 ? try reader.string() : nil
-            if let appKey, let holder = scheduler.keyHolders[appKey] {
-                throw Failure(reason: "entries \(holder) and \(id) hold one app key")
-            }
-            let failure = flags & hasFailure != 0 ? try decodeFailure(&reader) : nil
-            if let key = try logKey(&reader, flags: flags, sealed: sealed, of: "entry \(id)") { logKeys.entries[key] = id }
-            let metadata = EntryMetadata(
-                id: id, sequence: sequence, status: status, priority: priority, attempts: attempts,
-                maxAttempts: maxAttempts, scope: scope, type: type, coalescing: coalescing, when: when,
-                createdAt: createdAt, storedBytes: storedBytes, dependencies: dependencies)
-            if let cause = failure?.dependency, !cause.fits(metadata) {
-                throw Failure(reason: "entry \(id) has a dependency failure no store records for it")
-            }
-            // Names are set once every entry is in (loading does not read them).
-            let isNew = scheduler.load(metadata, failure: failure, unchanged: flags & unchanged != 0, appKey: appKey)
-            // A repeated id rejects the checkpoint; the scheduler it went
-            // into is then discarded, so the overwrite above does no harm.
-            guard isNew else { throw Failure(reason: "entry \(id) appears twice") }
+        // Names are set once every entry is in (loading does not read them).
+        let conflict = try scheduler.loadEntries(count: entryCount) { _ throws(Failure) in
+            try decodeEntry(
+                &reader, names: names, references: &references, logKeys: &logKeys, nextSequence: nextSequence,
+                sealed: sealed)
+        }
+        // Either rejects the checkpoint; the scheduler is then discarded.
+        switch conflict {
+        case nil: break
+        case .idRepeated: throw Failure(reason: "two entries have one id")
+        case .keyHeldTwice(let holder, let id): throw Failure(reason: "entries \(holder) and \(id) hold one app key")
         }
         if let unused = names.keys.first(where: { references[$0] == nil }) {
             throw Failure(reason: "name id \(unused) is used by no entry")
@@ -190,6 +145,60 @@ package enum StoreCheckpointBody {
         try decodeCompletions(&reader, into: &scheduler, sealed: sealed, logKeys: &logKeys)
         guard reader.isAtEnd else { throw Failure(reason: "bytes left over after the last completion") }
         return logKeys
+    }
+
+    /// One entry of the checkpoint's list.
+    private static func decodeEntry(
+        _ reader: inout ByteReader, names: [UInt32: String], references: inout [UInt32: Int], logKeys: inout LogKeys,
+        nextSequence: UInt64, sealed: Bool
+    ) throws(Failure) -> Scheduler.LoadedEntry {
+        let id = OutboxEntryID(bytes: try reader.slice(16))
+        let sequence = try reader.integer(UInt64.self)
+        // Every entry was numbered before the checkpoint's next number.
+        guard sequence < nextSequence else {
+            throw Failure(reason: "entry \(id) has sequence number \(sequence), not below the next one, \(nextSequence)")
+        }
+        let when = try reader.date("the next attempt's time")
+        let createdAt = try reader.date("the creation date")
+        let storedBytes = try reader.integer(UInt32.self)
+        let scope = try reader.integer(UInt32.self)
+        let type = try reader.integer(UInt32.self)
+        let coalescing = try reader.integer(UInt32.self)
+        let priority = try reader.integer(Int16.self)
+        let attempts = try reader.integer(UInt16.self)
+        let maxAttempts = try reader.integer(UInt16.self)
+        let code = try reader.integer(UInt8.self)
+        guard let status = OutboxStatus(code: code) else { throw Failure(reason: "unknown status \(code)") }
+        let flags = try reader.integer(UInt8.self)
+        guard flags & ~(unchanged | hasDependencies | hasAppKey | hasFailure | hasLogKey) == 0 else {
+            throw Failure(reason: "unknown entry flags \(flags)")
+        }
+        // Set only on what it describes: a pending entry with a coalescing key.
+        guard flags & unchanged == 0 || (coalescing != 0 && status == .pending) else {
+            throw Failure(reason: "entry \(id) is marked unchanged, which only a pending entry with a coalescing key is")
+        }
+        for name in [scope, type, coalescing] where name != 0 {
+            guard names[name] != nil else { throw Failure(reason: "an entry names the unknown name id \(name)") }
+            references[name, default: 0] += 1
+        }
+        var dependencies: [OutboxEntryID]?
+        if flags & hasDependencies != 0 {
+            let count = try reader.count(UInt16.self, eachAtLeast: 16)
+            guard count > 0 else { throw Failure(reason: "an empty dependency list") }
+            dependencies = []
+            for _ in 0..<count { dependencies!.append(OutboxEntryID(bytes: try reader.slice(16))) }
+        }
+        let appKey = flags & hasAppKey != 0 ? try reader.string() : nil
+        let failure = flags & hasFailure != 0 ? try decodeFailure(&reader) : nil
+        if let key = try logKey(&reader, flags: flags, sealed: sealed, of: "entry \(id)") { logKeys.entries[key] = id }
+        let metadata = EntryMetadata(
+            id: id, sequence: sequence, status: status, priority: priority, attempts: attempts,
+            maxAttempts: maxAttempts, scope: scope, type: type, coalescing: coalescing, when: when,
+            createdAt: createdAt, storedBytes: storedBytes, dependencies: dependencies)
+        if let cause = failure?.dependency, !cause.fits(metadata) {
+            throw Failure(reason: "entry \(id) has a dependency failure no store records for it")
+        }
+        return Scheduler.LoadedEntry(metadata: metadata, failure: failure, unchanged: flags & unchanged != 0, appKey: appKey)
     }
 
     /// The interned names, each under one id (0 is "none").

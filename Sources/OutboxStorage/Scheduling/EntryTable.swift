@@ -14,6 +14,26 @@ package struct EntryTable: Sendable {
 
     var count: Int { table.count }
 
+    init() {}
+
+    /// A table of the `count` entries `next(0)`, `next(1)`, … (asked for in
+    /// that order), built at once (`PackedTable.init(loadingUnique:_:)`):
+    /// `nil` if two have the same id.
+    ///
+    /// - Complexity: O(*n*) on average.
+    init?<Failure: Error>(loadingUnique count: Int, _ next: (Int) throws(Failure) -> EntryMetadata) throws(Failure) {
+        var dependencies: [OutboxEntryID: [OutboxEntryID]] = [:]
+        let loaded = try PackedTable<OutboxEntryID, PackedEntry>(loadingUnique: count) { index throws(Failure) in
+            let metadata = try next(index)
+            let packed = PackedEntry(metadata)
+            if packed.hasDependencies { dependencies[metadata.id] = metadata.dependencies }
+            return .init(key: metadata.id, value: packed)
+        }
+        guard let loaded else { return nil }
+        table = loaded
+        self.dependencies = dependencies
+    }
+
     mutating func reserveCapacity(_ minimumCapacity: Int) { table.reserveCapacity(minimumCapacity) }
 
     subscript(id: OutboxEntryID) -> EntryMetadata? {

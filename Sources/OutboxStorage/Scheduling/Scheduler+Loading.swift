@@ -24,6 +24,53 @@ extension Scheduler {
         return isNew
     }
 
+    /// Loads the `count` entries of a checkpoint, `next(0)`, `next(1)`, …
+    /// (asked for in that order), into a scheduler that holds none: the
+    /// entry table is built at once, not one insertion per entry (see
+    /// ``EntryTable/init(loadingUnique:_:)``). Returns what makes the
+    /// entries unloadable, if anything (the scheduler is then to be
+    /// discarded); an error `next` throws stops the load.
+    mutating func loadEntries<Failure: Error>(
+        count: Int, _ next: (Int) throws(Failure) -> LoadedEntry
+    ) throws(Failure) -> LoadConflict? {
+        var conflict: LoadConflict?
+        let table = try EntryTable(loadingUnique: count) { index throws(Failure) -> EntryMetadata in
+            let loaded = try next(index)
+            let metadata = loaded.metadata
+            if let key = loaded.appKey {
+                if let holder = keyHolders.updateValue(metadata.id, forKey: key), conflict == nil {
+                    conflict = .keyHeldTwice(holder, metadata.id)
+                }
+                appKeys[metadata.id] = key
+            }
+            if let failure = loaded.failure { failures[metadata.id] = failure }
+            if loaded.unchanged && metadata.coalescing != 0 && metadata.status == .pending { pristine.insert(metadata.id) }
+            adjust(metadata.status, count: 1, bytes: Int(metadata.storedBytes))
+            nextSequence = max(nextSequence, metadata.sequence + 1)
+            return metadata
+        }
+        guard let table else { return .idRepeated }
+        entries = table
+        return conflict
+    }
+
+    /// One entry of a checkpoint, for ``loadEntries(count:_:)``: what
+    /// ``load(_:failure:unchanged:appKey:)`` takes.
+    struct LoadedEntry {
+        var metadata: EntryMetadata
+        var failure: FailureInfo?
+        var unchanged: Bool
+        var appKey: String?
+    }
+
+    /// Why a checkpoint's entries cannot all be loaded.
+    enum LoadConflict: Equatable {
+        /// Two entries have one id.
+        case idRepeated
+        /// Two entries hold one app key: the first holder, then the second.
+        case keyHeldTwice(OutboxEntryID, OutboxEntryID)
+    }
+
     /// Adds a completion read back from storage.
     mutating func loadCompletion(_ id: OutboxEntryID, _ completion: Completion) {
         completions[id] = completion
@@ -53,8 +100,6 @@ extension Scheduler {
             entries: entries, failures: failures, completions: completions, strings: strings, pristine: pristine,
             appKeys: appKeys, nextSequence: nextSequence)
     }
-
-    mutating func reserveEntries(_ count: Int) { entries.reserveCapacity(count) }
 
     /// Starts a load from a checkpoint: its names (entries then refer to
     /// them by their ids) and its next sequence number.
