@@ -16,12 +16,25 @@ extension Scheduler {
     @discardableResult
     mutating func load(_ metadata: EntryMetadata, failure: FailureInfo?, unchanged: Bool, appKey: String? = nil) -> Bool {
         let isNew = entries.set(metadata)
-        if let appKey { holdKey(appKey, for: metadata.id) }
-        if let failure { failures[metadata.id] = failure }
-        if unchanged && metadata.coalescing != 0 && metadata.status == .pending { pristine.insert(metadata.id) }
+        note(LoadedEntry(metadata: metadata, failure: failure, unchanged: unchanged, appKey: appKey))
+        return isNew
+    }
+
+    /// Everything loading `loaded` changes but the entry table; returns
+    /// the entry that held its app key before, if another did.
+    @discardableResult
+    private mutating func note(_ loaded: LoadedEntry) -> OutboxEntryID? {
+        let metadata = loaded.metadata
+        var holder: OutboxEntryID?
+        if let key = loaded.appKey {
+            holder = keyHolders.updateValue(metadata.id, forKey: key)
+            appKeys[metadata.id] = key
+        }
+        if let failure = loaded.failure { failures[metadata.id] = failure }
+        if loaded.unchanged && metadata.coalescing != 0 && metadata.status == .pending { pristine.insert(metadata.id) }
         adjust(metadata.status, count: 1, bytes: Int(metadata.storedBytes))
         nextSequence = max(nextSequence, metadata.sequence + 1)
-        return isNew
+        return holder == metadata.id ? nil : holder
     }
 
     /// Loads the `count` entries of a checkpoint, `next(0)`, `next(1)`, …
@@ -36,18 +49,8 @@ extension Scheduler {
         var conflict: LoadConflict?
         let table = try EntryTable(loadingUnique: count) { index throws(Failure) -> EntryMetadata in
             let loaded = try next(index)
-            let metadata = loaded.metadata
-            if let key = loaded.appKey {
-                if let holder = keyHolders.updateValue(metadata.id, forKey: key), conflict == nil {
-                    conflict = .keyHeldTwice(holder, metadata.id)
-                }
-                appKeys[metadata.id] = key
-            }
-            if let failure = loaded.failure { failures[metadata.id] = failure }
-            if loaded.unchanged && metadata.coalescing != 0 && metadata.status == .pending { pristine.insert(metadata.id) }
-            adjust(metadata.status, count: 1, bytes: Int(metadata.storedBytes))
-            nextSequence = max(nextSequence, metadata.sequence + 1)
-            return metadata
+            if let holder = note(loaded), conflict == nil { conflict = .keyHeldTwice(holder, loaded.metadata.id) }
+            return loaded.metadata
         }
         guard let table else { return .idRepeated }
         entries = table
