@@ -345,7 +345,7 @@ struct StoreConformanceTests {
 
     @Test("capacity limits refuse new entries; the eviction policy drops the oldest quarantined ones, never pending ones", arguments: StoreKind.allCases)
     func capacity(kind: StoreKind) async throws {
-        var subject = try await StoreUnderTest.make(kind) { $0.maximumEntries = 3 }
+        let subject = try await StoreUnderTest.make(kind) { $0.maximumEntries = 3 }
         let now = Date()
         let one = try await subject.store.add(request())
         try await subject.store.add(request())
@@ -372,7 +372,7 @@ struct StoreConformanceTests {
         await expectOutboxError(.full) { try await evicting.store.add(request()) }
         try await evicting.close()
 
-        var bytes = try await StoreUnderTest.make(kind) { $0.maximumBytes = 2000 }
+        let bytes = try await StoreUnderTest.make(kind) { $0.maximumBytes = 2000 }
         try await bytes.store.add(request(payload: String(repeating: "x", count: 900)))
         await expectOutboxError(.full) { try await bytes.store.add(request(payload: String(repeating: "y", count: 1500))) }
         try await bytes.store.add(request(payload: "small"))
