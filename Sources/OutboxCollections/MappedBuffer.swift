@@ -28,7 +28,7 @@ import Darwin
         package var errno: Int32
     }
 
-    @usableFromInline package let bytes: UnsafeMutableRawBufferPointer
+    @usableFromInline package private(set) var bytes: UnsafeMutableRawBufferPointer
 
     /// Maps `byteCount` bytes (rounded up to whole pages); none for 0.
     @usableFromInline package init(byteCount: Int) throws(Failure) {
@@ -47,6 +47,17 @@ import Darwin
     @usableFromInline package init() { bytes = UnsafeMutableRawBufferPointer(start: nil, count: 0) }
 
     @usableFromInline package var count: Int { bytes.count }
+
+    /// The mapping, handed on whole (not unmapped); this buffer is then
+    /// empty. For a buffer used by one reader after another: its pages are
+    /// faulted in once, not once per reader.
+    @usableFromInline package mutating func take() -> MappedBuffer {
+        let taken = MappedBuffer(adopting: bytes)
+        bytes = UnsafeMutableRawBufferPointer(start: nil, count: 0)
+        return taken
+    }
+
+    private init(adopting bytes: UnsafeMutableRawBufferPointer) { self.bytes = bytes }
 
     deinit {
         if let start = bytes.baseAddress { _ = munmap(start, bytes.count) }

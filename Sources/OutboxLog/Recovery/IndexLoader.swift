@@ -1,4 +1,5 @@
 import Logging
+import OutboxCollections
 import SystemPackage
 
 /// What an open with an index checkpoint left to do (``CheckpointedRecovery``).
@@ -82,9 +83,10 @@ struct IndexLoader: Sendable {
             let bases = load.older.map(\.header.baseSequence) + [load.newest.header.baseSequence]
             changedFrom = bases.lastIndex { $0 <= after + 1 } ?? 0
             let end = min(load.coveredCount - 1, load.older.count)
+            var buffer = MappedBuffer()
             for file in load.older[min(changedFrom, end)..<end] {
                 if cancelled() { return .cancelled }
-                _ = try scan(file, applyAfter: .max, into: &loaded)
+                _ = try scan(file, applyAfter: .max, into: &loaded, buffer: &buffer)
             }
         }
         // Unless its changed keys are wanted, the last covered segment is
@@ -116,6 +118,8 @@ struct IndexLoader: Sendable {
     ) throws(OutboxLogError) -> Loaded? {
         var loaded = start
         var previous: (header: SegmentHeader, last: UInt64?)?
+        // One read buffer for every segment: see `ChunkedFileReader.releaseBuffer()`.
+        var buffer = MappedBuffer()
         for (position, file) in segments.enumerated() {
             if cancelled() { return nil }
             if let previous { try checkContinuity(file, after: previous) }
@@ -124,10 +128,11 @@ struct IndexLoader: Sendable {
                 // The last record before `resuming`, if any, is the
                 // checkpoint's last (an appended segment counts up by one).
                 let before = resuming > Int64(SegmentHeader.size) ? applyAfter : nil
-                let last = try scan(file, from: resuming, previous: before, applyAfter: applyAfter, into: &loaded)
+                let last = try scan(
+                    file, from: resuming, previous: before, applyAfter: applyAfter, into: &loaded, buffer: &buffer)
                 previous = (file.header, last ?? before)
             } else {
-                previous = (file.header, try scan(file, applyAfter: applyAfter, into: &loaded))
+                previous = (file.header, try scan(file, applyAfter: applyAfter, into: &loaded, buffer: &buffer))
             }
         }
         if let previous { try checkContinuity(load.newest, after: previous) }
@@ -153,17 +158,20 @@ struct IndexLoader: Sendable {
     }
 
     /// Verifies every record of `file` and applies those after `applyAfter`;
-    /// returns its last sequence number.
+    /// returns its last sequence number. Reads into `buffer`'s mapping, and
+    /// leaves it there for the next segment.
     private func scan(
         _ file: SegmentFile, from start: Int64 = Int64(SegmentHeader.size), previous: UInt64? = nil, applyAfter: UInt64,
-        into loaded: inout Loaded
+        into loaded: inout Loaded, buffer: inout MappedBuffer
     ) throws(OutboxLogError) -> UInt64? {
         let size: Int64
         do { size = try fileSystem.size(of: file.descriptor) } catch {
             throw .io("cannot read segment size", error, file: file.path)
         }
         fileSystem.adviseWillRead(file.descriptor, offset: 0, length: size)
-        let reader = ChunkedFileReader(fileSystem: fileSystem, descriptor: file.descriptor, path: file.path, fileSize: size)
+        let reader = ChunkedFileReader(
+            fileSystem: fileSystem, descriptor: file.descriptor, path: file.path, fileSize: size, reusing: buffer.take())
+        defer { buffer = reader.releaseBuffer() }
         var records: [ScannedRecord] = []
         let run = try SegmentScanner(reader: reader, header: file.header).scanRun(
             from: start, previous: previous, resumingAfterDamage: false, visit: { records.append($0) })

@@ -1,5 +1,6 @@
 import Dispatch
 import Foundation
+import OutboxCollections
 import OutboxLocking
 import SystemPackage
 
@@ -46,14 +47,19 @@ final class SegmentPrefetcher: Sendable {
         EngineThread.start("outbox-recovery") { [self] in
             defer { exited.signal() }
             jobs[0].adviseWillRead()
+            // One read buffer for every segment: see `releaseBuffer()`.
+            var buffer = MappedBuffer()
             for (position, job) in jobs.enumerated() {
                 room.wait()
                 if cancelled.withLock({ $0 }) { return }
                 // Let the disk read the next segment while this one is
                 // checksummed: a cold open then overlaps I/O with CPU.
                 if position + 1 < jobs.count { jobs[position + 1].adviseWillRead() }
-                let result = Result { () throws(OutboxLogError) -> ScannedSegment in
-                    try Self.scan(job, collectLaterRecords: collectLaterRecords)
+                let result: Result<ScannedSegment, OutboxLogError>
+                do throws(OutboxLogError) {
+                    result = .success(try Self.scan(job, collectLaterRecords: collectLaterRecords, buffer: &buffer))
+                } catch {
+                    result = .failure(error)
                 }
                 results.withLock { $0.append(result) }
                 ready.signal()
@@ -83,9 +89,13 @@ final class SegmentPrefetcher: Sendable {
         exited.signal()  // for a second call
     }
 
-    private static func scan(_ job: Job, collectLaterRecords: Bool) throws(OutboxLogError) -> ScannedSegment {
+    private static func scan(
+        _ job: Job, collectLaterRecords: Bool, buffer: inout MappedBuffer
+    ) throws(OutboxLogError) -> ScannedSegment {
         let reader = ChunkedFileReader(
-            fileSystem: job.fileSystem, descriptor: job.descriptor, path: job.path, fileSize: job.size)
+            fileSystem: job.fileSystem, descriptor: job.descriptor, path: job.path, fileSize: job.size,
+            reusing: buffer.take())
+        defer { buffer = reader.releaseBuffer() }
         let scanner = SegmentScanner(reader: reader, header: job.header)
         var records: [ScannedRecord] = []
         var later: [ScannedRecord] = []

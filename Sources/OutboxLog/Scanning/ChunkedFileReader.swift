@@ -21,19 +21,36 @@ package final class ChunkedFileReader {
     private(set) var fills = 0
 
     /// Mapped, not allocated: see `MappedBuffer`.
-    private var storage = MappedBuffer()
+    private var storage: MappedBuffer
     private var buffer: UnsafeMutableRawBufferPointer { storage.bytes }
     /// File offset of `buffer[0]`.
     private var bufferStart: Int64 = 0
     /// Valid bytes in `buffer`.
     private var bufferCount = 0
 
-    package init(fileSystem: any FileSystem, descriptor: FileDescriptor, path: FilePath, fileSize: Int64, chunkSize: Int = scanChunkSize) {
+    /// A reader of `fileSize` bytes of `descriptor`, reading into `buffer`
+    /// (another reader's, from ``releaseBuffer()``) while it is large
+    /// enough.
+    package init(
+        fileSystem: any FileSystem, descriptor: FileDescriptor, path: FilePath, fileSize: Int64, chunkSize: Int = scanChunkSize,
+        reusing buffer: consuming MappedBuffer = MappedBuffer()
+    ) {
         self.fileSystem = fileSystem
         self.descriptor = descriptor
         self.path = path
         self.fileSize = fileSize
         self.chunkSize = max(chunkSize, 4096)
+        storage = buffer
+    }
+
+    /// Hands this reader's buffer on to the next reader of a scan over
+    /// several files, whose reads then land in pages already faulted in
+    /// (a fresh mapping of a scan's chunk faults in a thousand pages). This
+    /// reader holds no bytes afterwards.
+    package func releaseBuffer() -> MappedBuffer {
+        bufferStart = 0
+        bufferCount = 0
+        return storage.take()
     }
 
     /// The bytes `[offset, offset + count)` of the file, or as many of them as
