@@ -34,8 +34,6 @@ package struct EntryTable: Sendable {
         self.dependencies = dependencies
     }
 
-    mutating func reserveCapacity(_ minimumCapacity: Int) { table.reserveCapacity(minimumCapacity) }
-
     subscript(id: OutboxEntryID) -> EntryMetadata? {
         get { table[id].map { EntryMetadata(id: id, packed: $0, dependencies: $0.hasDependencies ? dependencies[id] : nil) } }
         set {
