@@ -47,6 +47,34 @@ struct SpoolAdmissionTests {
         try await reopened.close()
     }
 
+    @Test("writes spooled for the next open, whose app keys need the whole queue, begin its load from the open: moved in exactly, no hang", .timeLimit(.minutes(1)))
+    func spooledKeysBeginTheLoad() async throws {
+        let disk = SimulatedFileSystem(directories: ["/data"])
+        _ = try await StoreReopenTests.populated(disk)  // "pay-1" pending
+        let configuration = StoreReopenTests.configuration(disk)
+        let owner = try await LogOutboxStore.open(root: Self.root, partition: StoreReopenTests.partition, configuration: configuration)
+        // Spooled while the owner holds the queue, and left for the next open.
+        let fresh = SpoolTests.request("pay 20", key: "pay-20")
+        let again = SpoolTests.request("pay 1 again", key: "pay-1")
+        let spooled = try await LogOutboxStore.enqueue(
+            [fresh, again], root: Self.root, partition: StoreReopenTests.partition, configuration: configuration)
+        guard case .spooled = spooled else {
+            Issue.record("not spooled: \(spooled)")
+            return
+        }
+        try await owner.close()
+
+        // The open moves them in before it returns, and an app key is
+        // judged against the whole queue: the open begins the load for it.
+        let reopened = try await LogOutboxStore.open(root: Self.root, partition: StoreReopenTests.partition, configuration: configuration)
+        #expect(reopened.core.loadsInBackground)
+        #expect(reopened.spoolReportAtOpen.ingested == 1)
+        #expect(reopened.spoolReportAtOpen.duplicates == 1)
+        #expect(try await reopened.entry(fresh.id) != nil)
+        #expect(try await reopened.entry(again.id) == nil, "a second holder of pay-1 was admitted")
+        try await reopened.close()
+    }
+
     // MARK: Limits: the owner's, not the writer's
 
     static func spooling(
