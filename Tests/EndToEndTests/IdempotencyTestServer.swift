@@ -223,8 +223,10 @@ struct HTTPReply: Sendable {
 
     var json: [String: Any]? { try? JSONSerialization.jsonObject(with: Data(body.utf8)) as? [String: Any] }
 
+    /// `timeout` guards a hang only: in the whole parallel test run a held
+    /// request can wait longer than half a minute for the two-thread pool.
     static func send(
-        _ method: String, _ url: URL, key: String?, body: String?, timeout: TimeInterval = 30, session: URLSession = .shared
+        _ method: String, _ url: URL, key: String?, body: String?, timeout: TimeInterval = 120, session: URLSession = .shared
     ) async throws -> HTTPReply {
         var request = URLRequest(url: url)
         request.httpMethod = method

@@ -47,7 +47,9 @@ struct SpoolAdmissionTests {
         try await reopened.close()
     }
 
-    @Test("writes spooled for the next open, whose app keys need the whole queue, begin its load from the open: moved in exactly, no hang", .timeLimit(.minutes(1)))
+    // The limit guards a hang only: alone this takes a second, but in the
+    // whole parallel run a test waits minutes for the two-thread pool.
+    @Test("writes spooled for the next open, whose app keys need the whole queue, begin its load from the open: moved in exactly, no hang", .timeLimit(.minutes(10)))
     func spooledKeysBeginTheLoad() async throws {
         let disk = SimulatedFileSystem(directories: ["/data"])
         _ = try await StoreReopenTests.populated(disk)  // "pay-1" pending
